@@ -1,0 +1,216 @@
+#pragma once
+// Tensor factories: filled, ranged, random (seeded, reproducible) and from C++ data.
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "graft/core/tensor.hpp"
+
+namespace graft {
+
+[[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
+    Tensor t = empty(sizes, type);
+    t.fill_(value);
+    return t;
+}
+/// Without a dtype, the value's category decides: bool, int64 or float32 (as torch.full).
+[[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value) {
+    return full(sizes, value, value.is_floating_point() ? default_float_dtype : value.kind());
+}
+[[nodiscard]] inline Tensor zeros(const int_list& sizes, dtype type = default_float_dtype) {
+    return full(sizes, 0, type);
+}
+[[nodiscard]] inline Tensor ones(const int_list& sizes, dtype type = default_float_dtype) {
+    return full(sizes, 1, type);
+}
+[[nodiscard]] inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.type()); }
+[[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.type()); }
+[[nodiscard]] inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.type()); }
+[[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
+
+[[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
+    const double s = start.to_double(), e = end.to_double(), d = step.to_double();
+    detail::check(d != 0.0, "arange: step must be nonzero");
+    detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
+    detail::check((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound and larger bound inconsistent with "
+                  "step sign (start ", start, ", end ", end, ", step ", step, ")");
+    std::int64_t n = 0;
+    if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
+        const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
+        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
+    } else {
+        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
+    }
+    Tensor t = empty({n}, type);
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        for (std::int64_t i = 0; i < n; ++i) {
+            if constexpr (std::is_same_v<T, std::int64_t>)
+                p[i] = start.to_int64() + i * step.to_int64();
+            else
+                p[i] = detail::convert_element<T>(s + static_cast<double>(i) * d);
+        }
+    });
+    return t;
+}
+/// Values start, start+step, ... below end. int64 when all arguments are integers, else float32.
+[[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step = 1) {
+    const bool integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
+    return arange(start, end, step, integral ? dtype::int64 : default_float_dtype);
+}
+[[nodiscard]] inline Tensor arange(const scalar& end) { return arange(0, end, 1); }
+
+/// `steps` values evenly spaced from start to end inclusive (as torch.linspace).
+[[nodiscard]] inline Tensor linspace(double start, double end, std::int64_t steps, dtype type = default_float_dtype) {
+    detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
+    Tensor t = empty({steps}, type);
+    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+    const std::int64_t half = steps / 2;
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        // Like PyTorch: the first half counts up from start, the second half down from end.
+        for (std::int64_t i = 0; i < steps; ++i) {
+            const double v = i < half ? start + step * static_cast<double>(i)
+                                      : end - step * static_cast<double>(steps - 1 - i);
+            p[i] = static_cast<T>(v);
+        }
+    });
+    return t;
+}
+
+/// A seeded pseudo-random generator (64-bit Mersenne Twister): the same seed
+/// gives the same sequence of tensors on every platform.
+class generator {
+public:
+    explicit generator(std::uint64_t seed = default_seed) : engine_(seed), seed_(seed) {}
+    void manual_seed(std::uint64_t seed) {
+        std::lock_guard lock(mutex_);
+        engine_.seed(seed);
+        seed_ = seed;
+        has_spare_ = false;
+    }
+    [[nodiscard]] std::uint64_t initial_seed() const { return seed_; }
+
+    /// Uniform in [0, 1) with 53 random bits.
+    double uniform() {
+        std::lock_guard lock(mutex_);
+        return uniform_unlocked();
+    }
+    /// Standard normal (Box-Muller; the second value of each pair is kept).
+    double normal() {
+        std::lock_guard lock(mutex_);
+        if (has_spare_) {
+            has_spare_ = false;
+            return spare_;
+        }
+        double u1 = 0.0;
+        do u1 = uniform_unlocked(); while (u1 == 0.0);
+        const double u2 = uniform_unlocked();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        spare_ = r * std::sin(two_pi * u2);
+        has_spare_ = true;
+        return r * std::cos(two_pi * u2);
+    }
+
+    static constexpr std::uint64_t default_seed = 67280421310721ULL;
+
+private:
+    double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+
+    std::mutex mutex_;
+    std::mt19937_64 engine_;
+    std::uint64_t seed_;
+    double spare_ = 0.0;
+    bool has_spare_ = false;
+};
+
+/// The process-wide generator used when none is passed.
+[[nodiscard]] inline generator& default_generator() {
+    static generator g;
+    return g;
+}
+/// Seeds the default generator, as torch.manual_seed.
+inline void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
+
+namespace detail {
+template <class Draw>
+Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw draw) {
+    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    Tensor t = empty(sizes, type);
+    const std::int64_t n = t.numel();
+    visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* p = t.data_ptr<T>();
+            for (std::int64_t i = 0; i < n; ++i) {
+                T v = static_cast<T>(draw());
+                if constexpr (std::is_same_v<T, float>)  // rounding up to 1.0f must not leave [0, 1)
+                    if (v >= 1.0f && std::string_view(op) == "rand") v = std::nextafter(1.0f, 0.0f);
+                p[i] = v;
+            }
+        }
+    });
+    return t;
+}
+}  // namespace detail
+
+/// Uniform samples in [0, 1).
+[[nodiscard]] inline Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
+                                 generator& gen = default_generator()) {
+    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
+}
+/// Standard normal samples.
+[[nodiscard]] inline Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
+                                  generator& gen = default_generator()) {
+    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
+}
+
+/// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
+template <element T>
+[[nodiscard]] Tensor from_vector(const std::vector<T>& values, int_list sizes = {-1}) {
+    sizes = detail::infer_size("from_vector", std::move(sizes), static_cast<std::int64_t>(values.size()),
+                               {static_cast<std::int64_t>(values.size())});
+    Tensor t = empty(sizes, dtype_of_v<T>);
+    T* p = t.data_ptr<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+    return t;
+}
+/// A tensor from a braced list, as torch.tensor: integers give int64, floating
+/// values float32 (the default dtype), bools bool; pass a dtype to choose.
+namespace detail {
+/// The values at full precision: bool, int64 or float64.
+template <class T>
+[[nodiscard]] Tensor exact_tensor(std::initializer_list<T> values, int_list sizes) {
+    if constexpr (std::is_same_v<T, bool>) return from_vector(std::vector<bool>(values), std::move(sizes));
+    else if constexpr (std::is_integral_v<T>)
+        return from_vector(std::vector<std::int64_t>(values.begin(), values.end()), std::move(sizes));
+    else return from_vector(std::vector<double>(values.begin(), values.end()), std::move(sizes));
+}
+}  // namespace detail
+
+/// A tensor from a braced list, as torch.tensor: integers give int64, floating
+/// values float32 (the default dtype), bools bool; pass a dtype to choose.
+template <class T>
+    requires std::is_arithmetic_v<T>
+[[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes = {-1}) {
+    Tensor t = detail::exact_tensor(values, std::move(sizes));
+    return std::is_floating_point_v<T> ? t.to(default_float_dtype) : t;
+}
+template <class T>
+    requires std::is_arithmetic_v<T>
+[[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes, dtype type) {
+    return detail::exact_tensor(values, std::move(sizes)).to(type);
+}
+/// A 0-dim tensor holding one value (float32 for floating values, int64 for integers, bool).
+[[nodiscard]] inline Tensor scalar_tensor(const scalar& value) { return full({}, value); }
+[[nodiscard]] inline Tensor scalar_tensor(const scalar& value, dtype type) { return full({}, value, type); }
+
+}  // namespace graft

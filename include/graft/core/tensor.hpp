@@ -1,0 +1,521 @@
+#pragma once
+// graft::Tensor: a cheap, reference-counted handle to a strided view of shared storage.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "graft/core/detail/loop.hpp"
+#include "graft/core/dtype.hpp"
+#include "graft/core/error.hpp"
+#include "graft/core/scalar.hpp"
+#include "graft/core/shape.hpp"
+#include "graft/core/storage.hpp"
+
+namespace graft {
+
+class Tensor;
+
+namespace detail {
+
+/// What a Tensor handle points to. Views share `storage` and `version`.
+struct tensor_impl {
+    std::shared_ptr<storage> data;
+    int_list sizes;
+    int_list strides;  // in elements
+    std::int64_t offset = 0;  // in elements
+    dtype type = dtype::float32;
+    std::shared_ptr<std::atomic<std::uint64_t>> version = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
+
+}  // namespace detail
+
+/// A strided n-dimensional array. Copying a Tensor copies the handle, not the
+/// data; views (`view`, `transpose`, `narrow`, ...) share storage and the
+/// version counter with their base, as in PyTorch.
+class Tensor {
+public:
+    /// An undefined tensor: every operation on it throws graft::error.
+    Tensor() = default;
+    explicit Tensor(std::shared_ptr<detail::tensor_impl> impl) : impl_(std::move(impl)) {}
+
+    [[nodiscard]] bool defined() const noexcept { return impl_ != nullptr; }
+    [[nodiscard]] const int_list& sizes() const { return impl().sizes; }
+    [[nodiscard]] const int_list& strides() const { return impl().strides; }
+    [[nodiscard]] std::int64_t size(std::int64_t dim) const {
+        return sizes()[static_cast<std::size_t>(detail::wrap_dim("size", dim, dim_checked()))];
+    }
+    [[nodiscard]] std::int64_t stride(std::int64_t dim) const {
+        return strides()[static_cast<std::size_t>(detail::wrap_dim("stride", dim, dim_checked()))];
+    }
+    [[nodiscard]] std::int64_t dim() const { return static_cast<std::int64_t>(sizes().size()); }
+    [[nodiscard]] std::int64_t numel() const { return detail::numel_of(sizes()); }
+    [[nodiscard]] dtype scalar_type() const { return impl().type; }
+    [[nodiscard]] dtype type() const { return impl().type; }
+    [[nodiscard]] std::int64_t storage_offset() const { return impl().offset; }
+    [[nodiscard]] std::size_t element_size() const { return graft::element_size(type()); }
+    [[nodiscard]] bool is_contiguous() const { return detail::is_contiguous_layout(sizes(), strides()); }
+    /// Bumped by every in-place modification of this tensor or of any view of its storage.
+    [[nodiscard]] std::uint64_t _version() const { return impl().version->load(std::memory_order_relaxed); }
+    void bump_version() const { impl().version->fetch_add(1, std::memory_order_relaxed); }
+    /// True when both handles refer to the same tensor object.
+    [[nodiscard]] bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+    /// True when the two tensors share storage.
+    [[nodiscard]] bool shares_storage_with(const Tensor& other) const {
+        return impl().data == other.impl().data;
+    }
+
+    /// Pointer to the first element; T must match the dtype.
+    template <element T>
+    [[nodiscard]] T* data_ptr() const {
+        detail::check(dtype_of_v<T> == type(), "data_ptr: tensor has dtype ", type(), " but ", dtype_of_v<T>,
+                      " was requested");
+        return static_cast<T*>(impl().data->data()) + impl().offset;
+    }
+    [[nodiscard]] void* raw_data() const {
+        return static_cast<char*>(impl().data->data()) + impl().offset * static_cast<std::int64_t>(element_size());
+    }
+
+    /// The value of a one-element tensor, converted to T.
+    template <class T = double>
+    [[nodiscard]] T item() const;
+    /// All elements in row-major order, converted to T.
+    template <class T>
+    [[nodiscard]] std::vector<T> to_vector() const;
+
+    // Views: share storage and version counter with *this.
+    [[nodiscard]] Tensor view(int_list sizes) const;
+    [[nodiscard]] Tensor reshape(int_list sizes) const;
+    [[nodiscard]] Tensor flatten() const { return reshape({-1}); }
+    [[nodiscard]] Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
+    [[nodiscard]] Tensor t() const;
+    [[nodiscard]] Tensor permute(const int_list& dims) const;
+    [[nodiscard]] Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
+    [[nodiscard]] Tensor slice(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step = 1) const;
+    [[nodiscard]] Tensor select(std::int64_t dim, std::int64_t index) const;
+    [[nodiscard]] Tensor operator[](std::int64_t index) const { return select(0, index); }
+    [[nodiscard]] Tensor squeeze() const;
+    [[nodiscard]] Tensor squeeze(std::int64_t dim) const;
+    [[nodiscard]] Tensor unsqueeze(std::int64_t dim) const;
+    [[nodiscard]] Tensor expand(const int_list& sizes) const;
+    [[nodiscard]] Tensor broadcast_to(const int_list& sizes) const;
+    [[nodiscard]] Tensor as_strided(int_list sizes, int_list strides, std::int64_t offset) const;
+    [[nodiscard]] Tensor alias() const { return Tensor(std::make_shared<detail::tensor_impl>(impl())); }
+
+    // Copies.
+    [[nodiscard]] Tensor contiguous() const;
+    [[nodiscard]] Tensor clone() const;
+    [[nodiscard]] Tensor to(dtype type) const;
+
+    // In-place: bump the version counter.
+    Tensor& copy_(const Tensor& src);
+    Tensor& fill_(const scalar& value);
+    Tensor& zero_() { return fill_(0); }
+
+    // Math methods, defined with the ops (include graft/graft.hpp).
+    [[nodiscard]] Tensor sum() const;
+    [[nodiscard]] Tensor sum(const int_list& dims, bool keepdim = false) const;
+    [[nodiscard]] Tensor mean() const;
+    [[nodiscard]] Tensor mean(const int_list& dims, bool keepdim = false) const;
+    [[nodiscard]] Tensor amax(const int_list& dims = {}, bool keepdim = false) const;
+    [[nodiscard]] Tensor amin(const int_list& dims = {}, bool keepdim = false) const;
+    [[nodiscard]] Tensor exp() const;
+    [[nodiscard]] Tensor log() const;
+    [[nodiscard]] Tensor sqrt() const;
+    [[nodiscard]] Tensor tanh() const;
+    [[nodiscard]] Tensor sigmoid() const;
+    [[nodiscard]] Tensor relu() const;
+    [[nodiscard]] Tensor abs() const;
+    [[nodiscard]] Tensor neg() const;
+    [[nodiscard]] Tensor pow(const Tensor& exponent) const;
+    [[nodiscard]] Tensor pow(const scalar& exponent) const;
+    [[nodiscard]] Tensor matmul(const Tensor& other) const;
+    [[nodiscard]] Tensor softmax(std::int64_t dim) const;
+    [[nodiscard]] Tensor log_softmax(std::int64_t dim) const;
+
+    [[nodiscard]] const detail::tensor_impl& impl() const {
+        detail::check(impl_ != nullptr, "graft: operation on an undefined tensor");
+        return *impl_;
+    }
+    [[nodiscard]] const std::shared_ptr<detail::tensor_impl>& impl_ptr() const noexcept { return impl_; }
+
+private:
+    [[nodiscard]] std::int64_t dim_checked() const { return dim(); }
+    [[nodiscard]] Tensor make_view(int_list sizes, int_list strides, std::int64_t offset) const {
+        auto v = std::make_shared<detail::tensor_impl>();
+        v->data = impl().data;
+        v->version = impl().version;
+        v->type = impl().type;
+        v->sizes = std::move(sizes);
+        v->strides = std::move(strides);
+        v->offset = offset;
+        return Tensor(std::move(v));
+    }
+
+    std::shared_ptr<detail::tensor_impl> impl_;
+};
+
+/// A new tensor with uninitialized contents.
+[[nodiscard]] inline Tensor empty(const int_list& sizes, dtype type = default_float_dtype) {
+    detail::check_sizes("empty", sizes);
+    auto impl = std::make_shared<detail::tensor_impl>();
+    impl->type = type;
+    impl->sizes = sizes;
+    impl->strides = detail::contiguous_strides(sizes);
+    impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
+    return Tensor(std::move(impl));
+}
+
+namespace detail {
+
+/// Byte strides of `t`, for for_each_row.
+[[nodiscard]] inline int_list byte_strides(const Tensor& t) {
+    int_list s = t.strides();
+    const auto es = static_cast<std::int64_t>(t.element_size());
+    for (auto& x : s) x *= es;
+    return s;
+}
+
+template <class To, class From>
+[[nodiscard]] constexpr To convert_element(From v) noexcept {
+    if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else return static_cast<To>(v);
+}
+
+/// dst[i] = convert(src[i]) elementwise; src is broadcast to dst's shape already.
+inline void copy_elements(const Tensor& dst, const Tensor& src) {
+    const int_list ds = byte_strides(dst), ss = byte_strides(src);
+    visit_dtype(dst.type(), [&](auto d) {
+        using D = decltype(d);
+        visit_dtype(src.type(), [&](auto s) {
+            using S = decltype(s);
+            for_each_row<2>(dst.sizes(), {&ds, &ss},
+                            {static_cast<char*>(dst.raw_data()), static_cast<char*>(src.raw_data())},
+                            [](std::array<char*, 2> p, std::array<std::int64_t, 2> st, std::int64_t n) {
+                                if constexpr (std::is_same_v<D, S>) {
+                                    if (st[0] == sizeof(D) && st[1] == sizeof(S)) {
+                                        std::memmove(p[0], p[1], static_cast<std::size_t>(n) * sizeof(D));
+                                        return;
+                                    }
+                                }
+                                for (std::int64_t i = 0; i < n; ++i) {
+                                    S v;
+                                    std::memcpy(&v, p[1] + i * st[1], sizeof(S));
+                                    const D r = convert_element<D>(v);
+                                    std::memcpy(p[0] + i * st[0], &r, sizeof(D));
+                                }
+                            });
+        });
+    });
+}
+
+/// PyTorch's stride computation for `view`: the new strides, or empty when the
+/// view would need a copy (a new dimension spans two non-contiguous chunks).
+[[nodiscard]] inline bool compute_view_strides(const int_list& old_sizes, const int_list& old_strides,
+                                               const int_list& new_sizes, int_list& new_strides) {
+    new_strides.assign(new_sizes.size(), 0);
+    if (old_sizes.empty()) {
+        new_strides.assign(new_sizes.size(), 1);
+        return true;
+    }
+    const std::int64_t numel = numel_of(old_sizes);
+    if (numel == 0) {
+        new_strides = contiguous_strides(new_sizes);
+        return true;
+    }
+    std::int64_t view_d = static_cast<std::int64_t>(new_sizes.size()) - 1;
+    std::int64_t chunk_base_stride = old_strides.back();
+    std::int64_t tensor_numel = 1, view_numel = 1;
+    for (std::int64_t tensor_d = static_cast<std::int64_t>(old_sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+        const auto td = static_cast<std::size_t>(tensor_d);
+        tensor_numel *= old_sizes[td];
+        if (tensor_d == 0 || (old_sizes[td - 1] != 1 && old_strides[td - 1] != tensor_numel * chunk_base_stride)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[static_cast<std::size_t>(view_d)] == 1)) {
+                new_strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
+                view_numel *= new_sizes[static_cast<std::size_t>(view_d)];
+                --view_d;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (tensor_d > 0) {
+                chunk_base_stride = old_strides[td - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+/// Resolves one -1 in `sizes` against `numel`, checking the product matches.
+[[nodiscard]] inline int_list infer_size(const char* op, int_list sizes, std::int64_t numel, const int_list& from) {
+    std::int64_t known = 1;
+    std::int64_t infer = -1;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        if (sizes[i] == -1) {
+            check(infer < 0, op, ": only one dimension can be inferred, got ", to_string(sizes));
+            infer = static_cast<std::int64_t>(i);
+        } else {
+            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", to_string(sizes));
+            known *= sizes[i];
+        }
+    }
+    if (infer >= 0) {
+        check(known != 0 && numel % known == 0, op, ": shape ", to_string(sizes), " is invalid for input of size ",
+              numel, " (shape ", to_string(from), ")");
+        sizes[static_cast<std::size_t>(infer)] = numel / known;
+    } else {
+        check(known == numel, op, ": shape ", to_string(sizes), " is invalid for input of size ", numel, " (shape ",
+              to_string(from), ")");
+    }
+    return sizes;
+}
+
+}  // namespace detail
+
+inline Tensor Tensor::view(int_list new_sizes) const {
+    new_sizes = detail::infer_size("view", std::move(new_sizes), numel(), sizes());
+    int_list new_strides;
+    detail::check(detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides),
+                  "view: view size ", detail::to_string(new_sizes), " is not compatible with input tensor's size ",
+                  detail::to_string(sizes()), " and stride ", detail::to_string(strides()),
+                  " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
+    return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
+}
+
+inline Tensor Tensor::reshape(int_list new_sizes) const {
+    new_sizes = detail::infer_size("reshape", std::move(new_sizes), numel(), sizes());
+    int_list new_strides;
+    if (detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides))
+        return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
+    return contiguous().view(std::move(new_sizes));
+}
+
+inline Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
+    const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, dim()));
+    const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, dim()));
+    int_list sz = sizes(), st = strides();
+    if (!sz.empty()) {
+        std::swap(sz[a], sz[b]);
+        std::swap(st[a], st[b]);
+    }
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::t() const {
+    detail::check(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", dim(), "-D tensor");
+    return dim() < 2 ? alias() : transpose(0, 1);
+}
+
+inline Tensor Tensor::permute(const int_list& dims) const {
+    detail::check(static_cast<std::int64_t>(dims.size()) == dim(), "permute: number of dims ", dims.size(),
+                  " does not match the tensor's rank ", dim(), " (sizes ", detail::to_string(sizes()), ")");
+    int_list sz(dims.size()), st(dims.size());
+    std::vector<bool> seen(dims.size(), false);
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()));
+        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", detail::to_string(dims));
+        seen[d] = true;
+        sz[i] = sizes()[d];
+        st[i] = strides()[d];
+    }
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
+    detail::check(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, dim()));
+    const std::int64_t n = sizes()[k];
+    if (start < 0) start += n;
+    detail::check(start >= 0 && start <= n, "narrow: start ", start, " out of range for dimension ", d,
+                  " of size ", n);
+    detail::check(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
+                  ") exceeds dimension size (", n, ")");
+    int_list sz = sizes();
+    sz[k] = length;
+    return make_view(std::move(sz), strides(), storage_offset() + start * strides()[k]);
+}
+
+inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
+    detail::check(dim() > 0, "slice: cannot be applied to a 0-dim tensor");
+    detail::check(step > 0, "slice: step must be positive, got ", step);
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, dim()));
+    const std::int64_t n = sizes()[k];
+    // Python slice semantics: negative indices count from the end, out-of-range clamps.
+    if (start < 0) start += n;
+    if (end < 0) end += n;
+    start = std::clamp<std::int64_t>(start, 0, n);
+    end = std::clamp<std::int64_t>(end, start, n);
+    int_list sz = sizes(), st = strides();
+    sz[k] = (end - start + step - 1) / step;
+    st[k] *= step;
+    return make_view(std::move(sz), std::move(st), storage_offset() + start * strides()[k]);
+}
+
+inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
+    detail::check(dim() > 0, "select: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, dim()));
+    const std::int64_t n = sizes()[k];
+    detail::check(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
+                  detail::to_string(sizes()), " at dimension ", d);
+    if (index < 0) index += n;
+    int_list sz = sizes(), st = strides();
+    const std::int64_t off = storage_offset() + index * st[k];
+    sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
+    st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
+    return make_view(std::move(sz), std::move(st), off);
+}
+
+inline Tensor Tensor::squeeze() const {
+    int_list sz, st;
+    for (std::size_t i = 0; i < sizes().size(); ++i)
+        if (sizes()[i] != 1) {
+            sz.push_back(sizes()[i]);
+            st.push_back(strides()[i]);
+        }
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::squeeze(std::int64_t d) const {
+    if (dim() == 0) {
+        (void)detail::wrap_dim("squeeze", d, 0);
+        return alias();
+    }
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("squeeze", d, dim()));
+    if (sizes()[k] != 1) return alias();
+    int_list sz = sizes(), st = strides();
+    sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
+    st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::unsqueeze(std::int64_t d) const {
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, dim() + 1));
+    int_list sz = sizes(), st = strides();
+    const std::int64_t new_stride = k < sz.size() ? sz[k] * st[k] : 1;
+    sz.insert(sz.begin() + static_cast<std::ptrdiff_t>(k), 1);
+    st.insert(st.begin() + static_cast<std::ptrdiff_t>(k), new_stride);
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::expand(const int_list& target) const {
+    detail::check(target.size() >= sizes().size(), "expand: the number of sizes provided (", target.size(),
+                  ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+    const std::size_t lead = target.size() - sizes().size();
+    int_list sz(target.size()), st(target.size());
+    for (std::size_t i = 0; i < target.size(); ++i) {
+        if (i < lead) {
+            detail::check(target[i] >= 0, "expand: the expanded size ", target[i],
+                          " is not allowed in a leading, non-existing dimension ", i);
+            sz[i] = target[i];
+            st[i] = 0;
+            continue;
+        }
+        const std::int64_t have = sizes()[i - lead];
+        const std::int64_t want = target[i] == -1 ? have : target[i];
+        detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
+                      ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                      ". Target sizes: ", detail::to_string(target), ". Tensor sizes: ", detail::to_string(sizes()));
+        sz[i] = want;
+        st[i] = have == want ? strides()[i - lead] : 0;
+    }
+    return make_view(std::move(sz), std::move(st), storage_offset());
+}
+
+inline Tensor Tensor::broadcast_to(const int_list& target) const {
+    (void)broadcast_shapes(sizes(), target);  // throws with a clear message when incompatible
+    return expand(target);
+}
+
+inline Tensor Tensor::as_strided(int_list sz, int_list st, std::int64_t offset) const {
+    detail::check(sz.size() == st.size(), "as_strided: sizes ", detail::to_string(sz), " and strides ",
+                  detail::to_string(st), " differ in length");
+    detail::check_sizes("as_strided", sz);
+    std::int64_t hi = offset;
+    bool empty_view = false;
+    for (std::size_t i = 0; i < sz.size(); ++i) {
+        detail::check(st[i] >= 0, "as_strided: negative strides are not supported");
+        if (sz[i] == 0) empty_view = true;
+        else hi += (sz[i] - 1) * st[i];
+    }
+    const auto capacity = static_cast<std::int64_t>(impl().data->nbytes() / element_size());
+    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", detail::to_string(sz),
+                  ", strides ", detail::to_string(st), " and offset ", offset,
+                  " reaches beyond the storage of ", capacity, " elements");
+    return make_view(std::move(sz), std::move(st), offset);
+}
+
+inline Tensor Tensor::contiguous() const {
+    return is_contiguous() ? *this : clone();
+}
+
+inline Tensor Tensor::clone() const {
+    Tensor out = empty(sizes(), type());
+    detail::copy_elements(out, *this);
+    return out;
+}
+
+inline Tensor Tensor::to(dtype target) const {
+    if (target == type()) return *this;
+    Tensor out = empty(sizes(), target);
+    detail::copy_elements(out, *this);
+    return out;
+}
+
+inline Tensor& Tensor::copy_(const Tensor& src) {
+    detail::check(src.defined(), "copy_: source tensor is undefined");
+    const Tensor b = src.broadcast_to(sizes());
+    if (shares_storage_with(src)) {
+        const Tensor tmp = b.clone();  // avoid reading what this copy has already overwritten
+        detail::copy_elements(*this, tmp);
+    } else {
+        detail::copy_elements(*this, b);
+    }
+    bump_version();
+    return *this;
+}
+
+inline Tensor& Tensor::fill_(const scalar& value) {
+    const int_list s = detail::byte_strides(*this);
+    detail::visit_dtype(type(), [&](auto z) {
+        using T = decltype(z);
+        const T v = value.to<T>();
+        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
+                                [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
+                                    for (std::int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], &v, sizeof(T));
+                                });
+    });
+    bump_version();
+    return *this;
+}
+
+template <class T>
+inline std::vector<T> Tensor::to_vector() const {
+    std::vector<T> out;
+    out.reserve(static_cast<std::size_t>(numel()));
+    const int_list s = detail::byte_strides(*this);
+    detail::visit_dtype(type(), [&](auto z) {
+        using S = decltype(z);
+        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
+                                [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
+                                    for (std::int64_t i = 0; i < n; ++i) {
+                                        S v;
+                                        std::memcpy(&v, p[0] + i * st[0], sizeof(S));
+                                        out.push_back(detail::convert_element<T>(v));
+                                    }
+                                });
+    });
+    return out;
+}
+
+template <class T>
+inline T Tensor::item() const {
+    detail::check(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
+    return to_vector<T>().front();
+}
+
+}  // namespace graft
