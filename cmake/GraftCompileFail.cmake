@@ -8,7 +8,7 @@ include_guard(GLOBAL)
 
 function(graft_add_compile_fail_test name source)
   cmake_parse_arguments(ARG "" "MATCHES" "DEFINITIONS" ${ARGN})
-  set(target "graft_compile_fail_${name}")
+  string(MAKE_C_IDENTIFIER "graft_compile_fail_${name}" target)
   add_library(${target} OBJECT EXCLUDE_FROM_ALL "${source}")
   target_link_libraries(${target} PRIVATE graft::graft graft::build_options)
   if(ARG_DEFINITIONS)
