@@ -77,7 +77,7 @@ namespace graft {
         T* p = t.data_ptr<T>();
         // Like PyTorch: the first half counts up from start, the second half down from end.
         for (std::int64_t i = 0; i < steps; ++i) {
-            const double v = i < half ? start + step * static_cast<double>(i)
+            const double v = steps == 1 ? start : i < half ? start + step * static_cast<double>(i)
                                       : end - step * static_cast<double>(steps - 1 - i);
             p[i] = static_cast<T>(v);
         }

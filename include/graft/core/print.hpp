@@ -30,7 +30,10 @@ public:
             const bool any = hi > 0.0;
             sci_ = any && (int_mode_ ? hi > 1e8 : (hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4));
         }
-        for (double v : shown) width_ = std::max(width_, format_raw(v).size());
+        // Like PyTorch, floats are aligned on their nonzero finite values only.
+        for (double v : shown)
+            if (!is_floating_point(type) || (std::isfinite(v) && v != 0.0))
+                width_ = std::max(width_, format_raw(v).size());
     }
 
     [[nodiscard]] std::string format(double v) const {

@@ -1,0 +1,18 @@
+#pragma once
+// graft: PyTorch-style tensors for C++20. Include this one header.
+#include "graft/core/dtype.hpp"
+#include "graft/core/error.hpp"
+#include "graft/core/factories.hpp"
+#include "graft/core/print.hpp"
+#include "graft/core/scalar.hpp"
+#include "graft/core/shape.hpp"
+#include "graft/core/storage.hpp"
+#include "graft/core/tensor.hpp"
+#include "graft/kernels/dispatch.hpp"
+#include "graft/ops/compare.hpp"
+#include "graft/ops/elementwise.hpp"
+#include "graft/ops/linalg.hpp"
+#include "graft/ops/methods.hpp"
+#include "graft/ops/reduce.hpp"
+#include "graft/ops/softmax.hpp"
+#include "graft/version.hpp"

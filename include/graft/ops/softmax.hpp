@@ -1,0 +1,41 @@
+#pragma once
+// softmax and log_softmax along one dimension, numerically stable.
+#include "graft/core/factories.hpp"
+#include "graft/core/tensor.hpp"
+#include "graft/kernels/dispatch.hpp"
+
+namespace graft {
+namespace detail {
+
+inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
+    check(t.defined(), op, ": got an undefined tensor");
+    check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
+    const std::int64_t d = wrap_dim(op, dim, t.dim());
+    if (t.dim() == 0) return run_softmax(op, t.view({1}), 0, log).view({});
+    const Tensor moved = t.transpose(d, -1).contiguous();
+    const std::int64_t cols = moved.size(-1);
+    const std::int64_t rows = cols == 0 ? 0 : moved.numel() / cols;
+    Tensor out = empty(moved.sizes(), t.type());
+    visit_dtype(t.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>)
+            if (rows > 0)
+                kernels::softmax_rows(moved.data_ptr<T>(), out.data_ptr<T>(), static_cast<std::size_t>(rows),
+                                      static_cast<std::size_t>(cols), log);
+    });
+    return out.transpose(d, -1).contiguous();
+}
+
+}  // namespace detail
+
+/// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
+/// row of only -inf gives NaN, as in PyTorch.
+[[nodiscard]] inline Tensor softmax(const Tensor& t, std::int64_t dim) {
+    return detail::run_softmax("softmax", t, dim, false);
+}
+/// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
+[[nodiscard]] inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
+    return detail::run_softmax("log_softmax", t, dim, true);
+}
+
+}  // namespace graft
