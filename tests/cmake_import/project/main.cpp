@@ -4,6 +4,10 @@
 #endif
 #include <graft/core/error.hpp>
 #include <graft/core/shape.hpp>
+#if __has_include(<graft/kernels/dispatch.hpp>)
+#include <graft/kernels/dispatch.hpp>
+#define GRAFT_CONSUMER_KERNELS 1
+#endif
 
 #include <boost/hana/fold_left.hpp>
 #include <boost/hana/tuple.hpp>
@@ -26,9 +30,25 @@ int main() {
     } catch (const graft::error&) {
     }
 
+#ifdef GRAFT_CONSUMER_KERNELS
+    // A dispatched SIMD kernel; 37 elements leave a tail on every target.
+    float a[37], b[37], out[37];
+    for (int i = 0; i < 37; ++i) {
+        a[i] = static_cast<float>(i);
+        b[i] = 0.5f * static_cast<float>(i);
+    }
+    graft::kernels::binary(graft::kernels::binary_op::add, a, 1, b, 1, out, 37);
+    for (int i = 0; i < 37; ++i) {
+        if (out[i] != 1.5f * static_cast<float>(i)) {
+            std::printf("kernels::binary(add): out[%d] = %g\n", i, static_cast<double>(out[i]));
+            ++failures;
+        }
+    }
+#endif
+
     // graft's dependencies reach the consumer through graft::graft.
     constexpr int sum = boost::hana::fold_left(boost::hana::make_tuple(1, 2, 3), 0,
-                                               [](int a, int b) { return a + b; });
+                                               [](int x, int y) { return x + y; });
     static_assert(sum == 6);
     static_assert(sizeof(hwy::MakeUnsigned<float>) == 4);
 
