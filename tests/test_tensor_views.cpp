@@ -146,3 +146,23 @@ TEST_CASE("storage is 64-byte aligned", "[core][storage]") {
         REQUIRE(reinterpret_cast<std::uintptr_t>(t.raw_data()) % storage_alignment == 0);
     }
 }
+
+TEST_CASE("large freed buffers are reused through the buffer cache", "[core][storage]") {
+    set_buffer_cache_limit(std::size_t{64} << 20);
+    empty_buffer_cache();
+    const void* first = nullptr;
+    {
+        Tensor big = empty({1 << 20});  // 4 MiB
+        first = big.raw_data();
+    }
+    REQUIRE(buffer_cache_size() >= (std::size_t{4} << 20));
+    Tensor again = empty({1 << 20});
+    REQUIRE(again.raw_data() == first);
+    REQUIRE(buffer_cache_size() == 0);
+    Tensor small = empty({16});  // small buffers never enter the cache
+    (void)small;
+    set_buffer_cache_limit(0);  // disabling empties the cache and stops caching
+    { Tensor t = empty({1 << 20}); }
+    REQUIRE(buffer_cache_size() == 0);
+    set_buffer_cache_limit(std::size_t{1} << 30);
+}
