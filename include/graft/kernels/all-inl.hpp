@@ -1,0 +1,37 @@
+// graft/kernels/all-inl.hpp: the per-target umbrella. graft/kernels/dispatch.hpp sets
+// HWY_TARGET_INCLUDE to this file, so hwy/foreach_target.h re-includes it once per
+// compiled SIMD target; each pass defines graft::kernels::N_<TARGET>::table.
+// Add new kernel -inl.hpp files here. Only Highway/graft -inl includes below the
+// api include: no std or third-party headers inside the per-target region.
+
+#include "graft/kernels/api.hpp"
+
+#include <hwy/highway.h>
+
+#include "graft/kernels/elementwise-inl.hpp"
+#include "graft/kernels/reduce-inl.hpp"
+#include "graft/kernels/matmul-inl.hpp"
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_KERNELS_ALL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_ALL_INL_H_
+#undef GRAFT_KERNELS_ALL_INL_H_
+#else
+#define GRAFT_KERNELS_ALL_INL_H_
+#endif
+
+namespace graft {
+namespace kernels {
+namespace HWY_NAMESPACE {
+
+/// This target's entry points, picked up by graft/kernels/dispatch.hpp.
+inline constexpr detail::kernel_table table = {
+    &unary_f32,   &unary_f64,   &binary_f32,  &binary_f64, &compare_f32, &compare_f64, &where_f32,
+    &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
+};
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace graft
+
+#endif  // toggle guard

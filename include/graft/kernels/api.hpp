@@ -1,0 +1,82 @@
+#pragma once
+// graft/kernels/api.hpp: types shared by the dispatcher (graft/kernels/dispatch.hpp)
+// and the per-target kernels (graft/kernels/*-inl.hpp). No Highway here.
+//
+// Include graft/kernels/dispatch.hpp to use the kernels; this header alone only
+// declares the enums and the per-target function table.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <new>
+
+namespace graft::kernels {
+
+enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, sin, cos };
+enum class binary_op : int { add, sub, mul, div, pow, maximum, minimum };
+enum class compare_op : int { eq, ne, lt, le, gt, ge };
+enum class reduce_op : int { sum, amax, amin };
+
+/// A SIMD instruction-set target graft may have compiled kernels for.
+/// Values are graft's own (stable), not Highway's target bits.
+enum class target : int {
+    scalar = 0,  // Highway HWY_SCALAR: one lane, portable C++
+    emu128,      // Highway HWY_EMU128: portable 128-bit emulation
+    ssse3,
+    sse4,
+    avx2,
+    avx3,        // AVX-512 F/BW/DQ/VL
+    avx3_dl,     // AVX-512 + VNNI/VBMI2/... (Ice Lake)
+    neon,
+    sve,
+    sve2,
+    wasm,
+    rvv,
+    unknown,
+};
+
+namespace detail {
+
+/// One compiled target's entry points. Every per-target namespace
+/// (graft::kernels::N_AVX3, ...) defines `inline constexpr kernel_table table`.
+struct kernel_table {
+    void (*unary_f32)(unary_op, const float*, std::ptrdiff_t, float*, std::size_t);
+    void (*unary_f64)(unary_op, const double*, std::ptrdiff_t, double*, std::size_t);
+    void (*binary_f32)(binary_op, const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, float*, std::size_t);
+    void (*binary_f64)(binary_op, const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::size_t);
+    void (*compare_f32)(compare_op, const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, bool*, std::size_t);
+    void (*compare_f64)(compare_op, const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, bool*, std::size_t);
+    void (*where_f32)(const bool*, std::ptrdiff_t, const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, float*, std::size_t);
+    void (*where_f64)(const bool*, std::ptrdiff_t, const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::size_t);
+    float (*reduce_f32)(reduce_op, const float*, std::size_t);
+    double (*reduce_f64)(reduce_op, const double*, std::size_t);
+    void (*matmul_f32)(const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    void (*matmul_f64)(const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    void (*softmax_f32)(const float*, float*, std::size_t, std::size_t, bool);
+    void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
+};
+
+struct aligned_free {
+    void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
+};
+
+/// Per-thread scratch memory (64-byte aligned) reused by kernels such as matmul's
+/// packing buffers. The pointer is valid until the next call on the same thread.
+inline void* scratch(std::size_t bytes) {
+    thread_local std::unique_ptr<void, aligned_free> buf;
+    thread_local std::size_t cap = 0;
+    if (bytes > cap) {
+        buf.reset();
+        cap = 0;
+        buf.reset(::operator new(bytes, std::align_val_t{64}));
+        cap = bytes;
+    }
+    return buf.get();
+}
+
+}  // namespace detail
+}  // namespace graft::kernels

@@ -1,0 +1,188 @@
+// graft/kernels/matmul-inl.hpp: per-target GEMM, C[m x n] = A[m x k] * B[k x n]
+// (row-major, element leading dimensions lda/ldb/ldc; C is overwritten).
+// Re-included once per target via graft/kernels/all-inl.hpp.
+//
+// Algorithm (GotoBLAS/BLIS layout, single thread):
+//   for each NC-column panel of B, for each KC-deep slice: pack B[kc x nc] into
+//   NR-wide column slivers (zero padded); for each MC-row block of A: pack A[mc x kc]
+//   into MR-row slivers (zero padded); then an MR x NR register-blocked micro-kernel
+//   (NR = NV vectors; broadcast one A element, MulAdd against NV B vectors) updates C.
+//   Edge tiles run the same micro-kernel into a stack tile and copy the valid part.
+// Numeric contract: each C element is a sum over k of products with FMA, in k order
+//   within a KC slice, slices added in order: |error| <= k * eps * sum|a||b| (standard
+//   dot-product bound); results do not depend on the target except through FMA vs
+//   separate multiply-add on targets without FMA (SCALAR, SSE4).
+// k == 0 → C = 0. m == 0 or n == 0 → nothing written.
+
+#include "graft/kernels/api.hpp"
+
+#include <hwy/highway.h>
+
+#include "graft/kernels/elementwise-inl.hpp"
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_MATMUL_INL_H_
+#undef GRAFT_KERNELS_MATMUL_INL_H_
+#else
+#define GRAFT_KERNELS_MATMUL_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Register blocking per target: MR rows x NV vectors of accumulators.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr std::size_t kGemmMR = 8;   // 8 x 3 = 24 of 32 zmm accumulators
+inline constexpr std::size_t kGemmNV = 3;
+#elif HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+inline constexpr std::size_t kGemmMR = 4;
+inline constexpr std::size_t kGemmNV = 4;
+#else
+inline constexpr std::size_t kGemmMR = 6;   // 6 x 2 = 12 of 16 ymm/xmm accumulators
+inline constexpr std::size_t kGemmNV = 2;
+#endif
+inline constexpr std::size_t kGemmKC = 256;
+
+template <std::size_t MR, std::size_t NV, class D>
+HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
+                           const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
+                           std::ptrdiff_t ldc, bool accumulate) {
+    using V = hn::Vec<D>;
+    const std::size_t N = hn::Lanes(d);
+    V acc[MR][NV];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+    for (std::size_t p = 0; p < kc; ++p) {
+        V b[NV];
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) b[v] = hn::Load(d, pb + v * N);
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const V a = hn::Set(d, pa[r]);
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
+        }
+        pa += MR;
+        pb += NV * N;
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r) {
+        auto* cr = c + static_cast<std::ptrdiff_t>(r) * ldc;
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) {
+            if (accumulate) {
+                hn::StoreU(hn::Add(hn::LoadU(d, cr + v * N), acc[r][v]), d, cr + v * N);
+            } else {
+                hn::StoreU(acc[r][v], d, cr + v * N);
+            }
+        }
+    }
+}
+
+template <class T>
+HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c,
+                              std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    const hn::ScalableTag<T> d;
+    constexpr std::size_t MR = kGemmMR;
+    constexpr std::size_t NV = kGemmNV;
+    const std::size_t N = hn::Lanes(d);
+    const std::size_t NR = NV * N;
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)] = T(0);
+        return;
+    }
+    const std::size_t KC = kGemmKC;
+    const std::size_t MC = MR * (sizeof(T) == 4 ? 16 : 12);
+    const std::size_t NC = NR * (4096 / NR > 0 ? 4096 / NR : 1);
+    const std::size_t kc_max = k < KC ? k : KC;
+    const std::size_t nc_max = ((n < NC ? n : NC) + NR - 1) / NR * NR;
+    const std::size_t mc_max = ((m < MC ? m : MC) + MR - 1) / MR * MR;
+    T* pb_buf = static_cast<T*>(detail::scratch((kc_max * nc_max + kc_max * mc_max) * sizeof(T) + 64));
+    T* pa_buf = pb_buf + kc_max * nc_max;
+    HWY_ALIGN T tile[MR * NV * kMaxLanes<T>];
+
+    for (std::size_t jc = 0; jc < n; jc += NC) {
+        const std::size_t nc = n - jc < NC ? n - jc : NC;
+        for (std::size_t pc = 0; pc < k; pc += KC) {
+            const std::size_t kc = k - pc < KC ? k - pc : KC;
+            const bool accumulate = pc != 0;
+            // Pack B[pc:pc+kc, jc:jc+nc] into NR-wide slivers: sliver s holds kc rows of NR.
+            for (std::size_t js = 0; js < nc; js += NR) {
+                const std::size_t w = nc - js < NR ? nc - js : NR;
+                T* dst = pb_buf + js * kc;
+                for (std::size_t p = 0; p < kc; ++p) {
+                    const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js);
+                    if (w == NR) {
+                        for (std::size_t v = 0; v < NV; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
+                    } else {
+                        for (std::size_t j = 0; j < w; ++j) dst[j] = src[j];
+                        for (std::size_t j = w; j < NR; ++j) dst[j] = T(0);
+                    }
+                    dst += NR;
+                }
+            }
+            for (std::size_t ic = 0; ic < m; ic += MC) {
+                const std::size_t mc = m - ic < MC ? m - ic : MC;
+                // Pack A[ic:ic+mc, pc:pc+kc] into MR-row slivers: sliver holds kc columns of MR.
+                for (std::size_t is = 0; is < mc; is += MR) {
+                    const std::size_t h = mc - is < MR ? mc - is : MR;
+                    T* dst = pa_buf + is * kc;
+                    const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc);
+                    for (std::size_t r = 0; r < h; ++r) {
+                        const T* s = src + static_cast<std::ptrdiff_t>(r) * lda;
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = s[p];
+                    }
+                    for (std::size_t r = h; r < MR; ++r)
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = T(0);
+                }
+                for (std::size_t jr = 0; jr < nc; jr += NR) {
+                    const std::size_t w = nc - jr < NR ? nc - jr : NR;
+                    const T* pb = pb_buf + jr * kc;
+                    for (std::size_t ir = 0; ir < mc; ir += MR) {
+                        const std::size_t h = mc - ir < MR ? mc - ir : MR;
+                        const T* pa = pa_buf + ir * kc;
+                        T* cc = c + static_cast<std::ptrdiff_t>(ic + ir) * ldc + static_cast<std::ptrdiff_t>(jc + jr);
+                        if (h == MR && w == NR) {
+                            gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
+                        } else {
+                            gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(NR), false);
+                            for (std::size_t r = 0; r < h; ++r) {
+                                T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
+                                const T* trow = tile + r * NR;
+                                if (accumulate) {
+                                    for (std::size_t j = 0; j < w; ++j) crow[j] += trow[j];
+                                } else {
+                                    for (std::size_t j = 0; j < w; ++j) crow[j] = trow[j];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+inline void matmul_f32(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, float* c,
+                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    matmul_impl<float>(a, lda, b, ldb, c, ldc, m, n, k);
+}
+inline void matmul_f64(const double* a, std::ptrdiff_t lda, const double* b, std::ptrdiff_t ldb, double* c,
+                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    matmul_impl<double>(a, lda, b, ldb, c, ldc, m, n, k);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard

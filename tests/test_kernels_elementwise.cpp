@@ -1,0 +1,303 @@
+// Elementwise kernels (unary, binary, compare, where) on every available target
+// against graft/kernels/reference.hpp.
+#include "test_kernels_common.hpp"
+
+using namespace kt;
+using gk::binary_op;
+using gk::compare_op;
+using gk::unary_op;
+
+namespace {
+
+const char* unary_name(unary_op op) {
+    static const char* names[] = {"neg",     "abs",  "exp",  "log",       "sqrt", "rsqrt", "tanh",
+                                  "sigmoid", "relu", "gelu", "gelu_tanh", "sin",  "cos"};
+    return names[static_cast<int>(op)];
+}
+
+// Documented tolerances (see elementwise-inl.hpp), vs a reference rounded once from
+// double (float32) / long double (float64).
+tol unary_tol(unary_op op) {
+    switch (op) {
+        case unary_op::neg: case unary_op::abs: case unary_op::relu: case unary_op::sqrt: return {0, 0};
+        case unary_op::rsqrt: return {1, 0};
+        case unary_op::exp: return {2, 0};
+        case unary_op::log: return {4, 0};
+        case unary_op::tanh: return {4, 0};
+        case unary_op::sigmoid: return {4, 0};
+        case unary_op::gelu: return {4, 0};
+        case unary_op::gelu_tanh: return {8, 8};        // absolute part scaled by |x|
+        case unary_op::sin: case unary_op::cos: return {4, 2};  // |err| <= 4 ULP or 2 eps absolute
+    }
+    return {};
+}
+
+// Input range per op for the random part.
+std::pair<double, double> unary_range(unary_op op) {
+    switch (op) {
+        case unary_op::exp: return {-110, 95};
+        case unary_op::log: case unary_op::sqrt: case unary_op::rsqrt: return {0, 1e6};
+        case unary_op::sin: case unary_op::cos: return {-100, 100};
+        default: return {-12, 12};
+    }
+}
+
+template <class T>
+void check_unary_all_targets() {
+    target_guard guard;
+    const unary_op ops[] = {unary_op::neg,  unary_op::abs,     unary_op::exp,  unary_op::log,      unary_op::sqrt,
+                            unary_op::rsqrt, unary_op::tanh,   unary_op::sigmoid, unary_op::relu,  unary_op::gelu,
+                            unary_op::gelu_tanh, unary_op::sin, unary_op::cos};
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (unary_op op : ops) {
+            const tol tl = unary_tol(op);
+            const auto [lo, hi] = unary_range(op);
+            for (std::size_t n : test_lengths()) {
+                for (std::ptrdiff_t stride : {1, 0, 3}) {
+                    const std::size_t span = stride == 0 ? 1 : (n == 0 ? 0 : (n - 1) * static_cast<std::size_t>(stride) + 1);
+                    // +1: offset the input by one element (unaligned).
+                    auto in = make_data<T>(span + 1, lo, hi, static_cast<std::uint32_t>(n * 7 + static_cast<std::size_t>(stride)));
+                    std::vector<T> got(n + 1, T(-12345)), want(n);
+                    const T* a = in.data() + 1;
+                    gk::unary(op, a, stride, got.data() + 1, n);
+                    gk::reference::unary(op, a, stride, want.data(), n);
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const T x = a[static_cast<std::ptrdiff_t>(i) * stride];
+                        const bool ok = close(got[i + 1], want[i], tl, static_cast<double>(x));
+                        if (!ok) {
+                            INFO("target " << gk::target_name(t) << " op " << unary_name(op) << " n " << n << " stride "
+                                           << stride << " i " << i << " x " << x << " got " << got[i + 1] << " want "
+                                           << want[i] << " ulp " << ulp_distance(got[i + 1], want[i]));
+                            CHECK(ok);
+                        }
+                    }
+                    CHECK(got[0] == T(-12345));  // nothing written before out
+                }
+            }
+            // All special values, contiguous, each also checked for exact IEEE classes.
+            const auto sp = special_values<T>();
+            std::vector<T> got(sp.size()), want(sp.size());
+            gk::unary(op, sp.data(), 1, got.data(), sp.size());
+            gk::reference::unary(op, sp.data(), 1, want.data(), sp.size());
+            for (std::size_t i = 0; i < sp.size(); ++i) {
+                const bool ok = close(got[i], want[i], tl, static_cast<double>(sp[i]));
+                if (!ok) {
+                    INFO("special: target " << gk::target_name(t) << " op " << unary_name(op) << " x " << sp[i] << " got "
+                                            << got[i] << " want " << want[i]);
+                    CHECK(ok);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: unary float32 matches reference on every target", "[kernels][unary]") {
+    check_unary_all_targets<float>();
+}
+TEST_CASE("kernels: unary float64 matches reference on every target", "[kernels][unary]") {
+    check_unary_all_targets<double>();
+}
+
+TEST_CASE("kernels: unary IEEE special cases", "[kernels][unary]") {
+    target_guard guard;
+    using L = std::numeric_limits<float>;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        auto f = [](unary_op op, float x) {
+            float y;
+            gk::unary(op, &x, 1, &y, 1);
+            return y;
+        };
+        CHECK(f(unary_op::exp, 89.f) == L::infinity());
+        CHECK(f(unary_op::exp, L::infinity()) == L::infinity());
+        CHECK(f(unary_op::exp, -L::infinity()) == 0.f);
+        CHECK(std::isnan(f(unary_op::exp, L::quiet_NaN())));
+        CHECK(f(unary_op::exp, -100.f) > 0.f);  // denormal result kept
+        CHECK(f(unary_op::exp, -100.f) == Approx(std::exp(-100.0)).epsilon(0.05));
+        CHECK(f(unary_op::log, 0.f) == -L::infinity());
+        CHECK(f(unary_op::log, -0.f) == -L::infinity());
+        CHECK(std::isnan(f(unary_op::log, -1.f)));
+        CHECK(f(unary_op::log, L::infinity()) == L::infinity());
+        CHECK(f(unary_op::log, L::denorm_min()) == Approx(std::log(static_cast<double>(L::denorm_min()))));
+        CHECK(f(unary_op::tanh, L::infinity()) == 1.f);
+        CHECK(f(unary_op::tanh, -L::infinity()) == -1.f);
+        CHECK(f(unary_op::sigmoid, -1000.f) == 0.f);
+        CHECK(f(unary_op::sigmoid, 1000.f) == 1.f);
+        CHECK(f(unary_op::sigmoid, -L::infinity()) == 0.f);
+        CHECK(std::isnan(f(unary_op::relu, L::quiet_NaN())));
+        CHECK(std::signbit(f(unary_op::relu, -0.f)));
+        CHECK(f(unary_op::relu, -3.f) == 0.f);
+        CHECK(!std::signbit(f(unary_op::abs, -0.f)));
+        CHECK(std::isnan(f(unary_op::sin, L::infinity())));
+        CHECK(f(unary_op::sin, 1e6f) == Approx(std::sin(1e6)).margin(1e-6));
+        CHECK(f(unary_op::cos, 1e30f) == Approx(std::cos(static_cast<double>(1e30f))).margin(1e-6));
+        CHECK(f(unary_op::rsqrt, 0.f) == L::infinity());
+        CHECK(f(unary_op::gelu, -10.f) == Approx(-10.0 * 0.5 * std::erfc(10.0 / std::sqrt(2.0))).epsilon(3e-7));
+    }
+}
+
+namespace {
+
+const char* binary_name(binary_op op) {
+    static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
+    return names[static_cast<int>(op)];
+}
+
+template <class T>
+bool same_value(T a, T b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b;
+}
+
+template <class T>
+void check_binary_all_targets() {
+    target_guard guard;
+    const binary_op ops[] = {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div,
+                             binary_op::pow, binary_op::maximum, binary_op::minimum};
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (binary_op op : ops) {
+            for (std::size_t n : test_lengths()) {
+                for (std::ptrdiff_t sa : {1, 0, 3}) {
+                    for (std::ptrdiff_t sb : {1, 0, 3}) {
+                        auto span = [n](std::ptrdiff_t s) {
+                            return s == 0 ? std::size_t{1} : (n == 0 ? 0 : (n - 1) * static_cast<std::size_t>(s) + 1);
+                        };
+                        const auto seed = static_cast<std::uint32_t>(n * 31 + static_cast<std::size_t>(sa * 3 + sb));
+                        auto va = make_data<T>(span(sa) + 1, -8, 8, seed);
+                        auto vb = make_data<T>(span(sb) + 1, -8, 8, seed + 1000);
+                        std::vector<T> got(n), want(n);
+                        gk::binary(op, va.data() + 1, sa, vb.data() + 1, sb, got.data(), n);
+                        gk::reference::binary(op, va.data() + 1, sa, vb.data() + 1, sb, want.data(), n);
+                        for (std::size_t i = 0; i < n; ++i) {
+                            if (!same_value(got[i], want[i])) {
+                                INFO("target " << gk::target_name(t) << " op " << binary_name(op) << " n " << n
+                                               << " sa " << sa << " sb " << sb << " i " << i << " got " << got[i]
+                                               << " want " << want[i]);
+                                CHECK(same_value(got[i], want[i]));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Exhaustive special x special.
+        const auto sp = special_values<T>();
+        std::vector<T> a, b;
+        for (T x : sp)
+            for (T y : sp) {
+                a.push_back(x);
+                b.push_back(y);
+            }
+        std::vector<T> got(a.size()), want(a.size());
+        for (binary_op op : ops) {
+            gk::binary(op, a.data(), 1, b.data(), 1, got.data(), a.size());
+            gk::reference::binary(op, a.data(), 1, b.data(), 1, want.data(), a.size());
+            for (std::size_t i = 0; i < a.size(); ++i)
+                if (!same_value(got[i], want[i])) {
+                    INFO("special: target " << gk::target_name(t) << " op " << binary_name(op) << " " << a[i] << ", "
+                                            << b[i] << " got " << got[i] << " want " << want[i]);
+                    CHECK(same_value(got[i], want[i]));
+                }
+        }
+    }
+}
+
+template <class T>
+void check_compare_where_all_targets() {
+    target_guard guard;
+    const compare_op ops[] = {compare_op::eq, compare_op::ne, compare_op::lt,
+                              compare_op::le, compare_op::gt, compare_op::ge};
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        for (std::size_t n : test_lengths()) {
+            for (std::ptrdiff_t s : {1, 0, 3}) {
+                const std::size_t span = s == 0 ? 1 : (n == 0 ? 0 : (n - 1) * static_cast<std::size_t>(s) + 1);
+                auto va = make_data<T>(span + 1, -3, 3, static_cast<std::uint32_t>(n));
+                auto vb = make_data<T>(n + 1, -3, 3, static_cast<std::uint32_t>(n + 99));
+                for (std::size_t i = 0; i < vb.size(); i += 4) vb[i] = std::round(vb[i]);  // some equal pairs
+                for (std::size_t i = 0; i < va.size(); i += 3) va[i] = std::round(va[i]);
+                for (compare_op op : ops) {
+                    std::vector<char> got(n + 1), want(n + 1);
+                    std::unique_ptr<bool[]> g(new bool[n + 1]), w(new bool[n + 1]);
+                    gk::compare(op, va.data() + 1, s, vb.data() + 1, 1, g.get(), n);
+                    gk::reference::compare(op, va.data() + 1, s, vb.data() + 1, 1, w.get(), n);
+                    for (std::size_t i = 0; i < n; ++i) REQUIRE(g[i] == w[i]);
+                }
+                std::unique_ptr<bool[]> c(new bool[span + 1]);
+                for (std::size_t i = 0; i < span + 1; ++i) c[i] = (i * 7 + n) % 3 == 0;
+                std::vector<T> got(n), want(n);
+                gk::where(c.get() + 1, s, va.data() + 1, s, vb.data() + 1, 1, got.data(), n);
+                gk::reference::where(c.get() + 1, s, va.data() + 1, s, vb.data() + 1, 1, want.data(), n);
+                for (std::size_t i = 0; i < n; ++i) REQUIRE(same_value(got[i], want[i]));
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: binary float32 is exact vs reference on every target", "[kernels][binary]") {
+    check_binary_all_targets<float>();
+}
+TEST_CASE("kernels: binary float64 is exact vs reference on every target", "[kernels][binary]") {
+    check_binary_all_targets<double>();
+}
+TEST_CASE("kernels: compare and where on every target", "[kernels][compare]") {
+    check_compare_where_all_targets<float>();
+    check_compare_where_all_targets<double>();
+}
+
+TEST_CASE("kernels: maximum/minimum propagate NaN", "[kernels][binary]") {
+    target_guard guard;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        std::vector<float> a(37, 1.f), b(37, 2.f), out(37);
+        a[3] = nan;
+        b[20] = nan;
+        gk::binary(binary_op::maximum, a.data(), 1, b.data(), 1, out.data(), a.size());
+        CHECK(std::isnan(out[3]));
+        CHECK(std::isnan(out[20]));
+        CHECK(out[0] == 2.f);
+        gk::binary(binary_op::minimum, a.data(), 1, b.data(), 1, out.data(), a.size());
+        CHECK(std::isnan(out[3]));
+        CHECK(std::isnan(out[20]));
+        CHECK(out[0] == 1.f);
+    }
+}
+
+TEST_CASE("kernels: reference int64 and bool semantics", "[kernels][reference]") {
+    namespace ref = gk::reference;
+    using I = std::int64_t;
+    CHECK(ref::binary_scalar<I>(binary_op::pow, 3, 4) == 81);
+    CHECK(ref::binary_scalar<I>(binary_op::pow, 2, -1) == 0);
+    CHECK(ref::binary_scalar<I>(binary_op::pow, -1, -3) == -1);
+    CHECK(ref::binary_scalar<I>(binary_op::pow, 1, -3) == 1);
+    CHECK(ref::binary_scalar<I>(binary_op::pow, 0, 0) == 1);
+    CHECK(ref::binary_scalar<I>(binary_op::add, std::numeric_limits<I>::max(), 1) == std::numeric_limits<I>::min());
+    CHECK(ref::binary_scalar<I>(binary_op::maximum, -5, 3) == 3);
+    CHECK(ref::binary_scalar<bool>(binary_op::add, true, true) == true);
+    CHECK(ref::binary_scalar<bool>(binary_op::mul, true, false) == false);
+    const bool bs[] = {true, false, true, true};
+    CHECK(ref::reduce(gk::reduce_op::sum, bs, 4) == 3);
+    const I is[] = {4, -7, 9};
+    CHECK(ref::reduce(gk::reduce_op::sum, is, 3) == 6);
+    CHECK(ref::reduce(gk::reduce_op::amax, is, 3) == 9);
+    CHECK(ref::reduce(gk::reduce_op::amin, is, 3) == -7);
+    const I a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8};
+    I c[4];
+    ref::matmul(a, 2, b, 2, c, 2, 2, 2, 2);
+    CHECK(c[0] == 19);
+    CHECK(c[3] == 50);
+    bool cmp[3];
+    ref::compare(gk::compare_op::lt, is, 1, is, 0, cmp, 3);  // vs broadcast 4
+    CHECK(!cmp[0]);
+    CHECK(cmp[1]);
+    CHECK(!cmp[2]);
+}
