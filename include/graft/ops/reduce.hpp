@@ -8,6 +8,7 @@
 #include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
 #include "graft/kernels/dispatch.hpp"
+#include "graft/ops/elementwise.hpp"
 
 namespace graft {
 namespace detail {
