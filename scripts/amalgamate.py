@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Generate the single header single_include/graft/graft.hpp from include/graft/graft.hpp.
+
+Usage: python3 scripts/amalgamate.py [--root REPO] [--out FILE]   (no arguments needed)
+
+Every `#include "graft/..."` / `#include <graft/...>` is inlined once, in order;
+`#pragma once` lines and classic include guards of inlined files are dropped.
+Standard and third-party includes are kept as they are.
+
+Highway's dynamic dispatch re-includes one file per SIMD target (HWY_TARGET_INCLUDE,
+via hwy/foreach_target.h). In the single header that file is the single header
+itself, so the output is laid out in three parts:
+
+  1. main part (normal include guard): graft/kernels/config.hpp first, then everything
+     that precedes the `// graft-amalgamate: foreach-target-begin` marker in
+     graft/kernels/dispatch.hpp; it ends by setting
+     HWY_TARGET_INCLUDE to GRAFT_SINGLE_HEADER_SELF (default "graft/graft.hpp", so
+     the directory holding graft/graft.hpp must be on the include path) and including
+     hwy/foreach_target.h and hwy/highway.h;
+  2. per-target part (no guard; each kernel -inl.hpp keeps its Highway toggle guard):
+     graft/kernels/all-inl.hpp with its kernel -inl.hpp files inlined;
+  3. dispatch part (#if HWY_ONCE plus its own guard): everything after the
+     `// graft-amalgamate: foreach-target-end` marker, i.e. the rest of dispatch.hpp
+     and all headers included after it.
+"""
+import argparse
+import os
+import re
+import sys
+
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"](graft/[^>"]+)[>"]')
+PRAGMA_ONCE_RE = re.compile(r'^\s*#\s*pragma\s+once\b')
+BEGIN_MARK = "// graft-amalgamate: foreach-target-begin"
+END_MARK = "// graft-amalgamate: foreach-target-end"
+PER_TARGET_UMBRELLA = "graft/kernels/all-inl.hpp"
+CONFIG = "graft/kernels/config.hpp"
+
+
+def strip_guard(lines):
+    """Remove a classic #ifndef X / #define X ... #endif guard spanning the file."""
+    idx = [i for i, l in enumerate(lines) if l.strip() and not l.strip().startswith("//")]
+    if len(idx) < 3:
+        return lines
+    m1 = re.match(r'^\s*#\s*ifndef\s+(\w+)\s*$', lines[idx[0]])
+    m2 = re.match(r'^\s*#\s*define\s+(\w+)\s*$', lines[idx[1]])
+    last = lines[idx[-1]].strip()
+    if m1 and m2 and m1.group(1) == m2.group(1) and last.startswith("#endif"):
+        # Make sure the #ifndef is closed by the last #endif (balanced in between).
+        depth = 0
+        for i in range(idx[0], idx[-1] + 1):
+            s = lines[i].strip()
+            if re.match(r'#\s*if', s):
+                depth += 1
+            elif re.match(r'#\s*endif', s):
+                depth -= 1
+                if depth == 0 and i != idx[-1]:
+                    return lines
+        out = list(lines)
+        out[idx[0]] = out[idx[1]] = out[idx[-1]] = None
+        return [l for l in out if l is not None]
+    return lines
+
+
+class Amalgamator:
+    def __init__(self, include_dir):
+        self.include_dir = include_dir
+        self.seen = set()
+        self.parts = {"prefix": [], "target": [], "suffix": []}
+        self.part = "prefix"
+        self.marker_found = False
+
+    def read(self, rel):
+        path = os.path.join(self.include_dir, rel)
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+
+    def out(self, line):
+        self.parts[self.part].append(line)
+
+    def emit(self, rel, per_target=False):
+        if rel in self.seen:
+            return
+        self.seen.add(rel)
+        lines = strip_guard([l for l in self.read(rel) if not PRAGMA_ONCE_RE.match(l)])
+        self.out(f"// ---- begin {rel}")
+        skipping = False
+        for line in lines:
+            stripped = line.strip()
+            if stripped == BEGIN_MARK:
+                if per_target or self.part != "prefix":
+                    sys.exit(f"amalgamate: unexpected {BEGIN_MARK} in {rel}")
+                skipping = True
+                self.marker_found = True
+                self.part = "target"
+                self.out(f"// ---- per-target part (re-included by hwy/foreach_target.h)")
+                self.emit_per_target(PER_TARGET_UMBRELLA)
+                continue
+            if stripped == END_MARK:
+                skipping = False
+                self.part = "suffix"
+                self.out(f"// ---- continuing {rel}")
+                continue
+            if skipping:
+                continue
+            m = INCLUDE_RE.match(line)
+            if m:
+                inc = m.group(1)
+                if per_target and inc not in self.seen and not inc.endswith("-inl.hpp"):
+                    sys.exit(f"amalgamate: {rel} includes {inc} in the per-target part before "
+                             "it was included by the main part")
+                self.emit(inc, per_target=per_target or inc.endswith("-inl.hpp"))
+                continue
+            self.out(line)
+        self.out(f"// ---- end {rel}")
+
+    def emit_per_target(self, rel):
+        self.emit(rel, per_target=True)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.dirname(here), help="repository root")
+    ap.add_argument("--out", default=None, help="output file (default single_include/graft/graft.hpp)")
+    args = ap.parse_args()
+    include_dir = os.path.join(args.root, "include")
+    out_path = args.out or os.path.join(args.root, "single_include", "graft", "graft.hpp")
+
+    am = Amalgamator(include_dir)
+    am.emit(CONFIG)  # must precede any Highway header
+    am.emit("graft/graft.hpp")
+    if not am.marker_found:
+        sys.exit("amalgamate: graft/graft.hpp does not (indirectly) include graft/kernels/dispatch.hpp")
+
+    version = ""
+    try:
+        for l in am.read("graft/version.hpp"):
+            if "define GRAFT_VERSION_STRING" in l or "GRAFT_VERSION" in l and '"' in l:
+                version = l.strip()
+                break
+    except OSError:
+        pass
+
+    o = []
+    o.append("// graft single header, generated by scripts/amalgamate.py from include/graft/graft.hpp.")
+    o.append("// DO NOT EDIT: edit the headers in include/ and re-run the script.")
+    if version:
+        o.append(f"// {version}")
+    o.append("//")
+    o.append("// This file is re-included by hwy/foreach_target.h once per SIMD target, so the")
+    o.append("// directory that contains graft/graft.hpp must be on the include path; if you")
+    o.append("// rename or move it, define GRAFT_SINGLE_HEADER_SELF to the include name of this file.")
+    o.append("#ifndef GRAFT_SINGLE_HEADER_MAIN_")
+    o.append("#define GRAFT_SINGLE_HEADER_MAIN_")
+    o += am.parts["prefix"]
+    o.append("")
+    o.append("#ifndef GRAFT_SINGLE_HEADER_SELF")
+    o.append('#define GRAFT_SINGLE_HEADER_SELF "graft/graft.hpp"')
+    o.append("#endif")
+    o.append("#undef HWY_TARGET_INCLUDE")
+    o.append("#define HWY_TARGET_INCLUDE GRAFT_SINGLE_HEADER_SELF")
+    o.append("#include <hwy/foreach_target.h>  // re-includes this file once per target")
+    o.append("#include <hwy/highway.h>")
+    o.append("#endif  // GRAFT_SINGLE_HEADER_MAIN_")
+    o.append("")
+    o += am.parts["target"]
+    o.append("")
+    o.append("#if HWY_ONCE")
+    o.append("#ifndef GRAFT_SINGLE_HEADER_ONCE_")
+    o.append("#define GRAFT_SINGLE_HEADER_ONCE_")
+    o += am.parts["suffix"]
+    o.append("#endif  // GRAFT_SINGLE_HEADER_ONCE_")
+    o.append("#endif  // HWY_ONCE")
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(o) + "\n")
+    print(f"wrote {out_path} ({len(o)} lines, {len(am.seen)} headers)")
+
+
+if __name__ == "__main__":
+    main()
