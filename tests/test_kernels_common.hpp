@@ -27,14 +27,15 @@ struct target_guard {
 /// (ordered-integer mapping, so denormals and sign changes count correctly).
 template <class T>
 inline double ulp_distance(T a, T b) {
-    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-    I ia, ib;
-    std::memcpy(&ia, &a, sizeof(T));
-    std::memcpy(&ib, &b, sizeof(T));
-    if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-    if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-    const __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
-    return static_cast<double>(d < 0 ? -d : d);
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    constexpr U sign = U(1) << (8 * sizeof(T) - 1);
+    U ua, ub;
+    std::memcpy(&ua, &a, sizeof(T));
+    std::memcpy(&ub, &b, sizeof(T));
+    // Monotonic map of the float order onto unsigned integers (-0 and +0 are adjacent).
+    ua = (ua & sign) ? U(~ua) : U(ua | sign);
+    ub = (ub & sign) ? U(~ub) : U(ub | sign);
+    return static_cast<double>(ua > ub ? ua - ub : ub - ua);
 }
 
 /// Tolerance: pass if within `ulps` ULP of the reference, or within
