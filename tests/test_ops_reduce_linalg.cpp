@@ -129,3 +129,35 @@ TEST_CASE("allclose and equal", "[ops][compare]") {
     REQUIRE_FALSE(equal(arange(3), arange(4)));
     REQUIRE_FALSE(equal(tensor({std::nan("")}), tensor({std::nan("")})));
 }
+
+TEST_CASE("reductions over leading dims match a double loop", "[ops][reduce]") {
+    manual_seed(21);
+    // Shapes that take the column-accumulation path (reduced run followed by >= 16 kept
+    // elements) and shapes that do not; every result is checked against double sums.
+    for (const int_list& shape : {int_list{1000, 40}, int_list{3, 600, 17}, int_list{5, 7, 3}}) {
+        const Tensor x = randn(shape);
+        const auto v = x.to_vector<double>();
+        const std::int64_t a = shape.size() == 3 ? shape[0] : 1, r = shape[shape.size() - 2], n = shape.back();
+        const std::int64_t dim = static_cast<std::int64_t>(shape.size()) - 2;
+        const auto got = x.sum({dim}).to_vector<double>();
+        const auto mx = x.amax({dim}).to_vector<double>();
+        for (std::int64_t i = 0; i < a; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double ref = 0, ref_max = -1e300;
+                for (std::int64_t k = 0; k < r; ++k) {
+                    ref += v[(i * r + k) * n + j];
+                    ref_max = std::max(ref_max, v[(i * r + k) * n + j]);
+                }
+                REQUIRE(std::fabs(got[i * n + j] - ref) <= 1e-5 * (1 + std::fabs(ref)));
+                REQUIRE(mx[i * n + j] == ref_max);
+            }
+    }
+    // NaN in one column propagates through amax/amin on the column path only for that column.
+    Tensor y = zeros({300, 32});
+    y.select(0, 123).select(0, 5).fill_(std::nan(""));
+    const auto m = y.amax({0}).to_vector<double>();
+    REQUIRE(std::isnan(m[5]));
+    REQUIRE(m[4] == 0.0);
+    REQUIRE(std::isnan(y.amin({0}).to_vector<double>()[5]));
+    REQUIRE(ones({1 << 20, 16}).sum({0}).to_vector<float>() == std::vector<float>(16, float(1 << 20)));
+}

@@ -1,6 +1,7 @@
 #pragma once
 // Reductions over all elements or chosen dimensions (sum, mean, amax, amin), with keepdim.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -68,8 +69,74 @@ template <class T, class Acc>
     return acc;
 }
 
+/// When `t` is contiguous and the reduced dims form one run with at least 16
+/// kept elements after them, each [reduced, inner] block is reduced by adding
+/// whole rows with the SIMD kernels instead of transposing first. Sums use a
+/// two-level cascade (blocks of 256 rows) to keep float32 error small.
+template <class T>
+[[nodiscard]] bool try_column_reduce(kernels::reduce_op op, const Tensor& t, const std::vector<bool>& mask,
+                                     Tensor& out) {
+    if (!t.is_contiguous() || t.numel() == 0) return false;
+    std::size_t first = mask.size(), last = 0;
+    for (std::size_t i = 0; i < mask.size(); ++i)
+        if (mask[i]) {
+            first = std::min(first, i);
+            last = i;
+        }
+    if (first == mask.size()) return false;
+    for (std::size_t i = first; i <= last; ++i)
+        if (!mask[i]) return false;
+    std::int64_t outer = 1, rows = 1, inner = 1;
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+        if (i < first) outer *= t.sizes()[i];
+        else if (i <= last) rows *= t.sizes()[i];
+        else inner *= t.sizes()[i];
+    }
+    if (inner < 16 || rows < 2) return false;
+    const auto n = static_cast<std::size_t>(inner);
+    const kernels::binary_op combine = op == kernels::reduce_op::sum    ? kernels::binary_op::add
+                                       : op == kernels::reduce_op::amax ? kernels::binary_op::maximum
+                                                                        : kernels::binary_op::minimum;
+    const T* in = t.data_ptr<T>();
+    T* o = out.data_ptr<T>();
+    constexpr std::int64_t block = 256;
+    Tensor partial_storage = op == kernels::reduce_op::sum ? empty({inner}, t.type()) : Tensor{};
+    for (std::int64_t a = 0; a < outer; ++a) {
+        const T* base = in + a * rows * inner;
+        T* dst = o + a * inner;
+        std::memcpy(dst, base, n * sizeof(T));
+        if (op != kernels::reduce_op::sum) {
+            for (std::int64_t r = 1; r < rows; ++r) kernels::binary(combine, dst, 1, base + r * inner, 1, dst, n);
+            continue;
+        }
+        T* partial = partial_storage.data_ptr<T>();
+        for (std::int64_t r0 = 1; r0 < rows; r0 += block) {
+            const std::int64_t r1 = std::min(rows, r0 + block);
+            std::memcpy(partial, base + r0 * inner, n * sizeof(T));
+            for (std::int64_t r = r0 + 1; r < r1; ++r) kernels::binary(combine, partial, 1, base + r * inner, 1, partial, n);
+            kernels::binary(combine, dst, 1, partial, 1, dst, n);
+        }
+    }
+    return true;
+}
+
 inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims, bool keepdim) {
     check(t.defined(), op_name, ": got an undefined tensor");
+    if (is_floating_point(t.type()) && t.dim() > 0) {
+        const auto mask = reduced_mask(op_name, t, dims);
+        int_list out_sizes;
+        for (std::size_t i = 0; i < mask.size(); ++i) {
+            if (!mask[i]) out_sizes.push_back(t.sizes()[i]);
+            else if (keepdim) out_sizes.push_back(1);
+        }
+        Tensor out = empty(out_sizes, t.type());
+        const bool done = visit_dtype(t.type(), [&](auto z) {
+            using T = decltype(z);
+            if constexpr (std::is_floating_point_v<T>) return try_column_reduce<T>(op, t, mask, out);
+            else return false;
+        });
+        if (done) return out;
+    }
     reduction_layout r = layout_for_reduction(op_name, t, dims, keepdim);
     if (op != kernels::reduce_op::sum)
         check(r.inner > 0 || r.outer == 0, op_name, ": expected reduction dims to have non-zero size, but the input "
