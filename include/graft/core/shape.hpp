@@ -7,11 +7,10 @@
 #include <vector>
 
 #include "graft/core/error.hpp"
+#include "graft/core/int_list.hpp"
 
 namespace graft {
 
-/// A list of sizes, strides or dimension indices.
-using int_list = std::vector<std::int64_t>;
 
 namespace detail {
 

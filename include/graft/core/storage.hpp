@@ -1,7 +1,9 @@
 #pragma once
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views,
 // with a small cache that reuses large freed buffers instead of returning them to the OS.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -99,22 +101,40 @@ private:
     std::size_t limit_ = std::size_t{1} << 30;
 };
 
-/// A block of raw memory owned by the storage; never null, even when empty.
+/// A block of raw memory, never null even when empty, plus the version counter
+/// of the tensors viewing it. Buffers of up to 64 bytes live inside the object,
+/// so a small tensor costs one allocation for its storage.
 class storage {
 public:
-    explicit storage(std::size_t nbytes)
-        : nbytes_(nbytes), capacity_(buffer_cache::round(nbytes)), data_(buffer_cache::instance().allocate(capacity_)) {}
+    static constexpr std::size_t inline_bytes = 64;
+
+    explicit storage(std::size_t nbytes) : nbytes_(nbytes) {
+        if (nbytes <= inline_bytes) {
+            auto addr = reinterpret_cast<std::uintptr_t>(inline_);
+            addr = (addr + storage_alignment - 1) / storage_alignment * storage_alignment;
+            data_ = reinterpret_cast<void*>(addr);
+        } else {
+            capacity_ = buffer_cache::round(nbytes);
+            data_ = buffer_cache::instance().allocate(capacity_);
+        }
+    }
     storage(const storage&) = delete;
     storage& operator=(const storage&) = delete;
-    ~storage() { buffer_cache::instance().release(data_, capacity_); }
+    ~storage() {
+        if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
+    }
 
     [[nodiscard]] void* data() const noexcept { return data_; }
     [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+    /// Bumped by in-place writes through any tensor that shares this counter.
+    [[nodiscard]] std::atomic<std::uint64_t>& version() noexcept { return version_; }
 
 private:
     std::size_t nbytes_;
-    std::size_t capacity_;
-    void* data_;
+    std::size_t capacity_ = 0;  // 0: the inline buffer is used
+    void* data_ = nullptr;
+    std::atomic<std::uint64_t> version_{0};
+    unsigned char inline_[inline_bytes + storage_alignment];
 };
 
 [[nodiscard]] inline std::shared_ptr<storage> make_storage(std::size_t nbytes) {

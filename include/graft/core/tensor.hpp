@@ -30,7 +30,7 @@ struct tensor_impl {
     int_list strides;  // in elements
     std::int64_t offset = 0;  // in elements
     dtype type = dtype::float32;
-    std::shared_ptr<std::atomic<std::uint64_t>> version = std::make_shared<std::atomic<std::uint64_t>>(0);
+    std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
 };
 
 }  // namespace detail
@@ -168,6 +168,7 @@ private:
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
     impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
+    impl->version = std::shared_ptr<std::atomic<std::uint64_t>>(impl->data, &impl->data->version());
     return Tensor(std::move(impl));
 }
 

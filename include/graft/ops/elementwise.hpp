@@ -177,22 +177,62 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
     return promoted;
 }
 
+inline void check_defined_for(kernels::binary_op op, const Tensor& t) {
+    if (!t.defined()) fail(concat(op_name(op), ": got an undefined tensor"));
+}
+
+/// The common case without broadcasting machinery: floating operands of the
+/// result dtype, contiguous, same sizes (or a number). Returns an undefined
+/// tensor when the general path is needed.
+template <class T>
+[[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
+    Tensor out = empty(a.sizes(), a.type());
+    const T* pa = a.data_ptr<T>();
+    const auto n = static_cast<std::size_t>(a.numel());
+    if (b_first) kernels::binary(op, b, sb, pa, 1, out.data_ptr<T>(), n);
+    else kernels::binary(op, pa, 1, b, sb, out.data_ptr<T>(), n);
+    return out;
+}
+
 inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b) {
-    const std::string name(op_name(op));
-    check_defined(name.c_str(), a);
-    check_defined(name.c_str(), b);
-    return run_binary(op, a, b, arithmetic_type(op, result_type_of(a, b)));
+    check_defined_for(op, a);
+    check_defined_for(op, b);
+    const dtype type = arithmetic_type(op, result_type_of(a, b));
+    if (is_floating_point(type) && a.type() == type && b.type() == type && a.sizes() == b.sizes() &&
+        a.is_contiguous() && b.is_contiguous()) {
+        if (type == dtype::float32) return binary_fast<float>(op, a, b.data_ptr<float>(), 1, false);
+        return binary_fast<double>(op, a, b.data_ptr<double>(), 1, false);
+    }
+    return run_binary(op, a, b, type);
 }
 inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
-    const std::string name(op_name(op));
-    check_defined(name.c_str(), a);
+    check_defined_for(op, a);
     const dtype type = arithmetic_type(op, result_type_of(a, b));
+    if (a.type() == type && a.is_contiguous()) {
+        if (type == dtype::float32) {
+            const float v = b.to<float>();
+            return binary_fast<float>(op, a, &v, 0, false);
+        }
+        if (type == dtype::float64) {
+            const double v = b.to<double>();
+            return binary_fast<double>(op, a, &v, 0, false);
+        }
+    }
     return run_binary(op, a, as_tensor(b, type), type);
 }
 inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b) {
-    const std::string name(op_name(op));
-    check_defined(name.c_str(), b);
+    check_defined_for(op, b);
     const dtype type = arithmetic_type(op, result_type_of(a, b));
+    if (b.type() == type && b.is_contiguous()) {
+        if (type == dtype::float32) {
+            const float v = a.to<float>();
+            return binary_fast<float>(op, b, &v, 0, true);
+        }
+        if (type == dtype::float64) {
+            const double v = a.to<double>();
+            return binary_fast<double>(op, b, &v, 0, true);
+        }
+    }
     return run_binary(op, as_tensor(a, type), b, type);
 }
 
@@ -354,8 +394,8 @@ namespace detail {
 
 inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     using kernels::unary_op;
-    const std::string name(op_name(op));
-    check_defined(name.c_str(), a);
+    const std::string_view name = op_name(op);
+    if (!a.defined()) fail(concat(name, ": got an undefined tensor"));
     const bool integer_ok = op == unary_op::neg || op == unary_op::abs || op == unary_op::relu;
     if (integer_ok && !is_floating_point(a.type())) {
         check(a.type() != dtype::bool_, name, ": not supported for bool tensors",
@@ -374,6 +414,13 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
         return out;
     }
     const dtype type = is_floating_point(a.type()) ? a.type() : default_float_dtype;
+    if (a.type() == type && a.is_contiguous()) {
+        Tensor out = empty(a.sizes(), type);
+        const auto n = static_cast<std::size_t>(a.numel());
+        if (type == dtype::float32) kernels::unary(op, a.data_ptr<float>(), 1, out.data_ptr<float>(), n);
+        else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
+        return out;
+    }
     const Tensor x = a.to(type);
     Tensor out = empty(a.sizes(), type);
     const int_list so = byte_strides(out), sx = byte_strides(x);

@@ -122,6 +122,14 @@ template <class T>
 
 inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims, bool keepdim) {
     check(t.defined(), op_name, ": got an undefined tensor");
+    if (dims.empty() && !keepdim && is_floating_point(t.type()) && t.is_contiguous() &&
+        (t.numel() > 0 || op == kernels::reduce_op::sum)) {
+        Tensor out = empty({}, t.type());
+        const auto n = static_cast<std::size_t>(t.numel());
+        if (t.type() == dtype::float32) *out.data_ptr<float>() = kernels::reduce(op, t.data_ptr<float>(), n);
+        else *out.data_ptr<double>() = kernels::reduce(op, t.data_ptr<double>(), n);
+        return out;
+    }
     if (is_floating_point(t.type()) && t.dim() > 0) {
         const auto mask = reduced_mask(op_name, t, dims);
         int_list out_sizes;

@@ -1,0 +1,142 @@
+#pragma once
+// graft::int_list: sizes, strides and dimension lists. A vector of int64 that
+// keeps up to six values inline, so tensors of rank <= 6 never allocate for them.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <ostream>
+#include <vector>
+
+namespace graft {
+
+class int_list {
+public:
+    using value_type = std::int64_t;
+    using size_type = std::size_t;
+    using iterator = std::int64_t*;
+    using const_iterator = const std::int64_t*;
+    static constexpr size_type inline_capacity = 6;
+
+    int_list() noexcept = default;
+    explicit int_list(size_type n, std::int64_t value = 0) { assign(n, value); }
+    int_list(std::initializer_list<std::int64_t> values) { assign(values.begin(), values.end()); }
+    template <std::input_iterator It>
+    int_list(It first, It last) { assign(first, last); }
+    int_list(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
+    int_list(const int_list& other) { assign(other.begin(), other.end()); }
+    int_list(int_list&& other) noexcept { take(std::move(other)); }
+    int_list& operator=(const int_list& other) {
+        if (this != &other) assign(other.begin(), other.end());
+        return *this;
+    }
+    int_list& operator=(int_list&& other) noexcept {
+        if (this != &other) {
+            heap_.reset();
+            take(std::move(other));
+        }
+        return *this;
+    }
+    int_list& operator=(std::initializer_list<std::int64_t> values) {
+        assign(values.begin(), values.end());
+        return *this;
+    }
+
+    void assign(size_type n, std::int64_t value) {
+        resize_uninit(n);
+        std::fill(begin(), end(), value);
+    }
+    template <std::input_iterator It>
+    void assign(It first, It last) {
+        const auto n = static_cast<size_type>(std::distance(first, last));
+        resize_uninit(n);
+        std::copy(first, last, begin());
+    }
+
+    [[nodiscard]] size_type size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] std::int64_t* data() noexcept { return heap_ ? heap_.get() : inline_; }
+    [[nodiscard]] const std::int64_t* data() const noexcept { return heap_ ? heap_.get() : inline_; }
+    [[nodiscard]] iterator begin() noexcept { return data(); }
+    [[nodiscard]] iterator end() noexcept { return data() + size_; }
+    [[nodiscard]] const_iterator begin() const noexcept { return data(); }
+    [[nodiscard]] const_iterator end() const noexcept { return data() + size_; }
+    [[nodiscard]] std::int64_t& operator[](size_type i) noexcept { return data()[i]; }
+    [[nodiscard]] std::int64_t operator[](size_type i) const noexcept { return data()[i]; }
+    [[nodiscard]] std::int64_t& back() noexcept { return data()[size_ - 1]; }
+    [[nodiscard]] std::int64_t back() const noexcept { return data()[size_ - 1]; }
+    [[nodiscard]] std::int64_t& front() noexcept { return data()[0]; }
+    [[nodiscard]] std::int64_t front() const noexcept { return data()[0]; }
+
+    void push_back(std::int64_t v) {
+        reserve(size_ + 1);
+        data()[size_++] = v;
+    }
+    iterator insert(const_iterator pos, std::int64_t v) { return insert(pos, {v}); }
+    iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values) {
+        const auto at = static_cast<size_type>(pos - begin());
+        const size_type n = values.size();
+        reserve(size_ + n);
+        std::int64_t* p = data();
+        std::move_backward(p + at, p + size_, p + size_ + n);
+        std::copy(values.begin(), values.end(), p + at);
+        size_ += n;
+        return p + at;
+    }
+    iterator erase(const_iterator pos) {
+        const auto at = static_cast<size_type>(pos - begin());
+        std::int64_t* p = data();
+        std::move(p + at + 1, p + size_, p + at);
+        --size_;
+        return p + at;
+    }
+    void reserve(size_type n) {
+        if (n <= capacity()) return;
+        const size_type cap = std::max(n, 2 * capacity());
+        auto fresh = std::make_unique<std::int64_t[]>(cap);
+        std::copy(begin(), end(), fresh.get());
+        heap_ = std::move(fresh);
+        heap_capacity_ = cap;
+    }
+    [[nodiscard]] size_type capacity() const noexcept { return heap_ ? heap_capacity_ : inline_capacity; }
+
+    /// A std::vector copy, for APIs that want one.
+    [[nodiscard]] std::vector<std::int64_t> vec() const { return {begin(), end()}; }
+
+    friend bool operator==(const int_list& a, const int_list& b) noexcept {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
+    friend std::ostream& operator<<(std::ostream& os, const int_list& v) {
+        os << '[';
+        for (size_type i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+        return os << ']';
+    }
+
+private:
+    void resize_uninit(size_type n) {
+        if (n > capacity()) {
+            heap_ = std::make_unique<std::int64_t[]>(n);
+            heap_capacity_ = n;
+        }
+        size_ = n;
+    }
+    void take(int_list&& other) noexcept {
+        size_ = other.size_;
+        if (other.heap_) {
+            heap_ = std::move(other.heap_);
+            heap_capacity_ = other.heap_capacity_;
+        } else {
+            std::copy(other.inline_, other.inline_ + other.size_, inline_);
+        }
+        other.size_ = 0;
+    }
+
+    std::int64_t inline_[inline_capacity]{};
+    std::unique_ptr<std::int64_t[]> heap_;
+    size_type heap_capacity_ = 0;
+    size_type size_ = 0;
+};
+
+}  // namespace graft
