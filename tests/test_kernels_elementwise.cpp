@@ -2,6 +2,9 @@
 // against graft/kernels/reference.hpp.
 #include "test_kernels_common.hpp"
 
+#include <algorithm>
+#include <memory>
+
 using namespace kt;
 using gk::binary_op;
 using gk::compare_op;
@@ -25,8 +28,8 @@ tol unary_tol(unary_op op) {
         case unary_op::log: return {4, 0};
         case unary_op::tanh: return {4, 0};
         case unary_op::sigmoid: return {4, 0};
-        case unary_op::gelu: return {4, 0};
-        case unary_op::gelu_tanh: return {8, 8};        // absolute part scaled by |x|
+        case unary_op::gelu: return {6, 0};       // float32: max 6 ULP over every float in [-14, 14]
+        case unary_op::gelu_tanh: return {6, 0};  // sigmoid form, relative everywhere: max 5 ULP (all floats in [-14, 14])
         case unary_op::sin: case unary_op::cos: return {4, 2};  // |err| <= 4 ULP or 2 eps absolute
     }
     return {};
@@ -142,6 +145,89 @@ TEST_CASE("kernels: unary IEEE special cases", "[kernels][unary]") {
 
 namespace {
 
+// Every `step`-th float32 bit pattern with |x| <= 14 (both signs), through the kernel
+// on the current target; returns the max ULP distance to the reference.
+double max_ulp_sweep(unary_op op, std::uint32_t step, float& worst_x) {
+    std::vector<float> xs;
+    const std::uint32_t lim = 0x41600000u;  // 14.0f
+    for (std::uint32_t b = 0; b <= lim; b += step)
+        for (std::uint32_t sgn : {0u, 0x80000000u}) {
+            float f;
+            const std::uint32_t bits = b | sgn;
+            std::memcpy(&f, &bits, 4);
+            xs.push_back(f);
+        }
+    std::vector<float> got(xs.size());
+    gk::unary(op, xs.data(), 1, got.data(), xs.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        const float want = gk::reference::unary_scalar(op, xs[i]);
+        const double u = ulp_distance(got[i], want);
+        if (u > worst) {
+            worst = u;
+            worst_x = xs[i];
+        }
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: float32 gelu and gelu_tanh ULP bounds over a dense sweep of [-14, 14]", "[kernels][unary][gelu]") {
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (unary_op op : {unary_op::gelu, unary_op::gelu_tanh}) {
+            float wx = 0;
+            const double u = max_ulp_sweep(op, 1021, wx);  // ~2.1M points incl. tails and subnormal results
+            INFO("target " << gk::target_name(t) << " op " << unary_name(op) << " max ulp " << u << " at x=" << wx);
+            CHECK(u <= unary_tol(op).ulps);
+        }
+    }
+}
+
+TEST_CASE("kernels: gelu_tanh has no cancellation in the negative tail", "[kernels][unary][gelu]") {
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        auto f = [](float x) {
+            float y;
+            gk::unary(unary_op::gelu_tanh, &x, 1, &y, 1);
+            return y;
+        };
+        auto exact = [](double x) {  // x*sigmoid(2z) in long double
+            const long double w = x;
+            const long double z = 0.797884560802865355879892119868763737L * (w + 0.044715L * w * w * w);
+            return static_cast<double>(w / (1.0L + std::exp(-2.0L * z)));
+        };
+        // 0.5*x*(1+tanh(z)) in float gave -3.02e-7 here (true -1.433e-7).
+        CHECK(f(-5.06882763f) == Approx(exact(-5.06882763f)).epsilon(5e-7));
+        CHECK(f(-10.f) < 0.f);  // -1.19e-37, a normal float
+        CHECK(f(-10.f) == Approx(exact(-10.0)).epsilon(5e-7));
+        CHECK(f(-10.3f) < 0.f);  // about -1e-40, subnormal, kept
+        CHECK(f(-10.3f) == Approx(exact(-10.3f)).epsilon(1e-4));
+        CHECK(std::signbit(f(-20.f)));
+        CHECK(f(-20.f) == 0.f);
+        CHECK(f(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
+        CHECK(std::isnan(f(-std::numeric_limits<float>::infinity())));  // -inf*0, as 0.5*x*(1+tanh)
+        CHECK(std::isnan(f(std::numeric_limits<float>::quiet_NaN())));
+        // The ops-level bound (tests/test_ops_elementwise.cpp): 1e-7 + 4e-6*|want| on [-6, 6].
+        std::vector<float> xs, ys;
+        for (int i = -600000; i <= 600000; ++i) xs.push_back(static_cast<float>(i * 1e-5));
+        ys.resize(xs.size());
+        gk::unary(unary_op::gelu_tanh, xs.data(), 1, ys.data(), xs.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const double want = exact(xs[i]);
+            worst = std::max(worst, std::fabs(ys[i] - want) / (1e-7 + 4e-6 * std::fabs(want)));
+        }
+        CHECK(worst <= 1.0);
+    }
+}
+
+namespace {
+
 const char* binary_name(binary_op op) {
     static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
     return names[static_cast<int>(op)];
@@ -212,29 +298,59 @@ void check_compare_where_all_targets() {
     target_guard guard;
     const compare_op ops[] = {compare_op::eq, compare_op::ne, compare_op::lt,
                               compare_op::le, compare_op::gt, compare_op::ge};
+    auto span_of = [](std::size_t n, std::ptrdiff_t s) {
+        return s == 0 ? std::size_t{1} : (n == 0 ? 0 : (n - 1) * static_cast<std::size_t>(s) + 1);
+    };
     for (gk::target t : gk::available_targets()) {
         gk::set_target(t);
         INFO("target " << gk::target_name(t));
         for (std::size_t n : test_lengths()) {
-            for (std::ptrdiff_t s : {1, 0, 3}) {
-                const std::size_t span = s == 0 ? 1 : (n == 0 ? 0 : (n - 1) * static_cast<std::size_t>(s) + 1);
-                auto va = make_data<T>(span + 1, -3, 3, static_cast<std::uint32_t>(n));
-                auto vb = make_data<T>(n + 1, -3, 3, static_cast<std::uint32_t>(n + 99));
-                for (std::size_t i = 0; i < vb.size(); i += 4) vb[i] = std::round(vb[i]);  // some equal pairs
-                for (std::size_t i = 0; i < va.size(); i += 3) va[i] = std::round(va[i]);
-                for (compare_op op : ops) {
-                    std::vector<char> got(n + 1), want(n + 1);
-                    std::unique_ptr<bool[]> g(new bool[n + 1]), w(new bool[n + 1]);
-                    gk::compare(op, va.data() + 1, s, vb.data() + 1, 1, g.get(), n);
-                    gk::reference::compare(op, va.data() + 1, s, vb.data() + 1, 1, w.get(), n);
-                    for (std::size_t i = 0; i < n; ++i) REQUIRE(g[i] == w[i]);
+            for (std::ptrdiff_t sa : {1, 0, 3}) {
+                for (std::ptrdiff_t sb : {1, 0, 2}) {
+                    INFO("n " << n << " sa " << sa << " sb " << sb);
+                    const auto seed = static_cast<std::uint32_t>(n * 13 + static_cast<std::size_t>(sa * 5 + sb));
+                    // make_data mixes in NaN, ±inf, ±0 and denormals.
+                    auto va = make_data<T>(span_of(n, sa) + 1, -3, 3, seed);
+                    auto vb = make_data<T>(span_of(n, sb) + 1, -3, 3, seed + 99);
+                    for (std::size_t i = 0; i < vb.size(); i += 4) vb[i] = std::round(vb[i]);  // some equal pairs
+                    for (std::size_t i = 0; i < va.size(); i += 3) va[i] = std::round(va[i]);
+                    for (compare_op op : ops) {
+                        INFO("op " << static_cast<int>(op));
+                        std::unique_ptr<bool[]> g(new bool[n + 1]), w(new bool[n + 1]);
+                        g[n] = true;
+                        gk::compare(op, va.data() + 1, sa, vb.data() + 1, sb, g.get(), n);
+                        gk::reference::compare(op, va.data() + 1, sa, vb.data() + 1, sb, w.get(), n);
+                        for (std::size_t i = 0; i < n; ++i) REQUIRE(g[i] == w[i]);
+                        REQUIRE(g[n]);  // nothing written past the end
+                    }
+                    for (std::ptrdiff_t sc : {1, 0, 3}) {
+                        INFO("sc " << sc);
+                        const std::size_t cspan = span_of(n, sc);
+                        std::unique_ptr<bool[]> c(new bool[cspan + 1]);
+                        for (std::size_t i = 0; i < cspan + 1; ++i) c[i] = (i * 7 + n + static_cast<std::size_t>(sa)) % 3 == 0;
+                        std::vector<T> got(n + 1, T(-7)), want(n);
+                        gk::where(c.get() + 1, sc, va.data() + 1, sa, vb.data() + 1, sb, got.data(), n);
+                        gk::reference::where(c.get() + 1, sc, va.data() + 1, sa, vb.data() + 1, sb, want.data(), n);
+                        for (std::size_t i = 0; i < n; ++i) REQUIRE(std::memcmp(&got[i], &want[i], sizeof(T)) == 0);
+                        REQUIRE(got[n] == T(-7));
+                    }
                 }
-                std::unique_ptr<bool[]> c(new bool[span + 1]);
-                for (std::size_t i = 0; i < span + 1; ++i) c[i] = (i * 7 + n) % 3 == 0;
-                std::vector<T> got(n), want(n);
-                gk::where(c.get() + 1, s, va.data() + 1, s, vb.data() + 1, 1, got.data(), n);
-                gk::reference::where(c.get() + 1, s, va.data() + 1, s, vb.data() + 1, 1, want.data(), n);
-                for (std::size_t i = 0; i < n; ++i) REQUIRE(same_value(got[i], want[i]));
+            }
+        }
+        // NaN semantics: every comparison with NaN is false except ne.
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        std::vector<T> a(37, T(1)), b(37, T(1));
+        for (std::size_t i = 0; i < a.size(); i += 2) a[i] = nan;
+        for (compare_op op : ops) {
+            std::unique_ptr<bool[]> g(new bool[a.size()]);
+            for (std::ptrdiff_t sb : {1, 0}) {
+                gk::compare(op, a.data(), 1, b.data(), sb, g.get(), a.size());
+                for (std::size_t i = 0; i < a.size(); ++i)
+                    REQUIRE(g[i] == (i % 2 == 0 ? op == compare_op::ne : (op == compare_op::eq || op == compare_op::le ||
+                                                                          op == compare_op::ge)));
+                gk::compare(op, b.data(), sb, a.data(), 1, g.get(), a.size());
+                for (std::size_t i = 0; i < a.size(); ++i)
+                    if (i % 2 == 0) REQUIRE(g[i] == (op == compare_op::ne));
             }
         }
     }

@@ -1691,14 +1691,24 @@ inline void* scratch(std::size_t bytes) {
 //          finite or infinite x (sigmoid(-inf) = 0, sigmoid(+inf) = 1), and tiny results
 //          for very negative x are kept (PyTorch's float 1/(1+exp(-x)) flushes them to 0
 //          below x = -88.7). <= 4 ULP (exp error + 2 roundings).
-//   gelu : 0.5*x*erfc(-x/sqrt(2)). float32: computed in float64 lanes with the
-//          Numerical-Recipes t*exp(-z^2+P(t)) erfc (relative error < 1.2e-7), so the
-//          float32 result has relative error < 2e-7 everywhere (also in the far
-//          negative tail). float64: scalar std::erfc per lane, with a first-order
+//   gelu : 0.5*x*erfc(-x/sqrt(2)). float32: float32 lanes (gelu_erf_f32): erfc(a) =
+//          exp(-a^2)*(1+P(q))/(1+2a), q = (a-2)/(a+2), with exp(-a^2) taken from the exact
+//          x^2 = hi + lo (no rounding of a^2 before exp), so the error is relative in the
+//          whole range, negative tail included; subnormal results are rounded once.
+//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
+//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 6 ULP (at x = -5.217628); max relative error
+//          3.9e-7 where the result is a normal float.
+//          x < -15 gives -0 (the result underflows), gelu(-inf) = NaN, gelu(+inf) = +inf.
+//          float64: scalar std::erfc per lane, with a first-order
 //          correction for the rounding of x/sqrt(2) (<= 4 ULP in tests).
-//   gelu_tanh : 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), as PyTorch; error is that
-//          of Tanh amplified near the zero of (1+tanh) for very negative x
-//          (absolute error <= ~4 ULP of |x|).
+//   gelu_tanh : 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))) (PyTorch's formula), computed
+//          as the identical x*sigmoid(2z) = x/(1+exp(-2z)) (gelu_tanh_ieee), which has no
+//          cancellation for negative x; -2z is carried in double-T so exp does not amplify
+//          its rounding. No overflow NaNs; tiny/subnormal results of the negative tail are
+//          kept (x -> -inf gives -0; gelu_tanh(-inf) = NaN, as -inf*0 in the tanh form).
+//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
+//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 5 ULP (at x = -10.0410709); max relative
+//          error 3.8e-7 where the result is a normal float. float64: <= 6 ULP in tests.
 //   sin, cos : Highway Sin/Cos (<= 3 ULP) for |x| <= 39000; other lanes (large |x|,
 //          ±inf, NaN) are recomputed with std::sin/std::cos, so results are libm's.
 //   add, sub, mul, div : exact IEEE (div by 0 → ±inf or NaN).
@@ -1706,8 +1716,10 @@ inline void* scratch(std::size_t bytes) {
 //          with integral exponent, pow(x, ±inf), ...). Not vectorized.
 //   maximum, minimum : NaN if either operand is NaN (PyTorch); otherwise max/min. The
 //          sign of a zero result for max(+0,-0) is unspecified (compares equal).
-//   compare : IEEE ordered compares (any NaN → false, except ne → true).
-//   where : out = c ? a : b, bitwise copy.
+//   compare : IEEE ordered compares (any NaN → false, except ne → true). Vectorized for
+//          strides 0/1 (mask → 0/1 bytes); other strides and the tail are scalar.
+//   where : out = c ? a : b, bitwise copy (any nonzero bool byte is true). Vectorized for
+//          strides 0/1 of c, a and b; other strides and the tail are scalar.
 
 
 #include <hwy/highway.h>
@@ -1825,27 +1837,132 @@ HWY_INLINE V cos_ieee(D d, V x) {
     return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::cos(v)); });
 }
 
-// erfc(z) for float64 lanes, Numerical Recipes "erfcc": relative error < 1.2e-7.
+// Error-free product: returns p = fl(a*b) and sets e so that a*b = p + e exactly
+// (barring underflow/overflow). FMA targets: e = fma(a, b, -p). Others: Dekker's
+// product with Veltkamp splitting (needs round-to-nearest and no compiler contraction of
+// these mul/sub pairs into FMA, which needs FMA-enabled -m flags on such a target).
 template <class D, class V>
-HWY_INLINE V erfc_nr(D d, V z) {
+HWY_INLINE V two_prod(D d, V a, V b, V& e) {
+    const V p = hn::Mul(a, b);
+#if HWY_NATIVE_FMA
+    (void)d;
+    e = hn::MulSub(a, b, p);
+#else
     using T = hn::TFromD<D>;
-    const V az = hn::Abs(z);
+    const V split = hn::Set(d, static_cast<T>(sizeof(T) == 4 ? 4097.0 : 134217729.0));
+    const V ca = hn::Mul(split, a);
+    const V ah = hn::Sub(ca, hn::Sub(ca, a));
+    const V al = hn::Sub(a, ah);
+    const V cb = hn::Mul(split, b);
+    const V bh = hn::Sub(cb, hn::Sub(cb, b));
+    const V bl = hn::Sub(b, bh);
+    e = hn::Add(hn::Add(hn::Add(hn::Sub(hn::Mul(ah, bh), p), hn::Mul(ah, bl)), hn::Mul(al, bh)), hn::Mul(al, bl));
+#endif
+    return p;
+}
+
+// Error-free sum (Knuth): returns s = fl(a+b) and sets e so that a+b = s + e exactly.
+template <class V>
+HWY_INLINE V two_sum(V a, V b, V& e) {
+    const V s = hn::Add(a, b);
+    const V bb = hn::Sub(s, a);
+    e = hn::Add(hn::Sub(a, hn::Sub(s, bb)), hn::Sub(b, bb));
+    return s;
+}
+
+// gelu_tanh(x) = 0.5*x*(1+tanh(z)), z = sqrt(2/pi)*(x+0.044715*x^3), evaluated as the
+// identical x*sigmoid(2z) = x/(1+exp(u)), u = -2z = x*(A + B*x^2), which has no
+// cancellation for negative x. u is carried as a double-T (u_hi + u_lo, relative error
+// ~2^-46 for float) because exp amplifies the absolute error of u (|u| reaches ~100
+// before the result underflows). With e = exp(-|u|) (never overflows):
+//   u <= 0 (x >= 0): x/(1+e);  u > 0 (x < 0): x*e/(1+e),
+// and where e is subnormal (u > ~87) x*e is formed as (x*h)*h, h = exp(-|u|/2), so the
+// tiny/subnormal results of the far negative tail are rounded once.
+template <class D, class V>
+HWY_INLINE V gelu_tanh_ieee(D d, V x) {
+    using T = hn::TFromD<D>;
+    constexpr bool f32 = sizeof(T) == 4;
+    // A = -2*sqrt(2/pi), B = A*0.044715, each as hi + lo.
+    const V Ah = hn::Set(d, static_cast<T>(f32 ? -0x1.988454p+0 : -0x1.9884533d43651p+0));
+    const V Al = hn::Set(d, static_cast<T>(f32 ? 0x1.857936p-25 : 0x1.cbc0d30ebfd15p-54));
+    const V Bh = hn::Set(d, static_cast<T>(f32 ? -0x1.2444f2p-4 : -0x1.2444f2a4d8b4bp-4));
+    const V Bl = hn::Set(d, static_cast<T>(f32 ? -0x1.49b16ap-29 : 0x1.6c843a29d1c70p-61));
+    const T kClamp = f32 ? T(20) : T(40);  // beyond: e == 0 exactly in T
+    const T kMinNormalArg = f32 ? static_cast<T>(-87.33654) : static_cast<T>(-708.3964185322641);
     const V one = hn::Set(d, T(1));
-    const V t = hn::Div(one, hn::MulAdd(hn::Set(d, T(0.5)), az, one));
-    V p = hn::Set(d, T(0.17087277));
-    p = hn::MulAdd(p, t, hn::Set(d, T(-0.82215223)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(1.48851587)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(-1.13520398)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(0.27886807)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(-0.18628806)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(0.09678418)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(0.37409196)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(1.00002368)));
-    p = hn::MulAdd(p, t, hn::Set(d, T(-1.26551223)));
-    const V arg = hn::Sub(p, hn::Mul(az, az));
-    const V r = hn::Mul(t, exp_ieee(d, arg));
-    // erfc(-z) = 2 - erfc(z)
-    return hn::IfThenElse(hn::Lt(z, hn::Zero(d)), hn::Sub(hn::Set(d, T(2)), r), r);
+    const V half = hn::Set(d, T(0.5));
+    const V xc = hn::Min(hn::Max(x, hn::Set(d, -kClamp)), hn::Set(d, kClamp));
+    V se, te, qe, ue;
+    const V s = two_prod(d, xc, xc, se);  // x^2 = s + se
+    const V t = two_prod(d, Bh, s, te);   // Bh*s = t + te
+    const V q = two_sum(Ah, t, qe);       // Ah + t = q + qe
+    // q + ql = A + B*x^2 (dropping Bl*se and roundings of ql: ~2^-46 relative)
+    const V ql = hn::Add(hn::Add(hn::MulAdd(Bl, s, Al), hn::MulAdd(Bh, se, te)), qe);
+    const V u = two_prod(d, xc, q, ue);
+    const V ul = hn::MulAdd(xc, ql, ue);
+    const auto pos = hn::Gt(u, hn::Zero(d));  // x < 0
+    const V wh = hn::IfThenElse(pos, hn::Neg(u), u);  // -|u| = wh + wl
+    const V wl = hn::IfThenElse(pos, hn::Neg(ul), ul);
+    const V e = hn::Mul(hn::Exp(d, wh), hn::Add(one, wl));
+    V num = hn::IfThenElse(pos, hn::Mul(x, e), x);
+    const auto sub = hn::And(pos, hn::Lt(wh, hn::Set(d, kMinNormalArg)));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
+        const V h = hn::Mul(hn::Exp(d, hn::Mul(wh, half)), hn::MulAdd(wl, half, one));
+        num = hn::IfThenElse(sub, hn::Mul(hn::Mul(x, h), h), num);
+    }
+    const V r = hn::Div(num, hn::Add(one, e));
+    return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2). With a = |x|/sqrt(2):
+//   erfc(a) = R(a)*exp(-a^2),  R(a) = (1 + P(q))/(1 + 2a),  q = (a-2)/(a+2) in [-1, 0.69],
+// P a degree-11 polynomial (Chebyshev interpolant of (1+2a)*erfcx(a)-1 on a in [0, 10.7],
+// relative fit error 1.5e-9, the same form as N. Juffa's erfcf). exp(-a^2) uses
+// a^2 = x^2/2 = s_hi + s_lo from an exact product of x (the rounding of a or a^2 would cost
+// ~2a^2 eps relative, ~200 ULP in the tail): exp(-s_hi)*(1-s_lo).
+//   x >= 0: x*(1 - 0.5*erfc(a));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
+// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
+template <class D, class V>
+HWY_INLINE V gelu_erf_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V two = hn::Set(d, 2.0f);
+    const V half = hn::Set(d, 0.5f);
+    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
+    V pe;
+    const V p = two_prod(d, xa, xa, pe);
+    const V s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
+    const V s_lo = hn::Mul(pe, half);
+    const V a = hn::Mul(xa, hn::Set(d, 0.70710678118654752f));
+    const V q = hn::Div(hn::Sub(a, two), hn::Add(a, two));
+    V r = hn::Set(d, 0x1.614d92p-14f);
+    r = hn::MulAdd(r, q, hn::Set(d, 0x1.768802p-13f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.a566ep-12f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.77201ap-10f));
+    r = hn::MulAdd(r, q, hn::Set(d, 0x1.47c83cp-10f));
+    r = hn::MulAdd(r, q, hn::Set(d, 0x1.1d82dp-7f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.071dccp-7f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.bc2868p-5f));
+    r = hn::MulAdd(r, q, hn::Set(d, 0x1.4ff9e6p-3f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.5407cap-3f));
+    r = hn::MulAdd(r, q, hn::Set(d, -0x1.7bf5e8p-4f));
+    r = hn::MulAdd(r, q, hn::Set(d, 0x1.1ba038p-2f));
+    const V R = hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
+    const V hR = hn::Mul(half, R);
+    const V E = hn::Mul(hn::Exp(d, hn::Neg(s_hi)), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
+    const auto neg = hn::Lt(x, hn::Zero(d));
+    const V rpos = hn::Mul(x, hn::NegMulAdd(hR, E, one));
+    const V xhR = hn::Mul(x, hR);
+    V rneg = hn::Mul(xhR, E);
+    const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
+        const V h = hn::Mul(hn::Exp(d, hn::Mul(s_hi, hn::Set(d, -0.5f))), hn::NegMulAdd(s_lo, half, one));
+        rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(xhR, h), h), rneg);
+        // x < -15 (a clamped): the result underflows; x*0 gives -0, and NaN for -inf as
+        // 0.5*x*erfc(+inf) does.
+        rneg = hn::IfThenElse(hn::Lt(x, hn::Set(d, -15.0f)), hn::Mul(x, hn::Zero(d)), rneg);
+    }
+    const V res = hn::IfThenElse(neg, rneg, rpos);
+    return hn::IfThenElse(hn::IsNaN(x), x, res);
 }
 
 // ---------------------------------------------------------------- unary functors
@@ -1877,29 +1994,14 @@ struct u_relu {
     }
 };
 struct u_gelu_tanh {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        using T = hn::TFromD<D>;
-        const V kBeta = hn::Set(d, static_cast<T>(0.7978845608028654));  // sqrt(2/pi)
-        const V kKappa = hn::Set(d, static_cast<T>(0.044715));
-        const V x3 = hn::Mul(hn::Mul(x, x), x);
-        const V inner = hn::Mul(kBeta, hn::MulAdd(kKappa, x3, x));
-        const V half_x = hn::Mul(hn::Set(d, T(0.5)), x);
-        return hn::Mul(half_x, hn::Add(hn::Set(d, T(1)), tanh_ieee(d, inner)));
-    }
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_tanh_ieee(d, x); }
 };
 struct u_sin { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return sin_ieee(d, x); } };
 struct u_cos { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return cos_ieee(d, x); } };
 
-// gelu for float lanes: D is a float tag with as many lanes as a full float64 vector.
+// gelu for float lanes (float32 arithmetic, see gelu_erf_f32).
 struct u_gelu_f32 {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        const hn::Rebind<double, D> dd;
-        const auto xd = hn::PromoteTo(dd, x);
-        const auto z = hn::Mul(xd, hn::Set(dd, -0.70710678118654752440));
-        const auto r = hn::Mul(hn::Mul(hn::Set(dd, 0.5), xd), erfc_nr(dd, z));
-        // DemoteTo saturates on some targets: keep gelu(+inf) = +inf.
-        return hn::IfThenElse(hn::Eq(x, hn::Set(d, std::numeric_limits<float>::infinity())), x, hn::DemoteTo(d, r));
-    }
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_erf_f32(d, x); }
 };
 // gelu for double lanes: scalar std::erfc per lane.
 struct u_gelu_f64 {
@@ -1981,8 +2083,7 @@ HWY_INLINE void unary_impl(unary_op op, const T* a, std::ptrdiff_t sa, T* out, s
         case unary_op::relu: return drive_unary(d, u_relu{}, a, sa, out, n);
         case unary_op::gelu:
             if constexpr (sizeof(T) == 4) {
-                const hn::Rebind<float, hn::ScalableTag<double>> df;
-                return drive_unary(df, u_gelu_f32{}, a, sa, out, n);
+                return drive_unary(d, u_gelu_f32{}, a, sa, out, n);
             } else {
                 return drive_unary(d, u_gelu_f64{}, a, sa, out, n);
             }
@@ -2094,14 +2195,89 @@ inline void binary_f64(binary_op op, const double* a, std::ptrdiff_t sa, const d
 
 // ---------------------------------------------------------------- compare / where
 
-template <class T, class Cmp>
-HWY_INLINE void drive_compare(Cmp cmp, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
-                              std::size_t n) {
-    if (sa == 1 && sb == 1) {
-        for (std::size_t i = 0; i < n; ++i) out[i] = cmp(a[i], b[i]);
+// Mask → 0/1 bytes: Lanes(d) bools stored at out.
+template <class D, class M>
+HWY_INLINE void store_mask_bytes(D d, M m, bool* out) {
+    using T = hn::TFromD<D>;
+    const hn::Rebind<std::uint8_t, D> du8;
+    if constexpr (sizeof(T) == 4) {
+        const hn::RebindToSigned<D> di;
+        const auto v = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
+        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
     } else {
-        for (std::size_t i = 0; i < n; ++i)
-            out[i] = cmp(a[static_cast<std::ptrdiff_t>(i) * sa], b[static_cast<std::ptrdiff_t>(i) * sb]);
+        const hn::Rebind<std::int32_t, D> di;
+        const auto v = hn::DemoteTo(di, hn::IfThenElseZero(m, hn::Set(d, T(1))));
+        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
+    }
+}
+
+// Lanes(d) bools at c → mask (any nonzero byte is true).
+template <class D>
+HWY_INLINE auto load_bool_mask(D d, const bool* c) {
+    using T = hn::TFromD<D>;
+    const hn::Rebind<std::uint8_t, D> du8;
+    const hn::Rebind<std::int32_t, D> di;
+    const auto vi = hn::PromoteTo(di, hn::LoadU(du8, reinterpret_cast<const std::uint8_t*>(c)));
+    if constexpr (sizeof(T) == 4) {
+        return hn::RebindMask(d, hn::Ne(vi, hn::Zero(di)));
+    } else {
+        return hn::Ne(hn::PromoteTo(d, vi), hn::Zero(d));
+    }
+}
+
+// Contiguous (kContig) or broadcast operand for the stride-{0,1} vector loops.
+template <bool kContig, class D, class V>
+HWY_INLINE V load_or_bcast(D d, const hn::TFromD<D>* p, std::size_t i, V bcast) {
+    if constexpr (kContig) {
+        return hn::LoadU(d, p + i);
+    } else {
+        (void)p;
+        (void)i;
+        return bcast;
+    }
+}
+
+// Vector compares. All ordered (false for NaN) except ne = !eq (true for NaN).
+struct c_eq { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Eq(a, b); } };
+struct c_ne { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Not(hn::Eq(a, b)); } };
+struct c_lt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Lt(a, b); } };
+struct c_le { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Le(a, b); } };
+struct c_gt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Gt(a, b); } };
+struct c_ge { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Ge(a, b); } };
+
+// Full vectors of out[i] = vc(a[i], b[i]) for a, b each contiguous or broadcast (n > 0);
+// returns the number of elements done (a multiple of Lanes(d)).
+template <bool kA, bool kB, class D, class VCmp>
+HWY_INLINE std::size_t compare_loop(D d, const VCmp& vc, const hn::TFromD<D>* a, const hn::TFromD<D>* b,
+                                    bool* out, std::size_t n) {
+    const std::size_t N = hn::Lanes(d);
+    const auto va0 = hn::Set(d, a[0]);
+    const auto vb0 = hn::Set(d, b[0]);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N)
+        store_mask_bytes(d, vc(load_or_bcast<kA>(d, a, i, va0), load_or_bcast<kB>(d, b, i, vb0)), out + i);
+    return i;
+}
+
+// Strides 1 and 0 (broadcast) are vectorized; the rest (and the < Lanes tail) is scalar,
+// with the same IEEE semantics.
+template <class T, class Cmp, class VCmp>
+HWY_INLINE void drive_compare(Cmp cmp, const VCmp& vc, const T* a, std::ptrdiff_t sa, const T* b,
+                              std::ptrdiff_t sb, bool* out, std::size_t n) {
+    if (n == 0) return;
+    const hn::ScalableTag<T> d;
+    std::size_t i = 0;
+    if (sa == 0 && sb == 0) {
+        const bool v = cmp(a[0], b[0]);
+        for (; i < n; ++i) out[i] = v;
+        return;
+    }
+    if (sa == 1 && sb == 1) i = compare_loop<true, true>(d, vc, a, b, out, n);
+    else if (sa == 1 && sb == 0) i = compare_loop<true, false>(d, vc, a, b, out, n);
+    else if (sa == 0 && sb == 1) i = compare_loop<false, true>(d, vc, a, b, out, n);
+    for (; i < n; ++i) {
+        const auto k = static_cast<std::ptrdiff_t>(i);
+        out[i] = cmp(a[k * sa], b[k * sb]);
     }
 }
 
@@ -2109,12 +2285,12 @@ template <class T>
 HWY_INLINE void compare_impl(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
                              bool* out, std::size_t n) {
     switch (op) {
-        case compare_op::eq: return drive_compare([](T x, T y) { return x == y; }, a, sa, b, sb, out, n);
-        case compare_op::ne: return drive_compare([](T x, T y) { return x != y; }, a, sa, b, sb, out, n);
-        case compare_op::lt: return drive_compare([](T x, T y) { return x < y; }, a, sa, b, sb, out, n);
-        case compare_op::le: return drive_compare([](T x, T y) { return x <= y; }, a, sa, b, sb, out, n);
-        case compare_op::gt: return drive_compare([](T x, T y) { return x > y; }, a, sa, b, sb, out, n);
-        case compare_op::ge: return drive_compare([](T x, T y) { return x >= y; }, a, sa, b, sb, out, n);
+        case compare_op::eq: return drive_compare([](T x, T y) { return x == y; }, c_eq{}, a, sa, b, sb, out, n);
+        case compare_op::ne: return drive_compare([](T x, T y) { return x != y; }, c_ne{}, a, sa, b, sb, out, n);
+        case compare_op::lt: return drive_compare([](T x, T y) { return x < y; }, c_lt{}, a, sa, b, sb, out, n);
+        case compare_op::le: return drive_compare([](T x, T y) { return x <= y; }, c_le{}, a, sa, b, sb, out, n);
+        case compare_op::gt: return drive_compare([](T x, T y) { return x > y; }, c_gt{}, a, sa, b, sb, out, n);
+        case compare_op::ge: return drive_compare([](T x, T y) { return x >= y; }, c_ge{}, a, sa, b, sb, out, n);
     }
 }
 
@@ -2127,16 +2303,49 @@ inline void compare_f64(compare_op op, const double* a, std::ptrdiff_t sa, const
     compare_impl<double>(op, a, sa, b, sb, out, n);
 }
 
+// Full vectors of out = c ? a : b (bitwise select) for c, a, b each contiguous or
+// broadcast (n > 0); returns the number of elements done.
+template <bool kC, bool kA, bool kB, class T>
+HWY_INLINE std::size_t where_loop(const bool* c, const T* a, const T* b, T* out, std::size_t n) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const auto va0 = hn::Set(d, a[0]);
+    const auto vb0 = hn::Set(d, b[0]);
+    const auto m0 = hn::Ne(hn::Set(d, c[0] ? T(1) : T(0)), hn::Zero(d));
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) {
+        const auto va = load_or_bcast<kA>(d, a, i, va0);
+        const auto vb = load_or_bcast<kB>(d, b, i, vb0);
+        if constexpr (kC) {
+            hn::StoreU(hn::IfThenElse(load_bool_mask(d, c + i), va, vb), d, out + i);
+        } else {
+            hn::StoreU(hn::IfThenElse(m0, va, vb), d, out + i);
+        }
+    }
+    return i;
+}
+
 template <class T>
 HWY_INLINE void where_impl(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b,
                            std::ptrdiff_t sb, T* out, std::size_t n) {
-    if (sc == 1 && sa == 1 && sb == 1) {
-        for (std::size_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
-    } else {
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto k = static_cast<std::ptrdiff_t>(i);
-            out[i] = c[k * sc] ? a[k * sa] : b[k * sb];
+    if (n == 0) return;
+    std::size_t i = 0;
+    const auto unit = [](std::ptrdiff_t s) { return s == 0 || s == 1; };
+    if (unit(sc) && unit(sa) && unit(sb)) {
+        switch ((sc == 1 ? 4 : 0) | (sa == 1 ? 2 : 0) | (sb == 1 ? 1 : 0)) {
+            case 0: i = where_loop<false, false, false>(c, a, b, out, n); break;
+            case 1: i = where_loop<false, false, true>(c, a, b, out, n); break;
+            case 2: i = where_loop<false, true, false>(c, a, b, out, n); break;
+            case 3: i = where_loop<false, true, true>(c, a, b, out, n); break;
+            case 4: i = where_loop<true, false, false>(c, a, b, out, n); break;
+            case 5: i = where_loop<true, false, true>(c, a, b, out, n); break;
+            case 6: i = where_loop<true, true, false>(c, a, b, out, n); break;
+            default: i = where_loop<true, true, true>(c, a, b, out, n); break;
         }
+    }
+    for (; i < n; ++i) {
+        const auto k = static_cast<std::ptrdiff_t>(i);
+        out[i] = c[k * sc] ? a[k * sa] : b[k * sb];
     }
 }
 

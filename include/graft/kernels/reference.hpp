@@ -102,9 +102,16 @@ inline T unary_scalar(unary_op op, T x) {
         case unary_op::relu: return x < T(0) ? T(0) : x;
         case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
         case unary_op::gelu_tanh: {
+            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
+            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
+            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
             const W kBeta = W(0.797884560802865355879892119868763737L);
-            const W inner = kBeta * (w + W(0.044715) * w * w * w);
-            return static_cast<T>(W(0.5) * w * (W(1) + std::tanh(inner)));
+            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
+            if (u > W(0)) {
+                const W e = std::exp(-u);
+                return static_cast<T>(w * e / (W(1) + e));
+            }
+            return static_cast<T>(w / (W(1) + std::exp(u)));
         }
         case unary_op::sin: return static_cast<T>(std::sin(w));
         case unary_op::cos: return static_cast<T>(std::cos(w));
