@@ -53,7 +53,7 @@ struct reduction_layout {
         if (!mask[i]) r.out_sizes.push_back(t.sizes()[i]);
         else if (keepdim) r.out_sizes.push_back(1);
     }
-    r.rows = t.permute(perm).contiguous();
+    r.rows = raw::contiguous(raw::permute(t, perm));
     return r;
 }
 
@@ -177,6 +177,8 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 
 }  // namespace detail
 
+namespace ops {
+
 /// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
 [[nodiscard]] inline Tensor sum(const Tensor& t) { return detail::reduce("sum", kernels::reduce_op::sum, t, {}, false); }
 /// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
@@ -203,4 +205,5 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     return detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim);
 }
 
+}  // namespace ops
 }  // namespace graft

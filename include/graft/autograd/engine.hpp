@@ -1,0 +1,322 @@
+#pragma once
+// The reverse-mode engine: runs the backward graph from root gradients in
+// dependency order (later-created nodes first), with PyTorch's hook order.
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "graft/autograd/grad_mode.hpp"
+#include "graft/autograd/node.hpp"
+#include "graft/autograd/saved_variable.hpp"
+#include "graft/ops/elementwise.hpp"
+#include "graft/ops/reduce.hpp"
+
+namespace graft {
+inline Tensor sum_to_size(const Tensor& g, const int_list& sizes);
+}  // namespace graft
+
+namespace graft::autograd {
+
+/// Accumulates gradients into a leaf's .grad (torch's AccumulateGrad).
+class AccumulateGrad final : public Node {
+public:
+    explicit AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) { add_output(leaf_); }
+    [[nodiscard]] const Tensor& variable() const noexcept { return leaf_; }
+
+protected:
+    tensor_list apply(tensor_list&& grads) override;
+
+private:
+    Tensor leaf_;
+};
+
+/// A backward node whose derivative is a function written with graft's ops.
+class function_node final : public Node {
+public:
+    using backward_fn = std::function<tensor_list(function_node&, const tensor_list& grad_outputs)>;
+    explicit function_node(std::string name) : Node(std::move(name)) {}
+
+    /// Saves tensors for backward; `is_output` marks outputs of this node.
+    void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+    /// The i-th saved tensor, version-checked (throws after release without retain_graph).
+    [[nodiscard]] Tensor saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+    /// True when the i-th forward input needs a gradient.
+    [[nodiscard]] bool needs_input_grad(std::size_t i) const { return next_functions().at(i).valid(); }
+    void release_variables() override {
+        for (auto& s : saved_) s.release();
+    }
+    [[nodiscard]] std::vector<std::string> describe_saved() const override {
+        std::vector<std::string> out;
+        for (const auto& s : saved_)
+            if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), graft::detail::to_string(s.sizes())));
+        return out;
+    }
+    [[nodiscard]] std::vector<graft::autograd::detail::saved_variable>& saved_variables() noexcept { return saved_; }
+
+    backward_fn backward;
+
+protected:
+    tensor_list apply(tensor_list&& grads) override { return backward(*this, grads); }
+
+private:
+    std::vector<graft::autograd::detail::saved_variable> saved_;
+};
+
+namespace detail {
+
+[[nodiscard]] inline bool requires_grad(const Tensor& t) noexcept {
+    const auto* m = meta(t);
+    return m && (m->requires_grad || m->grad_fn);
+}
+
+/// The leaf's accumulator, created on first use and held weakly by the leaf.
+[[nodiscard]] inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+    auto& m = ensure_meta(leaf);
+    std::lock_guard lock(m.mutex);
+    if (auto acc = m.grad_accumulator.lock()) return acc;
+    auto acc = std::make_shared<AccumulateGrad>(leaf);
+    m.grad_accumulator = acc;
+    return acc;
+}
+
+/// Where gradients for `t` flow: its grad_fn, its accumulator, or nowhere.
+[[nodiscard]] inline Edge gradient_edge(const Tensor& t) {
+    auto* m = meta(t);
+    if (!m) return {};
+    if (m->grad_fn) return {m->grad_fn, m->output_nr};
+    if (m->requires_grad) return {grad_accumulator(t), 0};
+    return {};
+}
+
+/// The tensor hooks that run on gradients flowing into `node`'s slot.
+[[nodiscard]] inline hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot) {
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(&node)) {
+        auto* m = meta(acc->variable());
+        return m ? &m->leaf_hooks : nullptr;
+    }
+    return &node.tensor_pre_hooks(slot);
+}
+
+/// Adds `b` to `a` (undefined means zero).
+[[nodiscard]] inline Tensor accumulate(const Tensor& a, const Tensor& b);
+
+/// Casts and checks a gradient against the slot it flows into.
+[[nodiscard]] inline Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+                                          const input_metadata& expected) {
+    Tensor g = grad;
+    if (g.sizes() != expected.sizes) {
+        // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
+        bool expandable = true;
+        try {
+            expandable = broadcast_shapes(expected.sizes, g.sizes()) == g.sizes();
+        } catch (const error&) {
+            expandable = false;
+        }
+        graft::detail::check(expandable, "Function ", producer.name(), " returned an invalid gradient at index ",
+                             index, " - got ", graft::detail::to_string(g.sizes()),
+                             " but expected shape compatible with ", graft::detail::to_string(expected.sizes));
+        g = sum_to_size(g, expected.sizes);
+    }
+    if (g.type() != expected.type) g = g.to(expected.type);
+    return g;
+}
+
+struct graph_task {
+    bool keep_graph = false;
+    bool create_graph = false;
+    bool accumulate_grad = true;
+    std::unordered_map<Node*, tensor_list> buffers;
+    std::unordered_map<Node*, int> dependencies;
+    std::unordered_map<Node*, std::shared_ptr<Node>> owners;
+    // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
+    std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
+    std::unordered_set<Node*> needed;  // nodes that must run; empty set with no filter means all
+    bool filter = false;
+    tensor_list captured;
+};
+
+inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
+    std::vector<Node*> stack;
+    for (const auto& e : roots)
+        if (e.valid() && task.owners.emplace(e.function.get(), e.function).second) stack.push_back(e.function.get());
+    while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        for (const auto& e : n->next_functions()) {
+            if (!e.valid()) continue;
+            ++task.dependencies[e.function.get()];
+            if (task.owners.emplace(e.function.get(), e.function).second) stack.push_back(e.function.get());
+        }
+    }
+}
+
+/// Marks the nodes on some path to a capture target (PyTorch's exec_info).
+inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
+    std::unordered_map<Node*, int> state;  // 0 unknown, 1 visiting, 2 done
+    std::function<bool(Node*)> visit = [&](Node* n) -> bool {
+        auto& s = state[n];
+        if (s == 2) return task.needed.count(n) > 0;
+        if (s == 1) return false;
+        s = 1;
+        bool need = run_targets && task.captures.count(n) > 0;
+        for (const auto& e : n->next_functions()) {
+            if (!e.valid()) continue;
+            const bool child = visit(e.function.get());
+            need = need || child || task.captures.count(e.function.get()) > 0;
+        }
+        state[n] = 2;
+        if (need) task.needed.insert(n);
+        return need;
+    };
+    for (const auto& e : roots)
+        if (e.valid()) visit(e.function.get());
+}
+
+inline void add_to_buffer(graph_task& task, Node* target, std::uint32_t slot, const Tensor& grad) {
+    auto& buf = task.buffers[target];
+    if (buf.size() < target->num_outputs()) buf.resize(target->num_outputs());
+    buf[slot] = accumulate(buf[slot], grad);
+}
+
+/// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
+inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
+    if (!grad.defined()) return grad;
+    if (auto* hooks = tensor_hooks_of(node, slot)) {
+        const auto snapshot = *hooks;
+        for (const auto& h : snapshot) {
+            if (h->removed) continue;
+            Tensor r = h->fn(grad);
+            if (r.defined()) grad = r;
+        }
+    }
+    if (slot < node.num_outputs() && !dynamic_cast<AccumulateGrad*>(&node)) {
+        if (auto impl = node.retain_grad_target(slot).lock()) {
+            Tensor owner(impl);
+            auto& m = ensure_meta(owner);
+            const Tensor g = create_graph ? grad : grad.detach();
+            m.grad = m.grad.defined() ? ops::add(m.grad, g) : graft::detail::raw::clone(g);
+        }
+    }
+    return grad;
+}
+
+inline void execute(graph_task& task) {
+    auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+        return a->sequence_nr() < b->sequence_nr();
+    };
+    std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
+        later_first);
+    for (auto& [node, buf] : task.buffers)
+        if (task.dependencies[node] == 0) ready.push(task.owners.at(node));
+
+    grad_mode_guard mode(task.create_graph);
+    while (!ready.empty()) {
+        std::shared_ptr<Node> node = ready.top();
+        ready.pop();
+        std::lock_guard lock(node->mutex());
+        tensor_list grads = std::move(task.buffers[node.get()]);
+        grads.resize(node->num_outputs());
+        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
+
+        if (auto it = task.captures.find(node.get()); it != task.captures.end())
+            for (auto [slot, index] : it->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
+
+        const bool is_acc = dynamic_cast<AccumulateGrad*>(node.get()) != nullptr;
+        bool run = !task.filter || task.needed.count(node.get()) > 0;
+        if (is_acc && !task.accumulate_grad) run = false;
+        if (!run) continue;
+
+        for (const auto& h : std::vector(node->pre_hooks())) {
+            if (h->removed) continue;
+            if (auto r = h->fn(grads)) grads = std::move(*r);
+        }
+        bool any = false;
+        for (const auto& g : grads) any = any || g.defined();
+        tensor_list outputs;
+        if (any) outputs = (*node)(grads);
+        outputs.resize(node->next_functions().size());
+        for (const auto& h : std::vector(node->post_hooks())) {
+            if (h->removed) continue;
+            if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
+        }
+        if (!task.keep_graph) node->release_variables();
+
+        const auto& edges = node->next_functions();
+        for (std::size_t i = 0; i < edges.size(); ++i) {
+            const Edge& e = edges[i];
+            if (!e.valid()) continue;
+            Node* next = e.function.get();
+            if (i < outputs.size() && outputs[i].defined())
+                add_to_buffer(task, next, e.input_nr,
+                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+            else if (!task.buffers.count(next))
+                task.buffers[next];  // make the node known, so it becomes ready with undefined grads
+            if (--task.dependencies[next] == 0) ready.push(task.owners.at(next));
+        }
+    }
+}
+
+/// Shared implementation of Tensor::backward and autograd::grad.
+inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool keep_graph,
+                                bool create_graph, const std::vector<Edge>& inputs, bool accumulate_grad,
+                                bool allow_unused) {
+    graft::detail::check(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
+                         grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
+    graph_task task;
+    task.keep_graph = keep_graph;
+    task.create_graph = create_graph;
+    task.accumulate_grad = accumulate_grad;
+    std::vector<Edge> roots;
+    std::vector<Tensor> root_grads;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const Tensor& out = outputs[i];
+        graft::detail::check(out.defined(), "backward: output ", i, " is an undefined tensor");
+        Edge e = gradient_edge(out);
+        graft::detail::check(e.valid(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+        Tensor g = grad_outputs.empty() ? Tensor{} : grad_outputs[i];
+        if (!g.defined()) {
+            graft::detail::check(out.numel() == 1, "grad can be implicitly created only for scalar outputs (output ",
+                                 i, " has shape ", graft::detail::to_string(out.sizes()), ")");
+            g = ones_like(out);
+        } else {
+            graft::detail::check(g.sizes() == out.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
+                                 graft::detail::to_string(g.sizes()), " and output[", i, "] has a shape of ",
+                                 graft::detail::to_string(out.sizes()), ".");
+            graft::detail::check(is_floating_point(g.type()), "backward: grad_output[", i,
+                                 "] must be a floating-point tensor, got ", g.type());
+        }
+        roots.push_back(e);
+        root_grads.push_back(g);
+    }
+    compute_dependencies(task, roots);
+    if (!inputs.empty()) {
+        task.filter = true;
+        task.captured.resize(inputs.size());
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
+            task.owners.emplace(inputs[i].function.get(), inputs[i].function);
+            task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
+        }
+        compute_needed(task, roots, accumulate_grad);
+    }
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        Node* n = roots[i].function.get();
+        add_to_buffer(task, n, roots[i].input_nr, validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
+    }
+    execute(task);
+    if (!accumulate_grad) {
+        for (std::size_t i = 0; i < task.captured.size(); ++i)
+            graft::detail::check(allow_unused || task.captured[i].defined(),
+                                 "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                                 "allow_unused=true if this is the desired behavior.");
+    }
+    return task.captured;
+}
+
+}  // namespace detail
+}  // namespace graft::autograd
