@@ -168,10 +168,13 @@ inline tensor_list AccumulateGrad::apply(tensor_list&& grads) {
     auto& m = detail::ensure_meta(leaf_);
     {
         std::lock_guard lock(m.mutex);
-        Tensor g = grads[0];
+        Tensor g = std::move(grads[0]);
         if (!is_grad_enabled()) {
-            // Do not let .grad alias a tensor someone else holds (e.g. the gradient passed to backward).
-            g = g.impl_ptr().use_count() <= 2 && !g.is_view() ? g.detach() : graft::detail::raw::clone(g);
+            // Steal the gradient (as PyTorch does) only when nobody but the engine's copy for
+            // post-hooks holds it and it is a plain contiguous tensor; otherwise copy it, so
+            // .grad never aliases, say, the gradient a user passed to backward().
+            const bool stealable = g.impl_ptr().use_count() <= 2 && !g.is_view() && g.is_contiguous();
+            g = stealable ? g : graft::detail::raw::clone(g);
         }
         m.grad = m.grad.defined() ? (is_grad_enabled() ? m.grad + g : ops::add(m.grad, g)) : g;
     }
@@ -315,6 +318,9 @@ inline Tensor Tensor::to(dtype target) const {
     return autograd::detail::record_view("ToCopyBackward0", *this, out,
                                          [source](const Tensor& g) { return g.to(source); });
 }
+
+/// torch.clone: a copy that stays in the graph (CloneBackward0).
+[[nodiscard]] inline Tensor clone(const Tensor& t) { return t.clone(); }
 
 // ---------------------------------------------------------------- in-place
 
