@@ -1,8 +1,10 @@
 #pragma once
 // The reverse-mode engine: runs the backward graph from root gradients in
 // dependency order (later-created nodes first), with PyTorch's hook order.
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -127,6 +129,7 @@ namespace detail {
 }
 
 struct graph_task {
+    std::uint64_t id = 0;
     bool keep_graph = false;
     bool create_graph = false;
     bool accumulate_grad = true;
@@ -139,6 +142,27 @@ struct graph_task {
     bool filter = false;
     tensor_list captured;
 };
+
+inline std::atomic<std::uint64_t>& next_task_id() {
+    static std::atomic<std::uint64_t> id{1};
+    return id;
+}
+/// The graph task running on this thread (null outside backward).
+inline graph_task*& current_task() {
+    thread_local graph_task* task = nullptr;
+    return task;
+}
+
+/// Called for every node the engine runs, with its gradients (see autograd::set_node_logger).
+using node_logger = std::function<void(const Node&, const tensor_list& grad_outputs, const tensor_list& grad_inputs)>;
+inline std::shared_ptr<node_logger>& logger_slot() {
+    static std::shared_ptr<node_logger> slot;
+    return slot;
+}
+inline std::mutex& logger_mutex() {
+    static std::mutex m;
+    return m;
+}
 
 inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
     std::vector<Node*> stack;
@@ -215,6 +239,17 @@ inline void execute(graph_task& task) {
         if (task.dependencies[node] == 0) ready.push(task.owners.at(node));
 
     grad_mode_guard mode(task.create_graph);
+    graph_task* outer = current_task();
+    current_task() = &task;
+    struct restore_task {
+        graph_task* outer;
+        ~restore_task() { current_task() = outer; }
+    } restore{outer};
+    std::shared_ptr<node_logger> log;
+    {
+        std::lock_guard lock(logger_mutex());
+        log = logger_slot();
+    }
     while (!ready.empty()) {
         std::shared_ptr<Node> node = ready.top();
         ready.pop();
@@ -244,6 +279,7 @@ inline void execute(graph_task& task) {
             if (h->removed) continue;
             if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
         }
+        if (log) (*log)(*node, grads, outputs);
         if (!task.keep_graph) node->release_variables();
 
         const auto& edges = node->next_functions();
@@ -268,6 +304,7 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
     graft::detail::check(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
                          grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
     graph_task task;
+    task.id = next_task_id()++;
     task.keep_graph = keep_graph;
     task.create_graph = create_graph;
     task.accumulate_grad = accumulate_grad;
@@ -319,4 +356,30 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
 }
 
 }  // namespace detail
+
+/// Logs every node the engine runs (name and gradient shapes) to `os`, until
+/// called again with nullptr. Process-wide; thread-safe.
+inline void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
+    std::lock_guard lock(detail::logger_mutex());
+    detail::logger_slot() = fn ? std::make_shared<detail::node_logger>(std::move(fn)) : nullptr;
+}
+
+/// Inside a backward pass (e.g. from a hook): true when the engine will run `node`
+/// in the current pass (torch's _will_engine_execute_node). Throws outside backward.
+[[nodiscard]] inline bool will_engine_execute_node(const Node& node) {
+    const auto* task = detail::current_task();
+    graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
+    auto* n = const_cast<Node*>(&node);
+    if (!task->owners.count(n)) return false;
+    if (task->captures.count(n) && !task->accumulate_grad) return false;
+    if (dynamic_cast<const AccumulateGrad*>(&node) && !task->accumulate_grad) return false;
+    return !task->filter || task->needed.count(n) > 0 || task->captures.count(n) > 0;
+}
+
+/// Identifies the backward pass running on this thread (0 outside backward).
+[[nodiscard]] inline std::uint64_t current_graph_task_id() noexcept {
+    const auto* task = detail::current_task();
+    return task ? task->id : 0;
+}
+
 }  // namespace graft::autograd
