@@ -27,7 +27,10 @@ namespace graft::autograd {
 /// Accumulates gradients into a leaf's .grad (torch's AccumulateGrad).
 class AccumulateGrad final : public Node {
 public:
-    explicit AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) { add_output(leaf_); }
+    explicit AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
+        is_accumulate_grad_ = true;
+        add_output(leaf_);
+    }
     [[nodiscard]] const Tensor& variable() const noexcept { return leaf_; }
 
 protected:
@@ -37,11 +40,55 @@ private:
     Tensor leaf_;
 };
 
+class function_node;
+
+namespace detail {
+
+/// A move-only callable stored inside the node (no separate allocation for
+/// captures up to 192 bytes): the derivative of one recorded op.
+class backward_callable {
+public:
+    using signature = tensor_list(function_node&, const tensor_list&);
+    backward_callable() = default;
+    backward_callable(const backward_callable&) = delete;
+    backward_callable& operator=(const backward_callable&) = delete;
+    ~backward_callable() { reset(); }
+
+    template <class F>
+    backward_callable& operator=(F f) {
+        reset();
+        if constexpr (sizeof(F) <= sizeof(buffer_) && alignof(F) <= alignof(std::max_align_t)) {
+            target_ = new (buffer_) F(std::move(f));
+            destroy_ = [](void* p, bool) { static_cast<F*>(p)->~F(); };
+        } else {
+            target_ = new F(std::move(f));
+            destroy_ = [](void* p, bool) { delete static_cast<F*>(p); };
+        }
+        call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        return *this;
+    }
+    tensor_list operator()(function_node& n, const tensor_list& g) const { return call_(target_, n, g); }
+    explicit operator bool() const noexcept { return call_ != nullptr; }
+
+private:
+    void reset() {
+        if (destroy_) destroy_(target_, true);
+        destroy_ = nullptr;
+        call_ = nullptr;
+        target_ = nullptr;
+    }
+    alignas(std::max_align_t) unsigned char buffer_[192];
+    void* target_ = nullptr;
+    tensor_list (*call_)(void*, function_node&, const tensor_list&) = nullptr;
+    void (*destroy_)(void*, bool) = nullptr;
+};
+
+}  // namespace detail
+
 /// A backward node whose derivative is a function written with graft's ops.
 class function_node final : public Node {
 public:
-    using backward_fn = std::function<tensor_list(function_node&, const tensor_list& grad_outputs)>;
-    explicit function_node(std::string name) : Node(std::move(name)) {}
+    explicit function_node(const char* name) : Node(name) {}
 
     /// Saves tensors for backward; `is_output` marks outputs of this node.
     void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
@@ -55,18 +102,18 @@ public:
     [[nodiscard]] std::vector<std::string> describe_saved() const override {
         std::vector<std::string> out;
         for (const auto& s : saved_)
-            if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), graft::detail::to_string(s.sizes())));
+            if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), s.sizes()));
         return out;
     }
-    [[nodiscard]] std::vector<graft::autograd::detail::saved_variable>& saved_variables() noexcept { return saved_; }
+    [[nodiscard]] auto& saved_variables() noexcept { return saved_; }
 
-    backward_fn backward;
+    detail::backward_callable backward;
 
 protected:
     tensor_list apply(tensor_list&& grads) override { return backward(*this, grads); }
 
 private:
-    std::vector<graft::autograd::detail::saved_variable> saved_;
+    boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
 };
 
 namespace detail {
@@ -97,11 +144,11 @@ namespace detail {
 
 /// The tensor hooks that run on gradients flowing into `node`'s slot.
 [[nodiscard]] inline hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot) {
-    if (auto* acc = dynamic_cast<AccumulateGrad*>(&node)) {
-        auto* m = meta(acc->variable());
+    if (node.is_accumulate_grad()) {
+        auto* m = meta(static_cast<AccumulateGrad&>(node).variable());
         return m ? &m->leaf_hooks : nullptr;
     }
-    return &node.tensor_pre_hooks(slot);
+    return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
 }
 
 /// Adds `b` to `a` (undefined means zero).
@@ -120,25 +167,31 @@ namespace detail {
             expandable = false;
         }
         graft::detail::check(expandable, "Function ", producer.name(), " returned an invalid gradient at index ",
-                             index, " - got ", graft::detail::to_string(g.sizes()),
-                             " but expected shape compatible with ", graft::detail::to_string(expected.sizes));
+                             index, " - got ", g.sizes(),
+                             " but expected shape compatible with ", expected.sizes);
         g = sum_to_size(g, expected.sizes);
     }
     if (g.type() != expected.type) g = g.to(expected.type);
     return g;
 }
 
+/// Per-node state of one backward pass.
+struct node_state {
+    std::shared_ptr<Node> owner;
+    tensor_list buffer;  // gradients accumulated for the node's forward outputs
+    int dependencies = 0;
+    bool has_gradient = false;  // some gradient (maybe undefined) was routed to it
+};
+
 struct graph_task {
     std::uint64_t id = 0;
     bool keep_graph = false;
     bool create_graph = false;
     bool accumulate_grad = true;
-    std::unordered_map<Node*, tensor_list> buffers;
-    std::unordered_map<Node*, int> dependencies;
-    std::unordered_map<Node*, std::shared_ptr<Node>> owners;
+    std::unordered_map<Node*, node_state> nodes;
     // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
     std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
-    std::unordered_set<Node*> needed;  // nodes that must run; empty set with no filter means all
+    std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
     bool filter = false;
     tensor_list captured;
 };
@@ -166,16 +219,21 @@ inline std::mutex& logger_mutex() {
 
 inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
     std::vector<Node*> stack;
+    auto visit = [&](const std::shared_ptr<Node>& fn) {
+        auto [it, fresh] = task.nodes.try_emplace(fn.get());
+        if (fresh) {
+            it->second.owner = fn;
+            stack.push_back(fn.get());
+        }
+        return &it->second;
+    };
     for (const auto& e : roots)
-        if (e.valid() && task.owners.emplace(e.function.get(), e.function).second) stack.push_back(e.function.get());
+        if (e.valid()) visit(e.function);
     while (!stack.empty()) {
         Node* n = stack.back();
         stack.pop_back();
-        for (const auto& e : n->next_functions()) {
-            if (!e.valid()) continue;
-            ++task.dependencies[e.function.get()];
-            if (task.owners.emplace(e.function.get(), e.function).second) stack.push_back(e.function.get());
-        }
+        for (const auto& e : n->next_functions())
+            if (e.valid()) ++visit(e.function)->dependencies;
     }
 }
 
@@ -201,16 +259,16 @@ inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, boo
         if (e.valid()) visit(e.function.get());
 }
 
-inline void add_to_buffer(graph_task& task, Node* target, std::uint32_t slot, const Tensor& grad) {
-    auto& buf = task.buffers[target];
-    if (buf.size() < target->num_outputs()) buf.resize(target->num_outputs());
-    buf[slot] = accumulate(buf[slot], grad);
+inline void add_to_buffer(node_state& st, const Node& target, std::uint32_t slot, const Tensor& grad) {
+    if (st.buffer.size() < target.num_outputs()) st.buffer.resize(target.num_outputs());
+    st.buffer[slot] = accumulate(st.buffer[slot], grad);
+    st.has_gradient = true;
 }
 
 /// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
 inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
     if (!grad.defined()) return grad;
-    if (auto* hooks = tensor_hooks_of(node, slot)) {
+    if (auto* hooks = tensor_hooks_of(node, slot); hooks && !hooks->empty()) {
         const auto snapshot = *hooks;
         for (const auto& h : snapshot) {
             if (h->removed) continue;
@@ -218,7 +276,7 @@ inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool c
             if (r.defined()) grad = r;
         }
     }
-    if (slot < node.num_outputs() && !dynamic_cast<AccumulateGrad*>(&node)) {
+    if (node.has_hooks() && slot < node.num_outputs() && !node.is_accumulate_grad()) {
         if (auto impl = node.retain_grad_target(slot).lock()) {
             Tensor owner(impl);
             auto& m = ensure_meta(owner);
@@ -235,8 +293,8 @@ inline void execute(graph_task& task) {
     };
     std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
         later_first);
-    for (auto& [node, buf] : task.buffers)
-        if (task.dependencies[node] == 0) ready.push(task.owners.at(node));
+    for (auto& [node, st] : task.nodes)
+        if (st.has_gradient && st.dependencies == 0) ready.push(st.owner);
 
     grad_mode_guard mode(task.create_graph);
     graph_task* outer = current_task();
@@ -254,31 +312,35 @@ inline void execute(graph_task& task) {
         std::shared_ptr<Node> node = ready.top();
         ready.pop();
         std::lock_guard lock(node->mutex());
-        tensor_list grads = std::move(task.buffers[node.get()]);
+        tensor_list grads = std::move(task.nodes[node.get()].buffer);
         grads.resize(node->num_outputs());
         for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
 
-        if (auto it = task.captures.find(node.get()); it != task.captures.end())
-            for (auto [slot, index] : it->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
+        if (!task.captures.empty())
+            if (auto it = task.captures.find(node.get()); it != task.captures.end())
+                for (auto [slot, index] : it->second)
+                    task.captured[index] = accumulate(task.captured[index], grads[slot]);
 
-        const bool is_acc = dynamic_cast<AccumulateGrad*>(node.get()) != nullptr;
         bool run = !task.filter || task.needed.count(node.get()) > 0;
-        if (is_acc && !task.accumulate_grad) run = false;
+        if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
         if (!run) continue;
 
-        for (const auto& h : std::vector(node->pre_hooks())) {
-            if (h->removed) continue;
-            if (auto r = h->fn(grads)) grads = std::move(*r);
-        }
+        const bool hooked = node->has_hooks();
+        if (hooked)
+            for (const auto& h : std::vector(node->pre_hooks())) {
+                if (h->removed) continue;
+                if (auto r = h->fn(grads)) grads = std::move(*r);
+            }
         bool any = false;
         for (const auto& g : grads) any = any || g.defined();
         tensor_list outputs;
-        if (any) outputs = (*node)(grads);
+        if (any) outputs = (hooked || log) ? (*node)(grads) : (*node)(std::move(grads));
         outputs.resize(node->next_functions().size());
-        for (const auto& h : std::vector(node->post_hooks())) {
-            if (h->removed) continue;
-            if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
-        }
+        if (hooked)
+            for (const auto& h : std::vector(node->post_hooks())) {
+                if (h->removed) continue;
+                if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
+            }
         if (log) (*log)(*node, grads, outputs);
         if (!task.keep_graph) node->release_variables();
 
@@ -287,12 +349,12 @@ inline void execute(graph_task& task) {
             const Edge& e = edges[i];
             if (!e.valid()) continue;
             Node* next = e.function.get();
+            node_state& st = task.nodes[next];
             if (i < outputs.size() && outputs[i].defined())
-                add_to_buffer(task, next, e.input_nr,
-                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
-            else if (!task.buffers.count(next))
-                task.buffers[next];  // make the node known, so it becomes ready with undefined grads
-            if (--task.dependencies[next] == 0) ready.push(task.owners.at(next));
+                add_to_buffer(st, *next, e.input_nr, validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+            else
+                st.has_gradient = true;  // becomes ready with an undefined gradient
+            if (--st.dependencies == 0) ready.push(st.owner);
         }
     }
 }
@@ -318,12 +380,12 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
         Tensor g = grad_outputs.empty() ? Tensor{} : grad_outputs[i];
         if (!g.defined()) {
             graft::detail::check(out.numel() == 1, "grad can be implicitly created only for scalar outputs (output ",
-                                 i, " has shape ", graft::detail::to_string(out.sizes()), ")");
+                                 i, " has shape ", out.sizes(), ")");
             g = ones_like(out);
         } else {
             graft::detail::check(g.sizes() == out.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
-                                 graft::detail::to_string(g.sizes()), " and output[", i, "] has a shape of ",
-                                 graft::detail::to_string(out.sizes()), ".");
+                                 g.sizes(), " and output[", i, "] has a shape of ",
+                                 out.sizes(), ".");
             graft::detail::check(is_floating_point(g.type()), "backward: grad_output[", i,
                                  "] must be a floating-point tensor, got ", g.type());
         }
@@ -336,14 +398,15 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
         task.captured.resize(inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
-            task.owners.emplace(inputs[i].function.get(), inputs[i].function);
+            task.nodes.try_emplace(inputs[i].function.get()).first->second.owner = inputs[i].function;
             task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
         }
         compute_needed(task, roots, accumulate_grad);
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
-        add_to_buffer(task, n, roots[i].input_nr, validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
+        add_to_buffer(task.nodes[n], *n, roots[i].input_nr,
+                      validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
     }
     execute(task);
     if (!accumulate_grad) {
@@ -370,9 +433,9 @@ inline void set_node_logger(std::function<void(const Node&, const tensor_list&, 
     const auto* task = detail::current_task();
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
-    if (!task->owners.count(n)) return false;
+    if (!task->nodes.count(n)) return false;
     if (task->captures.count(n) && !task->accumulate_grad) return false;
-    if (dynamic_cast<const AccumulateGrad*>(&node) && !task->accumulate_grad) return false;
+    if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
     return !task->filter || task->needed.count(n) > 0 || task->captures.count(n) > 0;
 }
 

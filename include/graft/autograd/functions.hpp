@@ -61,6 +61,7 @@ inline void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
 
 inline void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
     graft::detail::check(self.defined(), op, ": got an undefined tensor");
+    notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
     if (!is_grad_enabled()) return;
     const auto* m = meta(self);
     graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
@@ -88,8 +89,8 @@ inline void check_inplace(const char* op, const Tensor& self, bool other_require
 inline Tensor sum_to_size(const Tensor& g, const int_list& sizes) {
     if (g.sizes() == sizes) return g;
     const auto lead = static_cast<std::int64_t>(g.dim()) - static_cast<std::int64_t>(sizes.size());
-    graft::detail::check(lead >= 0, "sum_to_size: cannot sum ", graft::detail::to_string(g.sizes()), " to ",
-                         graft::detail::to_string(sizes));
+    graft::detail::check(lead >= 0, "sum_to_size: cannot sum ", g.sizes(), " to ",
+                         sizes);
     int_list dims;
     for (std::int64_t i = 0; i < g.dim(); ++i) {
         if (i < lead) dims.push_back(i);
@@ -192,13 +193,18 @@ inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, 
 inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
     auto node = make_node(binary_node_name(kind), t);
     if (!node) return out;
-    if (binary_saves_inputs(kind)) node->save(t);
+    const bool needs_tensor = binary_saves_inputs(kind) && !(kind == binary_kind::mul) &&
+                              !(kind == binary_kind::div && tensor_first);
+    if (needs_tensor) node->save(t);
     const int_list st = t.sizes();
     node->backward = [kind, s, tensor_first, st](function_node& n, const tensor_list& g) -> tensor_list {
         if (!binary_saves_inputs(kind)) {
             const bool negate = kind == binary_kind::sub && !tensor_first;
             return {sum_to_size(negate ? -g[0] : g[0], st)};
         }
+        // Multiplying or dividing by a number: the gradient is the same op on the gradient.
+        if (kind == binary_kind::mul) return {g[0] * s};
+        if (kind == binary_kind::div && tensor_first) return {g[0] / s};
         const Tensor t = n.saved(0);
         const Tensor c = full({}, s, t.type());
         const Tensor a = tensor_first ? t : c, b = tensor_first ? c : t;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "graft/core/tensor.hpp"
 
 namespace graft::autograd {
@@ -87,15 +89,17 @@ struct input_metadata {
 /// one per entry of next_functions().
 class Node : public std::enable_shared_from_this<Node> {
 public:
-    explicit Node(std::string name) : name_(std::move(name)), sequence_nr_(detail::next_sequence_nr()++) {}
+    using edge_list = boost::container::small_vector<Edge, 2>;
+
+    explicit Node(const char* name) : name_(name), sequence_nr_(detail::next_sequence_nr()++) {}
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
     virtual ~Node() = default;
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
-    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::string name() const { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
-    [[nodiscard]] const std::vector<Edge>& next_functions() const noexcept { return next_edges_; }
+    [[nodiscard]] const edge_list& next_functions() const noexcept { return next_edges_; }
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
@@ -103,11 +107,13 @@ public:
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
+    /// True for the AccumulateGrad of a leaf.
+    [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
 
     /// fn(grad_inputs, grad_outputs) after the node ran; a returned list replaces grad_inputs.
-    hook_handle register_hook(post_hook fn) { return detail::add_hook(post_hooks_, std::move(fn)); }
+    hook_handle register_hook(post_hook fn) { return detail::add_hook(hooks().post, std::move(fn)); }
     /// fn(grad_outputs) before the node runs; a returned list replaces grad_outputs.
-    hook_handle register_prehook(pre_hook fn) { return detail::add_hook(pre_hooks_, std::move(fn)); }
+    hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
 
     /// Runs the node; called by the engine.
     [[nodiscard]] tensor_list operator()(tensor_list grad_outputs) { return apply(std::move(grad_outputs)); }
@@ -120,34 +126,49 @@ public:
     void add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
     std::uint32_t add_output(const Tensor& t) {
         output_meta_.push_back({t.sizes(), t.type()});
-        tensor_pre_hooks_.emplace_back();
-        retain_grad_targets_.emplace_back();
         return static_cast<std::uint32_t>(output_meta_.size() - 1);
     }
 
     // Hook storage read by the engine and by Tensor::register_hook / retain_grad.
-    detail::hook_list<pre_hook>& pre_hooks() noexcept { return pre_hooks_; }
-    detail::hook_list<post_hook>& post_hooks() noexcept { return post_hooks_; }
-    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr) { return tensor_pre_hooks_.at(output_nr); }
+    /// False while no hook of any kind was ever registered (the engine's fast path).
+    [[nodiscard]] bool has_hooks() const noexcept { return hooks_ != nullptr; }
+    detail::hook_list<pre_hook>& pre_hooks() { return hooks().pre; }
+    detail::hook_list<post_hook>& post_hooks() { return hooks().post; }
+    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr) {
+        auto& h = hooks();
+        if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
+        return h.tensor.at(output_nr);
+    }
     std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr) {
-        return retain_grad_targets_.at(output_nr);
+        auto& h = hooks();
+        if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
+        return h.retain.at(output_nr);
     }
     /// Serializes concurrent backward passes that share this node.
     std::mutex& mutex() noexcept { return mutex_; }
 
 protected:
     virtual tensor_list apply(tensor_list&& grad_outputs) = 0;
+    bool is_accumulate_grad_ = false;
 
 private:
-    std::string name_;
+    struct hook_storage {
+        detail::hook_list<pre_hook> pre;
+        detail::hook_list<post_hook> post;
+        boost::container::small_vector<detail::hook_list<tensor_hook>, 1> tensor;
+        boost::container::small_vector<std::weak_ptr<graft::detail::tensor_impl>, 1> retain;
+    };
+    hook_storage& hooks() {
+        if (!hooks_) hooks_ = std::make_unique<hook_storage>();
+        return *hooks_;
+    }
+
+    const char* name_;
     std::uint64_t sequence_nr_;
-    std::vector<Edge> next_edges_;
-    std::vector<detail::input_metadata> output_meta_;
+    edge_list next_edges_;
+    boost::container::small_vector<detail::input_metadata, 1> output_meta_;
     std::map<std::string, std::any> metadata_;
-    detail::hook_list<pre_hook> pre_hooks_;
-    detail::hook_list<post_hook> post_hooks_;
-    std::vector<detail::hook_list<tensor_hook>> tensor_pre_hooks_;
-    std::vector<std::weak_ptr<graft::detail::tensor_impl>> retain_grad_targets_;
+    std::unique_ptr<hook_storage> hooks_;
     std::mutex mutex_;
 };
 

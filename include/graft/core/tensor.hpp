@@ -298,20 +298,20 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     std::int64_t infer = -1;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         if (sizes[i] == -1) {
-            check(infer < 0, op, ": only one dimension can be inferred, got ", to_string(sizes));
+            check(infer < 0, op, ": only one dimension can be inferred, got ", sizes);
             infer = static_cast<std::int64_t>(i);
         } else {
-            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", to_string(sizes));
+            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", sizes);
             known *= sizes[i];
         }
     }
     if (infer >= 0) {
-        check(known != 0 && numel % known == 0, op, ": shape ", to_string(sizes), " is invalid for input of size ",
-              numel, " (shape ", to_string(from), ")");
+        check(known != 0 && numel % known == 0, op, ": shape ", sizes, " is invalid for input of size ",
+              numel, " (shape ", from, ")");
         sizes[static_cast<std::size_t>(infer)] = numel / known;
     } else {
-        check(known == numel, op, ": shape ", to_string(sizes), " is invalid for input of size ", numel, " (shape ",
-              to_string(from), ")");
+        check(known == numel, op, ": shape ", sizes, " is invalid for input of size ", numel, " (shape ",
+              from, ")");
     }
     return sizes;
 }
@@ -351,8 +351,8 @@ inline Tensor view(const Tensor& self, int_list new_sizes) {
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
     detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
-                  "view: view size ", detail::to_string(new_sizes), " is not compatible with input tensor's size ",
-                  detail::to_string(self.sizes()), " and stride ", detail::to_string(self.strides()),
+                  "view: view size ", new_sizes, " is not compatible with input tensor's size ",
+                  self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
     return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
 }
@@ -383,12 +383,12 @@ inline Tensor t(const Tensor& self) {
 
 inline Tensor permute(const Tensor& self, const int_list& dims) {
     detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
-                  " does not match the tensor's rank ", self.dim(), " (sizes ", detail::to_string(self.sizes()), ")");
+                  " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
     int_list sz(dims.size()), st(dims.size());
     std::vector<bool> seen(dims.size(), false);
     for (std::size_t i = 0; i < dims.size(); ++i) {
         const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], self.dim()));
-        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", detail::to_string(dims));
+        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", dims);
         seen[d] = true;
         sz[i] = self.sizes()[d];
         st[i] = self.strides()[d];
@@ -431,7 +431,7 @@ inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
     const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
     const std::int64_t n = self.sizes()[k];
     detail::check(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
-                  detail::to_string(self.sizes()), " at dimension ", d);
+                  self.sizes(), " at dimension ", d);
     if (index < 0) index += n;
     int_list sz = self.sizes(), st = self.strides();
     const std::int64_t off = self.storage_offset() + index * st[k];
@@ -489,7 +489,7 @@ inline Tensor expand(const Tensor& self, const int_list& target) {
         const std::int64_t want = target[i] == -1 ? have : target[i];
         detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                       ") must match the existing size (", have, ") at non-singleton dimension ", i,
-                      ". Target sizes: ", detail::to_string(target), ". Tensor sizes: ", detail::to_string(self.sizes()));
+                      ". Target sizes: ", target, ". Tensor sizes: ", self.sizes());
         sz[i] = want;
         st[i] = have == want ? self.strides()[i - lead] : 0;
     }
@@ -502,8 +502,8 @@ inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
 }
 
 inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset) {
-    detail::check(sz.size() == st.size(), "as_strided: sizes ", detail::to_string(sz), " and strides ",
-                  detail::to_string(st), " differ in length");
+    detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
+                  st, " differ in length");
     detail::check_sizes("as_strided", sz);
     std::int64_t hi = offset;
     bool empty_view = false;
@@ -513,8 +513,8 @@ inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int6
         else hi += (sz[i] - 1) * st[i];
     }
     const auto capacity = static_cast<std::int64_t>(self.impl().data->nbytes() / self.element_size());
-    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", detail::to_string(sz),
-                  ", strides ", detail::to_string(st), " and offset ", offset,
+    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", sz,
+                  ", strides ", st, " and offset ", offset,
                   " reaches beyond the storage of ", capacity, " elements");
     return view_of(self, std::move(sz), std::move(st), offset);
 }

@@ -128,8 +128,8 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
     try {
         shape = broadcast_shapes(a.sizes(), b.sizes());
     } catch (const error&) {
-        fail(concat(name, ": the size of tensor a ", to_string(a.sizes()), " must match the size of tensor b ",
-                    to_string(b.sizes()), " at every non-singleton dimension (broadcasting failed)"));
+        fail(concat(name, ": the size of tensor a ", a.sizes(), " must match the size of tensor b ",
+                    b.sizes(), " at every non-singleton dimension (broadcasting failed)"));
     }
     if (type == dtype::int64 && op == binary_op::pow) {
         // PyTorch rejects integer tensors raised to negative integer powers.

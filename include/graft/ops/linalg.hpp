@@ -28,7 +28,7 @@ namespace ops {
     const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
     const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
     const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
-    detail::check(k == k2, "matmul: shapes ", detail::to_string(a.sizes()), " and ", detail::to_string(b.sizes()),
+    detail::check(k == k2, "matmul: shapes ", a.sizes(), " and ", b.sizes(),
                   " cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
     const int_list xb(x.sizes().begin(), x.sizes().end() - 2), yb(y.sizes().begin(), y.sizes().end() - 2);
     const int_list batch = broadcast_shapes(xb, yb);

@@ -148,7 +148,7 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     reduction_layout r = layout_for_reduction(op_name, t, dims, keepdim);
     if (op != kernels::reduce_op::sum)
         check(r.inner > 0 || r.outer == 0, op_name, ": expected reduction dims to have non-zero size, but the input "
-              "has shape ", to_string(t.sizes()),
+              "has shape ", t.sizes(),
               " (the operation does not have an identity)");
     const dtype out_type = (op == kernels::reduce_op::sum && !is_floating_point(t.type())) ? dtype::int64 : t.type();
     Tensor out = empty(r.out_sizes, out_type);
