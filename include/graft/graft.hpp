@@ -18,6 +18,7 @@
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/grad_mode.hpp"
 #include "graft/autograd/gradcheck.hpp"
+#include "graft/autograd/graph.hpp"
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
