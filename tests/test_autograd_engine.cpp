@@ -349,3 +349,34 @@ TEST_CASE("independent backward passes on two threads", "[autograd][threads]") {
     REQUIRE(g1[0] == Approx(d1).epsilon(1e-5));
     REQUIRE(g2[15] == Approx(d2).epsilon(1e-5));
 }
+
+TEST_CASE("which hooks fire depends on grad() vs backward() and inputs (C13)", "[autograd][hooks]") {
+    struct counts {
+        int tensor = 0, pre = 0, post = 0;
+    };
+    auto run = [](int which) {
+        counts c;
+        Tensor a = leaf({1.0});
+        Tensor b = a * 2.0;
+        Tensor out = b * 2.0;
+        a.register_hook([&](const Tensor&) { ++c.tensor; return Tensor{}; });
+        b.register_hook([&](const Tensor&) { ++c.tensor; return Tensor{}; });
+        auto pre = [&](const tensor_list&) { ++c.pre; return std::optional<tensor_list>{}; };
+        auto post = [&](const tensor_list&, const tensor_list&) { ++c.post; return std::optional<tensor_list>{}; };
+        b.grad_fn()->register_prehook(pre);
+        b.grad_fn()->register_hook(post);
+        auto acc = autograd::get_gradient_edge(a).node;
+        acc->register_prehook(pre);
+        acc->register_hook(post);
+        if (which == 0) (void)autograd::grad({out}, {b});
+        if (which == 1) (void)autograd::grad({out}, {a, b});
+        if (which == 2) out.backward();
+        if (which == 3) out.backward({}, false, false, {a, b});
+        return c;
+    };
+    const counts g1 = run(0), g2 = run(1), b1 = run(2), b2 = run(3);
+    REQUIRE((g1.tensor == 1 && g1.post == 0 && g1.pre == 0));
+    REQUIRE((g2.tensor == 2 && g2.post == 1 && g2.pre == 1));
+    REQUIRE((b1.tensor == 2 && b1.post == 2 && b1.pre == 2));
+    REQUIRE((b2.tensor == 2 && b2.post == 2 && b2.pre == 2));
+}

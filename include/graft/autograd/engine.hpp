@@ -314,15 +314,14 @@ inline void execute(graph_task& task) {
         std::lock_guard lock(node->mutex());
         tensor_list grads = std::move(task.nodes[node.get()].buffer);
         grads.resize(node->num_outputs());
-        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
-
-        if (!task.captures.empty())
-            if (auto it = task.captures.find(node.get()); it != task.captures.end())
-                for (auto [slot, index] : it->second)
-                    task.captured[index] = accumulate(task.captured[index], grads[slot]);
-
+        const auto capture = task.captures.empty() ? task.captures.end() : task.captures.find(node.get());
         bool run = !task.filter || task.needed.count(node.get()) > 0;
         if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
+        // A node neither run nor captured is not part of this pass: its tensor hooks stay quiet.
+        if (!run && capture == task.captures.end()) continue;
+        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
+        if (capture != task.captures.end())
+            for (auto [slot, index] : capture->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
         if (!run) continue;
 
         const bool hooked = node->has_hooks();
@@ -434,9 +433,9 @@ inline void set_node_logger(std::function<void(const Node&, const tensor_list&, 
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
     if (!task->nodes.count(n)) return false;
-    if (task->captures.count(n) && !task->accumulate_grad) return false;
+    if (task->captures.count(n)) return true;  // as PyTorch: capture targets count as executed
     if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
-    return !task->filter || task->needed.count(n) > 0 || task->captures.count(n) > 0;
+    return !task->filter || task->needed.count(n) > 0;
 }
 
 /// Identifies the backward pass running on this thread (0 outside backward).

@@ -44,8 +44,8 @@ inline Tensor Tensor::grad() const {
 inline void Tensor::set_grad(const Tensor& g) const {
     if (g.defined())
         detail::check(g.sizes() == sizes() && g.type() == type(), "set_grad: assigned grad has shape ",
-                      detail::to_string(g.sizes()), " and dtype ", g.type(), ", expected ",
-                      detail::to_string(sizes()), " and ", type());
+                      g.sizes(), " and dtype ", g.type(), ", expected ",
+                      sizes(), " and ", type());
     autograd::detail::ensure_meta(*this).grad = g;
 }
 
@@ -340,8 +340,8 @@ inline void commit_inplace(Tensor& self, const Tensor& result, const std::shared
 
 inline void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
     graft::detail::check(result.sizes() == self.sizes(), op, ": output with shape ",
-                         graft::detail::to_string(self.sizes()), " doesn't match the broadcast shape ",
-                         graft::detail::to_string(result.sizes()));
+                         self.sizes(), " doesn't match the broadcast shape ",
+                         result.sizes());
     graft::detail::check(promote_types(result.type(), self.type()) == self.type(), op, ": result type ",
                          result.type(), " can't be cast to the desired output type ", self.type());
 }
