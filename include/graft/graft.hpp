@@ -1,5 +1,5 @@
 #pragma once
-// graft: PyTorch-style tensors for C++20. Include this one header.
+// graft: PyTorch-style tensors and autograd for C++20. Include this one header.
 #include "graft/core/dtype.hpp"
 #include "graft/core/error.hpp"
 #include "graft/core/factories.hpp"
@@ -12,7 +12,14 @@
 #include "graft/ops/compare.hpp"
 #include "graft/ops/elementwise.hpp"
 #include "graft/ops/linalg.hpp"
-#include "graft/ops/methods.hpp"
 #include "graft/ops/reduce.hpp"
 #include "graft/ops/softmax.hpp"
+#include "graft/autograd/engine.hpp"
+#include "graft/autograd/functions.hpp"
+#include "graft/autograd/grad_mode.hpp"
+#include "graft/autograd/gradcheck.hpp"
+#include "graft/autograd/graph.hpp"
+#include "graft/autograd/node.hpp"
+#include "graft/autograd/saved_variable.hpp"
+#include "graft/autograd/tensor_methods.hpp"
 #include "graft/version.hpp"

@@ -14,7 +14,7 @@ namespace graft {
 
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
     Tensor t = empty(sizes, type);
-    t.fill_(value);
+    detail::raw::fill_(t, value);
     return t;
 }
 /// Without a dtype, the value's category decides: bool, int64 or float32 (as torch.full).
@@ -202,12 +202,12 @@ template <class T>
     requires std::is_arithmetic_v<T>
 [[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes = {-1}) {
     Tensor t = detail::exact_tensor(values, std::move(sizes));
-    return std::is_floating_point_v<T> ? t.to(default_float_dtype) : t;
+    return std::is_floating_point_v<T> ? detail::raw::to(t, default_float_dtype) : t;
 }
 template <class T>
     requires std::is_arithmetic_v<T>
 [[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes, dtype type) {
-    return detail::exact_tensor(values, std::move(sizes)).to(type);
+    return detail::raw::to(detail::exact_tensor(values, std::move(sizes)), type);
 }
 /// A 0-dim tensor holding one value (float32 for floating values, int64 for integers, bool).
 [[nodiscard]] inline Tensor scalar_tensor(const scalar& value) { return full({}, value); }

@@ -77,8 +77,8 @@ inline void collect_shown(const Tensor& t, bool summarize, const print_options& 
     }
     const std::int64_t n = t.size(0);
     auto visit = [&](std::int64_t i) {
-        if (t.dim() == 1) out.push_back(t.select(0, i).item<double>());
-        else collect_shown(t.select(0, i), summarize, o, out);
+        if (t.dim() == 1) out.push_back(raw::select(t, 0, i).item<double>());
+        else collect_shown(raw::select(t, 0, i), summarize, o, out);
     };
     if (summarize && n > 2 * o.edgeitems) {
         for (std::int64_t i = 0; i < o.edgeitems; ++i) visit(i);
@@ -104,7 +104,7 @@ inline std::string format_tensor(const Tensor& t, const element_formatter& f, st
         std::vector<std::string> items;
         for (std::size_t k = 0; k < idx.size(); ++k) {
             if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) items.emplace_back(" ...");
-            items.push_back(f.format(t.select(0, idx[k]).item<double>()));
+            items.push_back(f.format(raw::select(t, 0, idx[k]).item<double>()));
         }
         const auto elem_len = static_cast<std::int64_t>(f.width() + 2);
         const std::int64_t per_line =
@@ -124,7 +124,7 @@ inline std::string format_tensor(const Tensor& t, const element_formatter& f, st
     for (std::size_t k = 0; k < idx.size(); ++k) {
         if (k > 0) s += sep;
         if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) s += "..." + sep;
-        s += format_tensor(t.select(0, idx[k]), f, indent + 1, summarize, o);
+        s += format_tensor(raw::select(t, 0, idx[k]), f, indent + 1, summarize, o);
     }
     return s + "]";
 }

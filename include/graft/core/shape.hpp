@@ -63,7 +63,7 @@ namespace detail {
 /// Checks sizes are non-negative.
 inline void check_sizes(const char* op, const int_list& sizes) {
     for (auto s : sizes)
-        check(s >= 0, op, ": negative dimension ", s, " in size ", to_string(sizes));
+        check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
 }
 
 }  // namespace detail
@@ -76,8 +76,8 @@ inline void check_sizes(const char* op, const int_list& sizes) {
     for (std::size_t i = 0; i < rank; ++i) {
         const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", detail::to_string(a), " and ",
-                      detail::to_string(b), " are not broadcastable (size ", sa, " vs ", sb,
+        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ",
+                      b, " are not broadcastable (size ", sa, " vs ", sb,
                       " at non-singleton dimension ", i, ")");
         out[i] = sa == 1 ? sb : sa;
     }

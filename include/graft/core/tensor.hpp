@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <type_traits>
@@ -20,6 +21,13 @@
 namespace graft {
 
 class Tensor;
+namespace autograd {
+class Node;
+struct hook_handle;
+namespace detail {
+struct autograd_meta;
+}  // namespace detail
+}  // namespace autograd
 
 namespace detail {
 
@@ -31,6 +39,8 @@ struct tensor_impl {
     std::int64_t offset = 0;  // in elements
     dtype type = dtype::float32;
     std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
+    std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
+    bool is_view = false;  // created by a view operation of another tensor
 };
 
 }  // namespace detail
@@ -60,6 +70,8 @@ public:
     [[nodiscard]] std::int64_t storage_offset() const { return impl().offset; }
     [[nodiscard]] std::size_t element_size() const { return graft::element_size(type()); }
     [[nodiscard]] bool is_contiguous() const { return detail::is_contiguous_layout(sizes(), strides()); }
+    /// True when this tensor was made by a view operation and shares another tensor's storage.
+    [[nodiscard]] bool is_view() const { return impl().is_view; }
     /// Bumped by every in-place modification of this tensor or of any view of its storage.
     [[nodiscard]] std::uint64_t _version() const { return impl().version->load(std::memory_order_relaxed); }
     void bump_version() const { impl().version->fetch_add(1, std::memory_order_relaxed); }
@@ -105,7 +117,6 @@ public:
     [[nodiscard]] Tensor expand(const int_list& sizes) const;
     [[nodiscard]] Tensor broadcast_to(const int_list& sizes) const;
     [[nodiscard]] Tensor as_strided(int_list sizes, int_list strides, std::int64_t offset) const;
-    [[nodiscard]] Tensor alias() const { return Tensor(std::make_shared<detail::tensor_impl>(impl())); }
 
     // Copies.
     [[nodiscard]] Tensor contiguous() const;
@@ -116,8 +127,47 @@ public:
     Tensor& copy_(const Tensor& src);
     Tensor& fill_(const scalar& value);
     Tensor& zero_() { return fill_(0); }
+    Tensor& add_(const Tensor& other);
+    Tensor& add_(const scalar& other);
+    Tensor& sub_(const Tensor& other);
+    Tensor& sub_(const scalar& other);
+    Tensor& mul_(const Tensor& other);
+    Tensor& mul_(const scalar& other);
+    Tensor& div_(const Tensor& other);
+    Tensor& div_(const scalar& other);
+    Tensor& neg_();
+    Tensor& exp_();
+    Tensor& tanh_();
+    Tensor& sigmoid_();
+    Tensor& relu_();
+    Tensor& sin_();
 
-    // Math methods, defined with the ops (include graft/graft.hpp).
+    // Autograd (defined in graft/autograd; include graft/graft.hpp).
+    [[nodiscard]] bool requires_grad() const;
+    /// Marks a leaf as requiring gradients (PyTorch's requires_grad_).
+    Tensor& requires_grad_(bool enabled = true);
+    [[nodiscard]] bool is_leaf() const;
+    /// The accumulated gradient of a leaf (or of a tensor that retains its grad); undefined if none.
+    [[nodiscard]] Tensor grad() const;
+    /// Replaces (or with an undefined tensor, clears) the stored gradient.
+    void set_grad(const Tensor& grad) const;
+    [[nodiscard]] std::shared_ptr<autograd::Node> grad_fn() const;
+    /// Which output of grad_fn this tensor is.
+    [[nodiscard]] std::uint32_t output_nr() const;
+    /// A tensor sharing storage and version counter but outside the graph.
+    [[nodiscard]] Tensor detach() const;
+    void retain_grad() const;
+    [[nodiscard]] bool retains_grad() const;
+    /// Runs the backward pass from this tensor (see autograd::backward).
+    void backward(const Tensor& gradient = Tensor{}, bool retain_graph = false, bool create_graph = false,
+                  const std::vector<Tensor>& inputs = {}) const;
+    /// Calls `hook(grad)` when the gradient of this tensor is computed; a defined
+    /// return value replaces the gradient.
+    autograd::hook_handle register_hook(std::function<Tensor(const Tensor&)> hook) const;
+    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated.
+    autograd::hook_handle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+
+    // Math methods, defined with the differentiable ops (include graft/graft.hpp).
     [[nodiscard]] Tensor sum() const;
     [[nodiscard]] Tensor sum(const int_list& dims, bool keepdim = false) const;
     [[nodiscard]] Tensor mean() const;
@@ -146,16 +196,6 @@ public:
 
 private:
     [[nodiscard]] std::int64_t dim_checked() const { return dim(); }
-    [[nodiscard]] Tensor make_view(int_list sizes, int_list strides, std::int64_t offset) const {
-        auto v = std::make_shared<detail::tensor_impl>();
-        v->data = impl().data;
-        v->version = impl().version;
-        v->type = impl().type;
-        v->sizes = std::move(sizes);
-        v->strides = std::move(strides);
-        v->offset = offset;
-        return Tensor(std::move(v));
-    }
 
     std::shared_ptr<detail::tensor_impl> impl_;
 };
@@ -258,155 +298,184 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     std::int64_t infer = -1;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         if (sizes[i] == -1) {
-            check(infer < 0, op, ": only one dimension can be inferred, got ", to_string(sizes));
+            check(infer < 0, op, ": only one dimension can be inferred, got ", sizes);
             infer = static_cast<std::int64_t>(i);
         } else {
-            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", to_string(sizes));
+            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", sizes);
             known *= sizes[i];
         }
     }
     if (infer >= 0) {
-        check(known != 0 && numel % known == 0, op, ": shape ", to_string(sizes), " is invalid for input of size ",
-              numel, " (shape ", to_string(from), ")");
+        check(known != 0 && numel % known == 0, op, ": shape ", sizes, " is invalid for input of size ",
+              numel, " (shape ", from, ")");
         sizes[static_cast<std::size_t>(infer)] = numel / known;
     } else {
-        check(known == numel, op, ": shape ", to_string(sizes), " is invalid for input of size ", numel, " (shape ",
-              to_string(from), ")");
+        check(known == numel, op, ": shape ", sizes, " is invalid for input of size ", numel, " (shape ",
+              from, ")");
     }
     return sizes;
 }
 
 }  // namespace detail
 
-inline Tensor Tensor::view(int_list new_sizes) const {
-    new_sizes = detail::infer_size("view", std::move(new_sizes), numel(), sizes());
+namespace detail::raw {
+
+// The view and copy operations without autograd: ops use these internally; the
+// public Tensor methods (defined with autograd) call them and record the graph.
+
+[[nodiscard]] inline Tensor contiguous(const Tensor& self);
+[[nodiscard]] inline Tensor clone(const Tensor& self);
+[[nodiscard]] inline Tensor view(const Tensor& self, int_list new_sizes);
+[[nodiscard]] inline Tensor expand(const Tensor& self, const int_list& target);
+[[nodiscard]] inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1);
+[[nodiscard]] inline Tensor broadcast_to(const Tensor& self, const int_list& target);
+
+/// A new tensor object viewing `base`'s storage and sharing its version counter.
+[[nodiscard]] inline Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
+    auto v = std::make_shared<tensor_impl>();
+    v->data = base.impl().data;
+    v->version = base.impl().version;
+    v->type = base.impl().type;
+    v->sizes = std::move(sizes);
+    v->strides = std::move(strides);
+    v->offset = offset;
+    v->is_view = true;
+    return Tensor(std::move(v));
+}
+
+[[nodiscard]] inline Tensor alias(const Tensor& self) {
+    return view_of(self, self.sizes(), self.strides(), self.storage_offset());
+}
+
+inline Tensor view(const Tensor& self, int_list new_sizes) {
+    new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    detail::check(detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides),
-                  "view: view size ", detail::to_string(new_sizes), " is not compatible with input tensor's size ",
-                  detail::to_string(sizes()), " and stride ", detail::to_string(strides()),
+    detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
+                  "view: view size ", new_sizes, " is not compatible with input tensor's size ",
+                  self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
-    return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
+    return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
 }
 
-inline Tensor Tensor::reshape(int_list new_sizes) const {
-    new_sizes = detail::infer_size("reshape", std::move(new_sizes), numel(), sizes());
+inline Tensor reshape(const Tensor& self, int_list new_sizes) {
+    new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    if (detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides))
-        return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
-    return contiguous().view(std::move(new_sizes));
+    if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
+        return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    return view(contiguous(self), std::move(new_sizes));
 }
 
-inline Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
-    const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, dim()));
-    const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, dim()));
-    int_list sz = sizes(), st = strides();
+inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
+    const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, self.dim()));
+    const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, self.dim()));
+    int_list sz = self.sizes(), st = self.strides();
     if (!sz.empty()) {
         std::swap(sz[a], sz[b]);
         std::swap(st[a], st[b]);
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::t() const {
-    detail::check(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", dim(), "-D tensor");
-    return dim() < 2 ? alias() : transpose(0, 1);
+inline Tensor t(const Tensor& self) {
+    detail::check(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", self.dim(), "-D tensor");
+    return self.dim() < 2 ? alias(self) : transpose(self, 0, 1);
 }
 
-inline Tensor Tensor::permute(const int_list& dims) const {
-    detail::check(static_cast<std::int64_t>(dims.size()) == dim(), "permute: number of dims ", dims.size(),
-                  " does not match the tensor's rank ", dim(), " (sizes ", detail::to_string(sizes()), ")");
+inline Tensor permute(const Tensor& self, const int_list& dims) {
+    detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
+                  " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
     int_list sz(dims.size()), st(dims.size());
     std::vector<bool> seen(dims.size(), false);
     for (std::size_t i = 0; i < dims.size(); ++i) {
-        const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()));
-        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", detail::to_string(dims));
+        const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], self.dim()));
+        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", dims);
         seen[d] = true;
-        sz[i] = sizes()[d];
-        st[i] = strides()[d];
+        sz[i] = self.sizes()[d];
+        st[i] = self.strides()[d];
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
-    detail::check(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, dim()));
-    const std::int64_t n = sizes()[k];
+inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
+    detail::check(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     if (start < 0) start += n;
     detail::check(start >= 0 && start <= n, "narrow: start ", start, " out of range for dimension ", d,
                   " of size ", n);
     detail::check(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
                   ") exceeds dimension size (", n, ")");
-    int_list sz = sizes();
+    int_list sz = self.sizes();
     sz[k] = length;
-    return make_view(std::move(sz), strides(), storage_offset() + start * strides()[k]);
+    return view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]);
 }
 
-inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
-    detail::check(dim() > 0, "slice: cannot be applied to a 0-dim tensor");
+inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
+    detail::check(self.dim() > 0, "slice: cannot be applied to a 0-dim tensor");
     detail::check(step > 0, "slice: step must be positive, got ", step);
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, dim()));
-    const std::int64_t n = sizes()[k];
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     // Python slice semantics: negative indices count from the end, out-of-range clamps.
     if (start < 0) start += n;
     if (end < 0) end += n;
     start = std::clamp<std::int64_t>(start, 0, n);
     end = std::clamp<std::int64_t>(end, start, n);
-    int_list sz = sizes(), st = strides();
+    int_list sz = self.sizes(), st = self.strides();
     sz[k] = (end - start + step - 1) / step;
     st[k] *= step;
-    return make_view(std::move(sz), std::move(st), storage_offset() + start * strides()[k]);
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset() + start * self.strides()[k]);
 }
 
-inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
-    detail::check(dim() > 0, "select: cannot be applied to a 0-dim tensor");
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, dim()));
-    const std::int64_t n = sizes()[k];
+inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
+    detail::check(self.dim() > 0, "select: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     detail::check(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
-                  detail::to_string(sizes()), " at dimension ", d);
+                  self.sizes(), " at dimension ", d);
     if (index < 0) index += n;
-    int_list sz = sizes(), st = strides();
-    const std::int64_t off = storage_offset() + index * st[k];
+    int_list sz = self.sizes(), st = self.strides();
+    const std::int64_t off = self.storage_offset() + index * st[k];
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return make_view(std::move(sz), std::move(st), off);
+    return view_of(self, std::move(sz), std::move(st), off);
 }
 
-inline Tensor Tensor::squeeze() const {
+inline Tensor squeeze(const Tensor& self) {
     int_list sz, st;
-    for (std::size_t i = 0; i < sizes().size(); ++i)
-        if (sizes()[i] != 1) {
-            sz.push_back(sizes()[i]);
-            st.push_back(strides()[i]);
+    for (std::size_t i = 0; i < self.sizes().size(); ++i)
+        if (self.sizes()[i] != 1) {
+            sz.push_back(self.sizes()[i]);
+            st.push_back(self.strides()[i]);
         }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::squeeze(std::int64_t d) const {
-    if (dim() == 0) {
+inline Tensor squeeze(const Tensor& self, std::int64_t d) {
+    if (self.dim() == 0) {
         (void)detail::wrap_dim("squeeze", d, 0);
-        return alias();
+        return alias(self);
     }
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("squeeze", d, dim()));
-    if (sizes()[k] != 1) return alias();
-    int_list sz = sizes(), st = strides();
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("squeeze", d, self.dim()));
+    if (self.sizes()[k] != 1) return alias(self);
+    int_list sz = self.sizes(), st = self.strides();
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::unsqueeze(std::int64_t d) const {
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, dim() + 1));
-    int_list sz = sizes(), st = strides();
+inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, self.dim() + 1));
+    int_list sz = self.sizes(), st = self.strides();
     const std::int64_t new_stride = k < sz.size() ? sz[k] * st[k] : 1;
     sz.insert(sz.begin() + static_cast<std::ptrdiff_t>(k), 1);
     st.insert(st.begin() + static_cast<std::ptrdiff_t>(k), new_stride);
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::expand(const int_list& target) const {
-    detail::check(target.size() >= sizes().size(), "expand: the number of sizes provided (", target.size(),
-                  ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
-    const std::size_t lead = target.size() - sizes().size();
+inline Tensor expand(const Tensor& self, const int_list& target) {
+    detail::check(target.size() >= self.sizes().size(), "expand: the number of sizes provided (", target.size(),
+                  ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
+    const std::size_t lead = target.size() - self.sizes().size();
     int_list sz(target.size()), st(target.size());
     for (std::size_t i = 0; i < target.size(); ++i) {
         if (i < lead) {
@@ -416,25 +485,25 @@ inline Tensor Tensor::expand(const int_list& target) const {
             st[i] = 0;
             continue;
         }
-        const std::int64_t have = sizes()[i - lead];
+        const std::int64_t have = self.sizes()[i - lead];
         const std::int64_t want = target[i] == -1 ? have : target[i];
         detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                       ") must match the existing size (", have, ") at non-singleton dimension ", i,
-                      ". Target sizes: ", detail::to_string(target), ". Tensor sizes: ", detail::to_string(sizes()));
+                      ". Target sizes: ", target, ". Tensor sizes: ", self.sizes());
         sz[i] = want;
-        st[i] = have == want ? strides()[i - lead] : 0;
+        st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::broadcast_to(const int_list& target) const {
-    (void)broadcast_shapes(sizes(), target);  // throws with a clear message when incompatible
-    return expand(target);
+inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
+    (void)broadcast_shapes(self.sizes(), target);  // throws with a clear message when incompatible
+    return expand(self, target);
 }
 
-inline Tensor Tensor::as_strided(int_list sz, int_list st, std::int64_t offset) const {
-    detail::check(sz.size() == st.size(), "as_strided: sizes ", detail::to_string(sz), " and strides ",
-                  detail::to_string(st), " differ in length");
+inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset) {
+    detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
+                  st, " differ in length");
     detail::check_sizes("as_strided", sz);
     std::int64_t hi = offset;
     bool empty_view = false;
@@ -443,56 +512,58 @@ inline Tensor Tensor::as_strided(int_list sz, int_list st, std::int64_t offset) 
         if (sz[i] == 0) empty_view = true;
         else hi += (sz[i] - 1) * st[i];
     }
-    const auto capacity = static_cast<std::int64_t>(impl().data->nbytes() / element_size());
-    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", detail::to_string(sz),
-                  ", strides ", detail::to_string(st), " and offset ", offset,
+    const auto capacity = static_cast<std::int64_t>(self.impl().data->nbytes() / self.element_size());
+    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", sz,
+                  ", strides ", st, " and offset ", offset,
                   " reaches beyond the storage of ", capacity, " elements");
-    return make_view(std::move(sz), std::move(st), offset);
+    return view_of(self, std::move(sz), std::move(st), offset);
 }
 
-inline Tensor Tensor::contiguous() const {
-    return is_contiguous() ? *this : clone();
+inline Tensor contiguous(const Tensor& self) {
+    return self.is_contiguous() ? self : clone(self);
 }
 
-inline Tensor Tensor::clone() const {
-    Tensor out = empty(sizes(), type());
-    detail::copy_elements(out, *this);
+inline Tensor clone(const Tensor& self) {
+    Tensor out = empty(self.sizes(), self.type());
+    detail::copy_elements(out, self);
     return out;
 }
 
-inline Tensor Tensor::to(dtype target) const {
-    if (target == type()) return *this;
-    Tensor out = empty(sizes(), target);
-    detail::copy_elements(out, *this);
+inline Tensor to(const Tensor& self, dtype target) {
+    if (target == self.type()) return self;
+    Tensor out = empty(self.sizes(), target);
+    detail::copy_elements(out, self);
     return out;
 }
 
-inline Tensor& Tensor::copy_(const Tensor& src) {
+inline Tensor copy_(const Tensor& self, const Tensor& src) {
     detail::check(src.defined(), "copy_: source tensor is undefined");
-    const Tensor b = src.broadcast_to(sizes());
-    if (shares_storage_with(src)) {
-        const Tensor tmp = b.clone();  // avoid reading what this copy has already overwritten
-        detail::copy_elements(*this, tmp);
+    const Tensor b = broadcast_to(src, self.sizes());
+    if (self.shares_storage_with(src)) {
+        const Tensor tmp = clone(b);  // avoid reading what this copy has already overwritten
+        detail::copy_elements(self, tmp);
     } else {
-        detail::copy_elements(*this, b);
+        detail::copy_elements(self, b);
     }
-    bump_version();
-    return *this;
+    self.bump_version();
+    return self;
 }
 
-inline Tensor& Tensor::fill_(const scalar& value) {
-    const int_list s = detail::byte_strides(*this);
-    detail::visit_dtype(type(), [&](auto z) {
+inline Tensor fill_(const Tensor& self, const scalar& value) {
+    const int_list s = detail::byte_strides(self);
+    detail::visit_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
         const T v = value.to<T>();
-        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
+        detail::for_each_row<1>(self.sizes(), {&s}, {static_cast<char*>(self.raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
                                     for (std::int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], &v, sizeof(T));
                                 });
     });
-    bump_version();
-    return *this;
+    self.bump_version();
+    return self;
 }
+
+}  // namespace detail::raw
 
 template <class T>
 inline std::vector<T> Tensor::to_vector() const {

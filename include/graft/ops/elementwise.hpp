@@ -128,16 +128,16 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
     try {
         shape = broadcast_shapes(a.sizes(), b.sizes());
     } catch (const error&) {
-        fail(concat(name, ": the size of tensor a ", to_string(a.sizes()), " must match the size of tensor b ",
-                    to_string(b.sizes()), " at every non-singleton dimension (broadcasting failed)"));
+        fail(concat(name, ": the size of tensor a ", a.sizes(), " must match the size of tensor b ",
+                    b.sizes(), " at every non-singleton dimension (broadcasting failed)"));
     }
     if (type == dtype::int64 && op == binary_op::pow) {
         // PyTorch rejects integer tensors raised to negative integer powers.
-        const Tensor e = b.to(dtype::int64);
+        const Tensor e = raw::to(b, dtype::int64);
         for (auto v : e.to_vector<std::int64_t>())
             check(v >= 0, "pow: integers to negative integer powers are not allowed");
     }
-    const Tensor x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
     Tensor out = empty(shape, type);
     const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
     visit_dtype(type, [&](auto z) {
@@ -240,7 +240,7 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
     check_defined("comparison", a);
     check_defined("comparison", b);
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    const Tensor x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
     Tensor out = empty(shape, dtype::bool_);
     const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
     visit_dtype(type, [&](auto z) {
@@ -277,6 +277,8 @@ template <class A, class B>
     return detail::result_type_of(a, b);
 }
 
+namespace ops {
+// The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) { return detail::binary_tt(op, a, b); } \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) { return detail::binary_ts(op, a, b); } \
@@ -290,6 +292,8 @@ GRAFT_DETAIL_BINARY_OP(pow, kernels::binary_op::pow)
 GRAFT_DETAIL_BINARY_OP(maximum, kernels::binary_op::maximum)
 GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 #undef GRAFT_DETAIL_BINARY_OP
+
+}  // namespace ops
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
@@ -310,20 +314,9 @@ GRAFT_DETAIL_COMPARE_OP(gt, kernels::compare_op::gt, >)
 GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 #undef GRAFT_DETAIL_COMPARE_OP
 
-[[nodiscard]] inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator+(const Tensor& a, const scalar& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator+(const scalar& a, const Tensor& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator-(const Tensor& a, const scalar& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator-(const scalar& a, const Tensor& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator*(const Tensor& a, const scalar& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator*(const scalar& a, const Tensor& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-[[nodiscard]] inline Tensor operator/(const Tensor& a, const scalar& b) { return div(a, b); }
-[[nodiscard]] inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 
 /// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
+namespace ops {
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::check_defined("where", cond);
     detail::check_defined("where", a);
@@ -332,7 +325,8 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
                   "with dtype ", cond.type());
     const dtype type = detail::result_type_of(a, b);
     const int_list shape = broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
-    const Tensor c = cond.expand(shape), x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor c = detail::raw::expand(cond, shape), x = detail::raw::expand(detail::raw::to(a, type), shape),
+                 y = detail::raw::expand(detail::raw::to(b, type), shape);
     Tensor out = empty(shape, type);
     const int_list so = detail::byte_strides(out), sc = detail::byte_strides(c), sx = detail::byte_strides(x),
                    sy = detail::byte_strides(y);
@@ -363,12 +357,14 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, a.to(t), detail::as_tensor(b, t));
+    return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::as_tensor(a, t), b.to(t));
+    return where(cond, detail::as_tensor(a, t), detail::raw::to(b, t));
 }
+
+}  // namespace ops
 
 namespace detail {
 
@@ -403,7 +399,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
                                     "logical_not() instead)"
                                   : "");
         Tensor out = empty(a.sizes(), dtype::int64);
-        const auto in = a.contiguous().to_vector<std::int64_t>();
+        const auto in = a.to_vector<std::int64_t>();
         auto* o = out.data_ptr<std::int64_t>();
         for (std::size_t i = 0; i < in.size(); ++i) {
             const std::int64_t v = in[i];
@@ -421,7 +417,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
         else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
         return out;
     }
-    const Tensor x = a.to(type);
+    const Tensor x = raw::to(a, type);
     Tensor out = empty(a.sizes(), type);
     const int_list so = byte_strides(out), sx = byte_strides(x);
     visit_dtype(type, [&](auto z) {
@@ -441,6 +437,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
 
 }  // namespace detail
 
+namespace ops {
 [[nodiscard]] inline Tensor neg(const Tensor& a) { return detail::run_unary(kernels::unary_op::neg, a); }
 [[nodiscard]] inline Tensor abs(const Tensor& a) { return detail::run_unary(kernels::unary_op::abs, a); }
 [[nodiscard]] inline Tensor exp(const Tensor& a) { return detail::run_unary(kernels::unary_op::exp, a); }
@@ -458,6 +455,6 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
     return detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a);
 }
-[[nodiscard]] inline Tensor operator-(const Tensor& a) { return neg(a); }
 
+}  // namespace ops
 }  // namespace graft

@@ -53,7 +53,7 @@ struct reduction_layout {
         if (!mask[i]) r.out_sizes.push_back(t.sizes()[i]);
         else if (keepdim) r.out_sizes.push_back(1);
     }
-    r.rows = t.permute(perm).contiguous();
+    r.rows = raw::contiguous(raw::permute(t, perm));
     return r;
 }
 
@@ -148,7 +148,7 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     reduction_layout r = layout_for_reduction(op_name, t, dims, keepdim);
     if (op != kernels::reduce_op::sum)
         check(r.inner > 0 || r.outer == 0, op_name, ": expected reduction dims to have non-zero size, but the input "
-              "has shape ", to_string(t.sizes()),
+              "has shape ", t.sizes(),
               " (the operation does not have an identity)");
     const dtype out_type = (op == kernels::reduce_op::sum && !is_floating_point(t.type())) ? dtype::int64 : t.type();
     Tensor out = empty(r.out_sizes, out_type);
@@ -177,6 +177,8 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 
 }  // namespace detail
 
+namespace ops {
+
 /// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
 [[nodiscard]] inline Tensor sum(const Tensor& t) { return detail::reduce("sum", kernels::reduce_op::sum, t, {}, false); }
 /// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
@@ -203,4 +205,5 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     return detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim);
 }
 
+}  // namespace ops
 }  // namespace graft

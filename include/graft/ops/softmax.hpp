@@ -11,8 +11,8 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
     check(t.defined(), op, ": got an undefined tensor");
     check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
     const std::int64_t d = wrap_dim(op, dim, t.dim());
-    if (t.dim() == 0) return run_softmax(op, t.view({1}), 0, log).view({});
-    const Tensor moved = t.transpose(d, -1).contiguous();
+    if (t.dim() == 0) return raw::view(run_softmax(op, raw::view(t, {1}), 0, log), {});
+    const Tensor moved = raw::contiguous(raw::transpose(t, d, -1));
     const std::int64_t cols = moved.size(-1);
     const std::int64_t rows = cols == 0 ? 0 : moved.numel() / cols;
     Tensor out = empty(moved.sizes(), t.type());
@@ -23,10 +23,12 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
                 kernels::softmax_rows(moved.data_ptr<T>(), out.data_ptr<T>(), static_cast<std::size_t>(rows),
                                       static_cast<std::size_t>(cols), log);
     });
-    return out.transpose(d, -1).contiguous();
+    return raw::contiguous(raw::transpose(out, d, -1));
 }
 
 }  // namespace detail
+
+namespace ops {
 
 /// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
 /// row of only -inf gives NaN, as in PyTorch.
@@ -38,4 +40,5 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
     return detail::run_softmax("log_softmax", t, dim, true);
 }
 
+}  // namespace ops
 }  // namespace graft
