@@ -28,7 +28,7 @@
 #endif
 // ---- end graft/kernels/config.hpp
 // ---- begin graft/graft.hpp
-// graft: PyTorch-style tensors for C++20. Include this one header.
+// graft: PyTorch-style tensors and autograd for C++20. Include this one header.
 // ---- begin graft/core/dtype.hpp
 // Element types of graft tensors and PyTorch's type-promotion rules.
 #include <cstddef>
@@ -162,6 +162,7 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <type_traits>
@@ -382,7 +383,7 @@ namespace detail {
 /// Checks sizes are non-negative.
 inline void check_sizes(const char* op, const int_list& sizes) {
     for (auto s : sizes)
-        check(s >= 0, op, ": negative dimension ", s, " in size ", to_string(sizes));
+        check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
 }
 
 }  // namespace detail
@@ -395,8 +396,8 @@ inline void check_sizes(const char* op, const int_list& sizes) {
     for (std::size_t i = 0; i < rank; ++i) {
         const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", detail::to_string(a), " and ",
-                      detail::to_string(b), " are not broadcastable (size ", sa, " vs ", sb,
+        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ",
+                      b, " are not broadcastable (size ", sa, " vs ", sb,
                       " at non-singleton dimension ", i, ")");
         out[i] = sa == 1 ? sb : sa;
     }
@@ -670,6 +671,13 @@ inline void empty_buffer_cache() { detail::buffer_cache::instance().empty(); }
 namespace graft {
 
 class Tensor;
+namespace autograd {
+class Node;
+struct hook_handle;
+namespace detail {
+struct autograd_meta;
+}  // namespace detail
+}  // namespace autograd
 
 namespace detail {
 
@@ -681,6 +689,8 @@ struct tensor_impl {
     std::int64_t offset = 0;  // in elements
     dtype type = dtype::float32;
     std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
+    std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
+    bool is_view = false;  // created by a view operation of another tensor
 };
 
 }  // namespace detail
@@ -710,6 +720,8 @@ public:
     [[nodiscard]] std::int64_t storage_offset() const { return impl().offset; }
     [[nodiscard]] std::size_t element_size() const { return graft::element_size(type()); }
     [[nodiscard]] bool is_contiguous() const { return detail::is_contiguous_layout(sizes(), strides()); }
+    /// True when this tensor was made by a view operation and shares another tensor's storage.
+    [[nodiscard]] bool is_view() const { return impl().is_view; }
     /// Bumped by every in-place modification of this tensor or of any view of its storage.
     [[nodiscard]] std::uint64_t _version() const { return impl().version->load(std::memory_order_relaxed); }
     void bump_version() const { impl().version->fetch_add(1, std::memory_order_relaxed); }
@@ -755,7 +767,6 @@ public:
     [[nodiscard]] Tensor expand(const int_list& sizes) const;
     [[nodiscard]] Tensor broadcast_to(const int_list& sizes) const;
     [[nodiscard]] Tensor as_strided(int_list sizes, int_list strides, std::int64_t offset) const;
-    [[nodiscard]] Tensor alias() const { return Tensor(std::make_shared<detail::tensor_impl>(impl())); }
 
     // Copies.
     [[nodiscard]] Tensor contiguous() const;
@@ -766,8 +777,47 @@ public:
     Tensor& copy_(const Tensor& src);
     Tensor& fill_(const scalar& value);
     Tensor& zero_() { return fill_(0); }
+    Tensor& add_(const Tensor& other);
+    Tensor& add_(const scalar& other);
+    Tensor& sub_(const Tensor& other);
+    Tensor& sub_(const scalar& other);
+    Tensor& mul_(const Tensor& other);
+    Tensor& mul_(const scalar& other);
+    Tensor& div_(const Tensor& other);
+    Tensor& div_(const scalar& other);
+    Tensor& neg_();
+    Tensor& exp_();
+    Tensor& tanh_();
+    Tensor& sigmoid_();
+    Tensor& relu_();
+    Tensor& sin_();
 
-    // Math methods, defined with the ops (include graft/graft.hpp).
+    // Autograd (defined in graft/autograd; include graft/graft.hpp).
+    [[nodiscard]] bool requires_grad() const;
+    /// Marks a leaf as requiring gradients (PyTorch's requires_grad_).
+    Tensor& requires_grad_(bool enabled = true);
+    [[nodiscard]] bool is_leaf() const;
+    /// The accumulated gradient of a leaf (or of a tensor that retains its grad); undefined if none.
+    [[nodiscard]] Tensor grad() const;
+    /// Replaces (or with an undefined tensor, clears) the stored gradient.
+    void set_grad(const Tensor& grad) const;
+    [[nodiscard]] std::shared_ptr<autograd::Node> grad_fn() const;
+    /// Which output of grad_fn this tensor is.
+    [[nodiscard]] std::uint32_t output_nr() const;
+    /// A tensor sharing storage and version counter but outside the graph.
+    [[nodiscard]] Tensor detach() const;
+    void retain_grad() const;
+    [[nodiscard]] bool retains_grad() const;
+    /// Runs the backward pass from this tensor (see autograd::backward).
+    void backward(const Tensor& gradient = Tensor{}, bool retain_graph = false, bool create_graph = false,
+                  const std::vector<Tensor>& inputs = {}) const;
+    /// Calls `hook(grad)` when the gradient of this tensor is computed; a defined
+    /// return value replaces the gradient.
+    autograd::hook_handle register_hook(std::function<Tensor(const Tensor&)> hook) const;
+    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated.
+    autograd::hook_handle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+
+    // Math methods, defined with the differentiable ops (include graft/graft.hpp).
     [[nodiscard]] Tensor sum() const;
     [[nodiscard]] Tensor sum(const int_list& dims, bool keepdim = false) const;
     [[nodiscard]] Tensor mean() const;
@@ -796,16 +846,6 @@ public:
 
 private:
     [[nodiscard]] std::int64_t dim_checked() const { return dim(); }
-    [[nodiscard]] Tensor make_view(int_list sizes, int_list strides, std::int64_t offset) const {
-        auto v = std::make_shared<detail::tensor_impl>();
-        v->data = impl().data;
-        v->version = impl().version;
-        v->type = impl().type;
-        v->sizes = std::move(sizes);
-        v->strides = std::move(strides);
-        v->offset = offset;
-        return Tensor(std::move(v));
-    }
 
     std::shared_ptr<detail::tensor_impl> impl_;
 };
@@ -908,155 +948,184 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     std::int64_t infer = -1;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         if (sizes[i] == -1) {
-            check(infer < 0, op, ": only one dimension can be inferred, got ", to_string(sizes));
+            check(infer < 0, op, ": only one dimension can be inferred, got ", sizes);
             infer = static_cast<std::int64_t>(i);
         } else {
-            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", to_string(sizes));
+            check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", sizes);
             known *= sizes[i];
         }
     }
     if (infer >= 0) {
-        check(known != 0 && numel % known == 0, op, ": shape ", to_string(sizes), " is invalid for input of size ",
-              numel, " (shape ", to_string(from), ")");
+        check(known != 0 && numel % known == 0, op, ": shape ", sizes, " is invalid for input of size ",
+              numel, " (shape ", from, ")");
         sizes[static_cast<std::size_t>(infer)] = numel / known;
     } else {
-        check(known == numel, op, ": shape ", to_string(sizes), " is invalid for input of size ", numel, " (shape ",
-              to_string(from), ")");
+        check(known == numel, op, ": shape ", sizes, " is invalid for input of size ", numel, " (shape ",
+              from, ")");
     }
     return sizes;
 }
 
 }  // namespace detail
 
-inline Tensor Tensor::view(int_list new_sizes) const {
-    new_sizes = detail::infer_size("view", std::move(new_sizes), numel(), sizes());
+namespace detail::raw {
+
+// The view and copy operations without autograd: ops use these internally; the
+// public Tensor methods (defined with autograd) call them and record the graph.
+
+[[nodiscard]] inline Tensor contiguous(const Tensor& self);
+[[nodiscard]] inline Tensor clone(const Tensor& self);
+[[nodiscard]] inline Tensor view(const Tensor& self, int_list new_sizes);
+[[nodiscard]] inline Tensor expand(const Tensor& self, const int_list& target);
+[[nodiscard]] inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1);
+[[nodiscard]] inline Tensor broadcast_to(const Tensor& self, const int_list& target);
+
+/// A new tensor object viewing `base`'s storage and sharing its version counter.
+[[nodiscard]] inline Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
+    auto v = std::make_shared<tensor_impl>();
+    v->data = base.impl().data;
+    v->version = base.impl().version;
+    v->type = base.impl().type;
+    v->sizes = std::move(sizes);
+    v->strides = std::move(strides);
+    v->offset = offset;
+    v->is_view = true;
+    return Tensor(std::move(v));
+}
+
+[[nodiscard]] inline Tensor alias(const Tensor& self) {
+    return view_of(self, self.sizes(), self.strides(), self.storage_offset());
+}
+
+inline Tensor view(const Tensor& self, int_list new_sizes) {
+    new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    detail::check(detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides),
-                  "view: view size ", detail::to_string(new_sizes), " is not compatible with input tensor's size ",
-                  detail::to_string(sizes()), " and stride ", detail::to_string(strides()),
+    detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
+                  "view: view size ", new_sizes, " is not compatible with input tensor's size ",
+                  self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
-    return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
+    return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
 }
 
-inline Tensor Tensor::reshape(int_list new_sizes) const {
-    new_sizes = detail::infer_size("reshape", std::move(new_sizes), numel(), sizes());
+inline Tensor reshape(const Tensor& self, int_list new_sizes) {
+    new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    if (detail::compute_view_strides(sizes(), strides(), new_sizes, new_strides))
-        return make_view(std::move(new_sizes), std::move(new_strides), storage_offset());
-    return contiguous().view(std::move(new_sizes));
+    if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
+        return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    return view(contiguous(self), std::move(new_sizes));
 }
 
-inline Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
-    const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, dim()));
-    const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, dim()));
-    int_list sz = sizes(), st = strides();
+inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
+    const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, self.dim()));
+    const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, self.dim()));
+    int_list sz = self.sizes(), st = self.strides();
     if (!sz.empty()) {
         std::swap(sz[a], sz[b]);
         std::swap(st[a], st[b]);
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::t() const {
-    detail::check(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", dim(), "-D tensor");
-    return dim() < 2 ? alias() : transpose(0, 1);
+inline Tensor t(const Tensor& self) {
+    detail::check(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", self.dim(), "-D tensor");
+    return self.dim() < 2 ? alias(self) : transpose(self, 0, 1);
 }
 
-inline Tensor Tensor::permute(const int_list& dims) const {
-    detail::check(static_cast<std::int64_t>(dims.size()) == dim(), "permute: number of dims ", dims.size(),
-                  " does not match the tensor's rank ", dim(), " (sizes ", detail::to_string(sizes()), ")");
+inline Tensor permute(const Tensor& self, const int_list& dims) {
+    detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
+                  " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
     int_list sz(dims.size()), st(dims.size());
     std::vector<bool> seen(dims.size(), false);
     for (std::size_t i = 0; i < dims.size(); ++i) {
-        const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()));
-        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", detail::to_string(dims));
+        const auto d = static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], self.dim()));
+        detail::check(!seen[d], "permute: repeated dim ", dims[i], " in ", dims);
         seen[d] = true;
-        sz[i] = sizes()[d];
-        st[i] = strides()[d];
+        sz[i] = self.sizes()[d];
+        st[i] = self.strides()[d];
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
-    detail::check(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, dim()));
-    const std::int64_t n = sizes()[k];
+inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
+    detail::check(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     if (start < 0) start += n;
     detail::check(start >= 0 && start <= n, "narrow: start ", start, " out of range for dimension ", d,
                   " of size ", n);
     detail::check(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
                   ") exceeds dimension size (", n, ")");
-    int_list sz = sizes();
+    int_list sz = self.sizes();
     sz[k] = length;
-    return make_view(std::move(sz), strides(), storage_offset() + start * strides()[k]);
+    return view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]);
 }
 
-inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
-    detail::check(dim() > 0, "slice: cannot be applied to a 0-dim tensor");
+inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
+    detail::check(self.dim() > 0, "slice: cannot be applied to a 0-dim tensor");
     detail::check(step > 0, "slice: step must be positive, got ", step);
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, dim()));
-    const std::int64_t n = sizes()[k];
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     // Python slice semantics: negative indices count from the end, out-of-range clamps.
     if (start < 0) start += n;
     if (end < 0) end += n;
     start = std::clamp<std::int64_t>(start, 0, n);
     end = std::clamp<std::int64_t>(end, start, n);
-    int_list sz = sizes(), st = strides();
+    int_list sz = self.sizes(), st = self.strides();
     sz[k] = (end - start + step - 1) / step;
     st[k] *= step;
-    return make_view(std::move(sz), std::move(st), storage_offset() + start * strides()[k]);
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset() + start * self.strides()[k]);
 }
 
-inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
-    detail::check(dim() > 0, "select: cannot be applied to a 0-dim tensor");
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, dim()));
-    const std::int64_t n = sizes()[k];
+inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
+    detail::check(self.dim() > 0, "select: cannot be applied to a 0-dim tensor");
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
+    const std::int64_t n = self.sizes()[k];
     detail::check(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
-                  detail::to_string(sizes()), " at dimension ", d);
+                  self.sizes(), " at dimension ", d);
     if (index < 0) index += n;
-    int_list sz = sizes(), st = strides();
-    const std::int64_t off = storage_offset() + index * st[k];
+    int_list sz = self.sizes(), st = self.strides();
+    const std::int64_t off = self.storage_offset() + index * st[k];
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return make_view(std::move(sz), std::move(st), off);
+    return view_of(self, std::move(sz), std::move(st), off);
 }
 
-inline Tensor Tensor::squeeze() const {
+inline Tensor squeeze(const Tensor& self) {
     int_list sz, st;
-    for (std::size_t i = 0; i < sizes().size(); ++i)
-        if (sizes()[i] != 1) {
-            sz.push_back(sizes()[i]);
-            st.push_back(strides()[i]);
+    for (std::size_t i = 0; i < self.sizes().size(); ++i)
+        if (self.sizes()[i] != 1) {
+            sz.push_back(self.sizes()[i]);
+            st.push_back(self.strides()[i]);
         }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::squeeze(std::int64_t d) const {
-    if (dim() == 0) {
+inline Tensor squeeze(const Tensor& self, std::int64_t d) {
+    if (self.dim() == 0) {
         (void)detail::wrap_dim("squeeze", d, 0);
-        return alias();
+        return alias(self);
     }
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("squeeze", d, dim()));
-    if (sizes()[k] != 1) return alias();
-    int_list sz = sizes(), st = strides();
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("squeeze", d, self.dim()));
+    if (self.sizes()[k] != 1) return alias(self);
+    int_list sz = self.sizes(), st = self.strides();
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::unsqueeze(std::int64_t d) const {
-    const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, dim() + 1));
-    int_list sz = sizes(), st = strides();
+inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
+    const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, self.dim() + 1));
+    int_list sz = self.sizes(), st = self.strides();
     const std::int64_t new_stride = k < sz.size() ? sz[k] * st[k] : 1;
     sz.insert(sz.begin() + static_cast<std::ptrdiff_t>(k), 1);
     st.insert(st.begin() + static_cast<std::ptrdiff_t>(k), new_stride);
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::expand(const int_list& target) const {
-    detail::check(target.size() >= sizes().size(), "expand: the number of sizes provided (", target.size(),
-                  ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
-    const std::size_t lead = target.size() - sizes().size();
+inline Tensor expand(const Tensor& self, const int_list& target) {
+    detail::check(target.size() >= self.sizes().size(), "expand: the number of sizes provided (", target.size(),
+                  ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
+    const std::size_t lead = target.size() - self.sizes().size();
     int_list sz(target.size()), st(target.size());
     for (std::size_t i = 0; i < target.size(); ++i) {
         if (i < lead) {
@@ -1066,25 +1135,25 @@ inline Tensor Tensor::expand(const int_list& target) const {
             st[i] = 0;
             continue;
         }
-        const std::int64_t have = sizes()[i - lead];
+        const std::int64_t have = self.sizes()[i - lead];
         const std::int64_t want = target[i] == -1 ? have : target[i];
         detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                       ") must match the existing size (", have, ") at non-singleton dimension ", i,
-                      ". Target sizes: ", detail::to_string(target), ". Tensor sizes: ", detail::to_string(sizes()));
+                      ". Target sizes: ", target, ". Tensor sizes: ", self.sizes());
         sz[i] = want;
-        st[i] = have == want ? strides()[i - lead] : 0;
+        st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    return make_view(std::move(sz), std::move(st), storage_offset());
+    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
 }
 
-inline Tensor Tensor::broadcast_to(const int_list& target) const {
-    (void)broadcast_shapes(sizes(), target);  // throws with a clear message when incompatible
-    return expand(target);
+inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
+    (void)broadcast_shapes(self.sizes(), target);  // throws with a clear message when incompatible
+    return expand(self, target);
 }
 
-inline Tensor Tensor::as_strided(int_list sz, int_list st, std::int64_t offset) const {
-    detail::check(sz.size() == st.size(), "as_strided: sizes ", detail::to_string(sz), " and strides ",
-                  detail::to_string(st), " differ in length");
+inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset) {
+    detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
+                  st, " differ in length");
     detail::check_sizes("as_strided", sz);
     std::int64_t hi = offset;
     bool empty_view = false;
@@ -1093,56 +1162,58 @@ inline Tensor Tensor::as_strided(int_list sz, int_list st, std::int64_t offset) 
         if (sz[i] == 0) empty_view = true;
         else hi += (sz[i] - 1) * st[i];
     }
-    const auto capacity = static_cast<std::int64_t>(impl().data->nbytes() / element_size());
-    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", detail::to_string(sz),
-                  ", strides ", detail::to_string(st), " and offset ", offset,
+    const auto capacity = static_cast<std::int64_t>(self.impl().data->nbytes() / self.element_size());
+    detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", sz,
+                  ", strides ", st, " and offset ", offset,
                   " reaches beyond the storage of ", capacity, " elements");
-    return make_view(std::move(sz), std::move(st), offset);
+    return view_of(self, std::move(sz), std::move(st), offset);
 }
 
-inline Tensor Tensor::contiguous() const {
-    return is_contiguous() ? *this : clone();
+inline Tensor contiguous(const Tensor& self) {
+    return self.is_contiguous() ? self : clone(self);
 }
 
-inline Tensor Tensor::clone() const {
-    Tensor out = empty(sizes(), type());
-    detail::copy_elements(out, *this);
+inline Tensor clone(const Tensor& self) {
+    Tensor out = empty(self.sizes(), self.type());
+    detail::copy_elements(out, self);
     return out;
 }
 
-inline Tensor Tensor::to(dtype target) const {
-    if (target == type()) return *this;
-    Tensor out = empty(sizes(), target);
-    detail::copy_elements(out, *this);
+inline Tensor to(const Tensor& self, dtype target) {
+    if (target == self.type()) return self;
+    Tensor out = empty(self.sizes(), target);
+    detail::copy_elements(out, self);
     return out;
 }
 
-inline Tensor& Tensor::copy_(const Tensor& src) {
+inline Tensor copy_(const Tensor& self, const Tensor& src) {
     detail::check(src.defined(), "copy_: source tensor is undefined");
-    const Tensor b = src.broadcast_to(sizes());
-    if (shares_storage_with(src)) {
-        const Tensor tmp = b.clone();  // avoid reading what this copy has already overwritten
-        detail::copy_elements(*this, tmp);
+    const Tensor b = broadcast_to(src, self.sizes());
+    if (self.shares_storage_with(src)) {
+        const Tensor tmp = clone(b);  // avoid reading what this copy has already overwritten
+        detail::copy_elements(self, tmp);
     } else {
-        detail::copy_elements(*this, b);
+        detail::copy_elements(self, b);
     }
-    bump_version();
-    return *this;
+    self.bump_version();
+    return self;
 }
 
-inline Tensor& Tensor::fill_(const scalar& value) {
-    const int_list s = detail::byte_strides(*this);
-    detail::visit_dtype(type(), [&](auto z) {
+inline Tensor fill_(const Tensor& self, const scalar& value) {
+    const int_list s = detail::byte_strides(self);
+    detail::visit_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
         const T v = value.to<T>();
-        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
+        detail::for_each_row<1>(self.sizes(), {&s}, {static_cast<char*>(self.raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
                                     for (std::int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], &v, sizeof(T));
                                 });
     });
-    bump_version();
-    return *this;
+    self.bump_version();
+    return self;
 }
+
+}  // namespace detail::raw
 
 template <class T>
 inline std::vector<T> Tensor::to_vector() const {
@@ -1176,7 +1247,7 @@ namespace graft {
 
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
     Tensor t = empty(sizes, type);
-    t.fill_(value);
+    detail::raw::fill_(t, value);
     return t;
 }
 /// Without a dtype, the value's category decides: bool, int64 or float32 (as torch.full).
@@ -1364,12 +1435,12 @@ template <class T>
     requires std::is_arithmetic_v<T>
 [[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes = {-1}) {
     Tensor t = detail::exact_tensor(values, std::move(sizes));
-    return std::is_floating_point_v<T> ? t.to(default_float_dtype) : t;
+    return std::is_floating_point_v<T> ? detail::raw::to(t, default_float_dtype) : t;
 }
 template <class T>
     requires std::is_arithmetic_v<T>
 [[nodiscard]] Tensor tensor(std::initializer_list<T> values, int_list sizes, dtype type) {
-    return detail::exact_tensor(values, std::move(sizes)).to(type);
+    return detail::raw::to(detail::exact_tensor(values, std::move(sizes)), type);
 }
 /// A 0-dim tensor holding one value (float32 for floating values, int64 for integers, bool).
 [[nodiscard]] inline Tensor scalar_tensor(const scalar& value) { return full({}, value); }
@@ -1455,8 +1526,8 @@ inline void collect_shown(const Tensor& t, bool summarize, const print_options& 
     }
     const std::int64_t n = t.size(0);
     auto visit = [&](std::int64_t i) {
-        if (t.dim() == 1) out.push_back(t.select(0, i).item<double>());
-        else collect_shown(t.select(0, i), summarize, o, out);
+        if (t.dim() == 1) out.push_back(raw::select(t, 0, i).item<double>());
+        else collect_shown(raw::select(t, 0, i), summarize, o, out);
     };
     if (summarize && n > 2 * o.edgeitems) {
         for (std::int64_t i = 0; i < o.edgeitems; ++i) visit(i);
@@ -1482,7 +1553,7 @@ inline std::string format_tensor(const Tensor& t, const element_formatter& f, st
         std::vector<std::string> items;
         for (std::size_t k = 0; k < idx.size(); ++k) {
             if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) items.emplace_back(" ...");
-            items.push_back(f.format(t.select(0, idx[k]).item<double>()));
+            items.push_back(f.format(raw::select(t, 0, idx[k]).item<double>()));
         }
         const auto elem_len = static_cast<std::int64_t>(f.width() + 2);
         const std::int64_t per_line =
@@ -1502,7 +1573,7 @@ inline std::string format_tensor(const Tensor& t, const element_formatter& f, st
     for (std::size_t k = 0; k < idx.size(); ++k) {
         if (k > 0) s += sep;
         if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) s += "..." + sep;
-        s += format_tensor(t.select(0, idx[k]), f, indent + 1, summarize, o);
+        s += format_tensor(raw::select(t, 0, idx[k]), f, indent + 1, summarize, o);
     }
     return s + "]";
 }
@@ -3036,8 +3107,8 @@ namespace graft {
                                    bool equal_nan = false) {
     detail::check(a.defined() && b.defined(), "allclose: got an undefined tensor");
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    const auto x = a.expand(shape).to_vector<double>();
-    const auto y = b.expand(shape).to_vector<double>();
+    const auto x = detail::raw::expand(a, shape).to_vector<double>();
+    const auto y = detail::raw::expand(b, shape).to_vector<double>();
     for (std::size_t i = 0; i < x.size(); ++i) {
         if (std::isnan(x[i]) || std::isnan(y[i])) {
             if (!(equal_nan && std::isnan(x[i]) && std::isnan(y[i]))) return false;
@@ -3188,16 +3259,16 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
     try {
         shape = broadcast_shapes(a.sizes(), b.sizes());
     } catch (const error&) {
-        fail(concat(name, ": the size of tensor a ", to_string(a.sizes()), " must match the size of tensor b ",
-                    to_string(b.sizes()), " at every non-singleton dimension (broadcasting failed)"));
+        fail(concat(name, ": the size of tensor a ", a.sizes(), " must match the size of tensor b ",
+                    b.sizes(), " at every non-singleton dimension (broadcasting failed)"));
     }
     if (type == dtype::int64 && op == binary_op::pow) {
         // PyTorch rejects integer tensors raised to negative integer powers.
-        const Tensor e = b.to(dtype::int64);
+        const Tensor e = raw::to(b, dtype::int64);
         for (auto v : e.to_vector<std::int64_t>())
             check(v >= 0, "pow: integers to negative integer powers are not allowed");
     }
-    const Tensor x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
     Tensor out = empty(shape, type);
     const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
     visit_dtype(type, [&](auto z) {
@@ -3300,7 +3371,7 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
     check_defined("comparison", a);
     check_defined("comparison", b);
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    const Tensor x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
     Tensor out = empty(shape, dtype::bool_);
     const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
     visit_dtype(type, [&](auto z) {
@@ -3337,6 +3408,8 @@ template <class A, class B>
     return detail::result_type_of(a, b);
 }
 
+namespace ops {
+// The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) { return detail::binary_tt(op, a, b); } \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) { return detail::binary_ts(op, a, b); } \
@@ -3350,6 +3423,8 @@ GRAFT_DETAIL_BINARY_OP(pow, kernels::binary_op::pow)
 GRAFT_DETAIL_BINARY_OP(maximum, kernels::binary_op::maximum)
 GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 #undef GRAFT_DETAIL_BINARY_OP
+
+}  // namespace ops
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
@@ -3370,20 +3445,9 @@ GRAFT_DETAIL_COMPARE_OP(gt, kernels::compare_op::gt, >)
 GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 #undef GRAFT_DETAIL_COMPARE_OP
 
-[[nodiscard]] inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator+(const Tensor& a, const scalar& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator+(const scalar& a, const Tensor& b) { return add(a, b); }
-[[nodiscard]] inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator-(const Tensor& a, const scalar& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator-(const scalar& a, const Tensor& b) { return sub(a, b); }
-[[nodiscard]] inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator*(const Tensor& a, const scalar& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator*(const scalar& a, const Tensor& b) { return mul(a, b); }
-[[nodiscard]] inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-[[nodiscard]] inline Tensor operator/(const Tensor& a, const scalar& b) { return div(a, b); }
-[[nodiscard]] inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 
 /// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
+namespace ops {
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::check_defined("where", cond);
     detail::check_defined("where", a);
@@ -3392,7 +3456,8 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
                   "with dtype ", cond.type());
     const dtype type = detail::result_type_of(a, b);
     const int_list shape = broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
-    const Tensor c = cond.expand(shape), x = a.to(type).expand(shape), y = b.to(type).expand(shape);
+    const Tensor c = detail::raw::expand(cond, shape), x = detail::raw::expand(detail::raw::to(a, type), shape),
+                 y = detail::raw::expand(detail::raw::to(b, type), shape);
     Tensor out = empty(shape, type);
     const int_list so = detail::byte_strides(out), sc = detail::byte_strides(c), sx = detail::byte_strides(x),
                    sy = detail::byte_strides(y);
@@ -3423,12 +3488,14 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, a.to(t), detail::as_tensor(b, t));
+    return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::as_tensor(a, t), b.to(t));
+    return where(cond, detail::as_tensor(a, t), detail::raw::to(b, t));
 }
+
+}  // namespace ops
 
 namespace detail {
 
@@ -3463,7 +3530,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
                                     "logical_not() instead)"
                                   : "");
         Tensor out = empty(a.sizes(), dtype::int64);
-        const auto in = a.contiguous().to_vector<std::int64_t>();
+        const auto in = a.to_vector<std::int64_t>();
         auto* o = out.data_ptr<std::int64_t>();
         for (std::size_t i = 0; i < in.size(); ++i) {
             const std::int64_t v = in[i];
@@ -3481,7 +3548,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
         else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
         return out;
     }
-    const Tensor x = a.to(type);
+    const Tensor x = raw::to(a, type);
     Tensor out = empty(a.sizes(), type);
     const int_list so = byte_strides(out), sx = byte_strides(x);
     visit_dtype(type, [&](auto z) {
@@ -3501,6 +3568,7 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
 
 }  // namespace detail
 
+namespace ops {
 [[nodiscard]] inline Tensor neg(const Tensor& a) { return detail::run_unary(kernels::unary_op::neg, a); }
 [[nodiscard]] inline Tensor abs(const Tensor& a) { return detail::run_unary(kernels::unary_op::abs, a); }
 [[nodiscard]] inline Tensor exp(const Tensor& a) { return detail::run_unary(kernels::unary_op::exp, a); }
@@ -3518,8 +3586,8 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
     return detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a);
 }
-[[nodiscard]] inline Tensor operator-(const Tensor& a) { return neg(a); }
 
+}  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/elementwise.hpp
 // ---- begin graft/ops/linalg.hpp
@@ -3530,10 +3598,12 @@ namespace detail {
 
 /// A view of `m` (rank 2) whose rows are unit-stride, copying only when needed.
 [[nodiscard]] inline Tensor with_unit_column_stride(const Tensor& m) {
-    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : m.contiguous();
+    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
 }
 
 }  // namespace detail
+
+namespace ops {
 
 /// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
 /// matrix-matrix and batched products with broadcast batch dimensions.
@@ -3544,10 +3614,10 @@ namespace detail {
     detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
                   " and ", b.type());
     detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
-    const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;   // [.., m, k]
-    const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;   // [.., k, n]
+    const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
+    const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
     const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
-    detail::check(k == k2, "matmul: shapes ", detail::to_string(a.sizes()), " and ", detail::to_string(b.sizes()),
+    detail::check(k == k2, "matmul: shapes ", a.sizes(), " and ", b.sizes(),
                   " cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
     const int_list xb(x.sizes().begin(), x.sizes().end() - 2), yb(y.sizes().begin(), y.sizes().end() - 2);
     const int_list batch = broadcast_shapes(xb, yb);
@@ -3556,32 +3626,31 @@ namespace detail {
     ys.insert(ys.end(), {k, n});
     os.insert(os.end(), {m, n});
     const std::int64_t nbatch = detail::numel_of(batch);
-    const Tensor xe = x.expand(xs).reshape({nbatch, m, k});
-    const Tensor ye = y.expand(ys).reshape({nbatch, k, n});
+    const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
+    const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
     Tensor out = empty(os, a.type());
     detail::visit_dtype(a.type(), [&](auto z) {
         using T = decltype(z);
         if constexpr (std::is_floating_point_v<T>) {
             T* o = out.data_ptr<T>();
             for (std::int64_t i = 0; i < nbatch; ++i) {
-                const Tensor xm = detail::with_unit_column_stride(xe.select(0, i));
-                const Tensor ym = detail::with_unit_column_stride(ye.select(0, i));
+                const Tensor xm = detail::with_unit_column_stride(detail::raw::select(xe, 0, i));
+                const Tensor ym = detail::with_unit_column_stride(detail::raw::select(ye, 0, i));
                 kernels::matmul(xm.data_ptr<T>(), xm.stride(0), ym.data_ptr<T>(), ym.stride(0), o + i * m * n, n,
                                 static_cast<std::size_t>(m), static_cast<std::size_t>(n),
                                 static_cast<std::size_t>(k));
             }
         }
     });
-    if (a.dim() == 1 && b.dim() == 1) return out.view({});
-    if (a.dim() == 1) return out.squeeze(-2);
-    if (b.dim() == 1) return out.squeeze(-1);
+    if (a.dim() == 1 && b.dim() == 1) return detail::raw::view(out, {});
+    if (a.dim() == 1) return detail::raw::squeeze(out, -2);
+    if (b.dim() == 1) return detail::raw::squeeze(out, -1);
     return out;
 }
 
+}  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/linalg.hpp
-// ---- begin graft/ops/methods.hpp
-// Definitions of the Tensor math methods declared in core/tensor.hpp.
 // ---- begin graft/ops/reduce.hpp
 // Reductions over all elements or chosen dimensions (sum, mean, amax, amin), with keepdim.
 #include <algorithm>
@@ -3633,7 +3702,7 @@ struct reduction_layout {
         if (!mask[i]) r.out_sizes.push_back(t.sizes()[i]);
         else if (keepdim) r.out_sizes.push_back(1);
     }
-    r.rows = t.permute(perm).contiguous();
+    r.rows = raw::contiguous(raw::permute(t, perm));
     return r;
 }
 
@@ -3728,7 +3797,7 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     reduction_layout r = layout_for_reduction(op_name, t, dims, keepdim);
     if (op != kernels::reduce_op::sum)
         check(r.inner > 0 || r.outer == 0, op_name, ": expected reduction dims to have non-zero size, but the input "
-              "has shape ", to_string(t.sizes()),
+              "has shape ", t.sizes(),
               " (the operation does not have an identity)");
     const dtype out_type = (op == kernels::reduce_op::sum && !is_floating_point(t.type())) ? dtype::int64 : t.type();
     Tensor out = empty(r.out_sizes, out_type);
@@ -3757,6 +3826,8 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 
 }  // namespace detail
 
+namespace ops {
+
 /// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
 [[nodiscard]] inline Tensor sum(const Tensor& t) { return detail::reduce("sum", kernels::reduce_op::sum, t, {}, false); }
 /// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
@@ -3783,6 +3854,7 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
     return detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim);
 }
 
+}  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/reduce.hpp
 // ---- begin graft/ops/softmax.hpp
@@ -3795,8 +3867,8 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
     check(t.defined(), op, ": got an undefined tensor");
     check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
     const std::int64_t d = wrap_dim(op, dim, t.dim());
-    if (t.dim() == 0) return run_softmax(op, t.view({1}), 0, log).view({});
-    const Tensor moved = t.transpose(d, -1).contiguous();
+    if (t.dim() == 0) return raw::view(run_softmax(op, raw::view(t, {1}), 0, log), {});
+    const Tensor moved = raw::contiguous(raw::transpose(t, d, -1));
     const std::int64_t cols = moved.size(-1);
     const std::int64_t rows = cols == 0 ? 0 : moved.numel() / cols;
     Tensor out = empty(moved.sizes(), t.type());
@@ -3807,10 +3879,12 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
                 kernels::softmax_rows(moved.data_ptr<T>(), out.data_ptr<T>(), static_cast<std::size_t>(rows),
                                       static_cast<std::size_t>(cols), log);
     });
-    return out.transpose(d, -1).contiguous();
+    return raw::contiguous(raw::transpose(out, d, -1));
 }
 
 }  // namespace detail
+
+namespace ops {
 
 /// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
 /// row of only -inf gives NaN, as in PyTorch.
@@ -3822,10 +3896,2008 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
     return detail::run_softmax("log_softmax", t, dim, true);
 }
 
+}  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/softmax.hpp
+// ---- begin graft/autograd/engine.hpp
+// The reverse-mode engine: runs the backward graph from root gradients in
+// dependency order (later-created nodes first), with PyTorch's hook order.
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+// ---- begin graft/autograd/grad_mode.hpp
+// Thread-local gradient mode: whether ops record the backward graph.
+namespace graft::autograd {
+
+namespace detail {
+inline bool& grad_enabled_flag() noexcept {
+    thread_local bool enabled = true;
+    return enabled;
+}
+}  // namespace detail
+
+[[nodiscard]] inline bool is_grad_enabled() noexcept { return detail::grad_enabled_flag(); }
+inline void set_grad_enabled(bool enabled) noexcept { detail::grad_enabled_flag() = enabled; }
+
+/// RAII: sets grad mode for the current thread and restores the previous mode.
+class grad_mode_guard {
+public:
+    explicit grad_mode_guard(bool enabled) noexcept : previous_(is_grad_enabled()) { set_grad_enabled(enabled); }
+    grad_mode_guard(const grad_mode_guard&) = delete;
+    grad_mode_guard& operator=(const grad_mode_guard&) = delete;
+    ~grad_mode_guard() { set_grad_enabled(previous_); }
+
+private:
+    bool previous_;
+};
+
+/// RAII: no graph is recorded in this scope on this thread (torch.no_grad).
+class no_grad : public grad_mode_guard {
+public:
+    no_grad() noexcept : grad_mode_guard(false) {}
+};
+
+/// RAII: graph recording is on in this scope, even inside no_grad (torch.enable_grad).
+class enable_grad : public grad_mode_guard {
+public:
+    enable_grad() noexcept : grad_mode_guard(true) {}
+};
+
+}  // namespace graft::autograd
+// ---- end graft/autograd/grad_mode.hpp
+// ---- begin graft/autograd/node.hpp
+// The backward graph: Node (torch.autograd.graph.Node), Edge, hooks and the
+// per-tensor autograd metadata.
+#include <any>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/container/small_vector.hpp>
+
+
+namespace graft::autograd {
+
+using tensor_list = std::vector<Tensor>;
+
+/// An input of a backward node: gradients flowing into `function` at slot `input_nr`.
+struct Edge {
+    std::shared_ptr<Node> function;
+    std::uint32_t input_nr = 0;
+    [[nodiscard]] bool valid() const noexcept { return function != nullptr; }
+};
+
+namespace detail {
+/// One registered hook; handles mark it removed, and the engine skips removed hooks.
+template <class Fn>
+struct hook_entry {
+    Fn fn;
+    bool removed = false;
+};
+}  // namespace detail
+
+/// Returned by every register_*hook; remove() is idempotent and may run during backward.
+struct hook_handle {
+    std::function<void()> remover;
+    void remove() {
+        if (remover) {
+            auto r = std::move(remover);
+            remover = nullptr;
+            r();
+        }
+    }
+};
+
+/// A hook on a node's inputs: fn(grad_outputs) may return replacements.
+using pre_hook = std::function<std::optional<tensor_list>(const tensor_list& grad_outputs)>;
+/// A hook after a node ran: fn(grad_inputs, grad_outputs) may return replacement grad_inputs.
+using post_hook = std::function<std::optional<tensor_list>(const tensor_list& grad_inputs, const tensor_list& grad_outputs)>;
+/// A tensor hook: fn(grad) returns a replacement, or an undefined tensor to keep grad.
+using tensor_hook = std::function<Tensor(const Tensor&)>;
+
+namespace detail {
+
+template <class Fn>
+using hook_list = std::vector<std::shared_ptr<hook_entry<Fn>>>;
+
+template <class Fn>
+hook_handle add_hook(hook_list<Fn>& list, Fn fn) {
+    auto entry = std::make_shared<hook_entry<Fn>>(hook_entry<Fn>{std::move(fn), false});
+    list.push_back(entry);
+    std::weak_ptr<hook_entry<Fn>> weak = entry;
+    return hook_handle{[weak] {
+        if (auto e = weak.lock()) e->removed = true;
+    }};
+}
+
+inline std::atomic<std::uint64_t>& next_sequence_nr() {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter;
+}
+
+/// Shape and dtype a gradient slot must have.
+struct input_metadata {
+    int_list sizes;
+    dtype type = dtype::float32;
+};
+
+}  // namespace detail
+
+/// A node of the backward graph. `apply` maps the gradients of the forward
+/// outputs (grad_outputs) to the gradients of the forward inputs (grad_inputs),
+/// one per entry of next_functions().
+class Node : public std::enable_shared_from_this<Node> {
+public:
+    using edge_list = boost::container::small_vector<Edge, 2>;
+
+    explicit Node(const char* name) : name_(name), sequence_nr_(detail::next_sequence_nr()++) {}
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    virtual ~Node() = default;
+
+    /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
+    [[nodiscard]] std::string name() const { return name_; }
+    /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
+    [[nodiscard]] const edge_list& next_functions() const noexcept { return next_edges_; }
+    /// Creation order; the engine runs later nodes first.
+    [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
+    /// Free-form per-node annotations users may read and write.
+    [[nodiscard]] std::map<std::string, std::any>& metadata() noexcept { return metadata_; }
+    /// Number of forward outputs: how many gradients apply() receives.
+    [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
+    [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
+    /// True for the AccumulateGrad of a leaf.
+    [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
+
+    /// fn(grad_inputs, grad_outputs) after the node ran; a returned list replaces grad_inputs.
+    hook_handle register_hook(post_hook fn) { return detail::add_hook(hooks().post, std::move(fn)); }
+    /// fn(grad_outputs) before the node runs; a returned list replaces grad_outputs.
+    hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
+
+    /// Runs the node; called by the engine.
+    [[nodiscard]] tensor_list operator()(tensor_list grad_outputs) { return apply(std::move(grad_outputs)); }
+    /// Frees saved tensors once backward no longer needs them.
+    virtual void release_variables() {}
+    /// Short description of saved tensors, for to_dot.
+    [[nodiscard]] virtual std::vector<std::string> describe_saved() const { return {}; }
+
+    // Graph construction (used by ops).
+    void add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
+    std::uint32_t add_output(const Tensor& t) {
+        output_meta_.push_back({t.sizes(), t.type()});
+        return static_cast<std::uint32_t>(output_meta_.size() - 1);
+    }
+
+    // Hook storage read by the engine and by Tensor::register_hook / retain_grad.
+    /// False while no hook of any kind was ever registered (the engine's fast path).
+    [[nodiscard]] bool has_hooks() const noexcept { return hooks_ != nullptr; }
+    detail::hook_list<pre_hook>& pre_hooks() { return hooks().pre; }
+    detail::hook_list<post_hook>& post_hooks() { return hooks().post; }
+    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr) {
+        auto& h = hooks();
+        if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
+        return h.tensor.at(output_nr);
+    }
+    std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr) {
+        auto& h = hooks();
+        if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
+        return h.retain.at(output_nr);
+    }
+    /// Serializes concurrent backward passes that share this node.
+    std::mutex& mutex() noexcept { return mutex_; }
+
+protected:
+    virtual tensor_list apply(tensor_list&& grad_outputs) = 0;
+    bool is_accumulate_grad_ = false;
+
+private:
+    struct hook_storage {
+        detail::hook_list<pre_hook> pre;
+        detail::hook_list<post_hook> post;
+        boost::container::small_vector<detail::hook_list<tensor_hook>, 1> tensor;
+        boost::container::small_vector<std::weak_ptr<graft::detail::tensor_impl>, 1> retain;
+    };
+    hook_storage& hooks() {
+        if (!hooks_) hooks_ = std::make_unique<hook_storage>();
+        return *hooks_;
+    }
+
+    const char* name_;
+    std::uint64_t sequence_nr_;
+    edge_list next_edges_;
+    boost::container::small_vector<detail::input_metadata, 1> output_meta_;
+    std::map<std::string, std::any> metadata_;
+    std::unique_ptr<hook_storage> hooks_;
+    std::mutex mutex_;
+};
+
+namespace detail {
+
+/// What a tensor knows about its place in the graph.
+struct autograd_meta {
+    bool requires_grad = false;  // meaningful for leaves; non-leaves require grad through grad_fn
+    Tensor grad;
+    std::shared_ptr<Node> grad_fn;
+    std::uint32_t output_nr = 0;
+    std::weak_ptr<Node> grad_accumulator;
+    bool retains_grad = false;
+    hook_list<tensor_hook> leaf_hooks;  // tensor hooks of a leaf, run by its AccumulateGrad
+    hook_list<std::function<void(const Tensor&)>> post_accumulate_hooks;
+    std::mutex mutex;
+};
+
+[[nodiscard]] inline autograd_meta* meta(const Tensor& t) noexcept {
+    return t.defined() ? t.impl().autograd.get() : nullptr;
+}
+[[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
+    (void)t.impl();  // throws on an undefined tensor
+    auto& slot = t.impl_ptr()->autograd;
+    if (!slot) slot = std::make_shared<autograd_meta>();
+    return *slot;
+}
+
+}  // namespace detail
+}  // namespace graft::autograd
+// ---- end graft/autograd/node.hpp
+// ---- begin graft/autograd/saved_variable.hpp
+// Tensors saved for backward: version-checked, freed after backward unless the
+// graph is retained, and routed through saved_tensors_hooks when some are active.
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace graft::autograd {
+
+/// pack(tensor) -> anything; unpack(anything) -> tensor. See saved_tensors_hooks.
+using pack_hook = std::function<std::any(const Tensor&)>;
+using unpack_hook = std::function<Tensor(const std::any&)>;
+
+namespace detail {
+
+struct saved_hooks_state {
+    std::vector<std::pair<pack_hook, unpack_hook>> stack;
+    std::vector<std::string> disabled;  // messages of active disable_saved_tensors_hooks scopes
+    int packing = 0;  // > 0 while a pack hook runs: tensors saved by its own ops skip the hooks
+};
+inline saved_hooks_state& saved_hooks() {
+    thread_local saved_hooks_state state;
+    return state;
+}
+
+}  // namespace detail
+
+/// RAII: while alive, every tensor saved for backward on this thread is passed
+/// to `pack` at save time and its result to `unpack` at each use in backward.
+/// Guards nest; the innermost wins (torch.autograd.graph.saved_tensors_hooks).
+/// Tensors saved by ops run inside a pack hook are saved without hooks.
+class saved_tensors_hooks {
+public:
+    saved_tensors_hooks(pack_hook pack, unpack_hook unpack) {
+        auto& st = detail::saved_hooks();
+        graft::detail::check(st.disabled.empty(), st.disabled.empty() ? std::string() : st.disabled.back());
+        st.stack.emplace_back(std::move(pack), std::move(unpack));
+    }
+    saved_tensors_hooks(const saved_tensors_hooks&) = delete;
+    saved_tensors_hooks& operator=(const saved_tensors_hooks&) = delete;
+    ~saved_tensors_hooks() { detail::saved_hooks().stack.pop_back(); }
+};
+
+/// True unless a disable_saved_tensors_hooks scope is active on this thread.
+[[nodiscard]] inline bool saved_tensors_hooks_enabled() { return detail::saved_hooks().disabled.empty(); }
+
+/// RAII: registering saved_tensors_hooks in this scope throws graft::error(message);
+/// entering it while saved_tensors_hooks are active throws graft::error(message) too.
+class disable_saved_tensors_hooks {
+public:
+    explicit disable_saved_tensors_hooks(std::string message) {
+        auto& st = detail::saved_hooks();
+        // Disabling while hooks are installed is refused with the same message (as PyTorch does).
+        graft::detail::check(st.stack.empty(), message);
+        st.disabled.push_back(std::move(message));
+    }
+    disable_saved_tensors_hooks(const disable_saved_tensors_hooks&) = delete;
+    disable_saved_tensors_hooks& operator=(const disable_saved_tensors_hooks&) = delete;
+    ~disable_saved_tensors_hooks() { detail::saved_hooks().disabled.pop_back(); }
+};
+
+namespace detail {
+
+// ---- allow_mutation_on_saved_tensors bookkeeping (the RAII guard lives in graph.hpp)
+
+struct mutation_context;
+
+/// A tensor saved while an allow_mutation_on_saved_tensors context was active. The
+/// context may swap `data` for a clone of the pre-mutation value (see notify_inplace).
+struct mutation_entry {
+    Tensor data;            // what unpack returns: the saved tensor, or its clone
+    Tensor version_source;  // whose version counter is checked at unpack
+    std::uint64_t saved_version = 0;
+    bool cloned = false;
+    std::shared_ptr<mutation_context> context;
+};
+
+/// State of one allow_mutation_on_saved_tensors scope: saved entries by storage.
+struct mutation_context {
+    std::mutex mutex;
+    bool alive = true;  // false once the scope exited: graphs recorded in it can't run backward
+    std::unordered_map<const void*, std::vector<std::weak_ptr<mutation_entry>>> by_storage;  // not yet cloned
+    std::vector<std::weak_ptr<mutation_entry>> cloned;  // freed when the scope exits
+    std::size_t tracked = 0, sweep_at = 1024;
+
+    /// Registers a saved entry; now and then forgets entries whose graph was freed.
+    void add(const void* storage_key, const std::shared_ptr<mutation_entry>& e) {
+        by_storage[storage_key].push_back(e);
+        if (++tracked < sweep_at) return;
+        tracked = 0;
+        for (auto it = by_storage.begin(); it != by_storage.end();) {
+            auto& v = it->second;
+            std::erase_if(v, [](const auto& w) { return w.expired(); });
+            tracked += v.size();
+            it = v.empty() ? by_storage.erase(it) : std::next(it);
+        }
+        std::erase_if(cloned, [](const auto& w) { return w.expired(); });
+        tracked += cloned.size();
+        sweep_at = 2 * tracked + 1024;
+    }
+};
+
+/// The context active on this thread (null outside allow_mutation_on_saved_tensors).
+inline std::shared_ptr<mutation_context>& active_mutation_context() {
+    thread_local std::shared_ptr<mutation_context> ctx;
+    return ctx;
+}
+
+/// A copy of `t`'s values that keeps `t`'s place in the graph (grad_fn / leaf accumulator).
+[[nodiscard]] inline Tensor clone_keeping_history(const Tensor& t) {
+    Tensor c = graft::detail::raw::clone(t);
+    if (const auto* m = meta(t)) {
+        auto& cm = ensure_meta(c);
+        cm.requires_grad = m->requires_grad;
+        cm.grad_fn = m->grad_fn;
+        cm.output_nr = m->output_nr;
+        cm.grad_accumulator = m->grad_accumulator;
+    }
+    return c;
+}
+
+/// Called by every in-place op before it writes `self`: inside
+/// allow_mutation_on_saved_tensors, each saved tensor sharing self's storage is
+/// replaced by a clone of its current value, so backward sees the value as saved.
+inline void notify_inplace(const Tensor& self) {
+    const auto& ctx = active_mutation_context();
+    if (!ctx) return;
+    std::lock_guard lock(ctx->mutex);
+    auto it = ctx->by_storage.find(self.impl().data.get());
+    if (it == ctx->by_storage.end()) return;
+    for (const auto& weak : it->second) {
+        auto e = weak.lock();
+        if (!e || e->cloned) continue;
+        // Already modified behind our back (e.g. by a raw write): leave it, unpack reports it.
+        if (e->version_source._version() != e->saved_version) continue;
+        e->data = clone_keeping_history(e->data);
+        e->version_source = e->data;
+        e->saved_version = e->data._version();
+        e->cloned = true;
+        ctx->cloned.push_back(e);
+    }
+    ctx->by_storage.erase(it);  // every live entry is now a private clone
+}
+
+/// A tensor saved by a node. Outputs of the node itself are stored without their
+/// grad_fn (that would be a reference cycle) and re-attached on unpack.
+class saved_variable {
+public:
+    saved_variable() = default;
+    saved_variable(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
+        if (!defined_) return;
+        saved_version_ = t._version();
+        sizes_ = t.sizes();
+        type_ = t.type();
+        if (const auto* m = meta(t)) {
+            output_nr_ = m->output_nr;
+            if (m->grad_fn) grad_fn_name_ = m->grad_fn->name();
+        }
+        auto& hooks = saved_hooks();
+        if (!hooks.stack.empty() && hooks.packing == 0) {
+            unpack_ = hooks.stack.back().second;
+            {
+                // Ops inside the pack hook (say t * 2) may save tensors themselves; those are
+                // saved plainly, or packing would recurse forever.
+                struct packing_scope {
+                    int& depth;
+                    explicit packing_scope(int& d) : depth(d) { ++depth; }
+                    ~packing_scope() { --depth; }
+                } scope(hooks.packing);
+                packed_ = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
+            }
+            has_hooks_ = true;
+            // Remember where t sits in the graph, so the unpacked tensor can be re-attached
+            // (double backward through a saved input works with hooks too).
+            if (const auto* m = meta(t); m && !is_output) {
+                hook_requires_grad_ = m->requires_grad || m->grad_fn;
+                hook_grad_fn_ = m->grad_fn;
+                if (!m->grad_fn && m->requires_grad) hook_grad_acc_ = m->grad_accumulator.lock();
+            }
+            return;
+        }
+        // Outputs: keep storage and version counter but not the autograd metadata.
+        data_ = is_output ? graft::detail::raw::alias(t) : t;
+        version_source_ = t;
+        if (is_output) version_source_ = data_;
+        if (const auto& ctx = active_mutation_context()) {
+            // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
+            entry_ = std::make_shared<mutation_entry>();
+            entry_->data = std::move(data_);
+            entry_->version_source = std::move(version_source_);
+            entry_->saved_version = saved_version_;
+            entry_->context = ctx;
+            data_ = Tensor{};
+            version_source_ = Tensor{};
+            std::lock_guard lock(ctx->mutex);
+            ctx->add(t.impl().data.get(), entry_);
+        }
+    }
+
+    /// The saved tensor; `owner` is the node that saved it (re-attached as grad_fn of saved outputs).
+    [[nodiscard]] Tensor unpack(const std::shared_ptr<Node>& owner) const {
+        if (!defined_) return {};
+        graft::detail::check(!released_,
+                             "Trying to backward through the graph a second time (or directly access saved tensors "
+                             "after they have already been freed). Saved intermediate values of the graph are freed "
+                             "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
+                             "backward through the graph a second time or if you need to access saved tensors after "
+                             "calling backward.");
+        Tensor value;
+        if (has_hooks_) {
+            value = unpack_(packed_);
+            graft::detail::check(value.defined(), "Output of saved tensor unpack_hook expected to be a Tensor, but "
+                                 "the unpack hook returned an undefined tensor");
+            graft::detail::check(value.sizes() == sizes_ && value.type() == type_, "saved_tensors_hooks: the unpack "
+                                 "hook returned a tensor of shape ", graft::detail::to_string(value.sizes()), " and "
+                                 "dtype ", name(value.type()), ", but the saved tensor had shape ",
+                                 graft::detail::to_string(sizes_), " and dtype ", name(type_));
+            if (hook_requires_grad_) {
+                // Re-attach the unpacked value where the original was (no version counter sharing).
+                value = graft::detail::raw::alias(value);
+                auto& m = ensure_meta(value);
+                m.grad_fn = hook_grad_fn_;
+                m.output_nr = output_nr_;
+                m.requires_grad = !hook_grad_fn_;
+                if (hook_grad_acc_) m.grad_accumulator = hook_grad_acc_;
+            }
+        } else {
+            Tensor data = data_, version_source = version_source_;
+            std::uint64_t saved_version = saved_version_;
+            if (entry_) {
+                std::lock_guard lock(entry_->context->mutex);
+                graft::detail::check(entry_->context->alive, "Trying to backward outside of the "
+                                     "'allow_mutation_on_saved_tensors' context in which the graph was originally "
+                                     "recorded.");
+                data = entry_->data;
+                version_source = entry_->version_source;
+                saved_version = entry_->saved_version;
+            }
+            const std::uint64_t now = version_source._version();
+            if (now != saved_version) {
+                std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
+                if (!grad_fn_name_.empty() || is_output_)
+                    desc += graft::detail::concat(", which is output ", output_nr_, " of ",
+                                                  is_output_ && owner ? owner->name() : grad_fn_name_, ",");
+                graft::detail::fail(graft::detail::concat(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    "operation: ", desc, " is at version ", now, "; expected version ", saved_version,
+                    " instead. Hint: the tensor was saved for backward and then changed in place; clone it "
+                    "before the in-place change, or use autograd::allow_mutation_on_saved_tensors."));
+            }
+            value = data;
+        }
+        if (is_output_ && owner) {
+            // Reattach to the graph so double backward flows through the node that produced it.
+            value = graft::detail::raw::alias(value);
+            auto& m = ensure_meta(value);
+            m.grad_fn = owner;
+            m.output_nr = output_nr_;
+        }
+        return value;
+    }
+
+    void release() noexcept {
+        data_ = Tensor{};
+        version_source_ = Tensor{};
+        packed_.reset();
+        entry_.reset();
+        released_ = true;
+    }
+    [[nodiscard]] bool defined() const noexcept { return defined_; }
+    [[nodiscard]] const int_list& sizes() const noexcept { return sizes_; }
+    [[nodiscard]] dtype type() const noexcept { return type_; }
+    /// The saved tensor as stored (no version check); for tools such as allow_mutation_on_saved_tensors.
+    [[nodiscard]] Tensor stored() const {
+        if (entry_) {
+            std::lock_guard lock(entry_->context->mutex);
+            return entry_->data;
+        }
+        return data_;
+    }
+    /// Makes `t` the saved value (its current version becomes the expected one).
+    void replace_stored(const Tensor& t) {
+        if (entry_) {
+            std::lock_guard lock(entry_->context->mutex);
+            entry_->data = t;
+            entry_->version_source = t;
+            entry_->saved_version = t._version();
+            entry_->cloned = true;
+            return;
+        }
+        data_ = t;
+        version_source_ = t;
+        saved_version_ = t._version();
+    }
+
+private:
+    Tensor data_;
+    Tensor version_source_;
+    std::any packed_;
+    unpack_hook unpack_;
+    std::shared_ptr<Node> hook_grad_fn_;   // with hooks: the original's grad_fn (non-outputs)
+    std::shared_ptr<Node> hook_grad_acc_;  // with hooks: the original leaf's accumulator
+    std::shared_ptr<mutation_entry> entry_;  // set only inside allow_mutation_on_saved_tensors
+    int_list sizes_;
+    dtype type_ = dtype::float32;
+    std::uint64_t saved_version_ = 0;
+    std::uint32_t output_nr_ = 0;
+    std::string grad_fn_name_;
+    bool defined_ = false;
+    bool is_output_ = false;
+    bool has_hooks_ = false;
+    bool hook_requires_grad_ = false;
+    bool released_ = false;
+};
+
+}  // namespace detail
+}  // namespace graft::autograd
+// ---- end graft/autograd/saved_variable.hpp
 
 namespace graft {
+inline Tensor sum_to_size(const Tensor& g, const int_list& sizes);
+}  // namespace graft
+
+namespace graft::autograd {
+
+/// Accumulates gradients into a leaf's .grad (torch's AccumulateGrad).
+class AccumulateGrad final : public Node {
+public:
+    explicit AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
+        is_accumulate_grad_ = true;
+        add_output(leaf_);
+    }
+    [[nodiscard]] const Tensor& variable() const noexcept { return leaf_; }
+
+protected:
+    tensor_list apply(tensor_list&& grads) override;
+
+private:
+    Tensor leaf_;
+};
+
+class function_node;
+
+namespace detail {
+
+/// A move-only callable stored inside the node (no separate allocation for
+/// captures up to 192 bytes): the derivative of one recorded op.
+class backward_callable {
+public:
+    using signature = tensor_list(function_node&, const tensor_list&);
+    backward_callable() = default;
+    backward_callable(const backward_callable&) = delete;
+    backward_callable& operator=(const backward_callable&) = delete;
+    ~backward_callable() { reset(); }
+
+    template <class F>
+    backward_callable& operator=(F f) {
+        reset();
+        if constexpr (sizeof(F) <= sizeof(buffer_) && alignof(F) <= alignof(std::max_align_t)) {
+            target_ = new (buffer_) F(std::move(f));
+            destroy_ = [](void* p, bool) { static_cast<F*>(p)->~F(); };
+        } else {
+            target_ = new F(std::move(f));
+            destroy_ = [](void* p, bool) { delete static_cast<F*>(p); };
+        }
+        call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        return *this;
+    }
+    tensor_list operator()(function_node& n, const tensor_list& g) const { return call_(target_, n, g); }
+    explicit operator bool() const noexcept { return call_ != nullptr; }
+
+private:
+    void reset() {
+        if (destroy_) destroy_(target_, true);
+        destroy_ = nullptr;
+        call_ = nullptr;
+        target_ = nullptr;
+    }
+    alignas(std::max_align_t) unsigned char buffer_[192];
+    void* target_ = nullptr;
+    tensor_list (*call_)(void*, function_node&, const tensor_list&) = nullptr;
+    void (*destroy_)(void*, bool) = nullptr;
+};
+
+}  // namespace detail
+
+/// A backward node whose derivative is a function written with graft's ops.
+class function_node final : public Node {
+public:
+    explicit function_node(const char* name) : Node(name) {}
+
+    /// Saves tensors for backward; `is_output` marks outputs of this node.
+    void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+    /// The i-th saved tensor, version-checked (throws after release without retain_graph).
+    [[nodiscard]] Tensor saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+    /// True when the i-th forward input needs a gradient.
+    [[nodiscard]] bool needs_input_grad(std::size_t i) const { return next_functions().at(i).valid(); }
+    void release_variables() override {
+        for (auto& s : saved_) s.release();
+    }
+    [[nodiscard]] std::vector<std::string> describe_saved() const override {
+        std::vector<std::string> out;
+        for (const auto& s : saved_)
+            if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), s.sizes()));
+        return out;
+    }
+    [[nodiscard]] auto& saved_variables() noexcept { return saved_; }
+
+    detail::backward_callable backward;
+
+protected:
+    tensor_list apply(tensor_list&& grads) override { return backward(*this, grads); }
+
+private:
+    boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
+};
+
+namespace detail {
+
+[[nodiscard]] inline bool requires_grad(const Tensor& t) noexcept {
+    const auto* m = meta(t);
+    return m && (m->requires_grad || m->grad_fn);
+}
+
+/// The leaf's accumulator, created on first use and held weakly by the leaf.
+[[nodiscard]] inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+    auto& m = ensure_meta(leaf);
+    std::lock_guard lock(m.mutex);
+    if (auto acc = m.grad_accumulator.lock()) return acc;
+    auto acc = std::make_shared<AccumulateGrad>(leaf);
+    m.grad_accumulator = acc;
+    return acc;
+}
+
+/// Where gradients for `t` flow: its grad_fn, its accumulator, or nowhere.
+[[nodiscard]] inline Edge gradient_edge(const Tensor& t) {
+    auto* m = meta(t);
+    if (!m) return {};
+    if (m->grad_fn) return {m->grad_fn, m->output_nr};
+    if (m->requires_grad) return {grad_accumulator(t), 0};
+    return {};
+}
+
+/// The tensor hooks that run on gradients flowing into `node`'s slot.
+[[nodiscard]] inline hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot) {
+    if (node.is_accumulate_grad()) {
+        auto* m = meta(static_cast<AccumulateGrad&>(node).variable());
+        return m ? &m->leaf_hooks : nullptr;
+    }
+    return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
+}
+
+/// Adds `b` to `a` (undefined means zero).
+[[nodiscard]] inline Tensor accumulate(const Tensor& a, const Tensor& b);
+
+/// Casts and checks a gradient against the slot it flows into.
+[[nodiscard]] inline Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+                                          const input_metadata& expected) {
+    Tensor g = grad;
+    if (g.sizes() != expected.sizes) {
+        // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
+        bool expandable = true;
+        try {
+            expandable = broadcast_shapes(expected.sizes, g.sizes()) == g.sizes();
+        } catch (const error&) {
+            expandable = false;
+        }
+        graft::detail::check(expandable, "Function ", producer.name(), " returned an invalid gradient at index ",
+                             index, " - got ", g.sizes(),
+                             " but expected shape compatible with ", expected.sizes);
+        g = sum_to_size(g, expected.sizes);
+    }
+    if (g.type() != expected.type) g = g.to(expected.type);
+    return g;
+}
+
+/// Per-node state of one backward pass.
+struct node_state {
+    std::shared_ptr<Node> owner;
+    tensor_list buffer;  // gradients accumulated for the node's forward outputs
+    int dependencies = 0;
+    bool has_gradient = false;  // some gradient (maybe undefined) was routed to it
+};
+
+struct graph_task {
+    std::uint64_t id = 0;
+    bool keep_graph = false;
+    bool create_graph = false;
+    bool accumulate_grad = true;
+    std::unordered_map<Node*, node_state> nodes;
+    // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
+    std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
+    std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
+    bool filter = false;
+    tensor_list captured;
+};
+
+inline std::atomic<std::uint64_t>& next_task_id() {
+    static std::atomic<std::uint64_t> id{1};
+    return id;
+}
+/// The graph task running on this thread (null outside backward).
+inline graph_task*& current_task() {
+    thread_local graph_task* task = nullptr;
+    return task;
+}
+
+/// Called for every node the engine runs, with its gradients (see autograd::set_node_logger).
+using node_logger = std::function<void(const Node&, const tensor_list& grad_outputs, const tensor_list& grad_inputs)>;
+inline std::shared_ptr<node_logger>& logger_slot() {
+    static std::shared_ptr<node_logger> slot;
+    return slot;
+}
+inline std::mutex& logger_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
+    std::vector<Node*> stack;
+    auto visit = [&](const std::shared_ptr<Node>& fn) {
+        auto [it, fresh] = task.nodes.try_emplace(fn.get());
+        if (fresh) {
+            it->second.owner = fn;
+            stack.push_back(fn.get());
+        }
+        return &it->second;
+    };
+    for (const auto& e : roots)
+        if (e.valid()) visit(e.function);
+    while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        for (const auto& e : n->next_functions())
+            if (e.valid()) ++visit(e.function)->dependencies;
+    }
+}
+
+/// Marks the nodes on some path to a capture target (PyTorch's exec_info).
+inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
+    std::unordered_map<Node*, int> state;  // 0 unknown, 1 visiting, 2 done
+    std::function<bool(Node*)> visit = [&](Node* n) -> bool {
+        auto& s = state[n];
+        if (s == 2) return task.needed.count(n) > 0;
+        if (s == 1) return false;
+        s = 1;
+        bool need = run_targets && task.captures.count(n) > 0;
+        for (const auto& e : n->next_functions()) {
+            if (!e.valid()) continue;
+            const bool child = visit(e.function.get());
+            need = need || child || task.captures.count(e.function.get()) > 0;
+        }
+        state[n] = 2;
+        if (need) task.needed.insert(n);
+        return need;
+    };
+    for (const auto& e : roots)
+        if (e.valid()) visit(e.function.get());
+}
+
+inline void add_to_buffer(node_state& st, const Node& target, std::uint32_t slot, const Tensor& grad) {
+    if (st.buffer.size() < target.num_outputs()) st.buffer.resize(target.num_outputs());
+    st.buffer[slot] = accumulate(st.buffer[slot], grad);
+    st.has_gradient = true;
+}
+
+/// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
+inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
+    if (!grad.defined()) return grad;
+    if (auto* hooks = tensor_hooks_of(node, slot); hooks && !hooks->empty()) {
+        const auto snapshot = *hooks;
+        for (const auto& h : snapshot) {
+            if (h->removed) continue;
+            Tensor r = h->fn(grad);
+            if (r.defined()) grad = r;
+        }
+    }
+    if (node.has_hooks() && slot < node.num_outputs() && !node.is_accumulate_grad()) {
+        if (auto impl = node.retain_grad_target(slot).lock()) {
+            Tensor owner(impl);
+            auto& m = ensure_meta(owner);
+            const Tensor g = create_graph ? grad : grad.detach();
+            m.grad = m.grad.defined() ? ops::add(m.grad, g) : graft::detail::raw::clone(g);
+        }
+    }
+    return grad;
+}
+
+inline void execute(graph_task& task) {
+    auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+        return a->sequence_nr() < b->sequence_nr();
+    };
+    std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
+        later_first);
+    for (auto& [node, st] : task.nodes)
+        if (st.has_gradient && st.dependencies == 0) ready.push(st.owner);
+
+    grad_mode_guard mode(task.create_graph);
+    graph_task* outer = current_task();
+    current_task() = &task;
+    struct restore_task {
+        graph_task* outer;
+        ~restore_task() { current_task() = outer; }
+    } restore{outer};
+    std::shared_ptr<node_logger> log;
+    {
+        std::lock_guard lock(logger_mutex());
+        log = logger_slot();
+    }
+    while (!ready.empty()) {
+        std::shared_ptr<Node> node = ready.top();
+        ready.pop();
+        std::lock_guard lock(node->mutex());
+        tensor_list grads = std::move(task.nodes[node.get()].buffer);
+        grads.resize(node->num_outputs());
+        const auto capture = task.captures.empty() ? task.captures.end() : task.captures.find(node.get());
+        bool run = !task.filter || task.needed.count(node.get()) > 0;
+        if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
+        // A node neither run nor captured is not part of this pass: its tensor hooks stay quiet.
+        if (!run && capture == task.captures.end()) continue;
+        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
+        if (capture != task.captures.end())
+            for (auto [slot, index] : capture->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
+        if (!run) continue;
+
+        const bool hooked = node->has_hooks();
+        if (hooked)
+            for (const auto& h : std::vector(node->pre_hooks())) {
+                if (h->removed) continue;
+                if (auto r = h->fn(grads)) grads = std::move(*r);
+            }
+        bool any = false;
+        for (const auto& g : grads) any = any || g.defined();
+        tensor_list outputs;
+        if (any) outputs = (hooked || log) ? (*node)(grads) : (*node)(std::move(grads));
+        outputs.resize(node->next_functions().size());
+        if (hooked)
+            for (const auto& h : std::vector(node->post_hooks())) {
+                if (h->removed) continue;
+                if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
+            }
+        if (log) (*log)(*node, grads, outputs);
+        if (!task.keep_graph) node->release_variables();
+
+        const auto& edges = node->next_functions();
+        for (std::size_t i = 0; i < edges.size(); ++i) {
+            const Edge& e = edges[i];
+            if (!e.valid()) continue;
+            Node* next = e.function.get();
+            node_state& st = task.nodes[next];
+            if (i < outputs.size() && outputs[i].defined())
+                add_to_buffer(st, *next, e.input_nr, validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+            else
+                st.has_gradient = true;  // becomes ready with an undefined gradient
+            if (--st.dependencies == 0) ready.push(st.owner);
+        }
+    }
+}
+
+/// Shared implementation of Tensor::backward and autograd::grad.
+inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool keep_graph,
+                                bool create_graph, const std::vector<Edge>& inputs, bool accumulate_grad,
+                                bool allow_unused) {
+    graft::detail::check(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
+                         grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
+    graph_task task;
+    task.id = next_task_id()++;
+    task.keep_graph = keep_graph;
+    task.create_graph = create_graph;
+    task.accumulate_grad = accumulate_grad;
+    std::vector<Edge> roots;
+    std::vector<Tensor> root_grads;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const Tensor& out = outputs[i];
+        graft::detail::check(out.defined(), "backward: output ", i, " is an undefined tensor");
+        Edge e = gradient_edge(out);
+        graft::detail::check(e.valid(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+        Tensor g = grad_outputs.empty() ? Tensor{} : grad_outputs[i];
+        if (!g.defined()) {
+            graft::detail::check(out.numel() == 1, "grad can be implicitly created only for scalar outputs (output ",
+                                 i, " has shape ", out.sizes(), ")");
+            g = ones_like(out);
+        } else {
+            graft::detail::check(g.sizes() == out.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
+                                 g.sizes(), " and output[", i, "] has a shape of ",
+                                 out.sizes(), ".");
+            graft::detail::check(is_floating_point(g.type()), "backward: grad_output[", i,
+                                 "] must be a floating-point tensor, got ", g.type());
+        }
+        roots.push_back(e);
+        root_grads.push_back(g);
+    }
+    compute_dependencies(task, roots);
+    if (!inputs.empty()) {
+        task.filter = true;
+        task.captured.resize(inputs.size());
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
+            task.nodes.try_emplace(inputs[i].function.get()).first->second.owner = inputs[i].function;
+            task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
+        }
+        compute_needed(task, roots, accumulate_grad);
+    }
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        Node* n = roots[i].function.get();
+        add_to_buffer(task.nodes[n], *n, roots[i].input_nr,
+                      validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
+    }
+    execute(task);
+    if (!accumulate_grad) {
+        for (std::size_t i = 0; i < task.captured.size(); ++i)
+            graft::detail::check(allow_unused || task.captured[i].defined(),
+                                 "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                                 "allow_unused=true if this is the desired behavior.");
+    }
+    return task.captured;
+}
+
+}  // namespace detail
+
+/// Logs every node the engine runs (name and gradient shapes) to `os`, until
+/// called again with nullptr. Process-wide; thread-safe.
+inline void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
+    std::lock_guard lock(detail::logger_mutex());
+    detail::logger_slot() = fn ? std::make_shared<detail::node_logger>(std::move(fn)) : nullptr;
+}
+
+/// Inside a backward pass (e.g. from a hook): true when the engine will run `node`
+/// in the current pass (torch's _will_engine_execute_node). Throws outside backward.
+[[nodiscard]] inline bool will_engine_execute_node(const Node& node) {
+    const auto* task = detail::current_task();
+    graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
+    auto* n = const_cast<Node*>(&node);
+    if (!task->nodes.count(n)) return false;
+    if (task->captures.count(n)) return true;  // as PyTorch: capture targets count as executed
+    if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
+    return !task->filter || task->needed.count(n) > 0;
+}
+
+/// Identifies the backward pass running on this thread (0 outside backward).
+[[nodiscard]] inline std::uint64_t current_graph_task_id() noexcept {
+    const auto* task = detail::current_task();
+    return task ? task->id : 0;
+}
+
+}  // namespace graft::autograd
+// ---- end graft/autograd/engine.hpp
+// ---- begin graft/autograd/functions.hpp
+// The differentiable ops: each runs the raw forward from graft::ops and, when a
+// gradient is needed, records a node whose derivative is written with these
+// same ops (so backward is itself differentiable: double backward works).
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace graft {
+
+// Forward declarations: derivatives below use the differentiable functions.
+#define GRAFT_DETAIL_DECLARE_BINARY(fn)                 \
+    inline Tensor fn(const Tensor& a, const Tensor& b); \
+    inline Tensor fn(const Tensor& a, const scalar& b); \
+    inline Tensor fn(const scalar& a, const Tensor& b);
+GRAFT_DETAIL_DECLARE_BINARY(add)
+GRAFT_DETAIL_DECLARE_BINARY(sub)
+GRAFT_DETAIL_DECLARE_BINARY(mul)
+GRAFT_DETAIL_DECLARE_BINARY(div)
+GRAFT_DETAIL_DECLARE_BINARY(pow)
+GRAFT_DETAIL_DECLARE_BINARY(operator+)
+GRAFT_DETAIL_DECLARE_BINARY(operator-)
+GRAFT_DETAIL_DECLARE_BINARY(operator*)
+GRAFT_DETAIL_DECLARE_BINARY(operator/)
+#undef GRAFT_DETAIL_DECLARE_BINARY
+inline Tensor operator-(const Tensor& a);
+inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim);
+inline Tensor sum_to_size(const Tensor& g, const int_list& sizes);
+inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+inline Tensor exp(const Tensor& a);
+inline Tensor log(const Tensor& a);
+inline Tensor tanh(const Tensor& a);
+inline Tensor matmul(const Tensor& a, const Tensor& b);
+
+namespace autograd::detail {
+
+/// A node for these inputs, or null when grad mode is off or none needs a gradient.
+template <class... Ts>
+[[nodiscard]] std::shared_ptr<function_node> make_node(const char* name, const Ts&... inputs) {
+    if (!is_grad_enabled() || !(requires_grad(inputs) || ...)) return nullptr;
+    auto node = std::make_shared<function_node>(name);
+    (node->add_next_edge(gradient_edge(inputs)), ...);
+    return node;
+}
+
+/// Makes `out` the output of `node` (its grad_fn).
+inline void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
+    auto& m = ensure_meta(out);
+    m.grad_fn = node;
+    m.output_nr = node->add_output(out);
+    m.requires_grad = false;
+}
+
+inline void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
+    graft::detail::check(self.defined(), op, ": got an undefined tensor");
+    notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
+    if (!is_grad_enabled()) return;
+    const auto* m = meta(self);
+    graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
+                         ": a leaf Variable that requires grad is being used in an in-place operation.");
+    graft::detail::check(!(self.is_view() && (requires_grad(self) || other_requires_grad)), op,
+                         ": in-place operations on views are not differentiable in graft yet; apply the operation "
+                         "out of place (or to the base tensor)");
+}
+
+/// dims that were reduced away, restored as size-1 dims (for expanding gradients back).
+[[nodiscard]] inline Tensor unsqueeze_reduced(const Tensor& g, const int_list& in_sizes, const int_list& dims,
+                                              bool keepdim) {
+    if (keepdim || in_sizes.empty()) return g;
+    const auto rank = static_cast<std::int64_t>(in_sizes.size());
+    std::vector<bool> mask(in_sizes.size(), dims.empty());
+    for (auto d : dims) mask[static_cast<std::size_t>(graft::detail::wrap_dim("sum", d, rank))] = true;
+    int_list shape;
+    for (std::size_t i = 0; i < in_sizes.size(); ++i) shape.push_back(mask[i] ? 1 : in_sizes[i]);
+    return g.reshape(shape);
+}
+
+}  // namespace autograd::detail
+
+/// Sums `g` down to `sizes` over broadcast dimensions (the gradient of expand).
+inline Tensor sum_to_size(const Tensor& g, const int_list& sizes) {
+    if (g.sizes() == sizes) return g;
+    const auto lead = static_cast<std::int64_t>(g.dim()) - static_cast<std::int64_t>(sizes.size());
+    graft::detail::check(lead >= 0, "sum_to_size: cannot sum ", g.sizes(), " to ",
+                         sizes);
+    int_list dims;
+    for (std::int64_t i = 0; i < g.dim(); ++i) {
+        if (i < lead) dims.push_back(i);
+        else if (sizes[static_cast<std::size_t>(i - lead)] == 1 && g.size(i) != 1) dims.push_back(i);
+    }
+    if (dims.empty()) return g.reshape(sizes);
+    return sum(g, dims, true).reshape(sizes);
+}
+
+// ---------------------------------------------------------------- binary ops
+
+namespace autograd::detail {
+
+enum class binary_kind { add, sub, mul, div, pow, maximum, minimum };
+
+/// Gradients of a binary op; a or b may be a 0-dim stand-in for a number.
+[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
+                                                 const Tensor& out, bool need_a, bool need_b) {
+    Tensor ga, gb;
+    switch (kind) {
+        case binary_kind::add:
+            ga = g;
+            gb = g;
+            break;
+        case binary_kind::sub:
+            ga = g;
+            if (need_b) gb = -g;
+            break;
+        case binary_kind::mul:
+            if (need_a) ga = g * b;
+            if (need_b) gb = g * a;
+            break;
+        case binary_kind::div:
+            if (need_a) ga = g / b;
+            if (need_b) gb = -g * a / (b * b);
+            break;
+        case binary_kind::pow:
+            // PyTorch masks the 0 * inf cases: d/da is 0 where b == 0, d/db is 0 where a == 0 and b >= 0.
+            if (need_a) ga = where(b == 0.0, zeros_like(out), g * b * pow(a, b - 1.0));
+            if (need_b) gb = where((a == 0.0) * (b >= 0.0) == 1, zeros_like(out), g * out * log(a));
+            break;
+        case binary_kind::maximum:
+        case binary_kind::minimum: {
+            // Ties split the gradient evenly, as PyTorch does.
+            const Tensor win = kind == binary_kind::maximum ? gt(a, b) : lt(a, b);
+            const Tensor tie = eq(a, b);
+            const Tensor half = g * 0.5;
+            if (need_a) ga = where(win, g, where(tie, half, zeros_like(g)));
+            if (need_b) gb = where(win, zeros_like(g), where(tie, half, g));
+            break;
+        }
+    }
+    return {need_a && ga.defined() ? sum_to_size(ga, a.sizes()) : Tensor{},
+            need_b && gb.defined() ? sum_to_size(gb, b.sizes()) : Tensor{}};
+}
+
+[[nodiscard]] constexpr const char* binary_node_name(binary_kind k) {
+    switch (k) {
+        case binary_kind::add: return "AddBackward0";
+        case binary_kind::sub: return "SubBackward0";
+        case binary_kind::mul: return "MulBackward0";
+        case binary_kind::div: return "DivBackward0";
+        case binary_kind::pow: return "PowBackward1";
+        case binary_kind::maximum: return "MaximumBackward0";
+        case binary_kind::minimum: return "MinimumBackward0";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline bool binary_saves_inputs(binary_kind k) { return k != binary_kind::add && k != binary_kind::sub; }
+
+inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
+    auto node = make_node(binary_node_name(kind), a, b);
+    if (!node) return out;
+    // Only sizes are needed for add/sub; other ops keep the inputs (and pow its output).
+    const int_list sa = a.sizes(), sb = b.sizes();
+    const dtype ta = a.type(), tb = b.type();
+    if (binary_saves_inputs(kind)) {
+        node->save(a);
+        node->save(b);
+    }
+    node->backward = [kind, sa, sb, ta, tb](function_node& n, const tensor_list& g) -> tensor_list {
+        const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1);
+        if (!binary_saves_inputs(kind)) {
+            Tensor ga = na ? sum_to_size(g[0], sa) : Tensor{};
+            Tensor gb = nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{};
+            if (ga.defined() && ga.type() != ta) ga = ga.to(ta);
+            if (gb.defined() && gb.type() != tb) gb = gb.to(tb);
+            return {ga, gb};
+        }
+        const Tensor a = n.saved(0), b = n.saved(1);
+        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
+        return binary_backward(kind, g[0], a, b, out, na, nb);
+    };
+    set_history(out, node);
+    return out;
+}
+
+/// A number operand: the node has one edge, for the tensor.
+inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
+    auto node = make_node(binary_node_name(kind), t);
+    if (!node) return out;
+    const bool needs_tensor = binary_saves_inputs(kind) && !(kind == binary_kind::mul) &&
+                              !(kind == binary_kind::div && tensor_first);
+    if (needs_tensor) node->save(t);
+    const int_list st = t.sizes();
+    node->backward = [kind, s, tensor_first, st](function_node& n, const tensor_list& g) -> tensor_list {
+        if (!binary_saves_inputs(kind)) {
+            const bool negate = kind == binary_kind::sub && !tensor_first;
+            return {sum_to_size(negate ? -g[0] : g[0], st)};
+        }
+        // Multiplying or dividing by a number: the gradient is the same op on the gradient.
+        if (kind == binary_kind::mul) return {g[0] * s};
+        if (kind == binary_kind::div && tensor_first) return {g[0] / s};
+        const Tensor t = n.saved(0);
+        const Tensor c = full({}, s, t.type());
+        const Tensor a = tensor_first ? t : c, b = tensor_first ? c : t;
+        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
+        tensor_list r = binary_backward(kind, g[0], a, b, out, tensor_first, !tensor_first);
+        return {tensor_first ? r[0] : r[1]};
+    };
+    set_history(out, node);
+    return out;
+}
+
+}  // namespace autograd::detail
+
+#define GRAFT_DETAIL_DIFF_BINARY(fn, kind)                                                                        \
+    inline Tensor fn(const Tensor& a, const Tensor& b) {                                                          \
+        return autograd::detail::record_binary(kind, a, b, ops::fn(a, b));                                        \
+    }                                                                                                             \
+    inline Tensor fn(const Tensor& a, const scalar& b) {                                                          \
+        return autograd::detail::record_binary_scalar(kind, a, b, true, ops::fn(a, b));                           \
+    }                                                                                                             \
+    inline Tensor fn(const scalar& a, const Tensor& b) {                                                          \
+        return autograd::detail::record_binary_scalar(kind, b, a, false, ops::fn(a, b));                          \
+    }
+
+GRAFT_DETAIL_DIFF_BINARY(add, autograd::detail::binary_kind::add)
+GRAFT_DETAIL_DIFF_BINARY(sub, autograd::detail::binary_kind::sub)
+GRAFT_DETAIL_DIFF_BINARY(mul, autograd::detail::binary_kind::mul)
+GRAFT_DETAIL_DIFF_BINARY(div, autograd::detail::binary_kind::div)
+GRAFT_DETAIL_DIFF_BINARY(pow, autograd::detail::binary_kind::pow)
+GRAFT_DETAIL_DIFF_BINARY(maximum, autograd::detail::binary_kind::maximum)
+GRAFT_DETAIL_DIFF_BINARY(minimum, autograd::detail::binary_kind::minimum)
+#undef GRAFT_DETAIL_DIFF_BINARY
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator+(const Tensor& a, const scalar& b) { return add(a, b); }
+inline Tensor operator+(const scalar& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator-(const Tensor& a, const scalar& b) { return sub(a, b); }
+inline Tensor operator-(const scalar& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator*(const Tensor& a, const scalar& b) { return mul(a, b); }
+inline Tensor operator*(const scalar& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator/(const Tensor& a, const scalar& b) { return div(a, b); }
+inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
+
+/// where(cond, a, b): differentiable in a and b.
+inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    Tensor out = ops::where(cond, a, b);
+    auto node = autograd::detail::make_node("WhereBackward0", a, b);
+    if (!node) return out;
+    node->save(cond);
+    const int_list sa = a.sizes(), sb = b.sizes();
+    node->backward = [sa, sb](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        const Tensor c = n.saved(0);
+        const Tensor zero = zeros_like(g[0]);
+        return {n.needs_input_grad(0) ? sum_to_size(where(c, g[0], zero), sa) : Tensor{},
+                n.needs_input_grad(1) ? sum_to_size(where(c, zero, g[0]), sb) : Tensor{}};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
+    return where(cond, a, full({}, b, result_type(a, b)));
+}
+inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
+    return where(cond, full({}, a, result_type(a, b)), b);
+}
+
+// ---------------------------------------------------------------- unary ops
+
+namespace autograd::detail {
+
+/// Records a unary op; `bwd(grad, input, output)` gives the input's gradient.
+template <class Backward>
+Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_input, bool save_output, Backward bwd) {
+    auto node = make_node(name, a);
+    if (!node) return out;
+    node->save(save_input ? a : Tensor{});
+    set_history(out, node);
+    node->save(save_output ? out : Tensor{}, true);
+    node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
+        return {bwd(g[0], n.saved(0), n.saved(1))};
+    };
+    return out;
+}
+
+}  // namespace autograd::detail
+
+inline Tensor neg(const Tensor& a) {
+    return autograd::detail::record_unary("NegBackward0", a, ops::neg(a), false, false,
+                                          [](const Tensor& g, const Tensor&, const Tensor&) { return -g; });
+}
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+/// sign(x): -1, 0 or 1 (NaN stays NaN); not differentiable (its gradient is zero).
+inline Tensor sign(const Tensor& a) {
+    const Tensor pos = ops::where(a > 0.0, ones_like(a), zeros_like(a));
+    return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
+}
+inline Tensor abs(const Tensor& a) {
+    return autograd::detail::record_unary("AbsBackward0", a, ops::abs(a), true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * sign(x); });
+}
+inline Tensor exp(const Tensor& a) {
+    return autograd::detail::record_unary("ExpBackward0", a, ops::exp(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g * y; });
+}
+inline Tensor log(const Tensor& a) {
+    return autograd::detail::record_unary("LogBackward0", a, ops::log(a), true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g / x; });
+}
+inline Tensor sqrt(const Tensor& a) {
+    return autograd::detail::record_unary("SqrtBackward0", a, ops::sqrt(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g / (2.0 * y); });
+}
+inline Tensor rsqrt(const Tensor& a) {
+    return autograd::detail::record_unary("RsqrtBackward0", a, ops::rsqrt(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
+                                              return g * (-0.5) * y * y * y;
+                                          });
+}
+inline Tensor tanh(const Tensor& a) {
+    return autograd::detail::record_unary("TanhBackward0", a, ops::tanh(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
+                                              return g * (1.0 - y * y);
+                                          });
+}
+inline Tensor sigmoid(const Tensor& a) {
+    return autograd::detail::record_unary("SigmoidBackward0", a, ops::sigmoid(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
+                                              return g * y * (1.0 - y);
+                                          });
+}
+inline Tensor relu(const Tensor& a) {
+    return autograd::detail::record_unary("ReluBackward0", a, ops::relu(a), false, true,
+                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
+                                              return where(y > 0.0, g, zeros_like(g));
+                                          });
+}
+inline Tensor sin(const Tensor& a);
+inline Tensor cos(const Tensor& a) {
+    return autograd::detail::record_unary("CosBackward0", a, ops::cos(a), true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return -g * sin(x); });
+}
+inline Tensor sin(const Tensor& a) {
+    return autograd::detail::record_unary("SinBackward0", a, ops::sin(a), true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * cos(x); });
+}
+
+/// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x
+/// is unstable near 0, so it is computed elementwise with std::erfc (double precision).
+inline Tensor normal_cdf(const Tensor& a) {
+    graft::detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
+    Tensor x = a.contiguous().detach();
+    Tensor out = empty(a.sizes(), a.type());
+    graft::detail::visit_dtype(a.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            const T* p = x.data_ptr<T>();
+            T* o = out.data_ptr<T>();
+            for (std::int64_t i = 0; i < a.numel(); ++i)
+                o[i] = static_cast<T>(0.5 * std::erfc(-static_cast<double>(p[i]) * std::numbers::sqrt2 / 2.0));
+        }
+    });
+    return autograd::detail::record_unary("NormalCdfBackward0", a, out, true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) {
+                                              const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
+                                              return g * exp(x * x * (-0.5)) * inv_sqrt_2pi;
+                                          });
+}
+
+/// GELU, exact (erf) or "tanh" approximation, as torch.nn.functional.gelu; twice differentiable.
+inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
+    Tensor out = ops::gelu(a, approximate);
+    if (approximate == "none")
+        return autograd::detail::record_unary("GeluBackward0", a, out, true, false,
+                                              [](const Tensor& g, const Tensor& x, const Tensor&) {
+                                                  const double inv_sqrt_2pi =
+                                                      0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
+                                                  return g * (normal_cdf(x) + x * exp(x * x * (-0.5)) * inv_sqrt_2pi);
+                                              });
+    return autograd::detail::record_unary("GeluBackward0", a, out, true, false,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&) {
+                                              const double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi * 2.0 / 2.0;
+                                              const double c = 0.044715;
+                                              const Tensor t = tanh((x + x * x * x * c) * k);
+                                              const Tensor left = (t + 1.0) * 0.5;
+                                              const Tensor right = x * 0.5 * (1.0 - t * t) * k * (x * x * (3.0 * c) + 1.0);
+                                              return g * (left + right);
+                                          });
+}
+
+// ---------------------------------------------------------------- reductions
+
+inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim) {
+    Tensor out = ops::sum(t, dims, keepdim);
+    auto node = autograd::detail::make_node("SumBackward1", t);
+    if (!node) return out;
+    const int_list sizes = t.sizes();
+    node->backward = [sizes, dims, keepdim](autograd::function_node&, const autograd::tensor_list& g) {
+        return autograd::tensor_list{autograd::detail::unsqueeze_reduced(g[0], sizes, dims, keepdim).expand(sizes)};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+inline Tensor sum(const Tensor& t) {
+    Tensor out = ops::sum(t);
+    auto node = autograd::detail::make_node("SumBackward0", t);
+    if (!node) return out;
+    const int_list sizes = t.sizes();
+    node->backward = [sizes](autograd::function_node&, const autograd::tensor_list& g) {
+        return autograd::tensor_list{g[0].expand(sizes)};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+    Tensor out = ops::mean(t, dims, keepdim);
+    auto node = autograd::detail::make_node("MeanBackward1", t);
+    if (!node) return out;
+    const int_list sizes = t.sizes();
+    const double count = out.numel() == 0 ? 0.0 : static_cast<double>(t.numel()) / static_cast<double>(out.numel());
+    node->backward = [sizes, dims, keepdim, count](autograd::function_node&, const autograd::tensor_list& g) {
+        return autograd::tensor_list{
+            autograd::detail::unsqueeze_reduced(g[0], sizes, dims, keepdim).expand(sizes) / count};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+
+namespace autograd::detail {
+/// amax/amin: the gradient is split evenly among the elements equal to the result.
+inline Tensor record_extremum(const char* name, const Tensor& t, const int_list& dims, bool keepdim, Tensor out) {
+    auto node = make_node(name, t);
+    if (!node) return out;
+    node->save(t);
+    set_history(out, node);
+    node->save(out, true);
+    node->backward = [dims, keepdim](function_node& n, const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), y = n.saved(1);
+        const int_list sizes = x.sizes();
+        const Tensor y_full = unsqueeze_reduced(y, sizes, dims, keepdim);
+        const Tensor mask = where(x == y_full, ones_like(x), zeros_like(x));
+        const Tensor count = sum(mask, dims, true);
+        return {unsqueeze_reduced(g[0], sizes, dims, keepdim) * mask / count};
+    };
+    return out;
+}
+}  // namespace autograd::detail
+
+inline Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+    return autograd::detail::record_extremum("AmaxBackward0", t, dims, keepdim, ops::amax(t, dims, keepdim));
+}
+inline Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+    return autograd::detail::record_extremum("AminBackward0", t, dims, keepdim, ops::amin(t, dims, keepdim));
+}
+
+// ---------------------------------------------------------------- matmul, softmax
+
+inline Tensor matmul(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::matmul(a, b);
+    auto node = autograd::detail::make_node("MmBackward0", a, b);
+    if (!node) return out;
+    node->save(a);
+    node->save(b);
+    node->backward = [](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        const Tensor a = n.saved(0), b = n.saved(1);
+        // Promote 1-D operands as the forward did, then sum broadcast batch dims back.
+        const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+        const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+        Tensor g2 = g[0];
+        if (a.dim() == 1 && b.dim() == 1) g2 = g2.reshape({1, 1});
+        else if (a.dim() == 1) g2 = g2.unsqueeze(-2);
+        else if (b.dim() == 1) g2 = g2.unsqueeze(-1);
+        Tensor ga, gb;
+        if (n.needs_input_grad(0)) ga = sum_to_size(matmul(g2, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
+        if (n.needs_input_grad(1)) gb = sum_to_size(matmul(a2.transpose(-1, -2), g2), b2.sizes()).reshape(b.sizes());
+        return {ga, gb};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+
+inline Tensor softmax(const Tensor& t, std::int64_t dim) {
+    Tensor out = ops::softmax(t, dim);
+    auto node = autograd::detail::make_node("SoftmaxBackward0", t);
+    if (!node) return out;
+    autograd::detail::set_history(out, node);
+    node->save(out, true);
+    const std::int64_t d = t.dim() == 0 ? 0 : graft::detail::wrap_dim("softmax", dim, t.dim());
+    node->backward = [d](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        const Tensor y = n.saved(0);
+        if (y.dim() == 0) return {g[0] * 0.0};
+        return {y * (g[0] - sum(g[0] * y, {d}, true))};
+    };
+    return out;
+}
+inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
+    Tensor out = ops::log_softmax(t, dim);
+    auto node = autograd::detail::make_node("LogSoftmaxBackward0", t);
+    if (!node) return out;
+    autograd::detail::set_history(out, node);
+    node->save(out, true);
+    const std::int64_t d = t.dim() == 0 ? 0 : graft::detail::wrap_dim("log_softmax", dim, t.dim());
+    node->backward = [d](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        const Tensor y = n.saved(0);
+        if (y.dim() == 0) return {g[0] * 0.0};
+        return {g[0] - exp(y) * sum(g[0], {d}, true)};
+    };
+    return out;
+}
+
+}  // namespace graft
+// ---- end graft/autograd/functions.hpp
+// ---- begin graft/autograd/gradcheck.hpp
+// gradcheck / gradgradcheck: compare autograd's Jacobians with central finite
+// differences (torch.autograd.gradcheck). Use float64 inputs.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+// ---- begin graft/autograd/tensor_methods.hpp
+// Definitions of Tensor's autograd, view, copy, in-place and math methods, and
+// the public entry points autograd::backward, autograd::grad, GradientEdge.
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace graft {
+
+// ---------------------------------------------------------------- autograd state
+
+inline bool Tensor::requires_grad() const { return autograd::detail::requires_grad(*this); }
+
+inline Tensor& Tensor::requires_grad_(bool enabled) {
+    auto* m = autograd::detail::meta(*this);
+    if (m && m->grad_fn) {
+        detail::check(enabled, "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
+                                "want to use a computed variable in a subgraph that doesn't require differentiation "
+                                "use var_no_grad = var.detach().");
+        return *this;
+    }
+    detail::check(!enabled || is_floating_point(type()), "requires_grad_: only Tensors of floating point dtype can "
+                  "require gradients (got ", type(), ")");
+    if (!m && !enabled) return *this;
+    autograd::detail::ensure_meta(*this).requires_grad = enabled;
+    return *this;
+}
+
+inline bool Tensor::is_leaf() const {
+    const auto* m = autograd::detail::meta(*this);
+    return !m || !m->grad_fn;
+}
+
+inline Tensor Tensor::grad() const {
+    const auto* m = autograd::detail::meta(*this);
+    return m ? m->grad : Tensor{};
+}
+
+inline void Tensor::set_grad(const Tensor& g) const {
+    if (g.defined())
+        detail::check(g.sizes() == sizes() && g.type() == type(), "set_grad: assigned grad has shape ",
+                      g.sizes(), " and dtype ", g.type(), ", expected ",
+                      sizes(), " and ", type());
+    autograd::detail::ensure_meta(*this).grad = g;
+}
+
+inline std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+    const auto* m = autograd::detail::meta(*this);
+    return m ? m->grad_fn : nullptr;
+}
+
+inline std::uint32_t Tensor::output_nr() const {
+    const auto* m = autograd::detail::meta(*this);
+    return m ? m->output_nr : 0;
+}
+
+inline Tensor Tensor::detach() const {
+    Tensor out = detail::raw::alias(*this);
+    out.impl_ptr()->is_view = is_view();
+    return out;
+}
+
+inline void Tensor::retain_grad() const {
+    detail::check(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+    if (is_leaf()) return;  // leaves keep their grad anyway
+    auto& m = autograd::detail::ensure_meta(*this);
+    if (m.retains_grad) return;
+    m.retains_grad = true;
+    m.grad_fn->retain_grad_target(m.output_nr) = impl_ptr();
+}
+
+inline bool Tensor::retains_grad() const {
+    const auto* m = autograd::detail::meta(*this);
+    return m && m->retains_grad;
+}
+
+inline autograd::hook_handle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+    detail::check(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+    auto& m = autograd::detail::ensure_meta(*this);
+    if (m.grad_fn) return autograd::detail::add_hook(m.grad_fn->tensor_pre_hooks(m.output_nr), std::move(hook));
+    return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
+}
+
+inline autograd::hook_handle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+    detail::check(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+    auto& m = autograd::detail::ensure_meta(*this);
+    return autograd::detail::add_hook(m.post_accumulate_hooks, std::move(hook));
+}
+
+namespace autograd {
+
+/// Where the gradient of a tensor flows in the graph: (node, input slot).
+struct GradientEdge {
+    std::shared_ptr<Node> node;
+    std::uint32_t output_nr = 0;
+};
+
+/// The gradient edge of `t`: its grad_fn, or its AccumulateGrad for a leaf.
+[[nodiscard]] inline GradientEdge get_gradient_edge(const Tensor& t) {
+    graft::detail::check(t.defined() && t.requires_grad(), "It is not possible to get the gradient edge for a Tensor "
+                         "that does not require gradients");
+    const Edge e = detail::gradient_edge(t);
+    return {e.function, e.input_nr};
+}
+
+/// A differentiation target: a tensor or a gradient edge.
+struct grad_input {
+    grad_input(const Tensor& t) : tensor(t) {}  // NOLINT: implicit by design
+    grad_input(GradientEdge e) : edge(std::move(e)) {}  // NOLINT
+    Tensor tensor;
+    GradientEdge edge;
+    [[nodiscard]] Edge to_edge() const {
+        if (tensor.defined()) {
+            graft::detail::check(tensor.requires_grad(), "One of the differentiated Tensors does not require grad");
+            return detail::gradient_edge(tensor);
+        }
+        graft::detail::check(edge.node != nullptr, "autograd::grad: got an empty GradientEdge");
+        return {edge.node, edge.output_nr};
+    }
+};
+
+/// Computes the sum of gradients of `outputs` w.r.t. the leaves (accumulated into .grad),
+/// or only w.r.t. `inputs` when given, as torch.autograd.backward.
+inline void backward(const tensor_list& outputs, const tensor_list& grad_outputs = {}, bool retain_graph = false,
+                     bool create_graph = false, const std::vector<grad_input>& inputs = {}) {
+    std::vector<Edge> edges;
+    for (const auto& in : inputs) edges.push_back(in.to_edge());
+    tensor_list captured = detail::run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph,
+                                                edges, true, true);
+    // Non-leaf inputs get their gradient in .grad, as if they retained it.
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i].tensor;
+        if (!t.defined() || t.is_leaf() || !captured[i].defined()) continue;
+        auto& m = detail::ensure_meta(t);
+        const Tensor g = create_graph ? captured[i] : captured[i].detach();
+        m.grad = m.grad.defined() ? m.grad + g : g;
+    }
+}
+
+/// Returns the gradients of `outputs` w.r.t. `inputs` without touching .grad (torch.autograd.grad).
+[[nodiscard]] inline tensor_list grad(const tensor_list& outputs, const std::vector<grad_input>& inputs,
+                                      const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = {},
+                                      bool create_graph = false, bool allow_unused = false) {
+    graft::detail::check(!inputs.empty(), "grad requires at least one input");
+    std::vector<Edge> edges;
+    for (const auto& in : inputs) edges.push_back(in.to_edge());
+    return detail::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, edges,
+                                false, allow_unused);
+}
+
+namespace detail {
+
+inline Tensor accumulate(const Tensor& a, const Tensor& b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return a + b;
+}
+
+}  // namespace detail
+
+inline tensor_list AccumulateGrad::apply(tensor_list&& grads) {
+    if (!grads[0].defined()) return {};
+    auto& m = detail::ensure_meta(leaf_);
+    {
+        std::lock_guard lock(m.mutex);
+        Tensor g = std::move(grads[0]);
+        if (!is_grad_enabled()) {
+            // Steal the gradient (as PyTorch does) only when nobody but the engine's copy for
+            // post-hooks holds it and it is a plain contiguous tensor; otherwise copy it, so
+            // .grad never aliases, say, the gradient a user passed to backward().
+            const bool stealable = g.impl_ptr().use_count() <= 2 && !g.is_view() && g.is_contiguous();
+            g = stealable ? g : graft::detail::raw::clone(g);
+        }
+        m.grad = m.grad.defined() ? (is_grad_enabled() ? m.grad + g : ops::add(m.grad, g)) : g;
+    }
+    for (const auto& h : std::vector(m.post_accumulate_hooks))
+        if (!h->removed) h->fn(leaf_);
+    return {};
+}
+
+}  // namespace autograd
+
+inline void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
+                             const std::vector<Tensor>& inputs) const {
+    std::vector<autograd::grad_input> in(inputs.begin(), inputs.end());
+    autograd::backward({*this}, gradient.defined() ? autograd::tensor_list{gradient} : autograd::tensor_list{},
+                       retain_graph, create_graph, in);
+}
+
+// ---------------------------------------------------------------- views
+
+namespace autograd::detail {
+
+/// Records a view op whose gradient is `bwd(grad)`.
+template <class Backward>
+Tensor record_view(const char* name, const Tensor& self, Tensor out, Backward bwd) {
+    auto node = make_node(name, self);
+    if (!node) return out;
+    node->backward = [bwd](function_node&, const tensor_list& g) -> tensor_list { return {bwd(g[0])}; };
+    set_history(out, node);
+    return out;
+}
+
+/// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
+/// Differentiable in g (its derivative is the same view of the incoming gradient).
+inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view) {
+    Tensor out = zeros(sizes, g.type());
+    {
+        no_grad guard;
+        graft::detail::raw::copy_(view(out), g);
+    }
+    return record_view("SliceBackwardBackward0", g, out, [view](const Tensor& gg) { return view(gg); });
+}
+
+}  // namespace autograd::detail
+
+inline Tensor Tensor::view(int_list sizes) const {
+    const int_list in = this->sizes();
+    return autograd::detail::record_view("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
+                                         [in](const Tensor& g) { return g.reshape(in); });
+}
+inline Tensor Tensor::reshape(int_list sizes) const {
+    const int_list in = this->sizes();
+    Tensor out = detail::raw::reshape(*this, std::move(sizes));
+    const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
+    return autograd::detail::record_view(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
+}
+inline Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+    return autograd::detail::record_view("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
+                                         [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+}
+inline Tensor Tensor::t() const {
+    return autograd::detail::record_view("TBackward0", *this, detail::raw::t(*this),
+                                         [](const Tensor& g) { return g.t(); });
+}
+inline Tensor Tensor::permute(const int_list& dims) const {
+    Tensor out = detail::raw::permute(*this, dims);
+    int_list inverse(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i)
+        inverse[static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()))] = static_cast<std::int64_t>(i);
+    return autograd::detail::record_view("PermuteBackward0", *this, out,
+                                         [inverse](const Tensor& g) { return g.permute(inverse); });
+}
+inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
+    Tensor out = detail::raw::narrow(*this, d, start, length);
+    const int_list in = sizes();
+    const std::int64_t s = start < 0 ? start + size(d) : start;
+    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
+        return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
+    });
+}
+inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
+    Tensor out = detail::raw::slice(*this, d, start, end, step);
+    const int_list in = sizes();
+    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
+        return autograd::detail::embed(g, in,
+                                       [d, start, end, step](const Tensor& z) { return z.slice(d, start, end, step); });
+    });
+}
+inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
+    Tensor out = detail::raw::select(*this, d, index);
+    const int_list in = sizes();
+    return autograd::detail::record_view("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
+        return autograd::detail::embed(g, in, [d, index](const Tensor& z) { return z.select(d, index); });
+    });
+}
+inline Tensor Tensor::squeeze() const {
+    const int_list in = sizes();
+    return autograd::detail::record_view("SqueezeBackward0", *this, detail::raw::squeeze(*this),
+                                         [in](const Tensor& g) { return g.reshape(in); });
+}
+inline Tensor Tensor::squeeze(std::int64_t d) const {
+    const int_list in = sizes();
+    return autograd::detail::record_view("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
+                                         [in](const Tensor& g) { return g.reshape(in); });
+}
+inline Tensor Tensor::unsqueeze(std::int64_t d) const {
+    const int_list in = sizes();
+    return autograd::detail::record_view("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
+                                         [in](const Tensor& g) { return g.reshape(in); });
+}
+inline Tensor Tensor::expand(const int_list& sizes) const {
+    const int_list in = this->sizes();
+    return autograd::detail::record_view("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
+                                         [in](const Tensor& g) { return sum_to_size(g, in); });
+}
+inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
+    (void)broadcast_shapes(this->sizes(), sizes);
+    return expand(sizes);
+}
+inline Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t offset) const {
+    detail::check(!(requires_grad() && autograd::is_grad_enabled()),
+                  "as_strided: not differentiable in graft yet; call it on a detached tensor");
+    return detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
+}
+
+// ---------------------------------------------------------------- copies
+
+inline Tensor Tensor::contiguous() const {
+    if (is_contiguous()) return *this;
+    return clone();
+}
+inline Tensor Tensor::clone() const {
+    return autograd::detail::record_view("CloneBackward0", *this, detail::raw::clone(*this),
+                                         [](const Tensor& g) { return g; });
+}
+inline Tensor Tensor::to(dtype target) const {
+    if (target == type()) return *this;
+    const dtype source = type();
+    const bool differentiable = is_floating_point(target);
+    Tensor out = detail::raw::to(*this, target);
+    if (!differentiable) return out;
+    return autograd::detail::record_view("ToCopyBackward0", *this, out,
+                                         [source](const Tensor& g) { return g.to(source); });
+}
+
+/// torch.clone: a copy that stays in the graph (CloneBackward0).
+[[nodiscard]] inline Tensor clone(const Tensor& t) { return t.clone(); }
+
+// ---------------------------------------------------------------- in-place
+
+namespace autograd::detail {
+
+/// Writes `result` into `self`, and, when recording, makes `node` self's new grad_fn
+/// (its edges already point at self's previous history).
+inline void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node) {
+    graft::detail::raw::copy_(self, result);
+    if (!node) return;
+    auto& m = ensure_meta(self);
+    const bool retained = m.retains_grad;
+    m.retains_grad = false;
+    set_history(self, node);
+    if (retained) self.retain_grad();
+}
+
+inline void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
+    graft::detail::check(result.sizes() == self.sizes(), op, ": output with shape ",
+                         self.sizes(), " doesn't match the broadcast shape ",
+                         result.sizes());
+    graft::detail::check(promote_types(result.type(), self.type()) == self.type(), op, ": result type ",
+                         result.type(), " can't be cast to the desired output type ", self.type());
+}
+
+inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, const Tensor& other) {
+    check_inplace(op, self, requires_grad(other));
+    Tensor result;
+    switch (kind) {
+        case binary_kind::add: result = ops::add(self, other); break;
+        case binary_kind::sub: result = ops::sub(self, other); break;
+        case binary_kind::mul: result = ops::mul(self, other); break;
+        case binary_kind::div: result = ops::div(self, other); break;
+        default: graft::detail::fail(graft::detail::concat(op, ": not an in-place op"));
+    }
+    check_inplace_result(op, self, result);
+    auto node = make_node(binary_node_name(kind), self, other);
+    if (node && binary_saves_inputs(kind)) {
+        // The derivative needs the value self had before this write.
+        node->save(graft::detail::raw::clone(self));
+        node->save(other);
+    }
+    if (node) {
+        const int_list sa = self.sizes(), sb = other.sizes();
+        node->backward = [kind, sa, sb](function_node& n, const tensor_list& g) -> tensor_list {
+            const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1);
+            if (!binary_saves_inputs(kind))
+                return {na ? sum_to_size(g[0], sa) : Tensor{},
+                        nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{}};
+            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb);
+        };
+    }
+    commit_inplace(self, result.type() == self.type() ? result : graft::detail::raw::to(result, self.type()), node);
+    return self;
+}
+
+template <class Raw, class Backward>
+Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd) {
+    check_inplace(op, self, false);
+    Tensor result = raw(self);
+    check_inplace_result(op, self, result);
+    auto node = make_node(node_name, self);
+    commit_inplace(self, result, node);
+    if (node) {
+        node->save(self, true);  // the new value: every in-place unary derivative here uses the output
+        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list { return {bwd(g[0], n.saved(0))}; };
+    }
+    return self;
+}
+
+}  // namespace autograd::detail
+
+inline Tensor& Tensor::copy_(const Tensor& src) {
+    autograd::detail::check_inplace("copy_", *this, autograd::detail::requires_grad(src));
+    detail::check(src.defined(), "copy_: source tensor is undefined");
+    (void)broadcast_shapes(sizes(), src.sizes());
+    auto node = autograd::detail::make_node("CopyBackwards", *this, src);
+    if (node) {
+        const int_list ss = src.sizes();
+        const dtype st = src.type();
+        node->backward = [ss, st](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+            return {n.needs_input_grad(0) ? zeros_like(g[0]) : Tensor{},
+                    n.needs_input_grad(1) ? sum_to_size(g[0], ss).to(st) : Tensor{}};
+        };
+    }
+    detail::raw::copy_(*this, src);
+    if (node) autograd::detail::set_history(*this, node);
+    return *this;
+}
+inline Tensor& Tensor::fill_(const scalar& value) {
+    autograd::detail::check_inplace("fill_", *this, false);
+    auto node = autograd::detail::make_node("FillBackward0", *this);
+    if (node)
+        node->backward = [](autograd::function_node&, const autograd::tensor_list& g) {
+            return autograd::tensor_list{zeros_like(g[0])};
+        };
+    detail::raw::fill_(*this, value);
+    if (node) autograd::detail::set_history(*this, node);
+    return *this;
+}
+
+inline Tensor& Tensor::add_(const Tensor& o) { return autograd::detail::inplace_binary("add_", autograd::detail::binary_kind::add, *this, o); }
+inline Tensor& Tensor::add_(const scalar& o) { return add_(full({}, o, type())); }
+inline Tensor& Tensor::sub_(const Tensor& o) { return autograd::detail::inplace_binary("sub_", autograd::detail::binary_kind::sub, *this, o); }
+inline Tensor& Tensor::sub_(const scalar& o) { return sub_(full({}, o, type())); }
+inline Tensor& Tensor::mul_(const Tensor& o) { return autograd::detail::inplace_binary("mul_", autograd::detail::binary_kind::mul, *this, o); }
+inline Tensor& Tensor::mul_(const scalar& o) { return mul_(full({}, o, type())); }
+inline Tensor& Tensor::div_(const Tensor& o) { return autograd::detail::inplace_binary("div_", autograd::detail::binary_kind::div, *this, o); }
+inline Tensor& Tensor::div_(const scalar& o) {
+    return div_(full({}, o, is_floating_point(type()) ? type() : default_float_dtype));
+}
+inline Tensor& Tensor::neg_() {
+    return autograd::detail::inplace_unary("neg_", "NegBackward0", *this, [](const Tensor& x) { return ops::neg(x); },
+                                           [](const Tensor& g, const Tensor&) { return -g; });
+}
+inline Tensor& Tensor::exp_() {
+    return autograd::detail::inplace_unary("exp_", "ExpBackward0", *this, [](const Tensor& x) { return ops::exp(x); },
+                                           [](const Tensor& g, const Tensor& y) { return g * y; });
+}
+inline Tensor& Tensor::tanh_() {
+    return autograd::detail::inplace_unary("tanh_", "TanhBackward0", *this,
+                                           [](const Tensor& x) { return ops::tanh(x); },
+                                           [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
+}
+inline Tensor& Tensor::sigmoid_() {
+    return autograd::detail::inplace_unary("sigmoid_", "SigmoidBackward0", *this,
+                                           [](const Tensor& x) { return ops::sigmoid(x); },
+                                           [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); });
+}
+inline Tensor& Tensor::relu_() {
+    return autograd::detail::inplace_unary("relu_", "ReluBackward0", *this,
+                                           [](const Tensor& x) { return ops::relu(x); },
+                                           [](const Tensor& g, const Tensor& y) { return where(y > 0.0, g, zeros_like(g)); });
+}
+inline Tensor& Tensor::sin_() {
+    autograd::detail::check_inplace("sin_", *this, false);
+    detail::check(!requires_grad() || !autograd::is_grad_enabled(),
+                  "sin_: not differentiable in place (its derivative needs the overwritten input); use sin()");
+    detail::raw::copy_(*this, ops::sin(*this));
+    return *this;
+}
+
+// ---------------------------------------------------------------- math methods
 
 inline Tensor Tensor::sum() const { return graft::sum(*this); }
 inline Tensor Tensor::sum(const int_list& dims, bool keepdim) const { return graft::sum(*this, dims, keepdim); }
@@ -3848,7 +5920,567 @@ inline Tensor Tensor::softmax(std::int64_t dim) const { return graft::softmax(*t
 inline Tensor Tensor::log_softmax(std::int64_t dim) const { return graft::log_softmax(*this, dim); }
 
 }  // namespace graft
-// ---- end graft/ops/methods.hpp
+// ---- end graft/autograd/tensor_methods.hpp
+
+namespace graft::autograd {
+
+struct gradcheck_options {
+    double eps = 1e-6;
+    double atol = 1e-5;
+    double rtol = 1e-3;
+    /// Throw graft::error describing the first mismatch (true), or return false.
+    bool raise = true;
+};
+
+namespace detail {
+
+/// Byte address of element `flat` (row-major order) of t.
+[[nodiscard]] inline char* element_address(const Tensor& t, std::int64_t flat) {
+    std::int64_t offset = 0;
+    for (std::int64_t d = t.dim() - 1; d >= 0; --d) {
+        const std::int64_t size = t.size(d);
+        offset += (flat % size) * t.stride(d);
+        flat /= size;
+    }
+    return static_cast<char*>(t.raw_data()) + offset * static_cast<std::int64_t>(t.element_size());
+}
+
+[[nodiscard]] inline double read_element(const Tensor& t, std::int64_t flat) {
+    char* p = element_address(t, flat);
+    if (t.type() == dtype::float64) {
+        double v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    }
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline void write_element(const Tensor& t, std::int64_t flat, double value) {
+    char* p = element_address(t, flat);
+    if (t.type() == dtype::float64) {
+        std::memcpy(p, &value, sizeof value);
+    } else {
+        const auto f = static_cast<float>(value);
+        std::memcpy(p, &f, sizeof f);
+    }
+}
+
+[[nodiscard]] inline std::vector<double> flatten_outputs(const tensor_list& outs) {
+    std::vector<double> v;
+    for (const auto& o : outs) {
+        if (!o.defined()) continue;
+        const auto part = o.to_vector<double>();
+        v.insert(v.end(), part.begin(), part.end());
+    }
+    return v;
+}
+
+}  // namespace detail
+
+/// Checks the gradients of `f` at `inputs` (those requiring grad) against finite
+/// differences. Returns true on success; on mismatch throws (or returns false).
+inline bool gradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                      const gradcheck_options& opt = {}) {
+    std::vector<std::size_t> diff;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        graft::detail::check(inputs[i].defined(), "gradcheck: input ", i, " is undefined");
+        if (!inputs[i].requires_grad()) continue;
+        graft::detail::check(is_floating_point(inputs[i].type()), "gradcheck: input ", i, " must be floating point");
+        diff.push_back(i);
+    }
+    graft::detail::check(!diff.empty(), "gradcheck: at least one input must require grad");
+    const tensor_list outputs = f(inputs);
+    std::vector<std::size_t> out_sizes;
+    std::size_t n_out = 0;
+    for (const auto& o : outputs) {
+        out_sizes.push_back(o.defined() ? static_cast<std::size_t>(o.numel()) : 0);
+        n_out += out_sizes.back();
+    }
+    auto fail = [&](const std::string& msg) {
+        if (opt.raise) throw error("gradcheck: " + msg);
+        return false;
+    };
+    for (std::size_t k : diff) {
+        const Tensor& x = inputs[k];
+        const std::int64_t n_in = x.numel();
+        // Numerical Jacobian columns, one per input element.
+        std::vector<std::vector<double>> numerical(static_cast<std::size_t>(n_in));
+        for (std::int64_t j = 0; j < n_in; ++j) {
+            const double orig = detail::read_element(x, j);
+            std::vector<double> plus, minus;
+            {
+                no_grad guard;
+                detail::write_element(x, j, orig + opt.eps);
+                plus = detail::flatten_outputs(f(inputs));
+                detail::write_element(x, j, orig - opt.eps);
+                minus = detail::flatten_outputs(f(inputs));
+                detail::write_element(x, j, orig);
+            }
+            if (plus.size() != n_out || minus.size() != n_out)
+                return fail("the function returned outputs of different sizes for perturbed inputs");
+            auto& col = numerical[static_cast<std::size_t>(j)];
+            col.resize(n_out);
+            for (std::size_t r = 0; r < n_out; ++r) col[r] = (plus[r] - minus[r]) / (2 * opt.eps);
+        }
+        // Analytical Jacobian rows, one vector-Jacobian product per output element.
+        std::size_t row = 0;
+        for (std::size_t o = 0; o < outputs.size(); ++o) {
+            if (!outputs[o].defined() || !outputs[o].requires_grad()) {
+                for (std::size_t e = 0; e < out_sizes[o]; ++e, ++row)
+                    for (std::int64_t j = 0; j < n_in; ++j)
+                        if (std::fabs(numerical[static_cast<std::size_t>(j)][row]) > opt.atol)
+                            return fail(graft::detail::concat("output ", o, " does not require grad but its "
+                                                              "numerical gradient w.r.t. input ", k, " is nonzero"));
+                continue;
+            }
+            for (std::size_t e = 0; e < out_sizes[o]; ++e, ++row) {
+                Tensor onehot = zeros_like(outputs[o]);
+                detail::write_element(onehot, static_cast<std::int64_t>(e), 1.0);
+                const tensor_list g = grad({outputs[o]}, {x}, {onehot}, true, false, true);
+                const std::vector<double> analytic =
+                    g[0].defined() ? g[0].to_vector<double>() : std::vector<double>(static_cast<std::size_t>(n_in), 0.0);
+                for (std::int64_t j = 0; j < n_in; ++j) {
+                    const double a = analytic[static_cast<std::size_t>(j)];
+                    const double num = numerical[static_cast<std::size_t>(j)][row];
+                    if (!(std::fabs(a - num) <= opt.atol + opt.rtol * std::fabs(num)))
+                        return fail(graft::detail::concat("Jacobian mismatch for output ", o, " element ", e,
+                                                          " with respect to input ", k, " element ", j,
+                                                          ": numerical ", num, ", analytical ", a));
+                }
+            }
+        }
+    }
+    return true;
+}
+
+/// Checks second derivatives: gradcheck of the function that returns the
+/// gradients of `f` for fixed random output gradients (with create_graph).
+inline bool gradgradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                          const gradcheck_options& opt = {}) {
+    const tensor_list outs = f(inputs);
+    tensor_list v;
+    generator gen(1234);
+    for (const auto& o : outs) v.push_back(o.defined() ? randn(o.sizes(), o.type(), gen) : Tensor{});
+    std::vector<std::size_t> diff;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].requires_grad()) diff.push_back(i);
+    auto first_order = [&, diff, v](const tensor_list& xs) {
+        enable_grad guard;  // gradcheck evaluates perturbed points under no_grad
+        const tensor_list ys = f(xs);
+        tensor_list out_req, v_req;
+        for (std::size_t i = 0; i < ys.size(); ++i)
+            if (ys[i].defined() && ys[i].requires_grad()) {
+                out_req.push_back(ys[i]);
+                v_req.push_back(v[i]);
+            }
+        std::vector<grad_input> wrt;
+        for (auto i : diff) wrt.emplace_back(xs[i]);
+        return grad(out_req, wrt, v_req, true, true, true);
+    };
+    return gradcheck(first_order, inputs, opt);
+}
+
+}  // namespace graft::autograd
+// ---- end graft/autograd/gradcheck.hpp
+// ---- begin graft/autograd/graph.hpp
+// The torch.autograd.graph toolbox: offloading saved tensors to disk, multi-grad
+// hooks, allow_mutation_on_saved_tensors, a node logger and a Graphviz dump.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace graft::autograd {
+
+// ---------------------------------------------------------------- save_on_disk
+
+namespace detail {
+
+/// One saved tensor written to a temporary file; the file is deleted with the blob,
+/// i.e. when the last saved_variable holding it is released.
+struct disk_blob {
+    std::filesystem::path path;
+    int_list sizes;
+    dtype type = dtype::float32;
+    std::size_t nbytes = 0;
+    disk_blob() = default;
+    disk_blob(const disk_blob&) = delete;
+    disk_blob& operator=(const disk_blob&) = delete;
+    ~disk_blob() {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);  // best effort: never throw from a destructor
+    }
+};
+
+/// A file name no other process or thread picks: a per-process random tag plus a counter.
+[[nodiscard]] inline std::filesystem::path unique_temp_file(const std::filesystem::path& dir) {
+    static const std::uint64_t tag = [] {
+        std::random_device rd;
+        return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    }();
+    static std::atomic<std::uint64_t> counter{0};
+    return dir / graft::detail::concat("graft-saved-", std::hex, tag, "-", std::dec, counter++, ".bin");
+}
+
+[[nodiscard]] inline std::any pack_to_disk(const std::filesystem::path& dir, const Tensor& t) {
+    auto blob = std::make_shared<disk_blob>();
+    const Tensor c = graft::detail::raw::contiguous(t);  // raw: no graph recorded for the copy
+    blob->sizes = c.sizes();
+    blob->type = c.type();
+    blob->nbytes = static_cast<std::size_t>(c.numel()) * c.element_size();
+    blob->path = unique_temp_file(dir);
+    std::ofstream out(blob->path, std::ios::binary | std::ios::trunc);
+    graft::detail::check(out.good(), "save_on_disk: cannot create the temporary file ", blob->path.string());
+    if (blob->nbytes) out.write(static_cast<const char*>(c.raw_data()), static_cast<std::streamsize>(blob->nbytes));
+    out.close();
+    graft::detail::check(!out.fail(), "save_on_disk: writing ", blob->nbytes, " bytes to ", blob->path.string(),
+                         " failed (disk full?)");
+    return blob;
+}
+
+[[nodiscard]] inline Tensor unpack_from_disk(const std::any& packed) {
+    const auto* blob = std::any_cast<std::shared_ptr<disk_blob>>(&packed);
+    graft::detail::check(blob && *blob, "save_on_disk: the packed value is not a save_on_disk file");
+    const disk_blob& b = **blob;
+    Tensor t = empty(b.sizes, b.type);
+    std::ifstream in(b.path, std::ios::binary);
+    graft::detail::check(in.good(), "save_on_disk: the temporary file ", b.path.string(),
+                         " holding a saved tensor is missing");
+    if (b.nbytes) in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(b.nbytes));
+    graft::detail::check(static_cast<std::size_t>(in.gcount()) == b.nbytes && (b.nbytes == 0 || !in.fail()),
+                         "save_on_disk: the temporary file ", b.path.string(), " is truncated (expected ", b.nbytes,
+                         " bytes)");
+    return t;
+}
+
+[[nodiscard]] inline std::filesystem::path checked_directory(std::filesystem::path dir) {
+    if (dir.empty()) dir = std::filesystem::temp_directory_path();
+    std::error_code ec;
+    graft::detail::check(std::filesystem::is_directory(dir, ec), "save_on_disk: ", dir.string(),
+                         " is not an existing directory");
+    return dir;
+}
+
+}  // namespace detail
+
+/// RAII, like torch.autograd.graph.save_on_cpu but for memory pressure on the host:
+/// every tensor saved for backward in this scope (on this thread) is written to a
+/// temporary file in `directory` (default: the system temp directory) and read back
+/// at each use in backward. A file is deleted once its saved tensor is released.
+class save_on_disk {
+public:
+    explicit save_on_disk(const std::filesystem::path& directory = {})
+        : dir_(detail::checked_directory(directory)),
+          hooks_([dir = dir_](const Tensor& t) { return detail::pack_to_disk(dir, t); },
+                 [](const std::any& packed) { return detail::unpack_from_disk(packed); }) {}
+    save_on_disk(const save_on_disk&) = delete;
+    save_on_disk& operator=(const save_on_disk&) = delete;
+    /// Where the temporary files go.
+    [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
+
+private:
+    std::filesystem::path dir_;
+    saved_tensors_hooks hooks_;
+};
+
+// ---------------------------------------------------------------- multi-grad hooks
+
+/// When a multi-grad hook fires: after all gradients of the pass, or at the first one.
+enum class mode { all, any };
+
+namespace detail {
+
+/// Shared by the per-tensor hooks of one register_multi_grad_hook call.
+struct multi_grad_state {
+    mode kind = mode::all;
+    std::function<void(const tensor_list&)> all_fn;
+    std::function<void(const Tensor&)> any_fn;
+    // Where each tensor's gradient arrives. Non-leaves: their grad_fn (weak: the hooks
+    // live on these nodes). Leaves: resolved at backward time to their current accumulator.
+    std::vector<std::weak_ptr<Node>> grad_fns;
+    std::vector<std::weak_ptr<graft::detail::tensor_impl>> leaves;
+
+    struct pass {
+        std::size_t expected = 0, received = 0;
+        tensor_list grads;
+    };
+    std::mutex mutex;
+    std::map<std::uint64_t, pass> passes;  // "all": in-flight passes by graph task id
+    std::set<std::uint64_t> fired;         // "any": passes that already fired
+    static constexpr std::size_t max_tracked = 4096;  // bound for passes that died (errors)
+
+    [[nodiscard]] std::shared_ptr<Node> node_of(std::size_t i) const {
+        if (auto n = grad_fns[i].lock()) return n;
+        if (auto impl = leaves[i].lock()) {
+            const auto* m = impl->autograd.get();
+            if (m) return m->grad_accumulator.lock();
+        }
+        return nullptr;
+    }
+};
+
+/// True when the running backward pass delivers a gradient to `node` (it runs it or
+/// captures its input for autograd::grad / backward(inputs=...)).
+[[nodiscard]] inline bool gradient_expected(const Node* node) {
+    if (!node) return false;
+    const auto* task = current_task();
+    if (!task) return false;
+    if (task->captures.count(const_cast<Node*>(node))) return true;
+    return will_engine_execute_node(*node);
+}
+
+inline Tensor on_multi_grad(const std::shared_ptr<multi_grad_state>& st, std::size_t i, const Tensor& grad) {
+    const std::uint64_t id = current_graph_task_id();
+    // The engine may run a leaf's tensor hooks on an accumulator it then skips (backward
+    // with inputs=...); PyTorch never calls those, so neither do we.
+    if (!gradient_expected(st->node_of(i).get())) return {};
+    if (st->kind == mode::any) {
+        {
+            std::lock_guard lock(st->mutex);
+            if (!st->fired.insert(id).second) return {};
+            if (st->fired.size() > multi_grad_state::max_tracked) st->fired.erase(st->fired.begin());
+        }
+        st->any_fn(grad);
+        return {};
+    }
+    tensor_list ready;
+    {
+        std::lock_guard lock(st->mutex);
+        auto [it, fresh] = st->passes.try_emplace(id);
+        auto& p = it->second;
+        if (fresh) {
+            // First gradient of this pass: count how many of the tensors will get one.
+            p.grads.resize(st->grad_fns.size());
+            for (std::size_t k = 0; k < st->grad_fns.size(); ++k)
+                if (gradient_expected(st->node_of(k).get())) ++p.expected;
+            if (st->passes.size() > multi_grad_state::max_tracked) st->passes.erase(st->passes.begin());
+        }
+        if (!p.grads[i].defined()) ++p.received;
+        p.grads[i] = grad;
+        if (p.received < p.expected) return {};
+        ready = std::move(p.grads);
+        st->passes.erase(it);
+    }
+    st->all_fn(ready);
+    return {};
+}
+
+inline hook_handle register_multi_grad_hook_impl(const tensor_list& tensors, std::shared_ptr<multi_grad_state> st) {
+    graft::detail::check(!tensors.empty(), "register_multi_grad_hook: expected at least one tensor");
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        graft::detail::check(tensors[i].defined(), "register_multi_grad_hook: tensor ", i, " is undefined");
+        graft::detail::check(tensors[i].requires_grad(), "register_multi_grad_hook: tensor ", i,
+                             " does not require grad, so no gradient will ever reach it");
+    }
+    st->grad_fns.resize(tensors.size());
+    st->leaves.resize(tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (auto fn = tensors[i].grad_fn()) st->grad_fns[i] = fn;
+        else st->leaves[i] = tensors[i].impl_ptr();
+    }
+    auto handles = std::make_shared<std::vector<hook_handle>>();
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        handles->push_back(tensors[i].register_hook([st, i](const Tensor& g) { return on_multi_grad(st, i, g); }));
+    return hook_handle{[handles] {
+        for (auto& h : *handles) h.remove();
+    }};
+}
+
+}  // namespace detail
+
+/// torch.autograd.graph.register_multi_grad_hook, mode::all: fn(grads) runs once per
+/// backward pass, after the last gradient among `tensors` that this pass computes;
+/// grads[i] is undefined for tensors the pass does not reach. Thread-safe: each
+/// pass (graph task) has its own state. remove() on the handle removes every hook.
+inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const tensor_list&)> fn,
+                                            mode m = mode::all) {
+    graft::detail::check(m == mode::all || m == mode::any, "register_multi_grad_hook: expects mode to be one of "
+                         "(mode::all, mode::any) but got ", static_cast<int>(m));
+    graft::detail::check(m == mode::all, "register_multi_grad_hook: mode::any calls fn with one gradient; pass a "
+                         "std::function<void(const Tensor&)>");
+    graft::detail::check(static_cast<bool>(fn), "register_multi_grad_hook: fn is empty");
+    auto st = std::make_shared<detail::multi_grad_state>();
+    st->kind = mode::all;
+    st->all_fn = std::move(fn);
+    return detail::register_multi_grad_hook_impl(tensors, std::move(st));
+}
+
+/// register_multi_grad_hook, mode::any: fn(grad) runs once per backward pass, with
+/// the first gradient computed among `tensors`.
+inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const Tensor&)> fn,
+                                            mode m) {
+    graft::detail::check(m == mode::all || m == mode::any, "register_multi_grad_hook: expects mode to be one of "
+                         "(mode::all, mode::any) but got ", static_cast<int>(m));
+    graft::detail::check(m == mode::any, "register_multi_grad_hook: mode::all calls fn with all gradients; pass a "
+                         "std::function<void(const tensor_list&)>");
+    graft::detail::check(static_cast<bool>(fn), "register_multi_grad_hook: fn is empty");
+    auto st = std::make_shared<detail::multi_grad_state>();
+    st->kind = mode::any;
+    st->any_fn = std::move(fn);
+    return detail::register_multi_grad_hook_impl(tensors, std::move(st));
+}
+
+// ---------------------------------------------------------------- allow_mutation_on_saved_tensors
+
+/// RAII (torch.autograd.graph.allow_mutation_on_saved_tensors): in this scope, on this
+/// thread, an in-place op on a tensor saved for backward first clones the saved value,
+/// so backward uses the value from before the mutation instead of failing the version
+/// check. Backward must run inside the same scope; scopes cannot be nested. On exit
+/// the clones and bookkeeping are released.
+class allow_mutation_on_saved_tensors {
+public:
+    allow_mutation_on_saved_tensors() {
+        auto& active = detail::active_mutation_context();
+        graft::detail::check(active == nullptr, "allow_mutation_on_saved_tensors contexts cannot be nested");
+        ctx_ = std::make_shared<detail::mutation_context>();
+        active = ctx_;
+    }
+    allow_mutation_on_saved_tensors(const allow_mutation_on_saved_tensors&) = delete;
+    allow_mutation_on_saved_tensors& operator=(const allow_mutation_on_saved_tensors&) = delete;
+    ~allow_mutation_on_saved_tensors() {
+        detail::active_mutation_context() = nullptr;
+        std::lock_guard lock(ctx_->mutex);
+        ctx_->alive = false;  // graphs recorded in this scope now refuse to run backward
+        for (const auto& weak : ctx_->cloned)
+            if (auto e = weak.lock()) {
+                e->data = Tensor{};
+                e->version_source = Tensor{};
+            }
+        ctx_->cloned.clear();
+        ctx_->by_storage.clear();
+    }
+
+private:
+    std::shared_ptr<detail::mutation_context> ctx_;
+};
+
+// ---------------------------------------------------------------- node logging
+
+namespace detail {
+
+inline void write_shapes(std::ostream& os, const tensor_list& grads) {
+    os << '(';
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+        if (i) os << ", ";
+        if (grads[i].defined()) os << graft::detail::to_string(grads[i].sizes());
+        else os << "None";
+    }
+    os << ')';
+}
+
+}  // namespace detail
+
+/// RAII: while alive, every node any backward pass runs writes one line to `os`:
+/// "<name>: (<grad_output shapes>) -> (<grad_input shapes>)", undefined gradients as None,
+/// in execution order. Uses set_node_logger, so it is process-wide and cannot nest.
+class log_nodes_to {
+public:
+    explicit log_nodes_to(std::ostream& os) {
+        {
+            std::lock_guard lock(detail::logger_mutex());
+            graft::detail::check(detail::logger_slot() == nullptr, "log_nodes_to: a node logger is already "
+                                 "installed (log_nodes_to scopes cannot be nested)");
+        }
+        auto mutex = std::make_shared<std::mutex>();
+        set_node_logger([&os, mutex](const Node& node, const tensor_list& grad_outputs, const tensor_list& grad_inputs) {
+            std::ostringstream line;
+            line << node.name() << ": ";
+            detail::write_shapes(line, grad_outputs);
+            line << " -> ";
+            detail::write_shapes(line, grad_inputs);
+            line << '\n';
+            std::lock_guard lock(*mutex);
+            os << line.str();
+        });
+    }
+    log_nodes_to(const log_nodes_to&) = delete;
+    log_nodes_to& operator=(const log_nodes_to&) = delete;
+    ~log_nodes_to() { set_node_logger(nullptr); }
+};
+
+// ---------------------------------------------------------------- to_dot
+
+namespace detail {
+
+/// Escapes a label for a double-quoted DOT string ('\n' stays a DOT line break).
+[[nodiscard]] inline std::string dot_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace detail
+
+/// The backward graph reachable from t.grad_fn() as Graphviz DOT (like torchviz):
+/// one box per node with its name and saved tensors, leaf accumulators with the
+/// leaf's dtype and shape, an arrow per next_functions entry. Ids n0, n1, ... follow
+/// breadth-first order from the root, so the output is deterministic.
+[[nodiscard]] inline std::string to_dot(const Tensor& t) {
+    graft::detail::check(t.defined(), "to_dot: got an undefined tensor");
+    const std::shared_ptr<Node> root = t.grad_fn();
+    graft::detail::check(root != nullptr, "to_dot: the tensor has no grad_fn (it is a leaf or does not require "
+                         "grad), so there is no backward graph to draw");
+    std::unordered_map<const Node*, std::size_t> ids;
+    std::vector<const Node*> order;
+    ids.emplace(root.get(), 0);
+    order.push_back(root.get());
+    for (std::size_t k = 0; k < order.size(); ++k)
+        for (const auto& e : order[k]->next_functions())
+            if (e.valid() && ids.emplace(e.function.get(), order.size()).second) order.push_back(e.function.get());
+
+    std::ostringstream os;
+    os << "digraph backward {\n  node [shape=box, style=filled, fillcolor=white, fontname=monospace];\n";
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const Node* n = order[k];
+        std::string label = n->name();
+        std::string extra;
+        if (const auto* acc = dynamic_cast<const AccumulateGrad*>(n)) {
+            label += graft::detail::concat("\n", name(acc->variable().type()),
+                                           graft::detail::to_string(acc->variable().sizes()));
+            extra = ", fillcolor=lightblue";
+        } else {
+            const auto saved = n->describe_saved();
+            if (!saved.empty()) {
+                label += "\nsaved:";
+                for (const auto& s : saved) label += " " + s;
+            }
+        }
+        if (k == 0) extra = ", fillcolor=darkolivegreen1";
+        os << "  n" << k << " [label=\"" << detail::dot_escape(label) << "\"" << extra << "];\n";
+    }
+    for (std::size_t k = 0; k < order.size(); ++k)
+        for (const auto& e : order[k]->next_functions())
+            if (e.valid()) os << "  n" << k << " -> n" << ids.at(e.function.get()) << ";\n";
+    os << "}\n";
+    return os.str();
+}
+
+}  // namespace graft::autograd
+// ---- end graft/autograd/graph.hpp
 // ---- begin graft/version.hpp
 // graft's version, kept equal to project(VERSION) in CMakeLists.txt.
 #define GRAFT_VERSION_MAJOR 0
