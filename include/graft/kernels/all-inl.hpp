@@ -8,9 +8,13 @@
 
 #include <hwy/highway.h>
 
+// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
+// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
+#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
 #include "graft/kernels/elementwise-inl.hpp"
 #include "graft/kernels/reduce-inl.hpp"
 #include "graft/kernels/matmul-inl.hpp"
+#endif
 
 // graft-amalgamate: per-target
 #if defined(GRAFT_KERNELS_ALL_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -20,6 +24,7 @@
 #define GRAFT_KERNELS_ALL_INL_H_
 #endif
 
+#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
 namespace graft {
 namespace kernels {
 namespace HWY_NAMESPACE {
@@ -33,5 +38,6 @@ inline constexpr detail::kernel_table table = {
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels
 }  // namespace graft
+#endif  // kernels compiled in this TU
 
 #endif  // toggle guard
