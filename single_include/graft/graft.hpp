@@ -1623,6 +1623,10 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 //   name is ignored with one warning on stderr. set_target() overrides at run time.
 // * Strides are element strides: 0 = broadcast one value, 1 = contiguous (both
 //   vectorized), anything else = strided (gathered through a small buffer).
+// * Build time: every TU that uses graft compiles the kernels (about 10 s at -O2).
+//   Define GRAFT_KERNELS_EXTERN in every TU of a program and, in exactly one TU,
+//   also GRAFT_KERNELS_IMPLEMENTATION before including graft: only that TU then
+//   compiles the kernels (the test suite builds this way). Not for the single header.
 // * Numeric contracts are documented in elementwise-inl.hpp, reduce-inl.hpp and
 //   matmul-inl.hpp; graft/kernels/reference.hpp holds the scalar reference.
 
@@ -1632,6 +1636,7 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -1741,6 +1746,9 @@ inline void* scratch(std::size_t bytes) {
 
 #include <hwy/highway.h>
 
+// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
+// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
+#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
 // ---- begin graft/kernels/elementwise-inl.hpp
 // graft/kernels/elementwise-inl.hpp: per-target unary / binary / compare / where
 // kernels. Re-included once per SIMD target by hwy/foreach_target.h through
@@ -2812,6 +2820,7 @@ HWY_AFTER_NAMESPACE();
 
 #endif  // toggle guard
 // ---- end graft/kernels/matmul-inl.hpp
+#endif
 
 // graft-amalgamate: per-target
 #if defined(GRAFT_KERNELS_ALL_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -2821,6 +2830,7 @@ HWY_AFTER_NAMESPACE();
 #define GRAFT_KERNELS_ALL_INL_H_
 #endif
 
+#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
 namespace graft {
 namespace kernels {
 namespace HWY_NAMESPACE {
@@ -2834,6 +2844,7 @@ inline constexpr detail::kernel_table table = {
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels
 }  // namespace graft
+#endif  // kernels compiled in this TU
 
 #endif  // toggle guard
 // ---- end graft/kernels/all-inl.hpp
@@ -2872,7 +2883,19 @@ struct target_entry {
     const kernel_table* table;
 };
 
-// Compiled targets, best first.
+/// The compiled targets, best first.
+struct target_entries {
+    const target_entry* data;
+    std::size_t size;
+    [[nodiscard]] const target_entry* begin() const noexcept { return data; }
+    [[nodiscard]] const target_entry* end() const noexcept { return data + size; }
+};
+
+#if defined(GRAFT_KERNELS_EXTERN) && !defined(GRAFT_KERNELS_IMPLEMENTATION)
+// Extern mode: the kernels and this table live in the one TU that defines
+// GRAFT_KERNELS_IMPLEMENTATION; every other TU only calls through it.
+target_entries compiled_entries() noexcept;
+#else
 inline constexpr target_entry compiled_table[] = {
 #if HWY_TARGETS & HWY_AVX3_DL
     {target::avx3_dl, &N_AVX3_DL::table},
@@ -2916,8 +2939,15 @@ inline constexpr target_entry compiled_table[] = {
 #endif
 };
 
+#if defined(GRAFT_KERNELS_IMPLEMENTATION)
+target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
+#else
+inline target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
+#endif
+#endif  // GRAFT_KERNELS_EXTERN && !GRAFT_KERNELS_IMPLEMENTATION
+
 inline const kernel_table* find_compiled(target t) noexcept {
-    for (const auto& e : compiled_table)
+    for (const auto& e : compiled_entries())
         if (e.t == t) return e.table;
     return nullptr;
 }
@@ -2951,14 +2981,14 @@ inline bool cpu_supports(target t) noexcept {
     }
 #else
     // No run-time detection elsewhere: only the compile-time (static) target is trusted.
-    const kernel_table* s = &HWY_STATIC_DISPATCH(table);
-    return find_compiled(t) == s;
+    // Only the best compiled target, which the compiler flags guarantee, is trusted.
+    return compiled_entries().size > 0 && compiled_entries().data[0].t == t;
 #endif
 }
 
 inline std::vector<target> available() {
     std::vector<target> v;
-    for (const auto& e : compiled_table)
+    for (const auto& e : compiled_entries())
         if (e.t == target::unknown || cpu_supports(e.t)) v.push_back(e.t);
     return v;
 }
@@ -2983,7 +3013,7 @@ struct dispatch_state {
 
     dispatch_state() {
         const std::vector<target> av = available();
-        target best = av.empty() ? compiled_table[0].t : av.front();
+        target best = av.empty() ? compiled_entries().data[0].t : av.front();
         if (const char* env = std::getenv("GRAFT_SIMD_TARGET"); env != nullptr && *env != '\0') {
             target want{};
             bool ok = parse_target(env, want);
@@ -3015,7 +3045,7 @@ inline const kernel_table& active() noexcept { return *state().table.load(std::m
 /// Targets compiled into this program, best first (whether or not the CPU supports them).
 inline std::vector<target> compiled_targets() {
     std::vector<target> v;
-    for (const auto& e : detail::compiled_table) v.push_back(e.t);
+    for (const auto& e : detail::compiled_entries()) v.push_back(e.t);
     return v;
 }
 
