@@ -3170,6 +3170,283 @@ namespace graft {
 #include <cstring>
 #include <string_view>
 
+// ---- begin graft/kernels/reference.hpp
+// graft/kernels/reference.hpp: plain scalar reference implementations of every kernel
+// in graft/kernels/dispatch.hpp, templated on the element type, with the same
+// signatures (strides: 0 = broadcast, 1 = contiguous, other = strided) and semantics.
+//
+// * float/double: computed in double (or long double for double sums) and rounded
+//   once, so they serve as the accuracy oracle in tests.
+// * std::int64_t and bool (binary/compare/where/reduce/matmul): the actual
+//   implementation used by the ops layer for integer and boolean tensors.
+//     - int64 add/sub/mul/sum/matmul wrap modulo 2^64 (two's complement, no UB),
+//       like PyTorch on CPU.
+//     - int64 pow: exponentiation by squaring; negative exponents follow ATen's powi
+//       (1 → 1, -1 → ±1, otherwise 0).
+//     - int64 div truncates toward zero and gives 0 for a zero divisor (not used by
+//       graft's ops, which promote integer division to float).
+//     - bool is computed as 0/1 integers and converted back with != 0: add = or,
+//       mul = and, maximum = or, minimum = and (sub/div/pow on bool are rejected by
+//       the ops layer, as in PyTorch).
+//     - reduce on int64/bool returns int64 (sum of bool counts trues, as in PyTorch);
+//       on float/double returns the input type.
+//   maximum/minimum/amax/amin propagate NaN for floating types.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+
+namespace graft::kernels::reference {
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_fp = std::is_floating_point_v<T>;
+
+// Wider type used for computation.
+template <class T>
+using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
+
+inline std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+inline std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+inline std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+
+inline std::int64_t ipow(std::int64_t a, std::int64_t b) {
+    if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
+        return 0;
+    }
+    std::int64_t r = 1;
+    while (b != 0) {
+        if (b & 1) r = wrap_mul(r, a);
+        b >>= 1;
+        a = wrap_mul(a, a);
+    }
+    return r;
+}
+
+template <class T>
+inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
+    return p[static_cast<std::ptrdiff_t>(i) * s];
+}
+
+template <class T>
+inline T fp_max(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a > b ? a : b;
+}
+template <class T>
+inline T fp_min(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a < b ? a : b;
+}
+
+}  // namespace detail
+
+/// Scalar unary op (float/double only), computed in a wider type and rounded once.
+template <class T>
+inline T unary_scalar(unary_op op, T x) {
+    static_assert(detail::is_fp<T>, "unary kernels are floating point only");
+    using W = detail::wide_t<T>;
+    const W w = static_cast<W>(x);
+    switch (op) {
+        case unary_op::neg: return -x;
+        case unary_op::abs: return std::fabs(x);
+        case unary_op::exp: return static_cast<T>(std::exp(w));
+        case unary_op::log: return static_cast<T>(std::log(w));
+        case unary_op::sqrt: return std::sqrt(x);
+        case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
+        case unary_op::tanh: return static_cast<T>(std::tanh(w));
+        case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
+        case unary_op::relu: return x < T(0) ? T(0) : x;
+        case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
+        case unary_op::gelu_tanh: {
+            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
+            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
+            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
+            const W kBeta = W(0.797884560802865355879892119868763737L);
+            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
+            if (u > W(0)) {
+                const W e = std::exp(-u);
+                return static_cast<T>(w * e / (W(1) + e));
+            }
+            return static_cast<T>(w / (W(1) + std::exp(u)));
+        }
+        case unary_op::sin: return static_cast<T>(std::sin(w));
+        case unary_op::cos: return static_cast<T>(std::cos(w));
+    }
+    return x;
+}
+
+template <class T>
+inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = unary_scalar(op, detail::get(a, sa, i));
+}
+
+/// Scalar binary op for float, double, std::int64_t and bool.
+template <class T>
+inline T binary_scalar(binary_op op, T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
+        return r != 0;
+    } else if constexpr (detail::is_fp<T>) {
+        switch (op) {
+            case binary_op::add: return a + b;
+            case binary_op::sub: return a - b;
+            case binary_op::mul: return a * b;
+            case binary_op::div: return a / b;
+            case binary_op::pow: return std::pow(a, b);
+            case binary_op::maximum: return detail::fp_max(a, b);
+            case binary_op::minimum: return detail::fp_min(a, b);
+        }
+        return a;
+    } else {
+        static_assert(std::is_same_v<T, std::int64_t>, "reference binary: float, double, int64 or bool");
+        switch (op) {
+            case binary_op::add: return detail::wrap_add(a, b);
+            case binary_op::sub: return detail::wrap_sub(a, b);
+            case binary_op::mul: return detail::wrap_mul(a, b);
+            case binary_op::div:
+                if (b == 0) return 0;
+                if (b == -1) return detail::wrap_sub(0, a);
+                return a / b;
+            case binary_op::pow: return detail::ipow(a, b);
+            case binary_op::maximum: return a > b ? a : b;
+            case binary_op::minimum: return a < b ? a : b;
+        }
+        return a;
+    }
+}
+
+template <class T>
+inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, T* out,
+                   std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = binary_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+inline bool compare_scalar(compare_op op, T a, T b) {
+    switch (op) {
+        case compare_op::eq: return a == b;
+        case compare_op::ne: return a != b;
+        case compare_op::lt: return a < b;
+        case compare_op::le: return a <= b;
+        case compare_op::gt: return a > b;
+        case compare_op::ge: return a >= b;
+    }
+    return false;
+}
+
+template <class T>
+inline void compare(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
+                    std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = compare_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+inline void where(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
+                  T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = detail::get(c, sc, i) ? detail::get(a, sa, i) : detail::get(b, sb, i);
+}
+
+/// Result type of reduce<T>: T for float/double, std::int64_t for integers and bool.
+template <class T>
+using reduce_result_t = std::conditional_t<detail::is_fp<T>, T, std::int64_t>;
+
+/// Contiguous reduction. Floating sums accumulate in a wider type (the accuracy
+/// oracle); integer/bool sums wrap in int64. amax/amin need n > 0 (NaN/0 otherwise).
+template <class T>
+inline reduce_result_t<T> reduce(reduce_op op, const T* a, std::size_t n) {
+    using R = reduce_result_t<T>;
+    if constexpr (detail::is_fp<T>) {
+        using W = detail::wide_t<T>;
+        if (op == reduce_op::sum) {
+            W s = 0;
+            for (std::size_t i = 0; i < n; ++i) s += static_cast<W>(a[i]);
+            return static_cast<R>(s);
+        }
+        if (n == 0) return std::numeric_limits<T>::quiet_NaN();
+        T r = a[0];
+        for (std::size_t i = 0; i < n; ++i) r = op == reduce_op::amax ? detail::fp_max(r, a[i]) : detail::fp_min(r, a[i]);
+        return r;
+    } else {
+        if (op == reduce_op::sum) {
+            std::int64_t s = 0;
+            for (std::size_t i = 0; i < n; ++i) s = detail::wrap_add(s, static_cast<std::int64_t>(a[i]));
+            return s;
+        }
+        if (n == 0) return 0;
+        R r = static_cast<R>(a[0]);
+        for (std::size_t i = 0; i < n; ++i) {
+            const R v = static_cast<R>(a[i]);
+            r = op == reduce_op::amax ? (v > r ? v : r) : (v < r ? v : r);
+        }
+        return r;
+    }
+}
+
+/// C[m x n] = A[m x k] * B[k x n] (row-major, element leading dimensions), overwrites C.
+/// float accumulates in double, double in long double, int64 wraps, bool is "any(a and b)".
+template <class T>
+inline void matmul(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
+                   std::size_t m, std::size_t n, std::size_t k) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const auto ai = [&](std::size_t p) { return a[static_cast<std::ptrdiff_t>(i) * lda + static_cast<std::ptrdiff_t>(p)]; };
+            const auto bj = [&](std::size_t p) { return b[static_cast<std::ptrdiff_t>(p) * ldb + static_cast<std::ptrdiff_t>(j)]; };
+            T& out = c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)];
+            if constexpr (std::is_same_v<T, bool>) {
+                bool s = false;
+                for (std::size_t p = 0; p < k; ++p) s = s || (ai(p) && bj(p));
+                out = s;
+            } else if constexpr (detail::is_fp<T>) {
+                detail::wide_t<T> s = 0;
+                for (std::size_t p = 0; p < k; ++p) s += static_cast<detail::wide_t<T>>(ai(p)) * bj(p);
+                out = static_cast<T>(s);
+            } else {
+                std::int64_t s = 0;
+                for (std::size_t p = 0; p < k; ++p) s = detail::wrap_add(s, detail::wrap_mul(ai(p), bj(p)));
+                out = static_cast<T>(s);
+            }
+        }
+    }
+}
+
+/// Row-wise softmax / log_softmax (float/double), computed in a wider type.
+template <class T>
+inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols, bool log) {
+    static_assert(detail::is_fp<T>, "softmax is floating point only");
+    using W = detail::wide_t<T>;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const T* x = in + r * cols;
+        T* y = out + r * cols;
+        if (cols == 0) continue;
+        W m = x[0];
+        for (std::size_t j = 0; j < cols; ++j) m = detail::fp_max<W>(m, x[j]);
+        W s = 0;
+        for (std::size_t j = 0; j < cols; ++j) s += std::exp(static_cast<W>(x[j]) - m);
+        const W ls = std::log(s);
+        for (std::size_t j = 0; j < cols; ++j) {
+            const W z = static_cast<W>(x[j]) - m;
+            y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
+        }
+    }
+}
+
+}  // namespace graft::kernels::reference
+// ---- end graft/kernels/reference.hpp
 
 namespace graft {
 namespace detail {
@@ -3218,51 +3495,6 @@ inline void check_defined(const char* op, const Tensor& t) {
 
 template <class T>
 [[nodiscard]] inline T* row_ptr(char* p) noexcept { return reinterpret_cast<T*>(p); }
-
-/// Scalar fallback for int64 and bool binary operations.
-template <class T>
-[[nodiscard]] T scalar_binary(kernels::binary_op op, T a, T b) {
-    using kernels::binary_op;
-    if constexpr (std::is_same_v<T, bool>) {
-        switch (op) {
-            case binary_op::add: case binary_op::maximum: return a || b;
-            case binary_op::mul: case binary_op::minimum: return a && b;
-            default: return false;  // rejected before the loop
-        }
-    } else {
-        switch (op) {
-            case binary_op::add: return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-            case binary_op::sub: return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-            case binary_op::mul: return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-            case binary_op::maximum: return a > b ? a : b;
-            case binary_op::minimum: return a < b ? a : b;
-            case binary_op::pow: {
-                if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 == 0 ? 1 : -1) : 0);
-                std::uint64_t result = 1, base = static_cast<std::uint64_t>(a);
-                for (auto e = static_cast<std::uint64_t>(b); e; e >>= 1) {
-                    if (e & 1) result *= base;
-                    base *= base;
-                }
-                return static_cast<T>(result);
-            }
-            default: return 0;  // div never reaches integers: it promotes to float
-        }
-    }
-}
-
-template <class T>
-[[nodiscard]] bool scalar_compare(kernels::compare_op op, T a, T b) {
-    using kernels::compare_op;
-    switch (op) {
-        case compare_op::eq: return a == b;
-        case compare_op::ne: return a != b;
-        case compare_op::lt: return a < b;
-        case compare_op::le: return a <= b;
-        case compare_op::gt: return a > b;
-        case compare_op::ge: return a >= b;
-    }
-    return false;
-}
 
 [[nodiscard]] constexpr std::string_view op_name(kernels::binary_op op) {
     using kernels::binary_op;
@@ -3323,7 +3555,7 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
                                 if constexpr (std::is_floating_point_v<T>)
                                     kernels::binary(op, &va, 0, &vb, 0, &r, 1);
                                 else
-                                    r = scalar_binary<T>(op, va, vb);
+                                    r = kernels::reference::binary_scalar<T>(op, va, vb);
                                 std::memcpy(p[0] + i * st[0], &r, sizeof(T));
                             }
                         });
@@ -3366,35 +3598,28 @@ inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b)
     }
     return run_binary(op, a, b, type);
 }
-inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
-    check_defined_for(op, a);
-    const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (a.type() == type && a.is_contiguous()) {
+/// A tensor and a C++ number, in either order (`number_first` for number op tensor).
+inline Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first) {
+    check_defined_for(op, t);
+    const dtype type = arithmetic_type(op, number_first ? result_type_of(s, t) : result_type_of(t, s));
+    if (t.type() == type && t.is_contiguous()) {
         if (type == dtype::float32) {
-            const float v = b.to<float>();
-            return binary_fast<float>(op, a, &v, 0, false);
+            const float v = s.to<float>();
+            return binary_fast<float>(op, t, &v, 0, number_first);
         }
         if (type == dtype::float64) {
-            const double v = b.to<double>();
-            return binary_fast<double>(op, a, &v, 0, false);
+            const double v = s.to<double>();
+            return binary_fast<double>(op, t, &v, 0, number_first);
         }
     }
-    return run_binary(op, a, as_tensor(b, type), type);
+    const Tensor c = as_tensor(s, type);
+    return number_first ? run_binary(op, c, t, type) : run_binary(op, t, c, type);
+}
+inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
+    return binary_with_scalar(op, a, b, false);
 }
 inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b) {
-    check_defined_for(op, b);
-    const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (b.type() == type && b.is_contiguous()) {
-        if (type == dtype::float32) {
-            const float v = a.to<float>();
-            return binary_fast<float>(op, b, &v, 0, true);
-        }
-        if (type == dtype::float64) {
-            const double v = a.to<double>();
-            return binary_fast<double>(op, b, &v, 0, true);
-        }
-    }
-    return run_binary(op, as_tensor(a, type), b, type);
+    return binary_with_scalar(op, b, a, true);
 }
 
 inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
@@ -3422,7 +3647,7 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
                                 T va, vb;
                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                const bool r = scalar_compare<T>(op, va, vb);
+                                const bool r = kernels::reference::compare_scalar<T>(op, va, vb);
                                 std::memcpy(p[0] + i * st[0], &r, 1);
                             }
                         });

@@ -9,6 +9,7 @@
 #include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
 #include "graft/kernels/dispatch.hpp"
+#include "graft/kernels/reference.hpp"
 
 namespace graft {
 namespace detail {
@@ -57,51 +58,6 @@ inline void check_defined(const char* op, const Tensor& t) {
 
 template <class T>
 [[nodiscard]] inline T* row_ptr(char* p) noexcept { return reinterpret_cast<T*>(p); }
-
-/// Scalar fallback for int64 and bool binary operations.
-template <class T>
-[[nodiscard]] T scalar_binary(kernels::binary_op op, T a, T b) {
-    using kernels::binary_op;
-    if constexpr (std::is_same_v<T, bool>) {
-        switch (op) {
-            case binary_op::add: case binary_op::maximum: return a || b;
-            case binary_op::mul: case binary_op::minimum: return a && b;
-            default: return false;  // rejected before the loop
-        }
-    } else {
-        switch (op) {
-            case binary_op::add: return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-            case binary_op::sub: return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-            case binary_op::mul: return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-            case binary_op::maximum: return a > b ? a : b;
-            case binary_op::minimum: return a < b ? a : b;
-            case binary_op::pow: {
-                if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 == 0 ? 1 : -1) : 0);
-                std::uint64_t result = 1, base = static_cast<std::uint64_t>(a);
-                for (auto e = static_cast<std::uint64_t>(b); e; e >>= 1) {
-                    if (e & 1) result *= base;
-                    base *= base;
-                }
-                return static_cast<T>(result);
-            }
-            default: return 0;  // div never reaches integers: it promotes to float
-        }
-    }
-}
-
-template <class T>
-[[nodiscard]] bool scalar_compare(kernels::compare_op op, T a, T b) {
-    using kernels::compare_op;
-    switch (op) {
-        case compare_op::eq: return a == b;
-        case compare_op::ne: return a != b;
-        case compare_op::lt: return a < b;
-        case compare_op::le: return a <= b;
-        case compare_op::gt: return a > b;
-        case compare_op::ge: return a >= b;
-    }
-    return false;
-}
 
 [[nodiscard]] constexpr std::string_view op_name(kernels::binary_op op) {
     using kernels::binary_op;
@@ -162,7 +118,7 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
                                 if constexpr (std::is_floating_point_v<T>)
                                     kernels::binary(op, &va, 0, &vb, 0, &r, 1);
                                 else
-                                    r = scalar_binary<T>(op, va, vb);
+                                    r = kernels::reference::binary_scalar<T>(op, va, vb);
                                 std::memcpy(p[0] + i * st[0], &r, sizeof(T));
                             }
                         });
@@ -205,35 +161,28 @@ inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b)
     }
     return run_binary(op, a, b, type);
 }
-inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
-    check_defined_for(op, a);
-    const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (a.type() == type && a.is_contiguous()) {
+/// A tensor and a C++ number, in either order (`number_first` for number op tensor).
+inline Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first) {
+    check_defined_for(op, t);
+    const dtype type = arithmetic_type(op, number_first ? result_type_of(s, t) : result_type_of(t, s));
+    if (t.type() == type && t.is_contiguous()) {
         if (type == dtype::float32) {
-            const float v = b.to<float>();
-            return binary_fast<float>(op, a, &v, 0, false);
+            const float v = s.to<float>();
+            return binary_fast<float>(op, t, &v, 0, number_first);
         }
         if (type == dtype::float64) {
-            const double v = b.to<double>();
-            return binary_fast<double>(op, a, &v, 0, false);
+            const double v = s.to<double>();
+            return binary_fast<double>(op, t, &v, 0, number_first);
         }
     }
-    return run_binary(op, a, as_tensor(b, type), type);
+    const Tensor c = as_tensor(s, type);
+    return number_first ? run_binary(op, c, t, type) : run_binary(op, t, c, type);
+}
+inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
+    return binary_with_scalar(op, a, b, false);
 }
 inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b) {
-    check_defined_for(op, b);
-    const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (b.type() == type && b.is_contiguous()) {
-        if (type == dtype::float32) {
-            const float v = a.to<float>();
-            return binary_fast<float>(op, b, &v, 0, true);
-        }
-        if (type == dtype::float64) {
-            const double v = a.to<double>();
-            return binary_fast<double>(op, b, &v, 0, true);
-        }
-    }
-    return run_binary(op, as_tensor(a, type), b, type);
+    return binary_with_scalar(op, b, a, true);
 }
 
 inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
@@ -261,7 +210,7 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
                                 T va, vb;
                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                const bool r = scalar_compare<T>(op, va, vb);
+                                const bool r = kernels::reference::compare_scalar<T>(op, va, vb);
                                 std::memcpy(p[0] + i * st[0], &r, 1);
                             }
                         });
