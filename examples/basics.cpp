@@ -1,5 +1,5 @@
-// graft's first example: tensors, broadcasting, reductions, matmul and softmax,
-// and which SIMD instruction set the kernels were dispatched to on this CPU.
+// graft's first example: tensors, broadcasting, reductions, matmul, softmax and a
+// backward pass, and which SIMD instruction set the kernels were dispatched to on this CPU.
 #include <iostream>
 
 #include <graft/graft.hpp>
@@ -26,6 +26,13 @@ int main() {
     std::cout << "gelu at -1, 0, 1: " << gelu(tensor({-1.0, 0.0, 1.0})) << "\n";
     std::cout << "x.t() is a view: " << std::boolalpha << x.t().shares_storage_with(x)
               << ", contiguous: " << x.t().is_contiguous() << "\n";
+
+    // Autograd: loss = sum(tanh(x * w + 1) * sigmoid(x)), gradients for x and w.
+    Tensor xs = randn({4}).requires_grad_(), ws = randn({4}).requires_grad_();
+    Tensor loss = (tanh(xs * ws + 1.0) * sigmoid(xs)).sum();
+    loss.backward();
+    std::cout << "\nloss = " << loss.item<double>() << " (grad_fn " << loss.grad_fn()->name() << ")\n"
+              << "d loss / d w = " << ws.grad() << "\n";
 
     try {
         (void)(x + ones({4}));
