@@ -50,7 +50,8 @@ TEST_CASE("graph structure: names, next_functions, leaves", "[autograd][graph]")
     REQUIRE(x.t().grad_fn()->name() == "TBackward0");
     // An input that needs no grad has an invalid edge.
     Tensor c = ones({5, 5});
-    const auto& e = (x * c).grad_fn()->next_functions();
+    const Tensor xc = x * c;  // keeps its node alive while we look at the edges
+    const auto& e = xc.grad_fn()->next_functions();
     REQUIRE(e[0].valid());
     REQUIRE_FALSE(e[1].valid());
     // No graph without requires_grad.
