@@ -183,12 +183,68 @@ struct node_state {
     bool has_gradient = false;  // some gradient (maybe undefined) was routed to it
 };
 
+/// Per-pass node states in one open-addressing table keyed by node address:
+/// no allocation per node (std::unordered_map allocates one per entry).
+class node_table {
+public:
+    node_table() { rehash(64); }
+    /// The state of `n`, created empty when absent; `fresh` tells which.
+    node_state& get(Node* n, bool* fresh = nullptr) {
+        if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
+        std::size_t i = slot_of(n);
+        while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
+        if (fresh) *fresh = keys_[i] == nullptr;
+        if (keys_[i] == nullptr) {
+            keys_[i] = n;
+            ++count_;
+        }
+        return values_[i];
+    }
+    /// The state of a node already entered (see get).
+    [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
+    [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
+    template <class F>
+    void for_each(F&& f) {
+        for (std::size_t i = 0; i < keys_.size(); ++i)
+            if (keys_[i] != nullptr) f(keys_[i], values_[i]);
+    }
+
+private:
+    /// The slot holding `n`, or the empty slot where it would go.
+    [[nodiscard]] std::size_t index_of(const Node* n) const noexcept {
+        std::size_t i = slot_of(n);
+        while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
+        return i;
+    }
+    [[nodiscard]] std::size_t slot_of(const Node* n) const noexcept {
+        auto h = reinterpret_cast<std::uintptr_t>(n);
+        h ^= h >> 17;
+        h *= 0x9E3779B97F4A7C15ull;
+        return static_cast<std::size_t>(h >> 7) & mask_;
+    }
+    void rehash(std::size_t capacity) {
+        std::vector<Node*> old_keys(capacity, nullptr);
+        std::vector<node_state> old_values(capacity);
+        old_keys.swap(keys_);
+        old_values.swap(values_);
+        mask_ = capacity - 1;
+        count_ = 0;
+        for (std::size_t i = 0; i < old_keys.size(); ++i)
+            if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
+    }
+
+    std::vector<Node*> keys_;
+    std::vector<node_state> values_;
+    std::size_t mask_ = 0;
+    std::size_t count_ = 0;
+};
+
 struct graph_task {
     std::uint64_t id = 0;
     bool keep_graph = false;
     bool create_graph = false;
     bool accumulate_grad = true;
-    std::unordered_map<Node*, node_state> nodes;
+    node_table nodes;
     // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
     std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
     std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
@@ -220,12 +276,13 @@ inline std::mutex& logger_mutex() {
 inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
     std::vector<Node*> stack;
     auto visit = [&](const std::shared_ptr<Node>& fn) {
-        auto [it, fresh] = task.nodes.try_emplace(fn.get());
+        bool fresh = false;
+        node_state& st = task.nodes.get(fn.get(), &fresh);
         if (fresh) {
-            it->second.owner = fn;
+            st.owner = fn;
             stack.push_back(fn.get());
         }
-        return &it->second;
+        return &st;
     };
     for (const auto& e : roots)
         if (e.valid()) visit(e.function);
@@ -293,8 +350,9 @@ inline void execute(graph_task& task) {
     };
     std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
         later_first);
-    for (auto& [node, st] : task.nodes)
+    task.nodes.for_each([&](Node*, node_state& st) {
         if (st.has_gradient && st.dependencies == 0) ready.push(st.owner);
+    });
 
     grad_mode_guard mode(task.create_graph);
     graph_task* outer = current_task();
@@ -312,7 +370,7 @@ inline void execute(graph_task& task) {
         std::shared_ptr<Node> node = ready.top();
         ready.pop();
         std::lock_guard lock(node->mutex());
-        tensor_list grads = std::move(task.nodes[node.get()].buffer);
+        tensor_list grads = std::move(task.nodes.find(node.get())->buffer);
         grads.resize(node->num_outputs());
         const auto capture = task.captures.empty() ? task.captures.end() : task.captures.find(node.get());
         bool run = !task.filter || task.needed.count(node.get()) > 0;
@@ -348,7 +406,7 @@ inline void execute(graph_task& task) {
             const Edge& e = edges[i];
             if (!e.valid()) continue;
             Node* next = e.function.get();
-            node_state& st = task.nodes[next];
+            node_state& st = *task.nodes.find(next);  // every reachable node was entered up front
             if (i < outputs.size() && outputs[i].defined())
                 add_to_buffer(st, *next, e.input_nr, validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
             else
@@ -397,14 +455,14 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
         task.captured.resize(inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
-            task.nodes.try_emplace(inputs[i].function.get()).first->second.owner = inputs[i].function;
+            task.nodes.get(inputs[i].function.get()).owner = inputs[i].function;
             task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
         }
         compute_needed(task, roots, accumulate_grad);
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
-        add_to_buffer(task.nodes[n], *n, roots[i].input_nr,
+        add_to_buffer(task.nodes.get(n), *n, roots[i].input_nr,
                       validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
     }
     execute(task);
@@ -432,7 +490,7 @@ inline void set_node_logger(std::function<void(const Node&, const tensor_list&, 
     const auto* task = detail::current_task();
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
-    if (!task->nodes.count(n)) return false;
+    if (!task->nodes.contains(n)) return false;
     if (task->captures.count(n)) return true;  // as PyTorch: capture targets count as executed
     if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
     return !task->filter || task->needed.count(n) > 0;
