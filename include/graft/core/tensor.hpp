@@ -189,7 +189,8 @@ public:
     [[nodiscard]] Tensor log_softmax(std::int64_t dim) const;
 
     [[nodiscard]] const detail::tensor_impl& impl() const {
-        detail::check(impl_ != nullptr, "graft: operation on an undefined tensor");
+        if (impl_ == nullptr) [[unlikely]]
+            detail::fail("graft: operation on an undefined tensor");
         return *impl_;
     }
     [[nodiscard]] const std::shared_ptr<detail::tensor_impl>& impl_ptr() const noexcept { return impl_; }
