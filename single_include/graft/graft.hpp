@@ -3512,6 +3512,23 @@ template <class T>
 }
 
 /// Broadcasts a and b (already of dtype `type`) and runs op into a new tensor.
+/// Converts a and b to `type`, broadcasts them to `shape`, allocates an `out_type`
+/// result and calls `row(T{}, ptrs, byte_strides, n)` for each innermost row, with
+/// ptrs = {out, a, b}: the loop shared by the binary and comparison ops.
+template <class Row>
+Tensor map_broadcast(const Tensor& a, const Tensor& b, dtype type, dtype out_type, const int_list& shape, Row&& row) {
+    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
+    Tensor out = empty(shape, out_type);
+    const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
+    visit_dtype(type, [&](auto z) {
+        for_each_row<3>(shape, {&so, &sx, &sy},
+                        {static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data()),
+                         static_cast<char*>(y.raw_data())},
+                        [&](std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) { row(z, p, st, n); });
+    });
+    return out;
+}
+
 inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
     using kernels::binary_op;
     const std::string_view name = op_name(op);
@@ -3531,37 +3548,29 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
         for (auto v : e.to_vector<std::int64_t>())
             check(v >= 0, "pow: integers to negative integer powers are not allowed");
     }
-    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
-    Tensor out = empty(shape, type);
-    const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
-    visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        for_each_row<3>(shape, {&so, &sx, &sy},
-                        {static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data()),
-                         static_cast<char*>(y.raw_data())},
-                        [&](std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
-                            constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                            if constexpr (std::is_floating_point_v<T>) {
-                                if (st[0] == es) {
-                                    kernels::binary(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
-                                                    row_ptr<T>(p[0]), static_cast<std::size_t>(n));
-                                    return;
-                                }
-                            }
-                            for (std::int64_t i = 0; i < n; ++i) {
-                                T va, vb;
-                                std::memcpy(&va, p[1] + i * st[1], sizeof(T));
-                                std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                T r;
-                                if constexpr (std::is_floating_point_v<T>)
-                                    kernels::binary(op, &va, 0, &vb, 0, &r, 1);
-                                else
-                                    r = kernels::reference::binary_scalar<T>(op, va, vb);
-                                std::memcpy(p[0] + i * st[0], &r, sizeof(T));
-                            }
-                        });
-    });
-    return out;
+    return map_broadcast(a, b, type, type, shape,
+                         [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
+                             using T = decltype(z);
+                             constexpr auto es = static_cast<std::int64_t>(sizeof(T));
+                             if constexpr (std::is_floating_point_v<T>) {
+                                 if (st[0] == es) {
+                                     kernels::binary(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
+                                                     row_ptr<T>(p[0]), static_cast<std::size_t>(n));
+                                     return;
+                                 }
+                             }
+                             for (std::int64_t i = 0; i < n; ++i) {
+                                 T va, vb;
+                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
+                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
+                                 T r;
+                                 if constexpr (std::is_floating_point_v<T>)
+                                     kernels::binary(op, &va, 0, &vb, 0, &r, 1);
+                                 else
+                                     r = kernels::reference::binary_scalar<T>(op, va, vb);
+                                 std::memcpy(p[0] + i * st[0], &r, sizeof(T));
+                             }
+                         });
 }
 
 /// dtype of the computation and of the result for arithmetic binary ops.
@@ -3627,33 +3636,25 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
     check_defined("comparison", a);
     check_defined("comparison", b);
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    const Tensor x = raw::expand(raw::to(a, type), shape), y = raw::expand(raw::to(b, type), shape);
-    Tensor out = empty(shape, dtype::bool_);
-    const int_list so = byte_strides(out), sx = byte_strides(x), sy = byte_strides(y);
-    visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        for_each_row<3>(shape, {&so, &sx, &sy},
-                        {static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data()),
-                         static_cast<char*>(y.raw_data())},
-                        [&](std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
-                            constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                            if constexpr (std::is_floating_point_v<T>) {
-                                if (st[0] == 1) {
-                                    kernels::compare(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
-                                                     row_ptr<bool>(p[0]), static_cast<std::size_t>(n));
-                                    return;
-                                }
-                            }
-                            for (std::int64_t i = 0; i < n; ++i) {
-                                T va, vb;
-                                std::memcpy(&va, p[1] + i * st[1], sizeof(T));
-                                std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                const bool r = kernels::reference::compare_scalar<T>(op, va, vb);
-                                std::memcpy(p[0] + i * st[0], &r, 1);
-                            }
-                        });
-    });
-    return out;
+    return map_broadcast(a, b, type, dtype::bool_, shape,
+                         [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
+                             using T = decltype(z);
+                             constexpr auto es = static_cast<std::int64_t>(sizeof(T));
+                             if constexpr (std::is_floating_point_v<T>) {
+                                 if (st[0] == 1) {
+                                     kernels::compare(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
+                                                      row_ptr<bool>(p[0]), static_cast<std::size_t>(n));
+                                     return;
+                                 }
+                             }
+                             for (std::int64_t i = 0; i < n; ++i) {
+                                 T va, vb;
+                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
+                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
+                                 const bool r = kernels::reference::compare_scalar<T>(op, va, vb);
+                                 std::memcpy(p[0] + i * st[0], &r, 1);
+                             }
+                         });
 }
 
 }  // namespace detail
