@@ -1,4 +1,5 @@
-// Exits 0 only if graft, found with find_package(graft), computes correctly.
+// Exits 0 only if graft, found with find_package(graft) or added with add_subdirectory(),
+// computes correctly. Shared by the two consumer projects under tests/cmake_*/project/.
 #if __has_include(<graft/graft.hpp>)
 #include <graft/graft.hpp>
 #endif
