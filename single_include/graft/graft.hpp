@@ -3743,6 +3743,15 @@ namespace ops {
     });
     return out;
 }
+
+/// Elementwise logical and of two bool tensors (broadcast); not differentiable.
+[[nodiscard]] inline Tensor logical_and(const Tensor& a, const Tensor& b) {
+    detail::check_defined("logical_and", a);
+    detail::check_defined("logical_and", b);
+    detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
+                  "logical_and: expected two bool tensors, got ", a.type(), " and ", b.type());
+    return where(a, b, zeros({}, dtype::bool_));
+}
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
     const dtype t = detail::result_type_of(a, b);
     return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
@@ -3753,6 +3762,7 @@ namespace ops {
 }
 
 }  // namespace ops
+using ops::logical_and;  // not differentiable: the same function with or without autograd
 
 namespace detail {
 
@@ -4156,6 +4166,250 @@ namespace ops {
 }  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/softmax.hpp
+// ---- begin graft/ops/table.hpp
+// The op table: one definition per elementwise op, read by every layer that
+// needs to know about ops. Each definition (a type in graft::ops::def) names
+// the op and its backward node, gives its arity and kernel, a scalar reference
+// for one element, and its derivative written once, generically, with the
+// ops' free functions. The eager engine instantiates the derivative with
+// graft::Tensor (so backward is itself differentiable), the compile-time graphs
+// (graft/expr) with expression types, and the graph IR with its values.
+//
+// `call(values...)` applies the op to values of any type that has the op as a free
+// function (graft::tensor: graft::tanh etc., recorded by autograd).
+// A derivative `grad_<i>(g, inputs..., out)` returns the gradient of input i,
+// of the output's (broadcast) shape: the caller sums it back to the input's
+// shape. `grad_reads<i>` says which of inputs/out that derivative reads, so
+// callers save only what they need (PyTorch's saved-variable rules).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace graft::ops {
+
+/// What an op computes per element: its operands and result categories.
+enum class op_kind {
+    unary,    // one floating-point operand
+    binary,   // two operands, broadcast, promoted to a common dtype
+    compare,  // two operands -> bool, not differentiable
+    where,    // (bool condition, a, b) -> a or b per element
+};
+
+/// Bits of `grad_reads`: which values a derivative reads.
+inline constexpr unsigned reads_input0 = 1U << 0;
+inline constexpr unsigned reads_input1 = 1U << 1;
+inline constexpr unsigned reads_input2 = 1U << 2;
+inline constexpr unsigned reads_output = 1U << 3;
+[[nodiscard]] constexpr unsigned reads_input(int i) noexcept { return 1U << i; }
+
+namespace def {
+
+// Derivatives call the ops' free functions unqualified, found by argument-dependent
+// lookup for the value type (graft::Tensor, expression types, IR values). These
+// deleted declarations stop ordinary lookup here, so graft::ops' raw (non-recording)
+// functions never compete with the value type's own.
+void neg() = delete;
+void abs() = delete;
+void exp() = delete;
+void log() = delete;
+void sqrt() = delete;
+void rsqrt() = delete;
+void tanh() = delete;
+void sigmoid() = delete;
+void relu() = delete;
+void sin() = delete;
+void cos() = delete;
+void sign() = delete;
+void add() = delete;
+void sub() = delete;
+void mul() = delete;
+void div() = delete;
+void pow() = delete;
+void maximum() = delete;
+void minimum() = delete;
+void eq() = delete;
+void ne() = delete;
+void lt() = delete;
+void le() = delete;
+void gt() = delete;
+void ge() = delete;
+void where() = delete;
+void zeros_like() = delete;
+void logical_and() = delete;
+
+// ---------------------------------------------------------------- unary
+
+#define GRAFT_DETAIL_UNARY_DEF(ident, kernel_op, backward_name, reads, ...)                          \
+    struct ident##_op {                                                                               \
+        static constexpr std::string_view name = #ident;                                              \
+        static constexpr const char* node_name = backward_name;                                       \
+        static constexpr op_kind kind = op_kind::unary;                                               \
+        static constexpr int arity = 1;                                                               \
+        static constexpr kernels::unary_op kernel = kernels::unary_op::kernel_op;                     \
+        static constexpr bool differentiable = true;                                                  \
+        static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
+        template <class T>                                                                            \
+        [[nodiscard]] static T scalar(T x) {                                                          \
+            return kernels::reference::unary_scalar(kernel, x);                                       \
+        }                                                                                             \
+        template <class X>                                                                            \
+        [[nodiscard]] static auto call(const X& x) {                                                  \
+            return ident(x);                                                                          \
+        }                                                                                             \
+        template <class G, class X, class Y>                                                          \
+        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
+                                         [[maybe_unused]] const Y& y) {                               \
+            __VA_ARGS__                                                                               \
+        }                                                                                             \
+    };
+
+GRAFT_DETAIL_UNARY_DEF(neg, neg, "NegBackward0", 0U, return -g;)
+GRAFT_DETAIL_UNARY_DEF(abs, abs, "AbsBackward0", reads_input0, return g * sign(x);)
+GRAFT_DETAIL_UNARY_DEF(exp, exp, "ExpBackward0", reads_output, return g * y;)
+GRAFT_DETAIL_UNARY_DEF(log, log, "LogBackward0", reads_input0, return g / x;)
+GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y * 2.0);)
+GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
+GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
+GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
+GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
+GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
+GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
+#undef GRAFT_DETAIL_UNARY_DEF
+
+// ---------------------------------------------------------------- binary
+
+#define GRAFT_DETAIL_BINARY_DEF(ident, kernel_op, backward_name, reads_a, reads_b, grad_a_body, grad_b_body) \
+    struct ident##_op {                                                                                       \
+        static constexpr std::string_view name = #ident;                                                      \
+        static constexpr const char* node_name = backward_name;                                               \
+        static constexpr op_kind kind = op_kind::binary;                                                      \
+        static constexpr int arity = 2;                                                                       \
+        static constexpr kernels::binary_op kernel = kernels::binary_op::kernel_op;                           \
+        static constexpr bool differentiable = true;                                                          \
+        static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
+        template <class T>                                                                                    \
+        [[nodiscard]] static T scalar(T a, T b) {                                                             \
+            return kernels::reference::binary_scalar(kernel, a, b);                                           \
+        }                                                                                                     \
+        template <class A, class B>                                                                           \
+        [[nodiscard]] static auto call(const A& a, const B& b) {                                              \
+            return ident(a, b);                                                                               \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_a_body                                                                                       \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_b_body                                                                                       \
+        }                                                                                                     \
+    };
+
+GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
+GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
+GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
+GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
+                        return -g * a / (b * b);)
+// PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
+GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1 | reads_output,
+                        return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
+                        return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
+// Ties split the gradient evenly between the operands, as PyTorch does.
+GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
+GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
+#undef GRAFT_DETAIL_BINARY_DEF
+
+// ---------------------------------------------------------------- comparisons
+
+#define GRAFT_DETAIL_COMPARE_DEF(ident, kernel_op)                             \
+    struct ident##_op {                                                        \
+        static constexpr std::string_view name = #ident;                       \
+        static constexpr const char* node_name = nullptr;                      \
+        static constexpr op_kind kind = op_kind::compare;                      \
+        static constexpr int arity = 2;                                        \
+        static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
+        static constexpr bool differentiable = false;                          \
+        template <class T>                                                     \
+        [[nodiscard]] static bool scalar(T a, T b) {                           \
+            return kernels::reference::compare_scalar(kernel, a, b);           \
+        }                                                                      \
+        template <class A, class B>                                            \
+        [[nodiscard]] static auto call(const A& a, const B& b) {               \
+            return ident(a, b);                                                \
+        }                                                                      \
+    };
+GRAFT_DETAIL_COMPARE_DEF(eq, eq)
+GRAFT_DETAIL_COMPARE_DEF(ne, ne)
+GRAFT_DETAIL_COMPARE_DEF(lt, lt)
+GRAFT_DETAIL_COMPARE_DEF(le, le)
+GRAFT_DETAIL_COMPARE_DEF(gt, gt)
+GRAFT_DETAIL_COMPARE_DEF(ge, ge)
+#undef GRAFT_DETAIL_COMPARE_DEF
+
+// ---------------------------------------------------------------- where
+
+/// where(cond, a, b): differentiable in a and b (inputs 1 and 2), not in cond.
+struct where_op {
+    static constexpr std::string_view name = "where";
+    static constexpr const char* node_name = "WhereBackward0";
+    static constexpr op_kind kind = op_kind::where;
+    static constexpr int arity = 3;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
+    template <class T>
+    [[nodiscard]] static T scalar(bool c, T a, T b) { return c ? a : b; }
+    template <class C, class A, class B>
+    [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
+        return where(c, a, b);
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, g, zeros_like(g));
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, zeros_like(g), g);
+    }
+};
+
+}  // namespace def
+
+/// Every op in the table, for code that iterates over all of them.
+using all_elementwise_ops =
+    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
+
+/// An op-table entry: what every layer may rely on.
+template <class Op>
+concept op_definition = requires {
+    { Op::name } -> std::convertible_to<std::string_view>;
+    { Op::kind } -> std::convertible_to<op_kind>;
+    { Op::arity } -> std::convertible_to<int>;
+    { Op::differentiable } -> std::convertible_to<bool>;
+};
+
+/// Does input `i`'s derivative of `Op` read value `bit` (reads_input0.., reads_output)?
+template <class Op>
+[[nodiscard]] constexpr bool grad_reads(int i, unsigned bit) {
+    if constexpr (requires { Op::grad_reads; }) return (Op::grad_reads[static_cast<std::size_t>(i)] & bit) != 0;
+    else return false;
+}
+
+}  // namespace graft::ops
+// ---- end graft/ops/table.hpp
 // ---- begin graft/autograd/engine.hpp
 // The reverse-mode engine: runs the backward graph from root gradients in
 // dependency order (later-created nodes first), with PyTorch's hook order.
@@ -5327,114 +5581,99 @@ namespace autograd::detail {
 
 enum class binary_kind { add, sub, mul, div, pow, maximum, minimum };
 
-/// Gradients of a binary op; a or b may be a 0-dim stand-in for a number.
-[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
-                                                 const Tensor& out, bool need_a, bool need_b) {
-    Tensor ga, gb;
-    switch (kind) {
-        case binary_kind::add:
-            ga = g;
-            gb = g;
-            break;
-        case binary_kind::sub:
-            ga = g;
-            if (need_b) gb = -g;
-            break;
-        case binary_kind::mul:
-            if (need_a) ga = g * b;
-            if (need_b) gb = g * a;
-            break;
-        case binary_kind::div:
-            if (need_a) ga = g / b;
-            if (need_b) gb = -g * a / (b * b);
-            break;
-        case binary_kind::pow:
-            // PyTorch masks the 0 * inf cases: d/da is 0 where b == 0, d/db is 0 where a == 0 and b >= 0.
-            if (need_a) ga = where(b == 0.0, zeros_like(out), g * b * pow(a, b - 1.0));
-            if (need_b) gb = where((a == 0.0) * (b >= 0.0) == 1, zeros_like(out), g * out * log(a));
-            break;
-        case binary_kind::maximum:
-        case binary_kind::minimum: {
-            // Ties split the gradient evenly, as PyTorch does.
-            const Tensor win = kind == binary_kind::maximum ? gt(a, b) : lt(a, b);
-            const Tensor tie = eq(a, b);
-            const Tensor half = g * 0.5;
-            if (need_a) ga = where(win, g, where(tie, half, zeros_like(g)));
-            if (need_b) gb = where(win, zeros_like(g), where(tie, half, g));
-            break;
-        }
+/// Calls f with the op-table definition of `k`.
+template <class F>
+decltype(auto) visit_binary(binary_kind k, F&& f) {
+    switch (k) {
+        case binary_kind::add: return f(ops::def::add_op{});
+        case binary_kind::sub: return f(ops::def::sub_op{});
+        case binary_kind::mul: return f(ops::def::mul_op{});
+        case binary_kind::div: return f(ops::def::div_op{});
+        case binary_kind::pow: return f(ops::def::pow_op{});
+        case binary_kind::maximum: return f(ops::def::maximum_op{});
+        case binary_kind::minimum: return f(ops::def::minimum_op{});
     }
-    return {need_a && ga.defined() ? sum_to_size(ga, a.sizes()) : Tensor{},
-            need_b && gb.defined() ? sum_to_size(gb, b.sizes()) : Tensor{}};
+    return f(ops::def::add_op{});
 }
 
-[[nodiscard]] constexpr const char* binary_node_name(binary_kind k) {
-    switch (k) {
-        case binary_kind::add: return "AddBackward0";
-        case binary_kind::sub: return "SubBackward0";
-        case binary_kind::mul: return "MulBackward0";
-        case binary_kind::div: return "DivBackward0";
-        case binary_kind::pow: return "PowBackward1";
-        case binary_kind::maximum: return "MaximumBackward0";
-        case binary_kind::minimum: return "MinimumBackward0";
-    }
-    return "?";
+/// A gradient of the output's shape summed back to an input's shape and dtype.
+[[nodiscard]] inline Tensor reduce_grad(Tensor g, const int_list& sizes, dtype type) {
+    g = sum_to_size(g, sizes);
+    return g.type() == type ? g : g.to(type);
+}
+
+/// Gradients of a binary op from the op table; a or b may be a 0-dim stand-in for a number.
+[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
+                                                 const Tensor& out, bool need_a, bool need_b) {
+    return visit_binary(kind, [&](auto op) -> tensor_list {
+        using Op = decltype(op);
+        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.sizes(), a.type()) : Tensor{},
+                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.sizes(), b.type()) : Tensor{}};
+    });
+}
+
+[[nodiscard]] inline const char* binary_node_name(binary_kind k) {
+    return visit_binary(k, [](auto op) { return decltype(op)::node_name; });
 }
 
 [[nodiscard]] inline bool binary_saves_inputs(binary_kind k) { return k != binary_kind::add && k != binary_kind::sub; }
 
-inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
-    auto node = make_node(binary_node_name(kind), a, b);
+/// Records a tensor-tensor binary op: saves only what the needed derivatives read.
+template <class Op>
+Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
+    auto node = make_node(Op::node_name, a, b);
     if (!node) return out;
-    // Only sizes are needed for add/sub; other ops keep the inputs (and pow its output).
-    const int_list sa = a.sizes(), sb = b.sizes();
-    const dtype ta = a.type(), tb = b.type();
-    if (binary_saves_inputs(kind)) {
-        node->save(a);
-        node->save(b);
-    }
-    node->backward = [kind, sa, sb, ta, tb](function_node& n, const tensor_list& g) -> tensor_list {
-        const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1);
-        if (!binary_saves_inputs(kind)) {
-            Tensor ga = na ? sum_to_size(g[0], sa) : Tensor{};
-            Tensor gb = nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{};
-            if (ga.defined() && ga.type() != ta) ga = ga.to(ta);
-            if (gb.defined() && gb.type() != tb) gb = gb.to(tb);
-            return {ga, gb};
-        }
-        const Tensor a = n.saved(0), b = n.saved(1);
-        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
-        return binary_backward(kind, g[0], a, b, out, na, nb);
+    const bool na = node->needs_input_grad(0), nb = node->needs_input_grad(1);
+    const auto reads = [&](unsigned bit) {
+        return (na && ops::grad_reads<Op>(0, bit)) || (nb && ops::grad_reads<Op>(1, bit));
     };
+    node->save(reads(ops::reads_input0) ? a : Tensor{});
+    node->save(reads(ops::reads_input1) ? b : Tensor{});
     set_history(out, node);
+    node->save(reads(ops::reads_output) ? out : Tensor{}, true);
+    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                         function_node& n, const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), y = n.saved(1), r = n.saved(2);
+        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{},
+                n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{}};
+    };
     return out;
 }
 
-/// A number operand: the node has one edge, for the tensor.
-inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
-    auto node = make_node(binary_node_name(kind), t);
+inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
+    return visit_binary(kind, [&](auto op) { return record_binary_op<decltype(op)>(a, b, std::move(out)); });
+}
+
+/// A number operand: the node has one edge, for the tensor. add/sub/mul/div read the
+/// number directly; the other ops see it as a 0-dim tensor of the tensor's dtype.
+template <class Op>
+Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
+    auto node = make_node(Op::node_name, t);
     if (!node) return out;
-    const bool needs_tensor = binary_saves_inputs(kind) && !(kind == binary_kind::mul) &&
-                              !(kind == binary_kind::div && tensor_first);
-    if (needs_tensor) node->save(t);
-    const int_list st = t.sizes();
-    node->backward = [kind, s, tensor_first, st](function_node& n, const tensor_list& g) -> tensor_list {
-        if (!binary_saves_inputs(kind)) {
-            const bool negate = kind == binary_kind::sub && !tensor_first;
-            return {sum_to_size(negate ? -g[0] : g[0], st)};
-        }
-        // Multiplying or dividing by a number: the gradient is the same op on the gradient.
-        if (kind == binary_kind::mul) return {g[0] * s};
-        if (kind == binary_kind::div && tensor_first) return {g[0] / s};
-        const Tensor t = n.saved(0);
-        const Tensor c = full({}, s, t.type());
-        const Tensor a = tensor_first ? t : c, b = tensor_first ? c : t;
-        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
-        tensor_list r = binary_backward(kind, g[0], a, b, out, tensor_first, !tensor_first);
-        return {tensor_first ? r[0] : r[1]};
-    };
+    const int i = tensor_first ? 0 : 1;
+    node->save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
     set_history(out, node);
+    node->save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
+    node->backward = [s, tensor_first, st = t.sizes(), tt = t.type()](function_node& n,
+                                                                       const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), r = n.saved(1);
+        constexpr bool number_as_scalar = std::is_same_v<Op, ops::def::add_op> ||
+                                          std::is_same_v<Op, ops::def::sub_op> ||
+                                          std::is_same_v<Op, ops::def::mul_op> || std::is_same_v<Op, ops::def::div_op>;
+        if constexpr (number_as_scalar) {
+            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt)};
+        } else {
+            const Tensor c = full({}, s, tt);
+            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt)};
+        }
+    };
     return out;
+}
+
+inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
+    return visit_binary(kind, [&](auto op) {
+        return record_binary_scalar_op<decltype(op)>(t, s, tensor_first, std::move(out));
+    });
 }
 
 }  // namespace autograd::detail
@@ -5474,16 +5713,17 @@ inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 
 /// where(cond, a, b): differentiable in a and b.
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    using Op = ops::def::where_op;
     Tensor out = ops::where(cond, a, b);
-    auto node = autograd::detail::make_node("WhereBackward0", a, b);
+    auto node = autograd::detail::make_node(Op::node_name, a, b);
     if (!node) return out;
     node->save(cond);
-    const int_list sa = a.sizes(), sb = b.sizes();
-    node->backward = [sa, sb](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
-        const Tensor c = n.saved(0);
-        const Tensor zero = zeros_like(g[0]);
-        return {n.needs_input_grad(0) ? sum_to_size(where(c, g[0], zero), sa) : Tensor{},
-                n.needs_input_grad(1) ? sum_to_size(where(c, zero, g[0]), sb) : Tensor{}};
+    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                         autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        using autograd::detail::reduce_grad;
+        const Tensor c = n.saved(0), none;
+        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_1(g[0], c, none, none, none), sa, ta) : Tensor{},
+                n.needs_input_grad(1) ? reduce_grad(Op::grad_2(g[0], c, none, none, none), sb, tb) : Tensor{}};
     };
     autograd::detail::set_history(out, node);
     return out;
@@ -5513,11 +5753,18 @@ Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_inp
     return out;
 }
 
+/// Records a unary op of the op table: its node name, saved values and derivative.
+template <class Op>
+Tensor record_unary_op(const Tensor& a, Tensor out) {
+    return record_unary(Op::node_name, a, std::move(out), ops::grad_reads<Op>(0, ops::reads_input0),
+                        ops::grad_reads<Op>(0, ops::reads_output),
+                        [](const Tensor& g, const Tensor& x, const Tensor& y) { return Op::grad_0(g, x, y); });
+}
+
 }  // namespace autograd::detail
 
 inline Tensor neg(const Tensor& a) {
-    return autograd::detail::record_unary("NegBackward0", a, ops::neg(a), false, false,
-                                          [](const Tensor& g, const Tensor&, const Tensor&) { return -g; });
+    return autograd::detail::record_unary_op<ops::def::neg_op>(a, ops::neg(a));
 }
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 /// sign(x): -1, 0 or 1 (NaN stays NaN); not differentiable (its gradient is zero).
@@ -5526,53 +5773,35 @@ inline Tensor sign(const Tensor& a) {
     return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
 }
 inline Tensor abs(const Tensor& a) {
-    return autograd::detail::record_unary("AbsBackward0", a, ops::abs(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * sign(x); });
+    return autograd::detail::record_unary_op<ops::def::abs_op>(a, ops::abs(a));
 }
 inline Tensor exp(const Tensor& a) {
-    return autograd::detail::record_unary("ExpBackward0", a, ops::exp(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g * y; });
+    return autograd::detail::record_unary_op<ops::def::exp_op>(a, ops::exp(a));
 }
 inline Tensor log(const Tensor& a) {
-    return autograd::detail::record_unary("LogBackward0", a, ops::log(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g / x; });
+    return autograd::detail::record_unary_op<ops::def::log_op>(a, ops::log(a));
 }
 inline Tensor sqrt(const Tensor& a) {
-    return autograd::detail::record_unary("SqrtBackward0", a, ops::sqrt(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g / (2.0 * y); });
+    return autograd::detail::record_unary_op<ops::def::sqrt_op>(a, ops::sqrt(a));
 }
 inline Tensor rsqrt(const Tensor& a) {
-    return autograd::detail::record_unary("RsqrtBackward0", a, ops::rsqrt(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * (-0.5) * y * y * y;
-                                          });
+    return autograd::detail::record_unary_op<ops::def::rsqrt_op>(a, ops::rsqrt(a));
 }
 inline Tensor tanh(const Tensor& a) {
-    return autograd::detail::record_unary("TanhBackward0", a, ops::tanh(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * (1.0 - y * y);
-                                          });
+    return autograd::detail::record_unary_op<ops::def::tanh_op>(a, ops::tanh(a));
 }
 inline Tensor sigmoid(const Tensor& a) {
-    return autograd::detail::record_unary("SigmoidBackward0", a, ops::sigmoid(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * y * (1.0 - y);
-                                          });
+    return autograd::detail::record_unary_op<ops::def::sigmoid_op>(a, ops::sigmoid(a));
 }
 inline Tensor relu(const Tensor& a) {
-    return autograd::detail::record_unary("ReluBackward0", a, ops::relu(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return where(y > 0.0, g, zeros_like(g));
-                                          });
+    return autograd::detail::record_unary_op<ops::def::relu_op>(a, ops::relu(a));
 }
 inline Tensor sin(const Tensor& a);
 inline Tensor cos(const Tensor& a) {
-    return autograd::detail::record_unary("CosBackward0", a, ops::cos(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return -g * sin(x); });
+    return autograd::detail::record_unary_op<ops::def::cos_op>(a, ops::cos(a));
 }
 inline Tensor sin(const Tensor& a) {
-    return autograd::detail::record_unary("SinBackward0", a, ops::sin(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * cos(x); });
+    return autograd::detail::record_unary_op<ops::def::sin_op>(a, ops::sin(a));
 }
 
 /// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x

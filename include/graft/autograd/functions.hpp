@@ -13,6 +13,7 @@
 #include "graft/ops/linalg.hpp"
 #include "graft/ops/reduce.hpp"
 #include "graft/ops/softmax.hpp"
+#include "graft/ops/table.hpp"
 
 namespace graft {
 
@@ -106,114 +107,99 @@ namespace autograd::detail {
 
 enum class binary_kind { add, sub, mul, div, pow, maximum, minimum };
 
-/// Gradients of a binary op; a or b may be a 0-dim stand-in for a number.
-[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
-                                                 const Tensor& out, bool need_a, bool need_b) {
-    Tensor ga, gb;
-    switch (kind) {
-        case binary_kind::add:
-            ga = g;
-            gb = g;
-            break;
-        case binary_kind::sub:
-            ga = g;
-            if (need_b) gb = -g;
-            break;
-        case binary_kind::mul:
-            if (need_a) ga = g * b;
-            if (need_b) gb = g * a;
-            break;
-        case binary_kind::div:
-            if (need_a) ga = g / b;
-            if (need_b) gb = -g * a / (b * b);
-            break;
-        case binary_kind::pow:
-            // PyTorch masks the 0 * inf cases: d/da is 0 where b == 0, d/db is 0 where a == 0 and b >= 0.
-            if (need_a) ga = where(b == 0.0, zeros_like(out), g * b * pow(a, b - 1.0));
-            if (need_b) gb = where((a == 0.0) * (b >= 0.0) == 1, zeros_like(out), g * out * log(a));
-            break;
-        case binary_kind::maximum:
-        case binary_kind::minimum: {
-            // Ties split the gradient evenly, as PyTorch does.
-            const Tensor win = kind == binary_kind::maximum ? gt(a, b) : lt(a, b);
-            const Tensor tie = eq(a, b);
-            const Tensor half = g * 0.5;
-            if (need_a) ga = where(win, g, where(tie, half, zeros_like(g)));
-            if (need_b) gb = where(win, zeros_like(g), where(tie, half, g));
-            break;
-        }
+/// Calls f with the op-table definition of `k`.
+template <class F>
+decltype(auto) visit_binary(binary_kind k, F&& f) {
+    switch (k) {
+        case binary_kind::add: return f(ops::def::add_op{});
+        case binary_kind::sub: return f(ops::def::sub_op{});
+        case binary_kind::mul: return f(ops::def::mul_op{});
+        case binary_kind::div: return f(ops::def::div_op{});
+        case binary_kind::pow: return f(ops::def::pow_op{});
+        case binary_kind::maximum: return f(ops::def::maximum_op{});
+        case binary_kind::minimum: return f(ops::def::minimum_op{});
     }
-    return {need_a && ga.defined() ? sum_to_size(ga, a.sizes()) : Tensor{},
-            need_b && gb.defined() ? sum_to_size(gb, b.sizes()) : Tensor{}};
+    return f(ops::def::add_op{});
 }
 
-[[nodiscard]] constexpr const char* binary_node_name(binary_kind k) {
-    switch (k) {
-        case binary_kind::add: return "AddBackward0";
-        case binary_kind::sub: return "SubBackward0";
-        case binary_kind::mul: return "MulBackward0";
-        case binary_kind::div: return "DivBackward0";
-        case binary_kind::pow: return "PowBackward1";
-        case binary_kind::maximum: return "MaximumBackward0";
-        case binary_kind::minimum: return "MinimumBackward0";
-    }
-    return "?";
+/// A gradient of the output's shape summed back to an input's shape and dtype.
+[[nodiscard]] inline Tensor reduce_grad(Tensor g, const int_list& sizes, dtype type) {
+    g = sum_to_size(g, sizes);
+    return g.type() == type ? g : g.to(type);
+}
+
+/// Gradients of a binary op from the op table; a or b may be a 0-dim stand-in for a number.
+[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
+                                                 const Tensor& out, bool need_a, bool need_b) {
+    return visit_binary(kind, [&](auto op) -> tensor_list {
+        using Op = decltype(op);
+        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.sizes(), a.type()) : Tensor{},
+                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.sizes(), b.type()) : Tensor{}};
+    });
+}
+
+[[nodiscard]] inline const char* binary_node_name(binary_kind k) {
+    return visit_binary(k, [](auto op) { return decltype(op)::node_name; });
 }
 
 [[nodiscard]] inline bool binary_saves_inputs(binary_kind k) { return k != binary_kind::add && k != binary_kind::sub; }
 
-inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
-    auto node = make_node(binary_node_name(kind), a, b);
+/// Records a tensor-tensor binary op: saves only what the needed derivatives read.
+template <class Op>
+Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
+    auto node = make_node(Op::node_name, a, b);
     if (!node) return out;
-    // Only sizes are needed for add/sub; other ops keep the inputs (and pow its output).
-    const int_list sa = a.sizes(), sb = b.sizes();
-    const dtype ta = a.type(), tb = b.type();
-    if (binary_saves_inputs(kind)) {
-        node->save(a);
-        node->save(b);
-    }
-    node->backward = [kind, sa, sb, ta, tb](function_node& n, const tensor_list& g) -> tensor_list {
-        const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1);
-        if (!binary_saves_inputs(kind)) {
-            Tensor ga = na ? sum_to_size(g[0], sa) : Tensor{};
-            Tensor gb = nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{};
-            if (ga.defined() && ga.type() != ta) ga = ga.to(ta);
-            if (gb.defined() && gb.type() != tb) gb = gb.to(tb);
-            return {ga, gb};
-        }
-        const Tensor a = n.saved(0), b = n.saved(1);
-        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
-        return binary_backward(kind, g[0], a, b, out, na, nb);
+    const bool na = node->needs_input_grad(0), nb = node->needs_input_grad(1);
+    const auto reads = [&](unsigned bit) {
+        return (na && ops::grad_reads<Op>(0, bit)) || (nb && ops::grad_reads<Op>(1, bit));
     };
+    node->save(reads(ops::reads_input0) ? a : Tensor{});
+    node->save(reads(ops::reads_input1) ? b : Tensor{});
     set_history(out, node);
+    node->save(reads(ops::reads_output) ? out : Tensor{}, true);
+    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                         function_node& n, const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), y = n.saved(1), r = n.saved(2);
+        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{},
+                n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{}};
+    };
     return out;
 }
 
-/// A number operand: the node has one edge, for the tensor.
-inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
-    auto node = make_node(binary_node_name(kind), t);
+inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
+    return visit_binary(kind, [&](auto op) { return record_binary_op<decltype(op)>(a, b, std::move(out)); });
+}
+
+/// A number operand: the node has one edge, for the tensor. add/sub/mul/div read the
+/// number directly; the other ops see it as a 0-dim tensor of the tensor's dtype.
+template <class Op>
+Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
+    auto node = make_node(Op::node_name, t);
     if (!node) return out;
-    const bool needs_tensor = binary_saves_inputs(kind) && !(kind == binary_kind::mul) &&
-                              !(kind == binary_kind::div && tensor_first);
-    if (needs_tensor) node->save(t);
-    const int_list st = t.sizes();
-    node->backward = [kind, s, tensor_first, st](function_node& n, const tensor_list& g) -> tensor_list {
-        if (!binary_saves_inputs(kind)) {
-            const bool negate = kind == binary_kind::sub && !tensor_first;
-            return {sum_to_size(negate ? -g[0] : g[0], st)};
-        }
-        // Multiplying or dividing by a number: the gradient is the same op on the gradient.
-        if (kind == binary_kind::mul) return {g[0] * s};
-        if (kind == binary_kind::div && tensor_first) return {g[0] / s};
-        const Tensor t = n.saved(0);
-        const Tensor c = full({}, s, t.type());
-        const Tensor a = tensor_first ? t : c, b = tensor_first ? c : t;
-        const Tensor out = kind == binary_kind::pow ? pow(a, b) : Tensor{};
-        tensor_list r = binary_backward(kind, g[0], a, b, out, tensor_first, !tensor_first);
-        return {tensor_first ? r[0] : r[1]};
-    };
+    const int i = tensor_first ? 0 : 1;
+    node->save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
     set_history(out, node);
+    node->save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
+    node->backward = [s, tensor_first, st = t.sizes(), tt = t.type()](function_node& n,
+                                                                       const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), r = n.saved(1);
+        constexpr bool number_as_scalar = std::is_same_v<Op, ops::def::add_op> ||
+                                          std::is_same_v<Op, ops::def::sub_op> ||
+                                          std::is_same_v<Op, ops::def::mul_op> || std::is_same_v<Op, ops::def::div_op>;
+        if constexpr (number_as_scalar) {
+            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt)};
+        } else {
+            const Tensor c = full({}, s, tt);
+            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt)};
+        }
+    };
     return out;
+}
+
+inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
+    return visit_binary(kind, [&](auto op) {
+        return record_binary_scalar_op<decltype(op)>(t, s, tensor_first, std::move(out));
+    });
 }
 
 }  // namespace autograd::detail
@@ -253,16 +239,17 @@ inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 
 /// where(cond, a, b): differentiable in a and b.
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    using Op = ops::def::where_op;
     Tensor out = ops::where(cond, a, b);
-    auto node = autograd::detail::make_node("WhereBackward0", a, b);
+    auto node = autograd::detail::make_node(Op::node_name, a, b);
     if (!node) return out;
     node->save(cond);
-    const int_list sa = a.sizes(), sb = b.sizes();
-    node->backward = [sa, sb](autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
-        const Tensor c = n.saved(0);
-        const Tensor zero = zeros_like(g[0]);
-        return {n.needs_input_grad(0) ? sum_to_size(where(c, g[0], zero), sa) : Tensor{},
-                n.needs_input_grad(1) ? sum_to_size(where(c, zero, g[0]), sb) : Tensor{}};
+    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                         autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        using autograd::detail::reduce_grad;
+        const Tensor c = n.saved(0), none;
+        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_1(g[0], c, none, none, none), sa, ta) : Tensor{},
+                n.needs_input_grad(1) ? reduce_grad(Op::grad_2(g[0], c, none, none, none), sb, tb) : Tensor{}};
     };
     autograd::detail::set_history(out, node);
     return out;
@@ -292,11 +279,18 @@ Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_inp
     return out;
 }
 
+/// Records a unary op of the op table: its node name, saved values and derivative.
+template <class Op>
+Tensor record_unary_op(const Tensor& a, Tensor out) {
+    return record_unary(Op::node_name, a, std::move(out), ops::grad_reads<Op>(0, ops::reads_input0),
+                        ops::grad_reads<Op>(0, ops::reads_output),
+                        [](const Tensor& g, const Tensor& x, const Tensor& y) { return Op::grad_0(g, x, y); });
+}
+
 }  // namespace autograd::detail
 
 inline Tensor neg(const Tensor& a) {
-    return autograd::detail::record_unary("NegBackward0", a, ops::neg(a), false, false,
-                                          [](const Tensor& g, const Tensor&, const Tensor&) { return -g; });
+    return autograd::detail::record_unary_op<ops::def::neg_op>(a, ops::neg(a));
 }
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 /// sign(x): -1, 0 or 1 (NaN stays NaN); not differentiable (its gradient is zero).
@@ -305,53 +299,35 @@ inline Tensor sign(const Tensor& a) {
     return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
 }
 inline Tensor abs(const Tensor& a) {
-    return autograd::detail::record_unary("AbsBackward0", a, ops::abs(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * sign(x); });
+    return autograd::detail::record_unary_op<ops::def::abs_op>(a, ops::abs(a));
 }
 inline Tensor exp(const Tensor& a) {
-    return autograd::detail::record_unary("ExpBackward0", a, ops::exp(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g * y; });
+    return autograd::detail::record_unary_op<ops::def::exp_op>(a, ops::exp(a));
 }
 inline Tensor log(const Tensor& a) {
-    return autograd::detail::record_unary("LogBackward0", a, ops::log(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g / x; });
+    return autograd::detail::record_unary_op<ops::def::log_op>(a, ops::log(a));
 }
 inline Tensor sqrt(const Tensor& a) {
-    return autograd::detail::record_unary("SqrtBackward0", a, ops::sqrt(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) { return g / (2.0 * y); });
+    return autograd::detail::record_unary_op<ops::def::sqrt_op>(a, ops::sqrt(a));
 }
 inline Tensor rsqrt(const Tensor& a) {
-    return autograd::detail::record_unary("RsqrtBackward0", a, ops::rsqrt(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * (-0.5) * y * y * y;
-                                          });
+    return autograd::detail::record_unary_op<ops::def::rsqrt_op>(a, ops::rsqrt(a));
 }
 inline Tensor tanh(const Tensor& a) {
-    return autograd::detail::record_unary("TanhBackward0", a, ops::tanh(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * (1.0 - y * y);
-                                          });
+    return autograd::detail::record_unary_op<ops::def::tanh_op>(a, ops::tanh(a));
 }
 inline Tensor sigmoid(const Tensor& a) {
-    return autograd::detail::record_unary("SigmoidBackward0", a, ops::sigmoid(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return g * y * (1.0 - y);
-                                          });
+    return autograd::detail::record_unary_op<ops::def::sigmoid_op>(a, ops::sigmoid(a));
 }
 inline Tensor relu(const Tensor& a) {
-    return autograd::detail::record_unary("ReluBackward0", a, ops::relu(a), false, true,
-                                          [](const Tensor& g, const Tensor&, const Tensor& y) {
-                                              return where(y > 0.0, g, zeros_like(g));
-                                          });
+    return autograd::detail::record_unary_op<ops::def::relu_op>(a, ops::relu(a));
 }
 inline Tensor sin(const Tensor& a);
 inline Tensor cos(const Tensor& a) {
-    return autograd::detail::record_unary("CosBackward0", a, ops::cos(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return -g * sin(x); });
+    return autograd::detail::record_unary_op<ops::def::cos_op>(a, ops::cos(a));
 }
 inline Tensor sin(const Tensor& a) {
-    return autograd::detail::record_unary("SinBackward0", a, ops::sin(a), true, false,
-                                          [](const Tensor& g, const Tensor& x, const Tensor&) { return g * cos(x); });
+    return autograd::detail::record_unary_op<ops::def::sin_op>(a, ops::sin(a));
 }
 
 /// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x

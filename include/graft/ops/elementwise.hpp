@@ -305,6 +305,15 @@ namespace ops {
     });
     return out;
 }
+
+/// Elementwise logical and of two bool tensors (broadcast); not differentiable.
+[[nodiscard]] inline Tensor logical_and(const Tensor& a, const Tensor& b) {
+    detail::check_defined("logical_and", a);
+    detail::check_defined("logical_and", b);
+    detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
+                  "logical_and: expected two bool tensors, got ", a.type(), " and ", b.type());
+    return where(a, b, zeros({}, dtype::bool_));
+}
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
     const dtype t = detail::result_type_of(a, b);
     return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
@@ -315,6 +324,7 @@ namespace ops {
 }
 
 }  // namespace ops
+using ops::logical_and;  // not differentiable: the same function with or without autograd
 
 namespace detail {
 
