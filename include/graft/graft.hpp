@@ -23,4 +23,6 @@
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/ir/ir.hpp"
 #include "graft/version.hpp"
+

@@ -7025,6 +7025,1642 @@ namespace detail {
 
 }  // namespace graft::autograd
 // ---- end graft/autograd/graph.hpp
+// ---- begin graft/ir/ir.hpp
+// graft's runtime graph IR: types, graphs, kinds, text form, DOT, interpreter.
+// ---- begin graft/ir/graph.hpp
+// The runtime graph IR: a Graph owns Nodes and Values; a Block is an ordered
+// list of nodes with its own inputs and outputs (the graph's top block, or the
+// branches of an If). Every Value is produced by exactly one node (block and
+// graph inputs by the block's parameter list) and knows its uses, so passes
+// can rewrite the graph in place.
+#include <algorithm>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// ---- begin graft/ir/kinds.hpp
+// Node kinds. A kind is a type (ir::kinds::...): its name in the text form,
+// its arity, whether it is pure and elementwise, and how the interpreter runs
+// it with eager graft ops. The elementwise kinds are generated from the op
+// table (graft::ops::all_elementwise_ops), so an op added there is an IR kind
+// too. `kind_v<K>` is K's registry entry; nodes point to it.
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+
+namespace graft::ir {
+
+/// A value at run time: a tensor or a number.
+using ivalue = std::variant<Tensor, double, std::int64_t, bool>;
+
+/// A node attribute: int, float, bool, string, int list, float list or a constant tensor.
+using attribute =
+    std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>, std::vector<double>, Tensor>;
+using attribute_map = std::map<std::string, attribute>;
+
+/// What the registry knows about a kind.
+struct kind_info {
+    std::string_view name;
+    int num_inputs = -1;   // -1: any number
+    int num_outputs = 1;   // -1: any number
+    int num_blocks = 0;
+    bool pure = true;         // no side effects: dead-code and CSE passes may remove or merge it
+    bool elementwise = false; // same-shape map over broadcast inputs (fusable)
+    bool is_view = false;     // the output aliases the first input
+    /// Runs the node on eager values (null for kinds the interpreter handles itself).
+    std::vector<ivalue> (*run)(const attribute_map&, std::span<const ivalue>) = nullptr;
+};
+
+namespace detail {
+
+[[nodiscard]] inline const Tensor& tensor_arg(std::string_view op, std::span<const ivalue> in, std::size_t i) {
+    const Tensor* t = std::get_if<Tensor>(&in[i]);
+    graft::detail::check(t != nullptr, op, ": input ", i, " must be a tensor");
+    return *t;
+}
+
+[[nodiscard]] inline scalar number_arg(const ivalue& v) {
+    if (const auto* d = std::get_if<double>(&v)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+    return std::get<bool>(v);
+}
+
+template <class T>
+[[nodiscard]] const T& attr_of(std::string_view op, const attribute_map& a, const char* name) {
+    auto it = a.find(name);
+    graft::detail::check(it != a.end(), op, ": missing attribute '", name, "'");
+    const T* p = std::get_if<T>(&it->second);
+    graft::detail::check(p != nullptr, op, ": attribute '", name, "' has the wrong type");
+    return *p;
+}
+
+template <class T>
+[[nodiscard]] T attr_or(std::string_view op, const attribute_map& a, const char* name, T fallback) {
+    return a.count(name) ? attr_of<T>(op, a, name) : fallback;
+}
+
+[[nodiscard]] inline int_list to_int_list(const std::vector<std::int64_t>& v) {
+    int_list r;
+    for (auto x : v) r.push_back(x);
+    return r;
+}
+
+/// Runs op-table entry Op on tensors and numbers.
+template <class Op>
+std::vector<ivalue> run_table_op(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == static_cast<std::size_t>(Op::arity), Op::name, ": expected ", Op::arity,
+                         " inputs, got ", in.size());
+    if constexpr (Op::arity == 1) {
+        return {Op::call(tensor_arg(Op::name, in, 0))};
+    } else if constexpr (Op::kind == ops::op_kind::where) {
+        const Tensor& c = tensor_arg(Op::name, in, 0);
+        const auto operand = [&](std::size_t i, const ivalue& other) -> Tensor {
+            if (const auto* t = std::get_if<Tensor>(&in[i])) return *t;
+            const scalar s = number_arg(in[i]);
+            const auto* o = std::get_if<Tensor>(&other);
+            return full({}, s, o ? result_type(*o, s) : (s.is_floating_point() ? default_float_dtype : s.kind()));
+        };
+        return {Op::call(c, operand(1, in[2]), operand(2, in[1]))};
+    } else {
+        const auto* a = std::get_if<Tensor>(&in[0]);
+        const auto* b = std::get_if<Tensor>(&in[1]);
+        graft::detail::check(a || b, Op::name, ": at least one input must be a tensor");
+        if (a && b) return {Op::call(*a, *b)};
+        if (a) return {Op::call(*a, number_arg(in[1]))};
+        const scalar s = number_arg(in[0]);
+        if constexpr (Op::kind == ops::op_kind::compare) return {Op::call(full({}, s, result_type(*b, s)), *b)};
+        else return {Op::call(s, *b)};
+    }
+}
+
+}  // namespace detail
+
+/// Kinds that are not in the op table.
+namespace kinds {
+
+/// A constant: attribute `value` (tensor or number), no inputs.
+struct constant {
+    static constexpr kind_info info{"prim::Constant", 0, 1, 0, true, false, false,
+                                    [](const attribute_map& a, std::span<const ivalue>) -> std::vector<ivalue> {
+                                        auto it = a.find("value");
+                                        graft::detail::check(it != a.end(), "prim::Constant: missing attribute 'value'");
+                                        return {std::visit(
+                                            [](const auto& v) -> ivalue {
+                                                using V = std::decay_t<decltype(v)>;
+                                                if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, double> ||
+                                                              std::is_same_v<V, std::int64_t> ||
+                                                              std::is_same_v<V, bool>)
+                                                    return v;
+                                                else
+                                                    graft::detail::fail("prim::Constant: 'value' must be a tensor or a number");
+                                            },
+                                            it->second)};
+                                    }};
+};
+
+/// If(cond) with two blocks (then, else); the outputs are the taken block's outputs.
+struct if_ {
+    static constexpr kind_info info{"prim::If", 1, -1, 2, true, false, false, nullptr};
+};
+
+#define GRAFT_DETAIL_IR_KIND(ident, text, n_in, body)                                                     \
+    struct ident {                                                                                        \
+        static std::vector<ivalue> run([[maybe_unused]] const attribute_map& a, std::span<const ivalue> in) { \
+            constexpr std::string_view op = text;                                                         \
+            graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size()); \
+            using graft::ir::detail::attr_of;                                                             \
+            using graft::ir::detail::attr_or;                                                             \
+            using graft::ir::detail::tensor_arg;                                                          \
+            using graft::ir::detail::to_int_list;                                                         \
+            body                                                                                          \
+        }                                                                                                 \
+        static constexpr kind_info info{text, n_in, 1, 0, true, false, false, &run};                      \
+    };
+#define GRAFT_DETAIL_IR_VIEW_KIND(ident, text, n_in, body)                                                \
+    struct ident {                                                                                        \
+        static std::vector<ivalue> run([[maybe_unused]] const attribute_map& a, std::span<const ivalue> in) { \
+            constexpr std::string_view op = text;                                                         \
+            graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size()); \
+            using graft::ir::detail::attr_of;                                                             \
+            using graft::ir::detail::tensor_arg;                                                          \
+            using graft::ir::detail::to_int_list;                                                         \
+            body                                                                                          \
+        }                                                                                                 \
+        static constexpr kind_info info{text, n_in, 1, 0, true, false, true, &run};                       \
+    };
+
+// Reductions: `dims` (ints; absent or empty: every dimension), `keepdim` (bool, default false).
+GRAFT_DETAIL_IR_KIND(sum, "sum", 1, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    if (!a.count("dims")) return {graft::sum(t)};
+    return {graft::sum(t, to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")),
+                       attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND(mean, "mean", 1, {
+    return {graft::mean(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND(amax, "amax", 1, {
+    return {graft::amax(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND(amin, "amin", 1, {
+    return {graft::amin(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND(matmul, "matmul", 2, { return {graft::matmul(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
+GRAFT_DETAIL_IR_KIND(softmax, "softmax", 1, {
+    return {graft::softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND(log_softmax, "log_softmax", 1, {
+    return {graft::log_softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND(sum_to_size, "sum_to_size", 1, {
+    return {graft::sum_to_size(tensor_arg(op, in, 0), to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND(clone, "clone", 1, { return {tensor_arg(op, in, 0).clone()}; })
+GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1, { return {tensor_arg(op, in, 0).contiguous()}; })
+GRAFT_DETAIL_IR_KIND(detach, "detach", 1, { return {tensor_arg(op, in, 0).detach()}; })
+GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+
+// Views: the output aliases the input's storage.
+GRAFT_DETAIL_IR_VIEW_KIND(reshape, "reshape", 1, {
+    return {tensor_arg(op, in, 0).reshape(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(expand, "expand", 1, {
+    return {tensor_arg(op, in, 0).expand(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(permute, "permute", 1, {
+    return {tensor_arg(op, in, 0).permute(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(transpose, "transpose", 1, {
+    return {tensor_arg(op, in, 0).transpose(attr_of<std::int64_t>(op, a, "dim0"), attr_of<std::int64_t>(op, a, "dim1"))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(narrow, "narrow", 1, {
+    return {tensor_arg(op, in, 0).narrow(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "start"),
+                                         attr_of<std::int64_t>(op, a, "length"))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(select, "select", 1, {
+    return {tensor_arg(op, in, 0).select(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "index"))};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(squeeze, "squeeze", 1, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    return {a.count("dim") ? t.squeeze(attr_of<std::int64_t>(op, a, "dim")) : t.squeeze()};
+})
+GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1, {
+    return {tensor_arg(op, in, 0).unsqueeze(attr_of<std::int64_t>(op, a, "dim"))};
+})
+#undef GRAFT_DETAIL_IR_KIND
+#undef GRAFT_DETAIL_IR_VIEW_KIND
+
+/// copy_(dst, src): writes src into dst (a mutation: not pure); the output is dst.
+struct copy_ {
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 2, "copy_: expected 2 inputs, got ", in.size());
+        Tensor dst = detail::tensor_arg("copy_", in, 0);
+        dst.copy_(detail::tensor_arg("copy_", in, 1));
+        return {dst};
+    }
+    static constexpr kind_info info{"copy_", 2, 1, 0, false, false, true, &run};
+};
+
+}  // namespace kinds
+
+/// An op-table entry as an IR kind.
+template <class Op>
+struct table_kind {
+    static constexpr kind_info info{Op::name, Op::arity, 1, 0, true, true, false, &detail::run_table_op<Op>};
+};
+
+namespace detail {
+template <class T>
+struct table_kinds;
+template <class... Ops>
+struct table_kinds<std::tuple<Ops...>> {
+    using type = std::tuple<table_kind<Ops>...>;
+};
+}  // namespace detail
+
+/// Every kind the IR knows: the op table's elementwise ops, then the others.
+using all_kinds = decltype(std::tuple_cat(
+    std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
+    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
+                            kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
+                            kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
+                            kinds::squeeze, kinds::unsqueeze, kinds::copy_>>()));
+
+/// A kind type's registry entry: nodes of kind K point here.
+template <class K>
+inline constexpr const kind_info& kind_v = K::info;
+
+/// The table kind for op-table entry Op.
+template <class Op>
+inline constexpr const kind_info& op_kind_v = table_kind<Op>::info;
+
+namespace detail {
+template <class T>
+struct registry;
+template <class... Ks>
+struct registry<std::tuple<Ks...>> {
+    static constexpr std::array<const kind_info*, sizeof...(Ks)> entries{&Ks::info...};
+};
+}  // namespace detail
+
+/// Every registered kind, for lookup by name (the parser).
+[[nodiscard]] inline std::span<const kind_info* const> registered_kinds() {
+    return detail::registry<all_kinds>::entries;
+}
+
+/// The kind named `name`, or null.
+[[nodiscard]] inline const kind_info* find_kind(std::string_view name) {
+    for (const kind_info* k : registered_kinds())
+        if (k->name == name) return k;
+    return nullptr;
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/kinds.hpp
+// ---- begin graft/ir/type.hpp
+// Types of IR values: a tensor type whose parts (dtype, sizes, strides,
+// requires_grad) are each known or unknown, or a number type (int, float, bool)
+// for scalar inputs and If conditions. The profiling executor refines unknown
+// parts from what it observes; a size can be symbolic (unknown) while the rank
+// is known.
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+
+namespace graft::ir {
+
+/// What is known about a tensor value.
+struct TensorType {
+    std::optional<dtype> scalar_type;
+    /// Engaged when the rank is known; each size may still be unknown (symbolic).
+    std::optional<std::vector<std::optional<std::int64_t>>> sizes;
+    std::optional<std::vector<std::int64_t>> strides;
+    std::optional<bool> requires_grad;
+
+    /// Nothing known: PyTorch's plain `Tensor`.
+    [[nodiscard]] static TensorType unknown() { return {}; }
+    /// Everything known, from a concrete tensor.
+    [[nodiscard]] static TensorType of(const Tensor& t) {
+        TensorType r;
+        r.scalar_type = t.type();
+        r.sizes.emplace();
+        for (auto s : t.sizes()) r.sizes->push_back(s);
+        r.strides.emplace(t.strides().begin(), t.strides().end());
+        r.requires_grad = t.requires_grad();
+        return r;
+    }
+    [[nodiscard]] std::optional<std::size_t> rank() const {
+        return sizes ? std::optional<std::size_t>(sizes->size()) : std::nullopt;
+    }
+    /// Every part known, no symbolic size.
+    [[nodiscard]] bool complete() const {
+        if (!scalar_type || !sizes || !strides || !requires_grad) return false;
+        for (const auto& s : *sizes)
+            if (!s) return false;
+        return true;
+    }
+    /// Does tensor t have this type (unknown parts match anything)?
+    [[nodiscard]] bool matches(const Tensor& t) const {
+        if (scalar_type && *scalar_type != t.type()) return false;
+        if (sizes) {
+            if (sizes->size() != t.sizes().size()) return false;
+            for (std::size_t i = 0; i < sizes->size(); ++i)
+                if ((*sizes)[i] && *(*sizes)[i] != t.sizes()[i]) return false;
+        }
+        if (strides) {
+            if (strides->size() != t.strides().size()) return false;
+            for (std::size_t i = 0; i < strides->size(); ++i)
+                if ((*strides)[i] != t.strides()[i]) return false;
+        }
+        if (requires_grad && *requires_grad != t.requires_grad()) return false;
+        return true;
+    }
+    friend bool operator==(const TensorType&, const TensorType&) = default;
+};
+
+/// The category of an IR value.
+enum class type_kind { tensor, int_, float_, bool_ };
+
+/// An IR value's type.
+struct Type {
+    type_kind kind = type_kind::tensor;
+    TensorType tensor;  // meaningful when kind == tensor
+
+    [[nodiscard]] static Type tensor_type(TensorType t = {}) { return {type_kind::tensor, std::move(t)}; }
+    [[nodiscard]] static Type int_type() { return {type_kind::int_, {}}; }
+    [[nodiscard]] static Type float_type() { return {type_kind::float_, {}}; }
+    [[nodiscard]] static Type bool_type() { return {type_kind::bool_, {}}; }
+    [[nodiscard]] bool is_tensor() const { return kind == type_kind::tensor; }
+    friend bool operator==(const Type&, const Type&) = default;
+};
+
+namespace detail {
+
+/// PyTorch's names of tensor dtypes in graph types.
+[[nodiscard]] inline const char* dtype_type_name(dtype t) {
+    switch (t) {
+        case dtype::float32: return "Float";
+        case dtype::float64: return "Double";
+        case dtype::int64: return "Long";
+        case dtype::bool_: return "Bool";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<dtype> dtype_from_type_name(std::string_view s) {
+    if (s == "Float") return dtype::float32;
+    if (s == "Double") return dtype::float64;
+    if (s == "Long") return dtype::int64;
+    if (s == "Bool") return dtype::bool_;
+    return std::nullopt;
+}
+
+}  // namespace detail
+
+/// Text form: `Tensor`, `Float`, `Float(4, *)`, `Tensor(4, 8)`,
+/// `Float(4, 8, strides=[8, 1], requires_grad=0)`; `int`, `float`, `bool`.
+inline std::ostream& operator<<(std::ostream& os, const Type& t) {
+    switch (t.kind) {
+        case type_kind::int_: return os << "int";
+        case type_kind::float_: return os << "float";
+        case type_kind::bool_: return os << "bool";
+        case type_kind::tensor: break;
+    }
+    const TensorType& tt = t.tensor;
+    os << (tt.scalar_type ? detail::dtype_type_name(*tt.scalar_type) : "Tensor");
+    if (!tt.sizes && !tt.strides && !tt.requires_grad) return os;
+    os << '(';
+    bool first = true;
+    const auto sep = [&] {
+        if (!first) os << ", ";
+        first = false;
+    };
+    if (tt.sizes) {
+        for (const auto& s : *tt.sizes) {
+            sep();
+            if (s) os << *s;
+            else os << '*';
+        }
+    } else {
+        sep();
+        os << "...";
+    }
+    if (tt.strides) {
+        sep();
+        os << "strides=[";
+        for (std::size_t i = 0; i < tt.strides->size(); ++i) os << (i ? ", " : "") << (*tt.strides)[i];
+        os << ']';
+    }
+    if (tt.requires_grad) {
+        sep();
+        os << "requires_grad=" << (*tt.requires_grad ? 1 : 0);
+    }
+    return os << ')';
+}
+
+[[nodiscard]] inline std::string to_string(const Type& t) {
+    std::ostringstream os;
+    os << t;
+    return os.str();
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/type.hpp
+
+namespace graft::ir {
+
+class Graph;
+class Block;
+class Node;
+class Value;
+
+/// One use of a value: input number `offset` of node `user`, or output `offset`
+/// of a block (then `user` is null and `block` is set).
+struct Use {
+    Node* user = nullptr;
+    std::size_t offset = 0;
+    Block* block = nullptr;
+    friend bool operator==(const Use&, const Use&) = default;
+};
+
+/// An SSA value: one output of a node, or an input of a block.
+class Value {
+public:
+    [[nodiscard]] Node* node() const noexcept { return node_; }
+    /// The block whose input this is, or null for a node output.
+    [[nodiscard]] Block* param_of() const noexcept { return param_of_; }
+    [[nodiscard]] std::size_t offset() const noexcept { return offset_; }
+    [[nodiscard]] const Type& type() const noexcept { return type_; }
+    Value* set_type(Type t) {
+        type_ = std::move(t);
+        return this;
+    }
+    /// The name in the text form (without `%`), unique within the graph.
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] const std::vector<Use>& uses() const noexcept { return uses_; }
+    [[nodiscard]] bool has_uses() const noexcept { return !uses_.empty(); }
+    [[nodiscard]] Graph& owning_graph() const noexcept { return *graph_; }
+    /// Makes every user of this value use `other` instead.
+    void replace_all_uses_with(Value* other);
+
+private:
+    friend class Graph;
+    friend class Node;
+    friend class Block;
+    Graph* graph_ = nullptr;
+    Node* node_ = nullptr;
+    Block* param_of_ = nullptr;
+    std::size_t offset_ = 0;
+    Type type_;
+    std::string name_;
+    std::vector<Use> uses_;
+};
+
+/// An operation: a kind from the kind registry, input and output values,
+/// attributes, and (for If) nested blocks.
+class Node {
+public:
+    [[nodiscard]] const kind_info& kind() const noexcept { return *kind_; }
+    template <class K>
+    [[nodiscard]] bool is() const noexcept { return kind_ == &kind_v<K>; }
+    [[nodiscard]] const std::vector<Value*>& inputs() const noexcept { return inputs_; }
+    [[nodiscard]] const std::vector<Value*>& outputs() const noexcept { return outputs_; }
+    [[nodiscard]] Value* input(std::size_t i) const { return inputs_.at(i); }
+    [[nodiscard]] Value* output(std::size_t i = 0) const { return outputs_.at(i); }
+    [[nodiscard]] const std::vector<Block*>& blocks() const noexcept { return blocks_; }
+    [[nodiscard]] Block* owning_block() const noexcept { return block_; }
+    [[nodiscard]] Graph& owning_graph() const noexcept { return *graph_; }
+
+    Value* add_input(Value* v);
+    void replace_input(std::size_t i, Value* v);
+    void remove_all_inputs();
+    Value* add_output(Type t = {});
+    Block* add_block();
+
+    // Attributes, kept sorted by name (so the text form is canonical).
+    [[nodiscard]] const std::map<std::string, attribute>& attributes() const noexcept { return attrs_; }
+    [[nodiscard]] bool has_attr(const std::string& name) const { return attrs_.count(name) != 0; }
+    Node* set_attr(const std::string& name, attribute value) {
+        attrs_[name] = std::move(value);
+        return this;
+    }
+    [[nodiscard]] const attribute& attr(const std::string& name) const {
+        auto it = attrs_.find(name);
+        graft::detail::check(it != attrs_.end(), kind_->name, ": missing attribute '", name, "'");
+        return it->second;
+    }
+    template <class T>
+    [[nodiscard]] const T& attr_as(const std::string& name) const {
+        const attribute& a = attr(name);
+        const T* p = std::get_if<T>(&a);
+        graft::detail::check(p != nullptr, kind_->name, ": attribute '", name, "' has the wrong type");
+        return *p;
+    }
+    [[nodiscard]] std::int64_t i(const std::string& name) const { return attr_as<std::int64_t>(name); }
+    [[nodiscard]] const std::vector<std::int64_t>& is(const std::string& name) const {
+        return attr_as<std::vector<std::int64_t>>(name);
+    }
+
+    /// Is this node before `other` in the same block?
+    [[nodiscard]] bool is_before(const Node* other) const;
+    /// Moves this node right before `other` (same graph).
+    void move_before(Node* other);
+    /// Removes this node from its block and frees it; its outputs must be unused.
+    void destroy();
+
+private:
+    friend class Graph;
+    friend class Block;
+    Graph* graph_ = nullptr;
+    Block* block_ = nullptr;
+    const kind_info* kind_ = nullptr;
+    std::vector<Value*> inputs_;
+    std::vector<Value*> outputs_;
+    std::vector<Block*> blocks_;
+    std::map<std::string, attribute> attrs_;
+    std::list<Node*>::iterator pos_{};
+    std::uint64_t order_ = 0;  // position within the block, for is_before
+};
+
+/// An ordered list of nodes with inputs (parameters) and outputs.
+class Block {
+public:
+    [[nodiscard]] const std::vector<Value*>& inputs() const noexcept { return inputs_; }
+    [[nodiscard]] const std::vector<Value*>& outputs() const noexcept { return outputs_; }
+    [[nodiscard]] const std::list<Node*>& nodes() const noexcept { return nodes_; }
+    [[nodiscard]] Node* owning_node() const noexcept { return owner_; }
+    [[nodiscard]] Graph& owning_graph() const noexcept { return *graph_; }
+
+    Value* add_input(Type t = {}, std::string name = {});
+    void register_output(Value* v);
+    void replace_output(std::size_t i, Value* v);
+    void remove_output(std::size_t i);
+    /// Creates a node of kind K (or `kind`) at the end of the block.
+    Node* append(const kind_info& kind);
+    template <class K>
+    Node* append() { return append(kind_v<K>); }
+    /// Creates a node right before `pos` (a node of this block).
+    Node* insert_before(Node* pos, const kind_info& kind);
+
+private:
+    friend class Graph;
+    friend class Node;
+    void renumber();
+    Graph* graph_ = nullptr;
+    Node* owner_ = nullptr;
+    std::vector<Value*> inputs_;
+    std::vector<Value*> outputs_;
+    std::list<Node*> nodes_;
+};
+
+/// A graph: the top block plus ownership of every node, value and block.
+class Graph {
+public:
+    Graph() : top_(new_block(nullptr)) {}
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+    Graph(Graph&&) = delete;
+    Graph& operator=(Graph&&) = delete;
+
+    [[nodiscard]] Block* block() const noexcept { return top_; }
+    [[nodiscard]] const std::vector<Value*>& inputs() const noexcept { return top_->inputs(); }
+    [[nodiscard]] const std::vector<Value*>& outputs() const noexcept { return top_->outputs(); }
+    Value* add_input(Type t = {}, std::string name = {}) { return top_->add_input(std::move(t), std::move(name)); }
+    void register_output(Value* v) { top_->register_output(v); }
+    template <class K>
+    Node* append() { return top_->append<K>(); }
+    Node* append(const kind_info& kind) { return top_->append(kind); }
+    /// Number of live nodes in every block.
+    [[nodiscard]] std::size_t num_nodes() const noexcept { return nodes_.size(); }
+
+    /// Gives `v` the name `name` (made unique with a suffix if taken).
+    void set_name(Value* v, std::string name);
+
+    /// Checks the graph's invariants; throws graft::error describing the first violation.
+    void lint() const;
+
+    /// A deep copy of this graph (values keep their names).
+    [[nodiscard]] std::unique_ptr<Graph> copy() const;
+
+private:
+    friend class Node;
+    friend class Block;
+    friend class Value;
+    Block* new_block(Node* owner) {
+        blocks_.push_back(std::make_unique<Block>());
+        Block* b = blocks_.back().get();
+        b->graph_ = this;
+        b->owner_ = owner;
+        return b;
+    }
+    Value* new_value(Type t) {
+        auto v = std::make_unique<Value>();
+        v->graph_ = this;
+        v->type_ = std::move(t);
+        Value* raw = v.get();
+        values_.emplace(raw, std::move(v));
+        while (names_.count(std::to_string(next_id_))) ++next_id_;
+        set_name(raw, std::to_string(next_id_++));
+        return raw;
+    }
+    void free_value(Value* v) {
+        names_.erase(v->name_);
+        values_.erase(v);
+    }
+    std::vector<std::unique_ptr<Block>> blocks_;
+    std::map<Node*, std::unique_ptr<Node>> nodes_;
+    std::map<Value*, std::unique_ptr<Value>> values_;
+    std::unordered_set<std::string> names_;
+    std::uint64_t next_id_ = 0;
+    Block* top_;
+};
+
+// ---------------------------------------------------------------- definitions
+
+inline void Value::replace_all_uses_with(Value* other) {
+    graft::detail::check(other != nullptr && &other->owning_graph() == graph_,
+                         "Value::replace_all_uses_with: the replacement must be a value of the same graph");
+    if (other == this) return;
+    const std::vector<Use> uses = uses_;
+    for (const Use& u : uses) {
+        if (u.user) u.user->replace_input(u.offset, other);
+        else u.block->replace_output(u.offset, other);
+    }
+}
+
+inline Value* Node::add_input(Value* v) {
+    graft::detail::check(v != nullptr && &v->owning_graph() == graph_, kind_->name,
+                         ": an input must be a value of the same graph");
+    v->uses_.push_back({this, inputs_.size(), nullptr});
+    inputs_.push_back(v);
+    return v;
+}
+
+inline void Node::replace_input(std::size_t i, Value* v) {
+    graft::detail::check(i < inputs_.size(), kind_->name, ": no input ", i);
+    graft::detail::check(v != nullptr && &v->owning_graph() == graph_, kind_->name,
+                         ": an input must be a value of the same graph");
+    Value* old = inputs_[i];
+    auto& ou = old->uses_;
+    ou.erase(std::find(ou.begin(), ou.end(), Use{this, i, nullptr}));
+    inputs_[i] = v;
+    v->uses_.push_back({this, i, nullptr});
+}
+
+inline void Node::remove_all_inputs() {
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        auto& ou = inputs_[i]->uses_;
+        ou.erase(std::find(ou.begin(), ou.end(), Use{this, i, nullptr}));
+    }
+    inputs_.clear();
+}
+
+inline Value* Node::add_output(Type t) {
+    Value* v = graph_->new_value(std::move(t));
+    v->node_ = this;
+    v->offset_ = outputs_.size();
+    outputs_.push_back(v);
+    return v;
+}
+
+inline Block* Node::add_block() {
+    Block* b = graph_->new_block(this);
+    blocks_.push_back(b);
+    return b;
+}
+
+inline bool Node::is_before(const Node* other) const {
+    graft::detail::check(other && other->block_ == block_, "Node::is_before: nodes are in different blocks");
+    return order_ < other->order_;
+}
+
+inline void Node::move_before(Node* other) {
+    graft::detail::check(other && &other->owning_graph() == graph_, "Node::move_before: not a node of this graph");
+    block_->nodes_.erase(pos_);
+    block_ = other->block_;
+    pos_ = block_->nodes_.insert(other->pos_, this);
+    block_->renumber();
+}
+
+inline void Node::destroy() {
+    for (Value* v : outputs_)
+        graft::detail::check(!v->has_uses(), "Node::destroy: output %", v->name(), " of ", kind_->name,
+                             " still has uses");
+    // Nested blocks first: their nodes may use each other.
+    for (Block* b : blocks_) {
+        while (!b->outputs_.empty()) b->remove_output(b->outputs_.size() - 1);
+        while (!b->nodes_.empty()) b->nodes_.back()->destroy();
+    }
+    remove_all_inputs();
+    for (Value* v : outputs_) graph_->free_value(v);
+    outputs_.clear();
+    if (block_) block_->nodes_.erase(pos_);
+    graph_->nodes_.erase(this);
+}
+
+inline Value* Block::add_input(Type t, std::string name) {
+    Value* v = graph_->new_value(std::move(t));
+    v->param_of_ = this;
+    v->offset_ = inputs_.size();
+    inputs_.push_back(v);
+    if (!name.empty()) graph_->set_name(v, std::move(name));
+    return v;
+}
+
+inline void Block::register_output(Value* v) {
+    graft::detail::check(v != nullptr && &v->owning_graph() == graph_,
+                         "Block::register_output: not a value of this graph");
+    v->uses_.push_back({nullptr, outputs_.size(), this});
+    outputs_.push_back(v);
+}
+
+inline void Block::replace_output(std::size_t i, Value* v) {
+    graft::detail::check(i < outputs_.size(), "Block::replace_output: no output ", i);
+    auto& ou = outputs_[i]->uses_;
+    ou.erase(std::find(ou.begin(), ou.end(), Use{nullptr, i, this}));
+    outputs_[i] = v;
+    v->uses_.push_back({nullptr, i, this});
+}
+
+inline void Block::remove_output(std::size_t i) {
+    graft::detail::check(i < outputs_.size(), "Block::remove_output: no output ", i);
+    for (std::size_t k = i; k < outputs_.size(); ++k) {
+        auto& ou = outputs_[k]->uses_;
+        ou.erase(std::find(ou.begin(), ou.end(), Use{nullptr, k, this}));
+    }
+    std::vector<Value*> rest(outputs_.begin() + static_cast<std::ptrdiff_t>(i) + 1, outputs_.end());
+    outputs_.resize(i);
+    for (Value* v : rest) register_output(v);
+}
+
+inline Node* Block::append(const kind_info& kind) {
+    auto n = std::make_unique<Node>();
+    Node* raw = n.get();
+    raw->graph_ = graph_;
+    raw->block_ = this;
+    raw->kind_ = &kind;
+    graph_->nodes_.emplace(raw, std::move(n));
+    raw->pos_ = nodes_.insert(nodes_.end(), raw);
+    raw->order_ = nodes_.size() == 1 ? 0 : (*std::prev(raw->pos_, 1))->order_ + 1;
+    return raw;
+}
+
+inline Node* Block::insert_before(Node* pos, const kind_info& kind) {
+    graft::detail::check(pos && pos->block_ == this, "Block::insert_before: the position is not in this block");
+    Node* n = append(kind);
+    n->move_before(pos);
+    return n;
+}
+
+inline void Block::renumber() {
+    std::uint64_t i = 0;
+    for (Node* n : nodes_) n->order_ = i++;
+}
+
+inline void Graph::set_name(Value* v, std::string name) {
+    graft::detail::check(!name.empty(), "Graph::set_name: empty name");
+    if (v->name_ == name) return;
+    std::string unique = name;
+    for (int k = 1; names_.count(unique); ++k) {
+        unique = name;
+        unique += '.';
+        unique += std::to_string(k);
+    }
+    if (!v->name_.empty()) names_.erase(v->name_);
+    names_.insert(unique);
+    v->name_ = std::move(unique);
+}
+
+namespace detail {
+
+inline bool has_use(const Value* v, const Use& u) {
+    return std::find(v->uses().begin(), v->uses().end(), u) != v->uses().end();
+}
+
+inline void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g) {
+    using graft::detail::check;
+    const std::size_t scope = visible.size();
+    const auto is_visible = [&](const Value* v) {
+        return std::find(visible.begin(), visible.end(), v) != visible.end();
+    };
+    for (const Value* v : b.inputs()) {
+        check(v->param_of() == &b && v->node() == nullptr, "Graph::lint: block input %", v->name(),
+              " does not belong to its block");
+        visible.push_back(v);
+    }
+    const Node* prev = nullptr;
+    for (const Node* n : b.nodes()) {
+        const kind_info& k = n->kind();
+        check(n->owning_block() == &b && &n->owning_graph() == &g, "Graph::lint: ", k.name,
+              " node is listed in a block it does not belong to");
+        check(prev == nullptr || prev->is_before(n), "Graph::lint: node order of the block is inconsistent at ", k.name);
+        prev = n;
+        check(k.num_inputs < 0 || n->inputs().size() == static_cast<std::size_t>(k.num_inputs), "Graph::lint: ", k.name,
+              " takes ", k.num_inputs, " inputs, has ", n->inputs().size());
+        check(k.num_outputs < 0 || n->outputs().size() == static_cast<std::size_t>(k.num_outputs), "Graph::lint: ",
+              k.name, " has ", k.num_outputs, " outputs, has ", n->outputs().size());
+        check(n->blocks().size() == static_cast<std::size_t>(k.num_blocks), "Graph::lint: ", k.name, " has ",
+              k.num_blocks, " blocks, has ", n->blocks().size());
+        for (std::size_t i = 0; i < n->inputs().size(); ++i) {
+            const Value* in = n->inputs()[i];
+            check(is_visible(in), "Graph::lint: %", in->name(), " is used by ", k.name,
+                  " before it is defined (or outside its scope)");
+            check(has_use(in, Use{const_cast<Node*>(n), i, nullptr}), "Graph::lint: %", in->name(),
+                  " does not record its use by ", k.name);
+        }
+        // Types: elementwise and view ops take tensors where the table says so.
+        if (k.elementwise || k.is_view) {
+            bool any_tensor = false;
+            for (const Value* in : n->inputs()) any_tensor = any_tensor || in->type().is_tensor();
+            check(any_tensor, "Graph::lint: ", k.name, " needs at least one tensor input");
+        }
+        for (const Value* out : n->outputs()) {
+            if (k.elementwise || k.is_view)
+                check(out->type().is_tensor(), "Graph::lint: ", k.name, " produces a tensor, but %", out->name(),
+                      " has type ", to_string(out->type()));
+        }
+        if (n->is<kinds::if_>()) {
+            const Type& c = n->input(0)->type();
+            check(!c.is_tensor(), "Graph::lint: prim::If needs a number condition (bool, int or float), got ",
+                  to_string(c));
+            for (const Block* inner : n->blocks()) {
+                check(inner->inputs().empty(), "Graph::lint: prim::If blocks take no inputs");
+                check(inner->outputs().size() == n->outputs().size(), "Graph::lint: prim::If has ",
+                      n->outputs().size(), " outputs but a block returns ", inner->outputs().size());
+                for (std::size_t i = 0; i < inner->outputs().size(); ++i)
+                    check(inner->outputs()[i]->type().kind == n->outputs()[i]->type().kind, "Graph::lint: prim::If output ",
+                          i, " has type ", to_string(n->outputs()[i]->type()), " but a block returns ",
+                          to_string(inner->outputs()[i]->type()));
+            }
+        }
+        for (const Block* inner : n->blocks()) {
+            check(inner->owning_node() == n, "Graph::lint: a block of ", k.name, " does not point to its node");
+            lint_block(*inner, visible, g);
+        }
+        for (std::size_t i = 0; i < n->outputs().size(); ++i) {
+            const Value* out = n->outputs()[i];
+            check(out->node() == n && out->offset() == i, "Graph::lint: output %", out->name(), " of ", k.name,
+                  " does not point back to its node");
+            for (const Use& u : out->uses()) {
+                if (u.user)
+                    check(u.offset < u.user->inputs().size() && u.user->inputs()[u.offset] == out,
+                          "Graph::lint: %", out->name(), " records a use that does not exist");
+                else
+                    check(u.block && u.offset < u.block->outputs().size() && u.block->outputs()[u.offset] == out,
+                          "Graph::lint: %", out->name(), " records a block output that does not exist");
+            }
+            visible.push_back(out);
+        }
+    }
+    for (std::size_t i = 0; i < b.outputs().size(); ++i) {
+        const Value* v = b.outputs()[i];
+        check(is_visible(v), "Graph::lint: block output %", v->name(), " is not defined in scope");
+        check(has_use(v, Use{nullptr, i, const_cast<Block*>(&b)}), "Graph::lint: block output %", v->name(),
+              " does not record its use");
+    }
+    visible.resize(scope);
+}
+
+inline void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g) {
+    for (const Value* v : from.inputs()) {
+        Value* nv = to.add_input(v->type());
+        g.set_name(nv, v->name());
+        map[v] = nv;
+    }
+    for (const Node* n : from.nodes()) {
+        Node* c = to.append(n->kind());
+        for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
+        for (const Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const Value* out : n->outputs()) {
+            Value* nv = c->add_output(out->type());
+            g.set_name(nv, out->name());
+            map[out] = nv;
+        }
+        for (const Block* inner : n->blocks()) copy_block(*inner, *c->add_block(), map, g);
+    }
+    for (const Value* v : from.outputs()) to.register_output(map.at(v));
+}
+
+}  // namespace detail
+
+inline void Graph::lint() const {
+    std::vector<const Value*> visible;
+    detail::lint_block(*top_, visible, *this);
+    for (const auto& [raw, owned] : values_)
+        graft::detail::check((raw->node() && nodes_.count(raw->node())) || raw->param_of(), "Graph::lint: value %",
+                             raw->name(), " is dangling (its node was removed)");
+}
+
+inline std::unique_ptr<Graph> Graph::copy() const {
+    auto g = std::make_unique<Graph>();
+    // Names first claimed by the copy's automatic names are reassigned as values are copied.
+    std::map<const Value*, Value*> map;
+    detail::copy_block(*top_, *g->top_, map, *g);
+    return g;
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/graph.hpp
+// ---- begin graft/ir/interpreter.hpp
+// The reference way to run a graph: every node through the eager graft ops,
+// so autograd records as usual when inputs require grad. The profiling
+// executor falls back to it.
+#include <map>
+#include <vector>
+
+
+namespace graft::ir {
+namespace detail {
+
+[[nodiscard]] inline bool truthy(const ivalue& v) {
+    if (const auto* b = std::get_if<bool>(&v)) return *b;
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
+    if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
+    graft::detail::fail("prim::If: the condition must be a number, not a tensor");
+}
+
+inline void check_input_type(const Value* v, const ivalue& x) {
+    const Type& t = v->type();
+    const bool ok = std::visit(
+        [&](const auto& val) {
+            using V = std::decay_t<decltype(val)>;
+            if constexpr (std::is_same_v<V, Tensor>) return t.is_tensor() && val.defined() && t.tensor.matches(val);
+            else if constexpr (std::is_same_v<V, double>) return t.kind == type_kind::float_;
+            else if constexpr (std::is_same_v<V, std::int64_t>) return t.kind == type_kind::int_;
+            else return t.kind == type_kind::bool_;
+        },
+        x);
+    graft::detail::check(ok, "ir::interpret: input %", v->name(), " expects ", to_string(t),
+                         ", got a value that does not match");
+}
+
+inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
+    for (const Node* n : b.nodes()) {
+        std::vector<ivalue> in;
+        in.reserve(n->inputs().size());
+        for (const Value* v : n->inputs()) in.push_back(env.at(v));
+        std::vector<ivalue> out;
+        if (n->is<kinds::if_>()) {
+            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env);
+        } else {
+            graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
+            out = n->kind().run(n->attributes(), in);
+        }
+        graft::detail::check(out.size() == n->outputs().size(), "ir::interpret: ", n->kind().name, " gave ",
+                             out.size(), " values for ", n->outputs().size(), " outputs");
+        for (std::size_t i = 0; i < out.size(); ++i) env[n->outputs()[i]] = std::move(out[i]);
+    }
+    std::vector<ivalue> r;
+    for (const Value* v : b.outputs()) r.push_back(env.at(v));
+    return r;
+}
+
+}  // namespace detail
+
+/// Runs `g` on `inputs` (tensors and numbers, checked against the input types).
+[[nodiscard]] inline std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs) {
+    graft::detail::check(inputs.size() == g.inputs().size(), "ir::interpret: the graph takes ", g.inputs().size(),
+                         " inputs, got ", inputs.size());
+    std::map<const Value*, ivalue> env;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(g.inputs()[i], inputs[i]);
+        env[g.inputs()[i]] = inputs[i];
+    }
+    return detail::run_block(*g.block(), env);
+}
+
+/// Runs a graph whose inputs and outputs are all tensors.
+[[nodiscard]] inline std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+    std::vector<ivalue> in(inputs.begin(), inputs.end());
+    std::vector<Tensor> r;
+    for (auto& v : interpret(g, in)) {
+        auto* t = std::get_if<Tensor>(&v);
+        graft::detail::check(t != nullptr, "ir::interpret: an output is a number; use the ivalue overload");
+        r.push_back(std::move(*t));
+    }
+    return r;
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/interpreter.hpp
+// ---- begin graft/ir/parse.hpp
+// Reads the IR's text form (graft/ir/print.hpp) back into a Graph. Printing
+// the parsed graph gives the same text. Errors name the line and what was
+// expected.
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace graft::ir {
+namespace detail {
+
+class parser {
+public:
+    explicit parser(std::string_view text) : s_(text) {}
+
+    std::unique_ptr<Graph> parse_graph() {
+        auto g = std::make_unique<Graph>();
+        g_ = g.get();
+        skip_space();
+        expect_word("graph");
+        expect('(');
+        parse_params(*g->block());
+        expect(')');
+        expect(':');
+        parse_body(*g->block(), "return");
+        expect('(');
+        for (Value* v : parse_value_refs()) g->register_output(v);
+        expect(')');
+        skip_space();
+        if (i_ != s_.size()) error("unexpected text after the graph's return");
+        return g;
+    }
+
+private:
+    template <class... Parts>
+    [[noreturn]] void error(const Parts&... what) const {
+        std::size_t line = 1;
+        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) line += s_[k] == '\n';
+        std::ostringstream os;
+        os << "ir::parse: line " << line << ": ";
+        (os << ... << what);
+        graft::detail::fail(os.str());
+    }
+
+    void skip_space() {
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    }
+    bool peek(char c) {
+        skip_space();
+        return i_ < s_.size() && s_[i_] == c;
+    }
+    bool accept(char c) {
+        if (!peek(c)) return false;
+        ++i_;
+        return true;
+    }
+    void expect(char c) {
+        if (!accept(c)) error("expected '", c, "'");
+    }
+    bool peek_word(std::string_view w) {
+        skip_space();
+        if (s_.substr(i_, w.size()) != w) return false;
+        const std::size_t end = i_ + w.size();
+        return end == s_.size() || !is_word_char(s_[end]);
+    }
+    void expect_word(std::string_view w) {
+        if (!peek_word(w)) error("expected '", std::string(w), "'");
+        i_ += w.size();
+    }
+    static bool is_word_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == ':';
+    }
+    std::string word() {
+        skip_space();
+        const std::size_t start = i_;
+        while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
+        if (start == i_) error("expected a name");
+        return std::string(s_.substr(start, i_ - start));
+    }
+    std::string value_name() {
+        expect('%');
+        const std::size_t start = i_;
+        while (i_ < s_.size() && is_word_char(s_[i_]) && s_[i_] != ':') ++i_;
+        if (start == i_) error("expected a value name after '%'");
+        return std::string(s_.substr(start, i_ - start));
+    }
+
+    Value* lookup(const std::string& name) {
+        auto it = values_.find(name);
+        if (it == values_.end()) error("use of undefined value %", name);
+        return it->second;
+    }
+    void define(Value* v, const std::string& name) {
+        if (values_.count(name)) error("value %", name, " is defined twice");
+        g_->set_name(v, name);
+        if (v->name() != name) error("value name %", name, " is not available");
+        values_[name] = v;
+    }
+
+    std::int64_t integer() {
+        skip_space();
+        std::int64_t v = 0;
+        auto r = std::from_chars(s_.data() + i_, s_.data() + s_.size(), v);
+        if (r.ec != std::errc{}) error("expected an integer");
+        i_ = static_cast<std::size_t>(r.ptr - s_.data());
+        return v;
+    }
+
+    Type parse_type() {
+        const std::string w = word();
+        if (w == "int") return Type::int_type();
+        if (w == "float") return Type::float_type();
+        if (w == "bool") return Type::bool_type();
+        TensorType t;
+        if (w != "Tensor") {
+            t.scalar_type = dtype_from_type_name(w);
+            if (!t.scalar_type) error("unknown type '", w, "'");
+        }
+        skip_space();
+        if (i_ < s_.size() && s_[i_] == '(') {
+            ++i_;
+            bool first = true, rank_known = true;
+            std::vector<std::optional<std::int64_t>> sizes;
+            while (!accept(')')) {
+                if (!first) expect(',');
+                first = false;
+                if (peek_word("strides")) {
+                    expect_word("strides");
+                    expect('=');
+                    expect('[');
+                    t.strides.emplace();
+                    while (!accept(']')) {
+                        if (!t.strides->empty()) expect(',');
+                        t.strides->push_back(integer());
+                    }
+                } else if (peek_word("requires_grad")) {
+                    expect_word("requires_grad");
+                    expect('=');
+                    t.requires_grad = integer() != 0;
+                } else if (accept('*')) {
+                    sizes.emplace_back(std::nullopt);
+                } else if (peek('.')) {
+                    if (s_.substr(i_, 3) != "...") error("expected '...'");
+                    i_ += 3;
+                    rank_known = false;
+                } else {
+                    sizes.emplace_back(integer());
+                }
+            }
+            if (rank_known) t.sizes = std::move(sizes);
+        }
+        return Type::tensor_type(std::move(t));
+    }
+
+    void parse_params(Block& b) {
+        if (peek(')')) return;
+        do {
+            const std::string name = value_name();
+            expect(':');
+            define(b.add_input(parse_type()), name);
+        } while (accept(','));
+    }
+
+    std::vector<Value*> parse_value_refs() {
+        std::vector<Value*> r;
+        if (peek(')')) return r;
+        do r.push_back(lookup(value_name()));
+        while (accept(','));
+        return r;
+    }
+
+    double parse_float_token(const std::string& tok) {
+        double v = 0;
+        auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+        if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad number '", tok, "'");
+        return v;
+    }
+    std::string number_token() {
+        skip_space();
+        const std::size_t start = i_;
+        while (i_ < s_.size() && (is_word_char(s_[i_]) || s_[i_] == '-' || s_[i_] == '+') && s_[i_] != ':') ++i_;
+        if (start == i_) error("expected a number");
+        return std::string(s_.substr(start, i_ - start));
+    }
+    static bool is_float_token(const std::string& t) { return t.find_first_of(".eEni") != std::string::npos; }
+
+    attribute parse_attribute() {
+        skip_space();
+        if (peek('"')) {
+            ++i_;
+            std::string r;
+            while (i_ < s_.size() && s_[i_] != '"') {
+                if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
+                    ++i_;
+                    r += s_[i_] == 'n' ? '\n' : s_[i_];
+                } else {
+                    r += s_[i_];
+                }
+                ++i_;
+            }
+            expect('"');
+            return r;
+        }
+        if (peek_word("true")) {
+            expect_word("true");
+            return true;
+        }
+        if (peek_word("false")) {
+            expect_word("false");
+            return false;
+        }
+        if (peek_word("tensor")) return parse_tensor();
+        if (accept('[')) {
+            std::vector<std::string> toks;
+            while (!accept(']')) {
+                if (!toks.empty()) expect(',');
+                toks.push_back(number_token());
+            }
+            bool any_float = false;
+            for (const auto& t : toks) any_float = any_float || is_float_token(t);
+            if (any_float) {
+                std::vector<double> v;
+                for (const auto& t : toks) v.push_back(parse_float_token(t));
+                return v;
+            }
+            std::vector<std::int64_t> v;
+            for (const auto& t : toks) v.push_back(static_cast<std::int64_t>(parse_int_token(t)));
+            return v;
+        }
+        const std::string t = number_token();
+        if (is_float_token(t)) return parse_float_token(t);
+        return parse_int_token(t);
+    }
+    std::int64_t parse_int_token(const std::string& tok) {
+        std::int64_t v = 0;
+        auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+        if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad integer '", tok, "'");
+        return v;
+    }
+
+    attribute parse_tensor() {
+        expect_word("tensor");
+        expect('(');
+        const Type ty = parse_type();
+        if (!ty.is_tensor() || !ty.tensor.scalar_type || !ty.tensor.sizes) error("a tensor constant needs a dtype and sizes");
+        int_list sizes;
+        for (const auto& s : *ty.tensor.sizes) {
+            if (!s) error("a tensor constant cannot have symbolic sizes");
+            sizes.push_back(*s);
+        }
+        expect(',');
+        expect('[');
+        std::vector<std::string> toks;
+        while (!accept(']')) {
+            if (!toks.empty()) expect(',');
+            skip_space();
+            if (peek_word("true") || peek_word("false")) {
+                toks.push_back(peek_word("true") ? "1" : "0");
+                i_ += toks.back() == "1" ? 4 : 5;
+            } else {
+                toks.push_back(number_token());
+            }
+        }
+        expect(')');
+        Tensor t = empty(sizes, *ty.tensor.scalar_type);
+        if (static_cast<std::int64_t>(toks.size()) != t.numel())
+            error("tensor constant has ", toks.size(), " values for ", t.numel(), " elements");
+        graft::detail::visit_dtype(t.type(), [&](auto z) {
+            using T = decltype(z);
+            T* p = t.data_ptr<T>();
+            for (std::size_t k = 0; k < toks.size(); ++k) {
+                if constexpr (std::is_same_v<T, float>) {
+                    float v = 0;
+                    auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
+                    if (r.ec != std::errc{}) error("bad number '", toks[k], "'");
+                    p[k] = v;
+                } else if constexpr (std::is_floating_point_v<T>) {
+                    p[k] = static_cast<T>(parse_float_token(toks[k]));
+                } else {
+                    p[k] = static_cast<T>(parse_int_token(toks[k]));
+                }
+            }
+        });
+        return t;
+    }
+
+    // Nodes up to the block terminator: `return` for the graph, `->` for a block.
+    void parse_body(Block& b, std::string_view terminator) {
+        for (;;) {
+            skip_space();
+            if (terminator == "return" ? peek_word("return") : s_.substr(i_, 2) == "->") {
+                i_ += terminator == "return" ? 6 : 2;
+                return;
+            }
+            if (i_ >= s_.size()) error("unexpected end of text: expected '", std::string(terminator), "'");
+            parse_node(b);
+        }
+    }
+
+    void parse_node(Block& b) {
+        std::vector<std::pair<std::string, Type>> outs;
+        if (peek('%')) {
+            do {
+                std::string name = value_name();
+                expect(':');
+                outs.emplace_back(std::move(name), parse_type());
+            } while (accept(','));
+            expect('=');
+        }
+        const std::string kind_name = word();
+        const kind_info* kind = find_kind(kind_name);
+        if (!kind) error("unknown node kind '", kind_name, "'");
+        Node* n = b.append(*kind);
+        if (accept('[')) {
+            bool first = true;
+            while (!accept(']')) {
+                if (!first) expect(',');
+                first = false;
+                const std::string name = word();
+                expect('=');
+                n->set_attr(name, parse_attribute());
+            }
+        }
+        expect('(');
+        for (Value* v : parse_value_refs()) n->add_input(v);
+        expect(')');
+        // Fresh outputs get automatic names first; move them out of the way of the text's names.
+        std::vector<Value*> created;
+        for (auto& out : outs) {
+            created.push_back(n->add_output(out.second));
+            g_->set_name(created.back(), "__parser_tmp");
+        }
+        for (std::size_t k = 0; k < outs.size(); ++k) define(created[k], outs[k].first);
+        for (int k = 0;; ++k) {
+            std::string block_word = "block";
+            block_word += std::to_string(k);
+            if (!peek_word(block_word)) break;
+            expect_word(block_word);
+            Block* inner = n->add_block();
+            expect('(');
+            parse_params(*inner);
+            expect(')');
+            expect(':');
+            parse_body(*inner, "->");
+            expect('(');
+            for (Value* v : parse_value_refs()) inner->register_output(v);
+            expect(')');
+        }
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0;
+    Graph* g_ = nullptr;
+    std::map<std::string, Value*> values_;
+};
+
+}  // namespace detail
+
+/// Parses the text form of a graph; throws graft::error with the line on bad input.
+[[nodiscard]] inline std::unique_ptr<Graph> parse(std::string_view text) { return detail::parser(text).parse_graph(); }
+
+}  // namespace graft::ir
+// ---- end graft/ir/parse.hpp
+// ---- begin graft/ir/print.hpp
+// The IR's text form, printed by `std::ostream << graph` and read back by
+// ir::parse (graft/ir/parse.hpp) into an identical graph:
+//
+//   graph(%x : Float(2, 3), %flag : bool):
+//     %1 : Float(2, 3) = tanh(%x)
+//     %2 : float = prim::Constant[value=0.5]()
+//     %y : Tensor = prim::If(%flag)
+//       block0():
+//         %4 : Tensor = mul(%1, %2)
+//         -> (%4)
+//       block1():
+//         -> (%1)
+//     return (%y)
+//
+// Every value carries its type; attributes are sorted by name; floats are
+// printed with the shortest text that reads back to the same bits.
+#include <charconv>
+#include <functional>
+#include <map>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+
+namespace graft::ir {
+namespace detail {
+
+/// Shortest round-trip text of a double, always recognisable as a float ("1." not "1").
+inline void print_float(std::ostream& os, double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eni") == std::string::npos) s += '.';
+    os << s;
+}
+
+inline void print_float32(std::ostream& os, float v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eni") == std::string::npos) s += '.';
+    os << s;
+}
+
+inline void print_string(std::ostream& os, const std::string& s) {
+    os << '"';
+    for (char c : s) {
+        if (c == '"' || c == '\\') os << '\\' << c;
+        else if (c == '\n') os << "\\n";
+        else os << c;
+    }
+    os << '"';
+}
+
+inline void print_attribute(std::ostream& os, const attribute& a) {
+    std::visit(
+        [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::int64_t>) os << v;
+            else if constexpr (std::is_same_v<V, double>) print_float(os, v);
+            else if constexpr (std::is_same_v<V, bool>) os << (v ? "true" : "false");
+            else if constexpr (std::is_same_v<V, std::string>) print_string(os, v);
+            else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
+                os << '[';
+                for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+                os << ']';
+            } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+                os << '[';
+                for (std::size_t i = 0; i < v.size(); ++i) {
+                    if (i) os << ", ";
+                    print_float(os, v[i]);
+                }
+                os << ']';
+            } else {
+                // tensor(<type>, [values in row-major order])
+                const Tensor t = v.contiguous();
+                TensorType tt;
+                tt.scalar_type = t.type();
+                tt.sizes.emplace();
+                for (auto s : t.sizes()) tt.sizes->push_back(s);
+                os << "tensor(" << Type::tensor_type(tt) << ", [";
+                graft::detail::visit_dtype(t.type(), [&](auto z) {
+                    using T = decltype(z);
+                    const T* p = t.data_ptr<T>();
+                    for (std::int64_t i = 0; i < t.numel(); ++i) {
+                        if (i) os << ", ";
+                        if constexpr (std::is_same_v<T, float>) print_float32(os, p[i]);
+                        else if constexpr (std::is_same_v<T, double>) print_float(os, p[i]);
+                        else if constexpr (std::is_same_v<T, bool>) os << (p[i] ? "true" : "false");
+                        else os << p[i];
+                    }
+                });
+                os << "])";
+            }
+        },
+        a);
+}
+
+inline void print_value(std::ostream& os, const Value* v) { os << '%' << v->name(); }
+
+inline void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed) {
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+        if (i) os << ", ";
+        print_value(os, vs[i]);
+        if (typed) os << " : " << vs[i]->type();
+    }
+}
+
+inline void print_block(std::ostream& os, const Block& b, int indent);
+
+inline void print_node(std::ostream& os, const Node& n, int indent) {
+    os << std::string(static_cast<std::size_t>(indent), ' ');
+    if (!n.outputs().empty()) {
+        print_values(os, n.outputs(), true);
+        os << " = ";
+    }
+    os << n.kind().name;
+    if (!n.attributes().empty()) {
+        os << '[';
+        bool first = true;
+        for (const auto& [name, value] : n.attributes()) {
+            if (!first) os << ", ";
+            first = false;
+            os << name << '=';
+            print_attribute(os, value);
+        }
+        os << ']';
+    }
+    os << '(';
+    print_values(os, n.inputs(), false);
+    os << ")\n";
+    for (std::size_t i = 0; i < n.blocks().size(); ++i) {
+        os << std::string(static_cast<std::size_t>(indent) + 2, ' ') << "block" << i << '(';
+        print_values(os, n.blocks()[i]->inputs(), true);
+        os << "):\n";
+        print_block(os, *n.blocks()[i], indent + 4);
+        os << std::string(static_cast<std::size_t>(indent) + 4, ' ') << "-> (";
+        print_values(os, n.blocks()[i]->outputs(), false);
+        os << ")\n";
+    }
+}
+
+inline void print_block(std::ostream& os, const Block& b, int indent) {
+    for (const Node* n : b.nodes()) print_node(os, *n, indent);
+}
+
+}  // namespace detail
+
+/// The text form of `g` (see the top of this header).
+inline std::ostream& operator<<(std::ostream& os, const Graph& g) {
+    os << "graph(";
+    detail::print_values(os, g.inputs(), true);
+    os << "):\n";
+    detail::print_block(os, *g.block(), 2);
+    os << "  return (";
+    detail::print_values(os, g.outputs(), false);
+    return os << ")\n";
+}
+
+[[nodiscard]] inline std::string to_string(const Graph& g) {
+    std::ostringstream os;
+    os << g;
+    return os.str();
+}
+
+/// Graphviz DOT: one box per node (kind and attributes), graph inputs and
+/// outputs as ellipses, edges labelled with the value's name and type.
+inline void to_dot(const Graph& g, std::ostream& os) {
+    const auto quote = [](const std::string& s) {
+        std::string r;
+        for (char c : s) {
+            if (c == '"' || c == '\\') r += '\\';
+            r += c;
+        }
+        return r;
+    };
+    std::map<const Node*, std::size_t> ids;
+    std::size_t next = 0;
+    os << "digraph graft_ir {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+    for (const Value* v : g.inputs())
+        os << "  \"in_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name()) << "\\n"
+           << quote(to_string(v->type())) << "\"];\n";
+    const auto source = [&](const Value* v) {
+        std::string r = v->node() ? "n" : (v->param_of() == g.block() ? "in_" : "param_");
+        r += v->node() ? std::to_string(ids.at(v->node())) : v->name();
+        return r;
+    };
+    std::function<void(const Block&, const std::string&)> emit_block = [&](const Block& b, const std::string& pad) {
+        for (const Value* v : b.inputs())
+            if (&b != g.block())
+                os << pad << "\"param_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name())
+                   << "\"];\n";
+        for (const Node* n : b.nodes()) {
+            const std::size_t id = ids[n] = next++;
+            std::string label = quote(std::string(n->kind().name));
+            for (const auto& [name, value] : n->attributes()) {
+                std::ostringstream text;
+                text << name << '=';
+                detail::print_attribute(text, value);
+                label += "\\n";
+                label += quote(text.str());
+            }
+            os << pad << "n" << id << " [label=\"" << label << "\"];\n";
+            for (const Value* in : n->inputs())
+                os << pad << '"' << quote(source(in)) << "\" -> n" << id << " [label=\"%" << quote(in->name()) << "\"];\n";
+            for (std::size_t k = 0; k < n->blocks().size(); ++k) {
+                os << pad << "subgraph cluster_n" << id << "_" << k << " {\n" << pad << "  label=\"block" << k
+                   << "\";\n";
+                emit_block(*n->blocks()[k], pad + "  ");
+                os << pad << "}\n";
+            }
+        }
+    };
+    emit_block(*g.block(), "  ");
+    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
+        const Value* v = g.outputs()[i];
+        os << "  out" << i << " [shape=ellipse, label=\"return " << i << "\\n" << quote(to_string(v->type()))
+           << "\"];\n  \"" << quote(source(v)) << "\" -> out" << i << " [label=\"%" << quote(v->name()) << "\"];\n";
+    }
+    os << "}\n";
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/print.hpp
+// ---- end graft/ir/ir.hpp
 // ---- begin graft/version.hpp
 // graft's version, kept equal to project(VERSION) in CMakeLists.txt.
 #define GRAFT_VERSION_MAJOR 0
@@ -7035,6 +8671,7 @@ namespace graft {
 inline constexpr const char* version_string = "0.1.0";
 }  // namespace graft
 // ---- end graft/version.hpp
+
 // ---- end graft/graft.hpp
 #endif  // GRAFT_SINGLE_HEADER_ONCE_
 #endif  // HWY_ONCE
