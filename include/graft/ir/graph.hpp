@@ -445,6 +445,13 @@ inline void lint_block(const Block& b, std::vector<const Value*>& visible, const
                           to_string(inner->outputs()[i]->type()));
             }
         }
+        if (n->is<kinds::call>()) {
+            const Block* body = n->blocks()[0];
+            check(body->inputs().size() == n->inputs().size(), "Graph::lint: prim::Call passes ", n->inputs().size(),
+                  " arguments to a callee that takes ", body->inputs().size());
+            check(body->outputs().size() == n->outputs().size(), "Graph::lint: prim::Call has ", n->outputs().size(),
+                  " outputs but its callee returns ", body->outputs().size());
+        }
         for (const Block* inner : n->blocks()) {
             check(inner->owning_node() == n, "Graph::lint: a block of ", k.name, " does not point to its node");
             lint_block(*inner, visible, g);

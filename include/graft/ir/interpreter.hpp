@@ -40,6 +40,12 @@ inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ival
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
             out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env);
+        } else if (n->is<kinds::call>()) {
+            const Block& body = *n->blocks()[0];
+            graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",
+                                 body.inputs().size(), " arguments, got ", in.size());
+            for (std::size_t i = 0; i < in.size(); ++i) env[body.inputs()[i]] = in[i];
+            out = run_block(body, env);
         } else {
             graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
             out = n->kind().run(n->attributes(), in);

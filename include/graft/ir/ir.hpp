@@ -4,5 +4,6 @@
 #include "graft/ir/interpreter.hpp"
 #include "graft/ir/kinds.hpp"
 #include "graft/ir/parse.hpp"
+#include "graft/ir/passes.hpp"
 #include "graft/ir/print.hpp"
 #include "graft/ir/type.hpp"

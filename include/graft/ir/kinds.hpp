@@ -133,6 +133,12 @@ struct if_ {
     static constexpr kind_info info{"prim::If", 1, -1, 2, true, false, false, nullptr};
 };
 
+/// Call(args...) of the graph held in its one block (block inputs = parameters,
+/// block outputs = results); the inlining pass splices it into the caller.
+struct call {
+    static constexpr kind_info info{"prim::Call", -1, -1, 1, true, false, false, nullptr};
+};
+
 #define GRAFT_DETAIL_IR_KIND(ident, text, n_in, body)                                                     \
     struct ident {                                                                                        \
         static std::vector<ivalue> run([[maybe_unused]] const attribute_map& a, std::span<const ivalue> in) { \
@@ -255,7 +261,7 @@ struct table_kinds<std::tuple<Ops...>> {
 /// Every kind the IR knows: the op table's elementwise ops, then the others.
 using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
-    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
+    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
