@@ -24,5 +24,6 @@
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/ir/ir.hpp"
+#include "graft/capture/capture.hpp"
 #include "graft/version.hpp"
 

@@ -461,6 +461,19 @@ void for_each_row(const int_list& sizes, const std::array<const int_list*, N>& s
 
 }  // namespace graft::detail
 // ---- end graft/core/detail/loop.hpp
+// ---- begin graft/core/detail/op_observer.hpp
+// A thread-local observer of the raw ops, used by graph capture
+// (graft/capture): when one is installed, every outermost raw op reports its
+// kind, operands, attributes and result, every write into a tensor reports
+// its destination before the write, and reading a value (item) reports
+// itself. With no observer installed, an op pays one thread-local load.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
 // ---- begin graft/core/scalar.hpp
 // graft::scalar: a C++ number passed to a tensor op, remembering its category
 // (bool, integer or floating) for type promotion, like a Python number in PyTorch.
@@ -511,6 +524,89 @@ private:
 
 }  // namespace graft
 // ---- end graft/core/scalar.hpp
+
+namespace graft {
+class Tensor;
+
+namespace detail {
+
+/// One operand of an observed op: a tensor or a number.
+struct op_operand {
+    const Tensor* tensor = nullptr;  // null for a number
+    scalar number{0.0};
+    op_operand(const Tensor& t) : tensor(&t) {}            // NOLINT: implicit by design
+    op_operand(const scalar& s) : number(s) {}             // NOLINT
+};
+
+/// An attribute of an observed op (int, float, bool, ints, or a string such as a dtype name).
+using op_attr = std::variant<std::int64_t, double, bool, std::vector<std::int64_t>, std::string>;
+struct op_attr_entry {
+    const char* name;
+    op_attr value;
+};
+
+/// Receives the ops of the current thread while installed.
+class op_observer {
+public:
+    virtual ~op_observer() = default;
+    /// An op `kind` (an IR kind name) produced `result` from `operands`.
+    virtual void on_op(std::string_view kind, std::initializer_list<op_operand> operands,
+                       std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
+    /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
+    virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
+    /// A tensor's value is being read into the program (e.g. item()).
+    virtual void on_read(std::string_view what, const Tensor& t) = 0;
+};
+
+inline thread_local op_observer* tl_op_observer = nullptr;
+inline thread_local int tl_op_depth = 0;
+
+/// Marks one raw op: only the outermost op of a nest is reported.
+class observed_op {
+public:
+    observed_op() noexcept : observer_(tl_op_observer) {
+        if (observer_ && tl_op_depth++ != 0) outer_ = false;
+    }
+    ~observed_op() {
+        if (observer_) --tl_op_depth;
+    }
+    observed_op(const observed_op&) = delete;
+    observed_op& operator=(const observed_op&) = delete;
+
+    /// Is this op observed (an observer is installed and this is the outermost op)?
+    [[nodiscard]] bool active() const noexcept { return observer_ != nullptr && outer_; }
+    void record(std::string_view kind, std::initializer_list<op_operand> operands, const Tensor& result,
+                std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, operands, attrs, result);
+    }
+    /// Reports `out` (when active) and returns it.
+    template <class T>
+    T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
+           std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, operands, attrs, out);
+        return out;
+    }
+    void write(const Tensor& dst, const op_operand& src) const {
+        if (active()) observer_->on_write(dst, src);
+    }
+
+private:
+    op_observer* observer_;
+    bool outer_ = true;
+};
+
+/// Reports a read of t's value to the installed observer, if any.
+inline void observe_read(std::string_view what, const Tensor& t) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_read(what, t);
+}
+
+[[nodiscard]] inline std::vector<std::int64_t> to_vector(const auto& list) {
+    return std::vector<std::int64_t>(list.begin(), list.end());
+}
+
+}  // namespace detail
+}  // namespace graft
+// ---- end graft/core/detail/op_observer.hpp
 // ---- begin graft/core/storage.hpp
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views,
 // with a small cache that reuses large freed buffers instead of returning them to the OS.
@@ -999,24 +1095,30 @@ namespace detail::raw {
 }
 
 inline Tensor view(const Tensor& self, int_list new_sizes) {
+    const detail::observed_op obs_;
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
     detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
                   "view: view size ", new_sizes, " is not compatible with input tensor's size ",
                   self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
-    return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    Tensor out = view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    return obs_.done(out, "reshape", {self}, {{"sizes", detail::to_vector(out.sizes())}});
 }
 
 inline Tensor reshape(const Tensor& self, int_list new_sizes) {
+    const detail::observed_op obs_;
     new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
+    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);
     if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
-        return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
-    return view(contiguous(self), std::move(new_sizes));
+        return obs_.done(view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset()), "reshape",
+                         {self}, {{"sizes", recorded}});
+    return obs_.done(view(contiguous(self), std::move(new_sizes)), "reshape", {self}, {{"sizes", recorded}});
 }
 
 inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
+    const detail::observed_op obs_;
     const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, self.dim()));
     const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, self.dim()));
     int_list sz = self.sizes(), st = self.strides();
@@ -1024,15 +1126,19 @@ inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1
         std::swap(sz[a], sz[b]);
         std::swap(st[a], st[b]);
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "transpose", {self},
+                     {{"dim0", dim0}, {"dim1", dim1}});
 }
 
 inline Tensor t(const Tensor& self) {
+    const detail::observed_op obs_;
     detail::check(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", self.dim(), "-D tensor");
-    return self.dim() < 2 ? alias(self) : transpose(self, 0, 1);
+    if (self.dim() < 2) return alias(self);
+    return obs_.done(transpose(self, 0, 1), "transpose", {self}, {{"dim0", std::int64_t{0}}, {"dim1", std::int64_t{1}}});
 }
 
 inline Tensor permute(const Tensor& self, const int_list& dims) {
+    const detail::observed_op obs_;
     detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
                   " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
     int_list sz(dims.size()), st(dims.size());
@@ -1044,10 +1150,12 @@ inline Tensor permute(const Tensor& self, const int_list& dims) {
         sz[i] = self.sizes()[d];
         st[i] = self.strides()[d];
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "permute", {self},
+                     {{"dims", detail::to_vector(dims)}});
 }
 
 inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
+    const detail::observed_op obs_;
     detail::check(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, self.dim()));
     const std::int64_t n = self.sizes()[k];
@@ -1058,7 +1166,8 @@ inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std
                   ") exceeds dimension size (", n, ")");
     int_list sz = self.sizes();
     sz[k] = length;
-    return view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]);
+    return obs_.done(view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]),
+                     "narrow", {self}, {{"dim", d}, {"start", start}, {"length", length}});
 }
 
 inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
@@ -1078,6 +1187,7 @@ inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std:
 }
 
 inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
+    const detail::observed_op obs_;
     detail::check(self.dim() > 0, "select: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
     const std::int64_t n = self.sizes()[k];
@@ -1088,20 +1198,22 @@ inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
     const std::int64_t off = self.storage_offset() + index * st[k];
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return view_of(self, std::move(sz), std::move(st), off);
+    return obs_.done(view_of(self, std::move(sz), std::move(st), off), "select", {self}, {{"dim", d}, {"index", index}});
 }
 
 inline Tensor squeeze(const Tensor& self) {
+    const detail::observed_op obs_;
     int_list sz, st;
     for (std::size_t i = 0; i < self.sizes().size(); ++i)
         if (self.sizes()[i] != 1) {
             sz.push_back(self.sizes()[i]);
             st.push_back(self.strides()[i]);
         }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "squeeze", {self});
 }
 
 inline Tensor squeeze(const Tensor& self, std::int64_t d) {
+    const detail::observed_op obs_;
     if (self.dim() == 0) {
         (void)detail::wrap_dim("squeeze", d, 0);
         return alias(self);
@@ -1111,19 +1223,22 @@ inline Tensor squeeze(const Tensor& self, std::int64_t d) {
     int_list sz = self.sizes(), st = self.strides();
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "squeeze", {self},
+                     {{"dim", d}});
 }
 
 inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
+    const detail::observed_op obs_;
     const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, self.dim() + 1));
     int_list sz = self.sizes(), st = self.strides();
     const std::int64_t new_stride = k < sz.size() ? sz[k] * st[k] : 1;
     sz.insert(sz.begin() + static_cast<std::ptrdiff_t>(k), 1);
     st.insert(st.begin() + static_cast<std::ptrdiff_t>(k), new_stride);
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "unsqueeze", {self}, {{"dim", d}});
 }
 
 inline Tensor expand(const Tensor& self, const int_list& target) {
+    const detail::observed_op obs_;
     detail::check(target.size() >= self.sizes().size(), "expand: the number of sizes provided (", target.size(),
                   ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
     const std::size_t lead = target.size() - self.sizes().size();
@@ -1144,7 +1259,9 @@ inline Tensor expand(const Tensor& self, const int_list& target) {
         sz[i] = want;
         st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    const std::vector<std::int64_t> recorded = detail::to_vector(sz);
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "expand", {self},
+                     {{"sizes", recorded}});
 }
 
 inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
@@ -1171,24 +1288,30 @@ inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int6
 }
 
 inline Tensor contiguous(const Tensor& self) {
-    return self.is_contiguous() ? self : clone(self);
+    const detail::observed_op obs_;
+    if (self.is_contiguous()) return self;
+    return obs_.done(clone(self), "contiguous", {self});
 }
 
 inline Tensor clone(const Tensor& self) {
+    const detail::observed_op obs_;
     Tensor out = empty(self.sizes(), self.type());
     detail::copy_elements(out, self);
-    return out;
+    return obs_.done(out, "clone", {self});
 }
 
 inline Tensor to(const Tensor& self, dtype target) {
+    const detail::observed_op obs_;
     if (target == self.type()) return self;
     Tensor out = empty(self.sizes(), target);
     detail::copy_elements(out, self);
-    return out;
+    return obs_.done(out, "to", {self}, {{"dtype", std::string(name(target))}});
 }
 
 inline Tensor copy_(const Tensor& self, const Tensor& src) {
+    const detail::observed_op obs_;
     detail::check(src.defined(), "copy_: source tensor is undefined");
+    obs_.write(self, src);
     const Tensor b = broadcast_to(src, self.sizes());
     if (self.shares_storage_with(src)) {
         const Tensor tmp = clone(b);  // avoid reading what this copy has already overwritten
@@ -1201,6 +1324,8 @@ inline Tensor copy_(const Tensor& self, const Tensor& src) {
 }
 
 inline Tensor fill_(const Tensor& self, const scalar& value) {
+    const detail::observed_op obs_;
+    obs_.write(self, value);
     const int_list s = detail::byte_strides(self);
     detail::visit_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
@@ -1237,6 +1362,7 @@ inline std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 inline T Tensor::item() const {
+    detail::observe_read("item", *this);
     detail::check(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
     return to_vector<T>().front();
 }
@@ -3668,9 +3794,18 @@ template <class A, class B>
 namespace ops {
 // The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) { return detail::binary_tt(op, a, b); } \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) { return detail::binary_ts(op, a, b); } \
-    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) { return detail::binary_st(op, a, b); }
+    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_tt(op, a, b), #fn, {a, b});                                      \
+    }                                                                                                   \
+    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_ts(op, a, b), #fn, {a, b});                                      \
+    }                                                                                                   \
+    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_st(op, a, b), #fn, {a, b});                                      \
+    }
 
 GRAFT_DETAIL_BINARY_OP(add, kernels::binary_op::add)
 GRAFT_DETAIL_BINARY_OP(sub, kernels::binary_op::sub)
@@ -3685,11 +3820,13 @@ GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
-        return detail::run_compare(op, a, b, detail::result_type_of(a, b));                               \
+        const detail::observed_op obs;                                                                    \
+        return obs.done(detail::run_compare(op, a, b, detail::result_type_of(a, b)), #fn, {a, b});        \
     }                                                                                                     \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                    \
+        const detail::observed_op obs;                                                                    \
         const dtype t = detail::result_type_of(a, b);                                                     \
-        return detail::run_compare(op, a, detail::as_tensor(b, t), t);                                    \
+        return obs.done(detail::run_compare(op, a, detail::as_tensor(b, t), t), #fn, {a, b});            \
     }                                                                                                     \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }      \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const scalar& b) { return fn(a, b); }
@@ -3705,7 +3842,13 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 
 /// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
 namespace ops {
+[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    const detail::observed_op obs;
+    return obs.done(where_unobserved(cond, a, b), "where", {cond, a, b});
+}
+/// where without reporting to an op observer (the body of where).
+[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::check_defined("where", cond);
     detail::check_defined("where", a);
     detail::check_defined("where", b);
@@ -3750,15 +3893,18 @@ namespace ops {
     detail::check_defined("logical_and", b);
     detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
                   "logical_and: expected two bool tensors, got ", a.type(), " and ", b.type());
-    return where(a, b, zeros({}, dtype::bool_));
+    const detail::observed_op obs;
+    return obs.done(where(a, b, zeros({}, dtype::bool_)), "logical_and", {a, b});
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
+    const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
+    return obs.done(where(cond, detail::raw::to(a, t), detail::as_tensor(b, t)), "where", {cond, a, b});
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
+    const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::as_tensor(a, t), detail::raw::to(b, t));
+    return obs.done(where(cond, detail::as_tensor(a, t), detail::raw::to(b, t)), "where", {cond, a, b});
 }
 
 }  // namespace ops
@@ -3836,22 +3982,57 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
 }  // namespace detail
 
 namespace ops {
-[[nodiscard]] inline Tensor neg(const Tensor& a) { return detail::run_unary(kernels::unary_op::neg, a); }
-[[nodiscard]] inline Tensor abs(const Tensor& a) { return detail::run_unary(kernels::unary_op::abs, a); }
-[[nodiscard]] inline Tensor exp(const Tensor& a) { return detail::run_unary(kernels::unary_op::exp, a); }
-[[nodiscard]] inline Tensor log(const Tensor& a) { return detail::run_unary(kernels::unary_op::log, a); }
-[[nodiscard]] inline Tensor sqrt(const Tensor& a) { return detail::run_unary(kernels::unary_op::sqrt, a); }
-[[nodiscard]] inline Tensor rsqrt(const Tensor& a) { return detail::run_unary(kernels::unary_op::rsqrt, a); }
-[[nodiscard]] inline Tensor tanh(const Tensor& a) { return detail::run_unary(kernels::unary_op::tanh, a); }
-[[nodiscard]] inline Tensor sigmoid(const Tensor& a) { return detail::run_unary(kernels::unary_op::sigmoid, a); }
-[[nodiscard]] inline Tensor relu(const Tensor& a) { return detail::run_unary(kernels::unary_op::relu, a); }
-[[nodiscard]] inline Tensor sin(const Tensor& a) { return detail::run_unary(kernels::unary_op::sin, a); }
-[[nodiscard]] inline Tensor cos(const Tensor& a) { return detail::run_unary(kernels::unary_op::cos, a); }
+[[nodiscard]] inline Tensor neg(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::neg, a), "neg", {a});
+}
+[[nodiscard]] inline Tensor abs(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::abs, a), "abs", {a});
+}
+[[nodiscard]] inline Tensor exp(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::exp, a), "exp", {a});
+}
+[[nodiscard]] inline Tensor log(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::log, a), "log", {a});
+}
+[[nodiscard]] inline Tensor sqrt(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sqrt, a), "sqrt", {a});
+}
+[[nodiscard]] inline Tensor rsqrt(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::rsqrt, a), "rsqrt", {a});
+}
+[[nodiscard]] inline Tensor tanh(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::tanh, a), "tanh", {a});
+}
+[[nodiscard]] inline Tensor sigmoid(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sigmoid, a), "sigmoid", {a});
+}
+[[nodiscard]] inline Tensor relu(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::relu, a), "relu", {a});
+}
+[[nodiscard]] inline Tensor sin(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sin, a), "sin", {a});
+}
+[[nodiscard]] inline Tensor cos(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::cos, a), "cos", {a});
+}
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
 [[nodiscard]] inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
     detail::check(approximate == "none" || approximate == "tanh",
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-    return detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a);
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a),
+                    "gelu", {a}, {{"approximate", std::string(approximate)}});
 }
 
 }  // namespace ops
@@ -3874,7 +4055,12 @@ namespace ops {
 
 /// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
 /// matrix-matrix and batched products with broadcast batch dimensions.
+[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b);
 [[nodiscard]] inline Tensor matmul(const Tensor& a, const Tensor& b) {
+    const detail::observed_op obs;
+    return obs.done(matmul_impl(a, b), "matmul", {a, b});
+}
+[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
     detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
                   a.dim(), "-D and ", b.dim(), "-D tensors");
@@ -4096,29 +4282,40 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 namespace ops {
 
 /// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
-[[nodiscard]] inline Tensor sum(const Tensor& t) { return detail::reduce("sum", kernels::reduce_op::sum, t, {}, false); }
+[[nodiscard]] inline Tensor sum(const Tensor& t) {
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, {}, false), "sum", {t});
+}
 /// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
 [[nodiscard]] inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim = false) {
-    return detail::reduce("sum", kernels::reduce_op::sum, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, dims, keepdim), "sum", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Mean over `dims` (all when empty); floating-point inputs only. Empty reductions give NaN.
 [[nodiscard]] inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+    const detail::observed_op obs;
     detail::check(t.defined(), "mean: got an undefined tensor");
     detail::check(is_floating_point(t.type()), "mean(): could not infer output dtype. Input dtype must be either a "
                   "floating point or complex dtype. Got: ", t.type());
     Tensor s = sum(t, dims, keepdim);
     const std::int64_t n = s.numel() == 0 ? 0 : t.numel() / std::max<std::int64_t>(s.numel(), 1);
     const auto count = t.numel() == 0 ? std::int64_t{0} : n;
-    return detail::run_binary(kernels::binary_op::div, s, detail::as_tensor(static_cast<double>(count), t.type()),
-                              t.type());
+    return obs.done(detail::run_binary(kernels::binary_op::div, s,
+                                       detail::as_tensor(static_cast<double>(count), t.type()), t.type()),
+                    "mean", {t}, {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Maximum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
 [[nodiscard]] inline Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
-    return detail::reduce("amax", kernels::reduce_op::amax, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("amax", kernels::reduce_op::amax, t, dims, keepdim), "amax", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Minimum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
 [[nodiscard]] inline Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
-    return detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim), "amin", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 
 }  // namespace ops
@@ -4156,11 +4353,13 @@ namespace ops {
 /// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
 /// row of only -inf gives NaN, as in PyTorch.
 [[nodiscard]] inline Tensor softmax(const Tensor& t, std::int64_t dim) {
-    return detail::run_softmax("softmax", t, dim, false);
+    const detail::observed_op obs;
+    return obs.done(detail::run_softmax("softmax", t, dim, false), "softmax", {t}, {{"dim", dim}});
 }
 /// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
 [[nodiscard]] inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
-    return detail::run_softmax("log_softmax", t, dim, true);
+    const detail::observed_op obs;
+    return obs.done(detail::run_softmax("log_softmax", t, dim, true), "log_softmax", {t}, {{"dim", dim}});
 }
 
 }  // namespace ops
@@ -7272,6 +7471,121 @@ GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1, {
 #undef GRAFT_DETAIL_IR_KIND
 #undef GRAFT_DETAIL_IR_VIEW_KIND
 
+/// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
+struct to {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
+        const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
+        for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+            if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
+        graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+    }
+    static constexpr kind_info info{"to", 1, 1, 0, true, false, false, &run};
+};
+
+/// gelu[approximate="none"|"tanh"](x).
+struct gelu {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
+        return {graft::gelu(detail::tensor_arg("gelu", in, 0),
+                            detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
+    }
+    static constexpr kind_info info{"gelu", 1, 1, 0, true, true, false, &run};
+};
+
+namespace index_detail {
+
+/// Flat contiguous copy of t (no autograd).
+[[nodiscard]] inline Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
+
+inline void check_index(std::string_view op, const Tensor& idx, std::int64_t n) {
+    graft::detail::check(idx.type() == dtype::int64, op, ": the index must be an int64 tensor, got ", idx.type());
+    for (auto i : idx.to_vector<std::int64_t>())
+        graft::detail::check(i >= 0 && i < n, op, ": index ", i, " out of range for ", n, " elements");
+}
+
+/// out = base.flatten()[idx] (shape of idx).
+[[nodiscard]] inline Tensor take_values(const Tensor& base, const Tensor& idx) {
+    const Tensor b = flat_values(base);
+    Tensor out = empty(idx.sizes(), base.type());
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        const T* p = b.data_ptr<T>();
+        T* o = out.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) o[k] = p[index[k]];
+    });
+    return out;
+}
+
+/// out = base with out.flatten()[idx] = src (src broadcast to idx's shape, in base's dtype);
+/// with `accumulate`, out.flatten()[idx] += src instead.
+[[nodiscard]] inline Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    Tensor out = graft::detail::raw::clone(base.detach());
+    const Tensor s = graft::detail::raw::contiguous(
+        graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        T* o = out.data_ptr<T>();
+        const T* v = s.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) {
+            if constexpr (std::is_same_v<T, bool>) o[index[k]] = accumulate ? (o[index[k]] || v[k]) : v[k];
+            else o[index[k]] = accumulate ? static_cast<T>(o[index[k]] + v[k]) : v[k];
+        }
+    });
+    return out;
+}
+
+}  // namespace index_detail
+
+/// take(base, idx): the elements of base (in row-major order) at the positions in
+/// idx, shaped like idx. Graph capture reads views of mutated tensors with it.
+struct take {
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 2, "take: expected 2 inputs, got ", in.size());
+        const Tensor& base = detail::tensor_arg("take", in, 0);
+        const Tensor& idx = detail::tensor_arg("take", in, 1);
+        index_detail::check_index("take", idx, base.numel());
+        Tensor out = index_detail::take_values(base, idx);
+        auto node = autograd::detail::make_node("TakeBackward0", base);
+        if (!node) return {out};
+        node->backward = [sizes = base.sizes(), type = base.type(), idx](autograd::function_node&,
+                                                                         const autograd::tensor_list& g) {
+            return autograd::tensor_list{index_detail::put_values(zeros(sizes, type), idx, g[0], true)};
+        };
+        autograd::detail::set_history(out, node);
+        return {out};
+    }
+    static constexpr kind_info info{"take", 2, 1, 0, true, false, false, &run};
+};
+
+/// put(base, idx, src): a copy of base whose elements at the positions in idx are
+/// src (broadcast to idx's shape). Graph capture writes into views with it.
+struct put {
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
+        const Tensor& base = detail::tensor_arg("put", in, 0);
+        const Tensor& idx = detail::tensor_arg("put", in, 1);
+        const Tensor& src = detail::tensor_arg("put", in, 2);
+        index_detail::check_index("put", idx, base.numel());
+        (void)broadcast_shapes(src.sizes(), idx.sizes());
+        Tensor out = index_detail::put_values(base, idx, src, false);
+        auto node = autograd::detail::make_node("PutBackward0", base, src);
+        if (!node) return {out};
+        node->backward = [idx, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                         const autograd::tensor_list& g) {
+            Tensor gb, gs;
+            if (n.needs_input_grad(0)) gb = index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+            if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
+            return autograd::tensor_list{gb, gs};
+        };
+        autograd::detail::set_history(out, node);
+        return {out};
+    }
+    static constexpr kind_info info{"put", 3, 1, 0, true, false, false, &run};
+};
+
 /// copy_(dst, src): writes src into dst (a mutation: not pure); the output is dst.
 struct copy_ {
     static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
@@ -7307,7 +7621,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
-                            kinds::squeeze, kinds::unsqueeze, kinds::copy_>>()));
+                            kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
+                            kinds::put>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>
@@ -9190,6 +9505,735 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 }  // namespace graft::ir
 // ---- end graft/ir/print.hpp
 // ---- end graft/ir/ir.hpp
+// ---- begin graft/capture/capture.hpp
+// graft's graph capture: capture::trace (functionalized IR of eager code) and
+// capture::aot (forward and backward graphs from one joint trace).
+// ---- begin graft/capture/aot.hpp
+// Ahead-of-time autograd (AOTAutograd's job): trace the forward AND the
+// backward of f into one joint graph, then partition it into a forward graph
+// (inputs -> outputs + saved values) and a backward graph (saved values +
+// output gradients -> input gradients).
+//
+// The joint graph is obtained the way AOTAutograd does it: f runs on traced
+// tensors that require grad, then autograd::grad runs inside the same trace,
+// so the backward ops recorded are exactly the eager engine's derivatives
+// (the op table's rules for elementwise ops). The partitioner then decides
+// what the forward saves for the backward (see partition_policy).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+// ---- begin graft/capture/trace.hpp
+// Graph capture: run ordinary eager graft code on example inputs and record
+// every op it performs into an ir::Graph, functionalized: in-place writes
+// become out-of-place values (a write through a view becomes `put` into the
+// written tensor's base; later reads of stale views become `take`), a mutated
+// input becomes an extra graph output that is copied back into the caller's
+// tensor after the graph runs, and outputs that alias inputs are recorded so
+// running the capture gives the eager result, aliasing included.
+//
+//   auto cap = capture::trace([](Tensor x, Tensor w) { return tanh(x * w).sum(); }, {x, w});
+//   std::cout << *cap.graph;           // the IR
+//   Tensor y = cap(x2, w2)[0];         // runs it (interpreter, with autograd)
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace graft::capture {
+
+/// How a user output relates to the inputs (PyTorch's OutputAliasInfo, reduced).
+enum class output_kind {
+    fresh,           // a new tensor computed by the graph
+    alias_of_input,  // the very input tensor (same geometry)
+    view_of_input,   // a view of an input: recreated from the caller's tensor after the graph runs
+};
+
+struct output_info {
+    output_kind kind = output_kind::fresh;
+    std::size_t input = 0;                    // for aliases/views: which input
+    int_list sizes, strides;                  // for views: geometry relative to the input
+    std::int64_t offset = 0;                  // storage offset relative to the input's
+    int_list input_strides;                   // the input's strides at capture (must match at run time)
+};
+
+/// What running the graph must do besides computing outputs (PyTorch's ViewAndMutationMeta).
+struct graph_meta {
+    std::size_t num_inputs = 0;
+    std::size_t num_user_outputs = 0;         // graph outputs [0, n) are the function's outputs
+    std::vector<std::size_t> mutated_inputs;  // then one graph output per mutated input, in this order
+    std::vector<output_info> outputs;         // one per user output
+};
+
+inline std::ostream& operator<<(std::ostream& os, const graph_meta& m) {
+    os << "inputs: " << m.num_inputs << ", user outputs: " << m.num_user_outputs << ", mutated inputs: [";
+    for (std::size_t i = 0; i < m.mutated_inputs.size(); ++i) os << (i ? ", " : "") << m.mutated_inputs[i];
+    os << "]\n";
+    for (std::size_t i = 0; i < m.outputs.size(); ++i) {
+        const output_info& o = m.outputs[i];
+        os << "  output " << i << ": ";
+        switch (o.kind) {
+            case output_kind::fresh: os << "fresh"; break;
+            case output_kind::alias_of_input: os << "alias of input " << o.input; break;
+            case output_kind::view_of_input:
+                os << "view of input " << o.input << " (sizes " << o.sizes << ", strides " << o.strides
+                   << ", offset " << o.offset << ")";
+                break;
+        }
+        os << '\n';
+    }
+    return os;
+}
+
+namespace detail {
+
+[[nodiscard]] inline const void* storage_key(const Tensor& t) { return t.impl().data.get(); }
+[[nodiscard]] inline const void* impl_key(const Tensor& t) { return t.impl_ptr().get(); }
+
+[[nodiscard]] inline bool same_geometry(const Tensor& a, const Tensor& b) {
+    return a.sizes() == b.sizes() && a.strides() == b.strides() && a.storage_offset() == b.storage_offset() &&
+           a.type() == b.type();
+}
+
+/// Storage positions of t's elements in row-major order.
+[[nodiscard]] inline std::vector<std::int64_t> positions(const Tensor& t) {
+    std::vector<std::int64_t> r;
+    r.reserve(static_cast<std::size_t>(t.numel()));
+    if (t.numel() == 0) return r;
+    const auto rank = static_cast<std::size_t>(t.dim());
+    std::vector<std::int64_t> i(rank, 0);
+    for (std::int64_t n = 0; n < t.numel(); ++n) {
+        std::int64_t p = t.storage_offset();
+        for (std::size_t k = 0; k < rank; ++k) p += i[k] * t.strides()[k];
+        r.push_back(p);
+        for (std::size_t k = rank; k-- > 0;) {
+            if (++i[k] < t.sizes()[k]) break;
+            i[k] = 0;
+        }
+    }
+    return r;
+}
+
+[[nodiscard]] inline ir::Type value_type(const Tensor& t) {
+    ir::TensorType tt;
+    tt.scalar_type = t.type();
+    tt.sizes.emplace();
+    for (auto s : t.sizes()) tt.sizes->push_back(s);
+    return ir::Type::tensor_type(std::move(tt));
+}
+
+/// The op observer that records into a graph while f runs.
+class tracer final : public graft::detail::op_observer {
+public:
+    explicit tracer(ir::Graph& g) : g_(g) {}
+
+    ir::Value* add_input(const Tensor& t, std::size_t index) {
+        graft::detail::check(t.defined(), "capture::trace: example input ", index, " is undefined");
+        graft::detail::check(!bases_.count(storage_key(t)), "capture::trace: example input ", index,
+                             " shares memory with another input; inputs that alias each other are not supported");
+        std::string name = "x";
+        name += std::to_string(index);
+        ir::Value* v = g_.add_input(value_type(t), std::move(name));
+        keep_.push_back(t);
+        bases_[storage_key(t)] = {t, v, 0, static_cast<int>(index)};
+        values_[impl_key(t)] = {v, 0};
+        return v;
+    }
+
+    [[nodiscard]] bool traced(const Tensor& t) const {
+        return t.defined() && (values_.count(impl_key(t)) || bases_.count(storage_key(t)));
+    }
+
+    /// The IR value holding t's current contents (recorded as a constant if t is not traced).
+    ir::Value* value_of(const Tensor& t) {
+        auto bit = bases_.find(storage_key(t));
+        if (bit == bases_.end()) {
+            // A tensor made outside the traced computation: its value becomes a constant.
+            Tensor base = t;
+            const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
+            if (!(t.is_contiguous() && t.storage_offset() == 0 && t.numel() == elems))
+                base = graft::detail::raw::view_of(t, {elems}, {1}, 0);
+            ir::Node* c = g_.append<ir::kinds::constant>();
+            c->set_attr("value", graft::detail::raw::clone(base.detach()));
+            keep_.push_back(base);
+            bit = bases_.emplace(storage_key(t), base_state{base, c->add_output(value_type(base)), 0, -1}).first;
+            values_[impl_key(base)] = {bit->second.value, 0};
+        }
+        base_state& b = bit->second;
+        auto it = values_.find(impl_key(t));
+        if (it != values_.end() && it->second.gen == b.gen) return it->second.value;
+        // Stale (its memory was written since) or an unrecorded view: read it from the base.
+        ir::Value* v = same_geometry(t, b.base) ? b.value : take(b, t);
+        keep_.push_back(t);
+        values_[impl_key(t)] = {v, b.gen};
+        return v;
+    }
+
+    void on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+               std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override {
+        bool any_traced = false;
+        for (const auto& o : operands) {
+            if (!o.tensor) continue;
+            any_traced = any_traced || traced(*o.tensor);
+            if (impl_key(*o.tensor) == impl_key(result)) return;  // the op returned its input unchanged
+        }
+        if (!any_traced) return;  // computed from constants only: it stays a constant
+        const ir::kind_info* k = ir::find_kind(kind);
+        graft::detail::check(k != nullptr, "capture::trace: op '", kind,
+                             "' has no graph IR kind, so it cannot be captured");
+        std::vector<ir::Value*> inputs;
+        for (const auto& o : operands) inputs.push_back(o.tensor ? value_of(*o.tensor) : number(o.number));
+        ir::Node* n = g_.append(*k);
+        for (ir::Value* v : inputs) n->add_input(v);
+        for (const auto& a : attrs)
+            std::visit([&](const auto& v) { n->set_attr(a.name, v); }, a.value);
+        ir::Value* out = n->add_output(value_type(result));
+        keep_.push_back(result);
+        auto bit = bases_.find(storage_key(result));
+        if (bit == bases_.end()) bit = bases_.emplace(storage_key(result), base_state{result, out, 0, -1}).first;
+        values_[impl_key(result)] = {out, bit->second.gen};
+    }
+
+    void on_write(const Tensor& dst, const graft::detail::op_operand& src) override {
+        const bool src_traced = src.tensor && traced(*src.tensor);
+        if (!traced(dst) && !src_traced) return;  // initialising a constant
+        (void)value_of(dst);                      // registers an untraced destination as a constant first
+        base_state& b = bases_.at(storage_key(dst));
+        ir::Value* s = src.tensor ? value_of(*src.tensor) : number(src.number);
+        ir::Value* next = nullptr;
+        if (same_geometry(dst, b.base) && src.tensor && src.tensor->sizes() == dst.sizes() &&
+            src.tensor->type() == dst.type()) {
+            next = s;
+        } else {
+            ir::Value* idx = index_constant(b, dst);
+            ir::Node* n = g_.append<ir::kinds::put>();
+            n->add_input(b.value);
+            n->add_input(idx);
+            n->add_input(s);
+            next = n->add_output(value_type(b.base));
+        }
+        b.value = next;
+        ++b.gen;
+        values_[impl_key(b.base)] = {next, b.gen};
+        ++mutations_;
+    }
+
+    void on_read(std::string_view what, const Tensor& t) override {
+        if (!traced(t)) return;
+        graft::detail::fail(graft::detail::concat(
+            "capture::trace: ", what, "() reads the value of a traced tensor; data-dependent control flow and "
+            "reading values cannot be captured (the graph would bake in this example's value)"));
+    }
+
+    /// The current value of input `index`'s memory, and whether f wrote to it.
+    [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const {
+        const base_state& b = bases_.at(storage_key(input));
+        return {b.value, b.gen > 0};
+    }
+
+private:
+    struct base_state {
+        Tensor base;
+        ir::Value* value;
+        std::uint64_t gen = 0;
+        int input = -1;
+    };
+    struct entry {
+        ir::Value* value;
+        std::uint64_t gen;
+    };
+
+    ir::Value* number(const scalar& s) {
+        ir::Node* c = g_.append<ir::kinds::constant>();
+        if (s.kind() == dtype::bool_) {
+            c->set_attr("value", s.to<bool>());
+            return c->add_output(ir::Type::bool_type());
+        }
+        if (s.kind() == dtype::int64) {
+            c->set_attr("value", s.to_int64());
+            return c->add_output(ir::Type::int_type());
+        }
+        c->set_attr("value", s.to_double());
+        return c->add_output(ir::Type::float_type());
+    }
+
+    /// The row-major positions in b.base of t's elements, as an int64 constant.
+    ir::Value* index_constant(const base_state& b, const Tensor& t) {
+        const std::vector<std::int64_t> pb = positions(b.base), pt = positions(t);
+        std::unordered_map<std::int64_t, std::int64_t> where;
+        for (std::size_t k = 0; k < pb.size(); ++k) where.emplace(pb[k], static_cast<std::int64_t>(k));
+        Tensor idx = empty(t.sizes(), dtype::int64);
+        auto* out = idx.data_ptr<std::int64_t>();
+        for (std::size_t k = 0; k < pt.size(); ++k) {
+            auto it = where.find(pt[k]);
+            graft::detail::check(it != where.end(), "capture::trace: a view reaches memory outside the tensor it "
+                                 "was traced from (sizes ", t.sizes(), ", strides ", t.strides(), ", offset ",
+                                 t.storage_offset(), "); not supported");
+            out[k] = it->second;
+        }
+        ir::Node* c = g_.append<ir::kinds::constant>();
+        c->set_attr("value", idx);
+        return c->add_output(value_type(idx));
+    }
+
+    ir::Value* take(const base_state& b, const Tensor& t) {
+        ir::Value* idx = index_constant(b, t);
+        ir::Node* n = g_.append<ir::kinds::take>();
+        n->add_input(b.value);
+        n->add_input(idx);
+        return n->add_output(value_type(t));
+    }
+
+    ir::Graph& g_;
+    std::map<const void*, base_state> bases_;
+    std::map<const void*, entry> values_;
+    std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
+    std::size_t mutations_ = 0;
+};
+
+/// Installs an observer for the current thread for the lifetime of this object.
+class observer_scope {
+public:
+    explicit observer_scope(graft::detail::op_observer* o) {
+        graft::detail::check(graft::detail::tl_op_observer == nullptr,
+                             "capture::trace: already tracing on this thread (nested capture is not supported)");
+        graft::detail::tl_op_observer = o;
+    }
+    ~observer_scope() { graft::detail::tl_op_observer = nullptr; }
+    observer_scope(const observer_scope&) = delete;
+    observer_scope& operator=(const observer_scope&) = delete;
+};
+
+inline void check_distinct_memory(const std::vector<Tensor>& examples) {
+    for (std::size_t i = 0; i < examples.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k)
+            graft::detail::check(!examples[i].defined() || !examples[k].defined() ||
+                                     !examples[i].shares_storage_with(examples[k]),
+                                 "capture: example input ", i, " shares memory with another input (", k,
+                                 "); inputs that alias each other are not supported");
+}
+
+template <class R>
+[[nodiscard]] std::vector<Tensor> as_outputs(R&& r) {
+    using T = std::decay_t<R>;
+    if constexpr (std::is_same_v<T, Tensor>) {
+        return {std::forward<R>(r)};
+    } else if constexpr (std::is_same_v<T, std::vector<Tensor>>) {
+        return std::forward<R>(r);
+    } else {
+        return std::apply([](auto&&... ts) { return std::vector<Tensor>{Tensor(ts)...}; }, std::forward<R>(r));
+    }
+}
+
+/// Calls f with the inputs: f(const std::vector<Tensor>&) or f(Tensor, Tensor, ...) (up to 8).
+template <class F>
+[[nodiscard]] std::vector<Tensor> call(F& f, const std::vector<Tensor>& in) {
+    if constexpr (std::is_invocable_v<F&, const std::vector<Tensor>&>) {
+        return as_outputs(f(in));
+    } else {
+        std::vector<Tensor> out;
+        bool called = false;
+        const auto attempt = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            if constexpr (std::is_invocable_v<F&, decltype((void)I, std::declval<Tensor>())...>) {
+                if (in.size() == sizeof...(I)) {
+                    out = as_outputs(f(in[I]...));
+                    called = true;
+                }
+            }
+        };
+        [&]<std::size_t... N>(std::index_sequence<N...>) { (attempt(std::make_index_sequence<N>{}), ...); }(
+            std::make_index_sequence<9>{});
+        graft::detail::check(called, "capture: the function cannot be called with ", in.size(),
+                             " tensors (it must take a const std::vector<Tensor>& or that many Tensor arguments)");
+        return out;
+    }
+}
+
+}  // namespace detail
+
+/// A captured function: the graph, its metadata, and how to run it.
+class captured {
+public:
+    captured(std::shared_ptr<ir::Graph> g, graph_meta m) : graph_(std::move(g)), meta_(std::move(m)) {}
+    [[nodiscard]] const ir::Graph& graph() const { return *graph_; }
+    [[nodiscard]] ir::Graph& graph() { return *graph_; }
+    [[nodiscard]] const graph_meta& meta() const { return meta_; }
+
+    /// Runs the graph with the eager interpreter (autograd records as usual), writes
+    /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
+        graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
+                             meta_.num_inputs, " inputs, got ", inputs.size());
+        auto outs = ir::interpret(*graph_, inputs);
+        for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
+            Tensor dst = inputs[meta_.mutated_inputs[k]];
+            dst.copy_(outs[meta_.num_user_outputs + k]);
+        }
+        std::vector<Tensor> result;
+        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i) {
+            const output_info& o = meta_.outputs[i];
+            if (o.kind == output_kind::fresh) {
+                result.push_back(outs[i]);
+                continue;
+            }
+            const Tensor& in = inputs[o.input];
+            if (o.kind == output_kind::alias_of_input) {
+                result.push_back(in);
+                continue;
+            }
+            graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ",
+                                 o.input, ", which had strides ", o.input_strides, " when captured but has ",
+                                 in.strides(), " now; recapture for this layout");
+            result.push_back(in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset));
+        }
+        return result;
+    }
+    template <class... Ts>
+        requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
+    std::vector<Tensor> operator()(const Ts&... inputs) const {
+        return (*this)(std::vector<Tensor>{inputs...});
+    }
+
+private:
+    std::shared_ptr<ir::Graph> graph_;
+    graph_meta meta_;
+};
+
+/// Records what f does to `example_inputs` as a functionalized graph (see the top of this header).
+/// f takes the inputs as Tensor arguments (or one const std::vector<Tensor>&) and returns a
+/// Tensor, a std::vector<Tensor> or a tuple of Tensors. The examples are not modified.
+template <class F>
+[[nodiscard]] captured trace(F&& f, const std::vector<Tensor>& example_inputs) {
+    auto g = std::make_shared<ir::Graph>();
+    detail::tracer tr(*g);
+    detail::check_distinct_memory(example_inputs);
+    // Work on copies, so tracing never writes into the caller's examples.
+    std::vector<Tensor> in;
+    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
+        const Tensor& e = example_inputs[i];
+        graft::detail::check(e.defined(), "capture::trace: example input ", i, " is undefined");
+        Tensor c = graft::detail::raw::clone(e.detach());
+        if (e.requires_grad()) c.requires_grad_();
+        in.push_back(c);
+    }
+    graph_meta meta;
+    meta.num_inputs = in.size();
+    std::vector<Tensor> outs;
+    {
+        detail::observer_scope scope(&tr);
+        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        outs = detail::call(f, in);
+        meta.num_user_outputs = outs.size();
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            graft::detail::check(outs[i].defined(), "capture::trace: output ", i, " is undefined");
+            output_info info;
+            for (std::size_t k = 0; k < in.size(); ++k) {
+                if (detail::storage_key(outs[i]) != detail::storage_key(in[k])) continue;
+                info.input = k;
+                info.input_strides = in[k].strides();
+                if (detail::same_geometry(outs[i], in[k])) {
+                    info.kind = output_kind::alias_of_input;
+                } else {
+                    info.kind = output_kind::view_of_input;
+                    info.sizes = outs[i].sizes();
+                    info.strides = outs[i].strides();
+                    info.offset = outs[i].storage_offset() - in[k].storage_offset();
+                }
+            }
+            meta.outputs.push_back(info);
+            g->register_output(tr.value_of(outs[i]));
+        }
+        for (std::size_t k = 0; k < in.size(); ++k) {
+            const auto [value, mutated] = tr.input_state(in[k]);
+            if (!mutated) continue;
+            meta.mutated_inputs.push_back(k);
+            g->register_output(value);
+        }
+    }
+    ir::dce::run(*g);
+    g->lint();
+    return captured(std::move(g), std::move(meta));
+}
+
+/// trace with the examples as arguments: capture::trace(f, x, w).
+template <class F, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+[[nodiscard]] captured trace(F&& f, const Ts&... examples) {
+    return trace(std::forward<F>(f), std::vector<Tensor>{examples...});
+}
+
+}  // namespace graft::capture
+// ---- end graft/capture/trace.hpp
+
+namespace graft::capture {
+
+/// What the forward graph saves for the backward.
+enum class partition_policy {
+    /// Save every forward value the backward reads.
+    save_all,
+    /// Recompute chains of elementwise ops in the backward from the values they
+    /// start from (which are saved instead): less memory, a little more arithmetic.
+    /// A simple rule, not PyTorch's min-cut: every needed elementwise value is
+    /// recomputed from its nearest non-elementwise ancestors or inputs.
+    recompute_elementwise,
+};
+
+struct aot_options {
+    partition_policy policy = partition_policy::save_all;
+};
+
+/// The result of capture::aot: two graphs and how to run them as one autograd node.
+class aot_function {
+public:
+    std::shared_ptr<ir::Graph> joint;     // inputs + output gradients -> outputs + input gradients
+    std::shared_ptr<ir::Graph> forward;   // inputs -> outputs + saved values
+    std::shared_ptr<ir::Graph> backward;  // saved values + output gradients -> input gradients
+    std::size_t num_inputs = 0;
+    std::size_t num_outputs = 0;
+    std::size_t num_saved = 0;
+    std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
+    std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
+
+    /// Runs the forward graph; when an input requires grad, records one autograd node
+    /// ("CompiledFunctionBackward") whose backward runs the backward graph.
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
+        graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
+                             " inputs, got ", inputs.size());
+        std::vector<Tensor> results;
+        {
+            autograd::no_grad guard;
+            results = ir::interpret(*forward, inputs);
+        }
+        std::vector<Tensor> outs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(num_outputs));
+        bool needs_node = autograd::is_grad_enabled();
+        bool any = false;
+        for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
+        if (!needs_node || !any) return outs;
+        auto node = std::make_shared<autograd::function_node>("CompiledFunctionBackward");
+        for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
+        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + k]);
+        std::vector<Tensor> shapes;  // zero gradients for outputs the caller did not differentiate
+        for (std::size_t o : differentiable_outputs) shapes.push_back(outs[o]);
+        node->backward = [bwd = backward, n_saved = num_saved, shapes](autograd::function_node& n,
+                                                                       const autograd::tensor_list& g) {
+            std::vector<Tensor> in;
+            for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
+            for (std::size_t k = 0; k < shapes.size(); ++k)
+                in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].sizes(), shapes[k].type()));
+            return ir::interpret(*bwd, in);
+        };
+        for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
+        return outs;
+    }
+    template <class... Ts>
+        requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
+    std::vector<Tensor> operator()(const Ts&... inputs) const {
+        return (*this)(std::vector<Tensor>{inputs...});
+    }
+};
+
+namespace detail {
+
+/// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
+inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
+                      aot_function& r) {
+    const ir::Block& top = *joint.block();
+    // Values that depend on a tangent are backward values.
+    std::set<const ir::Value*> bwd_values(joint.inputs().begin() + static_cast<std::ptrdiff_t>(n_in),
+                                          joint.inputs().end());
+    std::vector<const ir::Node*> fwd_nodes, bwd_nodes;
+    for (const ir::Node* n : top.nodes()) {
+        graft::detail::check(n->blocks().empty(), "capture::aot: control flow in the joint graph is not supported");
+        bool depends = false;
+        for (const ir::Value* v : n->inputs()) depends = depends || bwd_values.count(v);
+        if (depends) {
+            bwd_nodes.push_back(n);
+            for (const ir::Value* v : n->outputs()) bwd_values.insert(v);
+        } else {
+            fwd_nodes.push_back(n);
+        }
+    }
+    // Forward nodes the outputs do not need run in the backward instead (nothing to save for them).
+    std::set<const ir::Node*> for_outputs;
+    std::vector<const ir::Value*> stack(joint.outputs().begin(), joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_out));
+    while (!stack.empty()) {
+        const ir::Value* v = stack.back();
+        stack.pop_back();
+        if (v->node() && for_outputs.insert(v->node()).second)
+            for (const ir::Value* in : v->node()->inputs()) stack.push_back(in);
+    }
+    {
+        std::vector<const ir::Node*> kept;
+        for (const ir::Node* n : fwd_nodes) {
+            if (for_outputs.count(n) || n->is<ir::kinds::constant>()) {
+                kept.push_back(n);
+                continue;
+            }
+            bwd_nodes.push_back(n);
+            for (const ir::Value* v : n->outputs()) bwd_values.insert(v);
+        }
+        fwd_nodes = std::move(kept);
+    }
+    const auto is_constant = [](const ir::Value* v) { return v->node() && v->node()->is<ir::kinds::constant>(); };
+    // Forward values the backward reads (and input gradients that are forward values).
+    std::vector<const ir::Value*> needed;
+    const auto need = [&](const ir::Value* v) {
+        if (!bwd_values.count(v) && std::find(needed.begin(), needed.end(), v) == needed.end()) needed.push_back(v);
+    };
+    for (const ir::Node* n : bwd_nodes)
+        for (const ir::Value* v : n->inputs()) need(v);
+    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
+    // Decide what to save and what the backward recomputes.
+    std::vector<const ir::Value*> saved;
+    std::set<const ir::Node*> recompute;
+    std::vector<const ir::Value*> work = needed;
+    while (!work.empty()) {
+        const ir::Value* v = work.back();
+        work.pop_back();
+        if (is_constant(v)) {
+            recompute.insert(v->node());  // constants are copied, never saved
+            continue;
+        }
+        const bool elementwise = v->node() && v->node()->kind().elementwise;
+        if (policy == partition_policy::recompute_elementwise && elementwise) {
+            if (recompute.insert(v->node()).second)
+                for (const ir::Value* in : v->node()->inputs()) work.push_back(in);
+            continue;
+        }
+        if (std::find(saved.begin(), saved.end(), v) == saved.end()) saved.push_back(v);
+    }
+    // Saved values in order of definition (inputs first), for readable graphs.
+    std::map<const ir::Value*, std::size_t> order;
+    for (const ir::Value* v : joint.inputs()) order.emplace(v, order.size());
+    for (const ir::Node* n : top.nodes())
+        for (const ir::Value* v : n->outputs()) order.emplace(v, order.size());
+    std::sort(saved.begin(), saved.end(), [&](auto* a, auto* b) { return order.at(a) < order.at(b); });
+
+    const auto copy_node = [](ir::Graph& g, const ir::Node* n, std::map<const ir::Value*, ir::Value*>& map) {
+        ir::Node* c = g.append(n->kind());
+        for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
+        for (const ir::Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const ir::Value* out : n->outputs()) {
+            ir::Value* v = c->add_output(out->type());
+            g.set_name(v, out->name());
+            map[out] = v;
+        }
+    };
+
+    // Forward graph: inputs -> outputs + saved.
+    auto fwd = std::make_shared<ir::Graph>();
+    std::map<const ir::Value*, ir::Value*> fmap;
+    for (std::size_t i = 0; i < n_in; ++i)
+        fmap[joint.inputs()[i]] = fwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
+    for (const ir::Node* n : fwd_nodes) copy_node(*fwd, n, fmap);
+    for (std::size_t i = 0; i < n_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
+    for (const ir::Value* v : saved) fwd->register_output(fmap.at(v));
+    ir::dce::run(*fwd);
+    fwd->lint();
+
+    // Backward graph: saved + tangents -> input gradients.
+    auto bwd = std::make_shared<ir::Graph>();
+    std::map<const ir::Value*, ir::Value*> bmap;
+    for (const ir::Value* v : saved) bmap[v] = bwd->add_input(v->type(), v->name());
+    for (std::size_t i = n_in; i < joint.inputs().size(); ++i)
+        bmap[joint.inputs()[i]] = bwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
+    for (const ir::Node* n : top.nodes())
+        if (recompute.count(n) || std::find(bwd_nodes.begin(), bwd_nodes.end(), n) != bwd_nodes.end())
+            copy_node(*bwd, n, bmap);
+    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
+    ir::dce::run(*bwd);
+    bwd->lint();
+
+    r.forward = std::move(fwd);
+    r.backward = std::move(bwd);
+    r.num_saved = saved.size();
+}
+
+}  // namespace detail
+
+/// Captures f's forward and backward ahead of time (see the top of this header). The
+/// inputs that require grad in `example_inputs` get gradients; f must not mutate its
+/// inputs or return views of them (clear errors otherwise).
+template <class F>
+[[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
+    detail::check_distinct_memory(example_inputs);
+    aot_function r;
+    auto joint = std::make_shared<ir::Graph>();
+    detail::tracer tr(*joint);
+    std::vector<Tensor> in;
+    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
+        const Tensor& e = example_inputs[i];
+        graft::detail::check(e.defined(), "capture::aot: example input ", i, " is undefined");
+        Tensor c = graft::detail::raw::clone(e.detach());
+        if (e.requires_grad()) {
+            c.requires_grad_();
+            r.grad_inputs.push_back(i);
+        }
+        in.push_back(c);
+    }
+    r.num_inputs = in.size();
+    {
+        autograd::enable_grad grad_on;
+        detail::observer_scope scope(&tr);
+        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        std::vector<Tensor> outs = detail::call(f, in);
+        r.num_outputs = outs.size();
+        for (std::size_t i = 0; i < in.size(); ++i)
+            graft::detail::check(!tr.input_state(in[i]).second, "capture::aot: the function writes into input ", i,
+                                 "; in-place updates of inputs are supported by capture::trace, not by aot yet");
+        std::vector<Tensor> diff_outs, tangents;
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            graft::detail::check(outs[i].defined(), "capture::aot: output ", i, " is undefined");
+            for (const Tensor& x : in)
+                graft::detail::check(detail::storage_key(outs[i]) != detail::storage_key(x), "capture::aot: output ", i,
+                                     " aliases an input; return a clone (aliasing outputs are supported by "
+                                     "capture::trace, not by aot yet)");
+            if (!outs[i].requires_grad()) continue;
+            r.differentiable_outputs.push_back(i);
+            diff_outs.push_back(outs[i]);
+            Tensor t = ones(outs[i].sizes(), outs[i].type());
+            tr.add_input(t, in.size() + tangents.size());
+            std::string name = "g";
+            name += std::to_string(tangents.size());
+            joint->set_name(joint->inputs().back(), std::move(name));
+            tangents.push_back(t);
+        }
+        for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
+        std::vector<autograd::grad_input> wrt;
+        for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
+        std::vector<Tensor> grads;
+        if (!wrt.empty() && !diff_outs.empty())
+            grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
+        for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
+            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(in[r.grad_inputs[k]]);
+            joint->register_output(tr.value_of(gk.detach()));
+        }
+    }
+    ir::dce::run(*joint);
+    joint->lint();
+    detail::partition(*joint, r.num_inputs, r.num_outputs, options.policy, r);
+    r.joint = std::move(joint);
+    return r;
+}
+
+template <class F, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+[[nodiscard]] aot_function aot(F&& f, const Ts&... examples) {
+    return aot(std::forward<F>(f), std::vector<Tensor>{examples...});
+}
+
+}  // namespace graft::capture
+// ---- end graft/capture/aot.hpp
+// ---- end graft/capture/capture.hpp
 // ---- begin graft/version.hpp
 // graft's version, kept equal to project(VERSION) in CMakeLists.txt.
 #define GRAFT_VERSION_MAJOR 0

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graft/core/detail/loop.hpp"
+#include "graft/core/detail/op_observer.hpp"
 #include "graft/core/dtype.hpp"
 #include "graft/core/error.hpp"
 #include "graft/core/scalar.hpp"
@@ -349,24 +350,30 @@ namespace detail::raw {
 }
 
 inline Tensor view(const Tensor& self, int_list new_sizes) {
+    const detail::observed_op obs_;
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
     detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
                   "view: view size ", new_sizes, " is not compatible with input tensor's size ",
                   self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
-    return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    Tensor out = view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
+    return obs_.done(out, "reshape", {self}, {{"sizes", detail::to_vector(out.sizes())}});
 }
 
 inline Tensor reshape(const Tensor& self, int_list new_sizes) {
+    const detail::observed_op obs_;
     new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
+    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);
     if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
-        return view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
-    return view(contiguous(self), std::move(new_sizes));
+        return obs_.done(view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset()), "reshape",
+                         {self}, {{"sizes", recorded}});
+    return obs_.done(view(contiguous(self), std::move(new_sizes)), "reshape", {self}, {{"sizes", recorded}});
 }
 
 inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
+    const detail::observed_op obs_;
     const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, self.dim()));
     const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, self.dim()));
     int_list sz = self.sizes(), st = self.strides();
@@ -374,15 +381,19 @@ inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1
         std::swap(sz[a], sz[b]);
         std::swap(st[a], st[b]);
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "transpose", {self},
+                     {{"dim0", dim0}, {"dim1", dim1}});
 }
 
 inline Tensor t(const Tensor& self) {
+    const detail::observed_op obs_;
     detail::check(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", self.dim(), "-D tensor");
-    return self.dim() < 2 ? alias(self) : transpose(self, 0, 1);
+    if (self.dim() < 2) return alias(self);
+    return obs_.done(transpose(self, 0, 1), "transpose", {self}, {{"dim0", std::int64_t{0}}, {"dim1", std::int64_t{1}}});
 }
 
 inline Tensor permute(const Tensor& self, const int_list& dims) {
+    const detail::observed_op obs_;
     detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
                   " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
     int_list sz(dims.size()), st(dims.size());
@@ -394,10 +405,12 @@ inline Tensor permute(const Tensor& self, const int_list& dims) {
         sz[i] = self.sizes()[d];
         st[i] = self.strides()[d];
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "permute", {self},
+                     {{"dims", detail::to_vector(dims)}});
 }
 
 inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
+    const detail::observed_op obs_;
     detail::check(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, self.dim()));
     const std::int64_t n = self.sizes()[k];
@@ -408,7 +421,8 @@ inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std
                   ") exceeds dimension size (", n, ")");
     int_list sz = self.sizes();
     sz[k] = length;
-    return view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]);
+    return obs_.done(view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]),
+                     "narrow", {self}, {{"dim", d}, {"start", start}, {"length", length}});
 }
 
 inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
@@ -428,6 +442,7 @@ inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std:
 }
 
 inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
+    const detail::observed_op obs_;
     detail::check(self.dim() > 0, "select: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
     const std::int64_t n = self.sizes()[k];
@@ -438,20 +453,22 @@ inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
     const std::int64_t off = self.storage_offset() + index * st[k];
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return view_of(self, std::move(sz), std::move(st), off);
+    return obs_.done(view_of(self, std::move(sz), std::move(st), off), "select", {self}, {{"dim", d}, {"index", index}});
 }
 
 inline Tensor squeeze(const Tensor& self) {
+    const detail::observed_op obs_;
     int_list sz, st;
     for (std::size_t i = 0; i < self.sizes().size(); ++i)
         if (self.sizes()[i] != 1) {
             sz.push_back(self.sizes()[i]);
             st.push_back(self.strides()[i]);
         }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "squeeze", {self});
 }
 
 inline Tensor squeeze(const Tensor& self, std::int64_t d) {
+    const detail::observed_op obs_;
     if (self.dim() == 0) {
         (void)detail::wrap_dim("squeeze", d, 0);
         return alias(self);
@@ -461,19 +478,22 @@ inline Tensor squeeze(const Tensor& self, std::int64_t d) {
     int_list sz = self.sizes(), st = self.strides();
     sz.erase(sz.begin() + static_cast<std::ptrdiff_t>(k));
     st.erase(st.begin() + static_cast<std::ptrdiff_t>(k));
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "squeeze", {self},
+                     {{"dim", d}});
 }
 
 inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
+    const detail::observed_op obs_;
     const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, self.dim() + 1));
     int_list sz = self.sizes(), st = self.strides();
     const std::int64_t new_stride = k < sz.size() ? sz[k] * st[k] : 1;
     sz.insert(sz.begin() + static_cast<std::ptrdiff_t>(k), 1);
     st.insert(st.begin() + static_cast<std::ptrdiff_t>(k), new_stride);
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "unsqueeze", {self}, {{"dim", d}});
 }
 
 inline Tensor expand(const Tensor& self, const int_list& target) {
+    const detail::observed_op obs_;
     detail::check(target.size() >= self.sizes().size(), "expand: the number of sizes provided (", target.size(),
                   ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
     const std::size_t lead = target.size() - self.sizes().size();
@@ -494,7 +514,9 @@ inline Tensor expand(const Tensor& self, const int_list& target) {
         sz[i] = want;
         st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    return view_of(self, std::move(sz), std::move(st), self.storage_offset());
+    const std::vector<std::int64_t> recorded = detail::to_vector(sz);
+    return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "expand", {self},
+                     {{"sizes", recorded}});
 }
 
 inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
@@ -521,24 +543,30 @@ inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int6
 }
 
 inline Tensor contiguous(const Tensor& self) {
-    return self.is_contiguous() ? self : clone(self);
+    const detail::observed_op obs_;
+    if (self.is_contiguous()) return self;
+    return obs_.done(clone(self), "contiguous", {self});
 }
 
 inline Tensor clone(const Tensor& self) {
+    const detail::observed_op obs_;
     Tensor out = empty(self.sizes(), self.type());
     detail::copy_elements(out, self);
-    return out;
+    return obs_.done(out, "clone", {self});
 }
 
 inline Tensor to(const Tensor& self, dtype target) {
+    const detail::observed_op obs_;
     if (target == self.type()) return self;
     Tensor out = empty(self.sizes(), target);
     detail::copy_elements(out, self);
-    return out;
+    return obs_.done(out, "to", {self}, {{"dtype", std::string(name(target))}});
 }
 
 inline Tensor copy_(const Tensor& self, const Tensor& src) {
+    const detail::observed_op obs_;
     detail::check(src.defined(), "copy_: source tensor is undefined");
+    obs_.write(self, src);
     const Tensor b = broadcast_to(src, self.sizes());
     if (self.shares_storage_with(src)) {
         const Tensor tmp = clone(b);  // avoid reading what this copy has already overwritten
@@ -551,6 +579,8 @@ inline Tensor copy_(const Tensor& self, const Tensor& src) {
 }
 
 inline Tensor fill_(const Tensor& self, const scalar& value) {
+    const detail::observed_op obs_;
+    obs_.write(self, value);
     const int_list s = detail::byte_strides(self);
     detail::visit_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
@@ -587,6 +617,7 @@ inline std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 inline T Tensor::item() const {
+    detail::observe_read("item", *this);
     detail::check(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
     return to_vector<T>().front();
 }

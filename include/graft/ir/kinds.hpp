@@ -230,6 +230,121 @@ GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1, {
 #undef GRAFT_DETAIL_IR_KIND
 #undef GRAFT_DETAIL_IR_VIEW_KIND
 
+/// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
+struct to {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
+        const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
+        for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+            if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
+        graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+    }
+    static constexpr kind_info info{"to", 1, 1, 0, true, false, false, &run};
+};
+
+/// gelu[approximate="none"|"tanh"](x).
+struct gelu {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
+        return {graft::gelu(detail::tensor_arg("gelu", in, 0),
+                            detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
+    }
+    static constexpr kind_info info{"gelu", 1, 1, 0, true, true, false, &run};
+};
+
+namespace index_detail {
+
+/// Flat contiguous copy of t (no autograd).
+[[nodiscard]] inline Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
+
+inline void check_index(std::string_view op, const Tensor& idx, std::int64_t n) {
+    graft::detail::check(idx.type() == dtype::int64, op, ": the index must be an int64 tensor, got ", idx.type());
+    for (auto i : idx.to_vector<std::int64_t>())
+        graft::detail::check(i >= 0 && i < n, op, ": index ", i, " out of range for ", n, " elements");
+}
+
+/// out = base.flatten()[idx] (shape of idx).
+[[nodiscard]] inline Tensor take_values(const Tensor& base, const Tensor& idx) {
+    const Tensor b = flat_values(base);
+    Tensor out = empty(idx.sizes(), base.type());
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        const T* p = b.data_ptr<T>();
+        T* o = out.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) o[k] = p[index[k]];
+    });
+    return out;
+}
+
+/// out = base with out.flatten()[idx] = src (src broadcast to idx's shape, in base's dtype);
+/// with `accumulate`, out.flatten()[idx] += src instead.
+[[nodiscard]] inline Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    Tensor out = graft::detail::raw::clone(base.detach());
+    const Tensor s = graft::detail::raw::contiguous(
+        graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        T* o = out.data_ptr<T>();
+        const T* v = s.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) {
+            if constexpr (std::is_same_v<T, bool>) o[index[k]] = accumulate ? (o[index[k]] || v[k]) : v[k];
+            else o[index[k]] = accumulate ? static_cast<T>(o[index[k]] + v[k]) : v[k];
+        }
+    });
+    return out;
+}
+
+}  // namespace index_detail
+
+/// take(base, idx): the elements of base (in row-major order) at the positions in
+/// idx, shaped like idx. Graph capture reads views of mutated tensors with it.
+struct take {
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 2, "take: expected 2 inputs, got ", in.size());
+        const Tensor& base = detail::tensor_arg("take", in, 0);
+        const Tensor& idx = detail::tensor_arg("take", in, 1);
+        index_detail::check_index("take", idx, base.numel());
+        Tensor out = index_detail::take_values(base, idx);
+        auto node = autograd::detail::make_node("TakeBackward0", base);
+        if (!node) return {out};
+        node->backward = [sizes = base.sizes(), type = base.type(), idx](autograd::function_node&,
+                                                                         const autograd::tensor_list& g) {
+            return autograd::tensor_list{index_detail::put_values(zeros(sizes, type), idx, g[0], true)};
+        };
+        autograd::detail::set_history(out, node);
+        return {out};
+    }
+    static constexpr kind_info info{"take", 2, 1, 0, true, false, false, &run};
+};
+
+/// put(base, idx, src): a copy of base whose elements at the positions in idx are
+/// src (broadcast to idx's shape). Graph capture writes into views with it.
+struct put {
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+        graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
+        const Tensor& base = detail::tensor_arg("put", in, 0);
+        const Tensor& idx = detail::tensor_arg("put", in, 1);
+        const Tensor& src = detail::tensor_arg("put", in, 2);
+        index_detail::check_index("put", idx, base.numel());
+        (void)broadcast_shapes(src.sizes(), idx.sizes());
+        Tensor out = index_detail::put_values(base, idx, src, false);
+        auto node = autograd::detail::make_node("PutBackward0", base, src);
+        if (!node) return {out};
+        node->backward = [idx, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                         const autograd::tensor_list& g) {
+            Tensor gb, gs;
+            if (n.needs_input_grad(0)) gb = index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+            if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
+            return autograd::tensor_list{gb, gs};
+        };
+        autograd::detail::set_history(out, node);
+        return {out};
+    }
+    static constexpr kind_info info{"put", 3, 1, 0, true, false, false, &run};
+};
+
 /// copy_(dst, src): writes src into dst (a mutation: not pure); the output is dst.
 struct copy_ {
     static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
@@ -265,7 +380,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
-                            kinds::squeeze, kinds::unsqueeze, kinds::copy_>>()));
+                            kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
+                            kinds::put>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

@@ -230,9 +230,18 @@ template <class A, class B>
 namespace ops {
 // The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) { return detail::binary_tt(op, a, b); } \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) { return detail::binary_ts(op, a, b); } \
-    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) { return detail::binary_st(op, a, b); }
+    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_tt(op, a, b), #fn, {a, b});                                      \
+    }                                                                                                   \
+    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_ts(op, a, b), #fn, {a, b});                                      \
+    }                                                                                                   \
+    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) {                                  \
+        const detail::observed_op obs;                                                                  \
+        return obs.done(detail::binary_st(op, a, b), #fn, {a, b});                                      \
+    }
 
 GRAFT_DETAIL_BINARY_OP(add, kernels::binary_op::add)
 GRAFT_DETAIL_BINARY_OP(sub, kernels::binary_op::sub)
@@ -247,11 +256,13 @@ GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
-        return detail::run_compare(op, a, b, detail::result_type_of(a, b));                               \
+        const detail::observed_op obs;                                                                    \
+        return obs.done(detail::run_compare(op, a, b, detail::result_type_of(a, b)), #fn, {a, b});        \
     }                                                                                                     \
     [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                    \
+        const detail::observed_op obs;                                                                    \
         const dtype t = detail::result_type_of(a, b);                                                     \
-        return detail::run_compare(op, a, detail::as_tensor(b, t), t);                                    \
+        return obs.done(detail::run_compare(op, a, detail::as_tensor(b, t), t), #fn, {a, b});            \
     }                                                                                                     \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }      \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const scalar& b) { return fn(a, b); }
@@ -267,7 +278,13 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 
 /// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
 namespace ops {
+[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    const detail::observed_op obs;
+    return obs.done(where_unobserved(cond, a, b), "where", {cond, a, b});
+}
+/// where without reporting to an op observer (the body of where).
+[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::check_defined("where", cond);
     detail::check_defined("where", a);
     detail::check_defined("where", b);
@@ -312,15 +329,18 @@ namespace ops {
     detail::check_defined("logical_and", b);
     detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
                   "logical_and: expected two bool tensors, got ", a.type(), " and ", b.type());
-    return where(a, b, zeros({}, dtype::bool_));
+    const detail::observed_op obs;
+    return obs.done(where(a, b, zeros({}, dtype::bool_)), "logical_and", {a, b});
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
+    const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::raw::to(a, t), detail::as_tensor(b, t));
+    return obs.done(where(cond, detail::raw::to(a, t), detail::as_tensor(b, t)), "where", {cond, a, b});
 }
 [[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
+    const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
-    return where(cond, detail::as_tensor(a, t), detail::raw::to(b, t));
+    return obs.done(where(cond, detail::as_tensor(a, t), detail::raw::to(b, t)), "where", {cond, a, b});
 }
 
 }  // namespace ops
@@ -398,22 +418,57 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
 }  // namespace detail
 
 namespace ops {
-[[nodiscard]] inline Tensor neg(const Tensor& a) { return detail::run_unary(kernels::unary_op::neg, a); }
-[[nodiscard]] inline Tensor abs(const Tensor& a) { return detail::run_unary(kernels::unary_op::abs, a); }
-[[nodiscard]] inline Tensor exp(const Tensor& a) { return detail::run_unary(kernels::unary_op::exp, a); }
-[[nodiscard]] inline Tensor log(const Tensor& a) { return detail::run_unary(kernels::unary_op::log, a); }
-[[nodiscard]] inline Tensor sqrt(const Tensor& a) { return detail::run_unary(kernels::unary_op::sqrt, a); }
-[[nodiscard]] inline Tensor rsqrt(const Tensor& a) { return detail::run_unary(kernels::unary_op::rsqrt, a); }
-[[nodiscard]] inline Tensor tanh(const Tensor& a) { return detail::run_unary(kernels::unary_op::tanh, a); }
-[[nodiscard]] inline Tensor sigmoid(const Tensor& a) { return detail::run_unary(kernels::unary_op::sigmoid, a); }
-[[nodiscard]] inline Tensor relu(const Tensor& a) { return detail::run_unary(kernels::unary_op::relu, a); }
-[[nodiscard]] inline Tensor sin(const Tensor& a) { return detail::run_unary(kernels::unary_op::sin, a); }
-[[nodiscard]] inline Tensor cos(const Tensor& a) { return detail::run_unary(kernels::unary_op::cos, a); }
+[[nodiscard]] inline Tensor neg(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::neg, a), "neg", {a});
+}
+[[nodiscard]] inline Tensor abs(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::abs, a), "abs", {a});
+}
+[[nodiscard]] inline Tensor exp(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::exp, a), "exp", {a});
+}
+[[nodiscard]] inline Tensor log(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::log, a), "log", {a});
+}
+[[nodiscard]] inline Tensor sqrt(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sqrt, a), "sqrt", {a});
+}
+[[nodiscard]] inline Tensor rsqrt(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::rsqrt, a), "rsqrt", {a});
+}
+[[nodiscard]] inline Tensor tanh(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::tanh, a), "tanh", {a});
+}
+[[nodiscard]] inline Tensor sigmoid(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sigmoid, a), "sigmoid", {a});
+}
+[[nodiscard]] inline Tensor relu(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::relu, a), "relu", {a});
+}
+[[nodiscard]] inline Tensor sin(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::sin, a), "sin", {a});
+}
+[[nodiscard]] inline Tensor cos(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::cos, a), "cos", {a});
+}
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
 [[nodiscard]] inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
     detail::check(approximate == "none" || approximate == "tanh",
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-    return detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a);
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a),
+                    "gelu", {a}, {{"approximate", std::string(approximate)}});
 }
 
 }  // namespace ops

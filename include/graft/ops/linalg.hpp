@@ -18,7 +18,12 @@ namespace ops {
 
 /// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
 /// matrix-matrix and batched products with broadcast batch dimensions.
+[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b);
 [[nodiscard]] inline Tensor matmul(const Tensor& a, const Tensor& b) {
+    const detail::observed_op obs;
+    return obs.done(matmul_impl(a, b), "matmul", {a, b});
+}
+[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
     detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
                   a.dim(), "-D and ", b.dim(), "-D tensors");

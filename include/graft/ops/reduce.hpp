@@ -180,29 +180,40 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 namespace ops {
 
 /// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
-[[nodiscard]] inline Tensor sum(const Tensor& t) { return detail::reduce("sum", kernels::reduce_op::sum, t, {}, false); }
+[[nodiscard]] inline Tensor sum(const Tensor& t) {
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, {}, false), "sum", {t});
+}
 /// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
 [[nodiscard]] inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim = false) {
-    return detail::reduce("sum", kernels::reduce_op::sum, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, dims, keepdim), "sum", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Mean over `dims` (all when empty); floating-point inputs only. Empty reductions give NaN.
 [[nodiscard]] inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+    const detail::observed_op obs;
     detail::check(t.defined(), "mean: got an undefined tensor");
     detail::check(is_floating_point(t.type()), "mean(): could not infer output dtype. Input dtype must be either a "
                   "floating point or complex dtype. Got: ", t.type());
     Tensor s = sum(t, dims, keepdim);
     const std::int64_t n = s.numel() == 0 ? 0 : t.numel() / std::max<std::int64_t>(s.numel(), 1);
     const auto count = t.numel() == 0 ? std::int64_t{0} : n;
-    return detail::run_binary(kernels::binary_op::div, s, detail::as_tensor(static_cast<double>(count), t.type()),
-                              t.type());
+    return obs.done(detail::run_binary(kernels::binary_op::div, s,
+                                       detail::as_tensor(static_cast<double>(count), t.type()), t.type()),
+                    "mean", {t}, {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Maximum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
 [[nodiscard]] inline Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
-    return detail::reduce("amax", kernels::reduce_op::amax, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("amax", kernels::reduce_op::amax, t, dims, keepdim), "amax", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 /// Minimum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
 [[nodiscard]] inline Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
-    return detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim);
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim), "amin", {t},
+                    {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 
 }  // namespace ops

@@ -33,11 +33,13 @@ namespace ops {
 /// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
 /// row of only -inf gives NaN, as in PyTorch.
 [[nodiscard]] inline Tensor softmax(const Tensor& t, std::int64_t dim) {
-    return detail::run_softmax("softmax", t, dim, false);
+    const detail::observed_op obs;
+    return obs.done(detail::run_softmax("softmax", t, dim, false), "softmax", {t}, {{"dim", dim}});
 }
 /// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
 [[nodiscard]] inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
-    return detail::run_softmax("log_softmax", t, dim, true);
+    const detail::observed_op obs;
+    return obs.done(detail::run_softmax("log_softmax", t, dim, true), "log_softmax", {t}, {{"dim", dim}});
 }
 
 }  // namespace ops

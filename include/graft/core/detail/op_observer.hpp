@@ -1,0 +1,96 @@
+#pragma once
+// A thread-local observer of the raw ops, used by graph capture
+// (graft/capture): when one is installed, every outermost raw op reports its
+// kind, operands, attributes and result, every write into a tensor reports
+// its destination before the write, and reading a value (item) reports
+// itself. With no observer installed, an op pays one thread-local load.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "graft/core/scalar.hpp"
+
+namespace graft {
+class Tensor;
+
+namespace detail {
+
+/// One operand of an observed op: a tensor or a number.
+struct op_operand {
+    const Tensor* tensor = nullptr;  // null for a number
+    scalar number{0.0};
+    op_operand(const Tensor& t) : tensor(&t) {}            // NOLINT: implicit by design
+    op_operand(const scalar& s) : number(s) {}             // NOLINT
+};
+
+/// An attribute of an observed op (int, float, bool, ints, or a string such as a dtype name).
+using op_attr = std::variant<std::int64_t, double, bool, std::vector<std::int64_t>, std::string>;
+struct op_attr_entry {
+    const char* name;
+    op_attr value;
+};
+
+/// Receives the ops of the current thread while installed.
+class op_observer {
+public:
+    virtual ~op_observer() = default;
+    /// An op `kind` (an IR kind name) produced `result` from `operands`.
+    virtual void on_op(std::string_view kind, std::initializer_list<op_operand> operands,
+                       std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
+    /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
+    virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
+    /// A tensor's value is being read into the program (e.g. item()).
+    virtual void on_read(std::string_view what, const Tensor& t) = 0;
+};
+
+inline thread_local op_observer* tl_op_observer = nullptr;
+inline thread_local int tl_op_depth = 0;
+
+/// Marks one raw op: only the outermost op of a nest is reported.
+class observed_op {
+public:
+    observed_op() noexcept : observer_(tl_op_observer) {
+        if (observer_ && tl_op_depth++ != 0) outer_ = false;
+    }
+    ~observed_op() {
+        if (observer_) --tl_op_depth;
+    }
+    observed_op(const observed_op&) = delete;
+    observed_op& operator=(const observed_op&) = delete;
+
+    /// Is this op observed (an observer is installed and this is the outermost op)?
+    [[nodiscard]] bool active() const noexcept { return observer_ != nullptr && outer_; }
+    void record(std::string_view kind, std::initializer_list<op_operand> operands, const Tensor& result,
+                std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, operands, attrs, result);
+    }
+    /// Reports `out` (when active) and returns it.
+    template <class T>
+    T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
+           std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, operands, attrs, out);
+        return out;
+    }
+    void write(const Tensor& dst, const op_operand& src) const {
+        if (active()) observer_->on_write(dst, src);
+    }
+
+private:
+    op_observer* observer_;
+    bool outer_ = true;
+};
+
+/// Reports a read of t's value to the installed observer, if any.
+inline void observe_read(std::string_view what, const Tensor& t) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_read(what, t);
+}
+
+[[nodiscard]] inline std::vector<std::int64_t> to_vector(const auto& list) {
+    return std::vector<std::int64_t>(list.begin(), list.end());
+}
+
+}  // namespace detail
+}  // namespace graft

@@ -1,0 +1,237 @@
+// Graph capture (capture::trace) and ahead-of-time autograd (capture::aot):
+// captured graphs, run by the interpreter, match eager graft, including input
+// mutation, aliasing and gradients.
+#include <catch2/catch.hpp>
+
+#include <graft/capture/aot.hpp>
+#include <graft/graft.hpp>
+#include <graft/ir/ir.hpp>
+
+using namespace graft;
+
+namespace {
+
+Tensor mlp(Tensor x, Tensor w, Tensor b) { return tanh(matmul(x, w) + b).sum(); }
+
+Tensor cross_entropy(Tensor logits, Tensor onehot) {
+    return -(log_softmax(logits, 1) * onehot).sum({1}, false).mean();
+}
+
+Tensor layer_norm(Tensor x, Tensor g, Tensor b) {
+    Tensor mu = mean(x, {-1}, true);
+    Tensor d = x - mu;
+    Tensor var = mean(d * d, {-1}, true);
+    return d / sqrt(var + 1e-5) * g + b;
+}
+
+Tensor onehot_rows(std::int64_t n, std::int64_t c, dtype t) {
+    Tensor r = zeros({n, c}, t);
+    for (std::int64_t i = 0; i < n; ++i) r.select(0, i).select(0, (i * 7 + 1) % c).fill_(1.0);
+    return r;
+}
+
+void check_grads_match(const std::function<Tensor(const std::vector<Tensor>&)>& eager,
+                       const capture::aot_function& compiled, std::vector<Tensor> inputs) {
+    // Compiled: one CompiledFunctionBackward node.
+    Tensor out = compiled(inputs)[0];
+    REQUIRE(out.grad_fn());
+    CHECK(std::string(out.grad_fn()->name()) == "CompiledFunctionBackward");
+    out.backward();
+    std::vector<Tensor> got;
+    for (auto& t : inputs) {
+        got.push_back(t.grad());
+        t.set_grad(Tensor{});
+    }
+    eager(inputs).backward();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        INFO("input " << i);
+        if (!inputs[i].requires_grad()) continue;
+        REQUIRE(got[i].defined());
+        CHECK(allclose(got[i], inputs[i].grad(), 1e-9, 1e-9));
+        inputs[i].set_grad(Tensor{});
+    }
+}
+
+}  // namespace
+
+TEST_CASE("capture: traced graphs match eager graft for a suite of functions", "[capture]") {
+    manual_seed(11);
+    const Tensor x = randn({5, 4}, dtype::float64), w = randn({4, 3}, dtype::float64), b = randn({3}, dtype::float64);
+    auto cap = capture::trace(mlp, x, w, b);
+    cap.graph().lint();
+    CHECK(allclose(cap(x, w, b)[0], mlp(x, w, b)));
+    // Another input of the same shape: the graph is not specialised to the example's values.
+    const Tensor x2 = randn({5, 4}, dtype::float64);
+    CHECK(allclose(cap(x2, w, b)[0], mlp(x2, w, b)));
+
+    const Tensor logits = randn({6, 5}, dtype::float64), oh = onehot_rows(6, 5, dtype::float64);
+    auto ce = capture::trace(cross_entropy, logits, oh);
+    CHECK(allclose(ce(logits, oh)[0], cross_entropy(logits, oh)));
+
+    const Tensor xs = randn({3, 8}, dtype::float64), g = randn({8}, dtype::float64), bb = randn({8}, dtype::float64);
+    auto ln = capture::trace(layer_norm, xs, g, bb);
+    CHECK(allclose(ln(xs, g, bb)[0], layer_norm(xs, g, bb)));
+}
+
+TEST_CASE("capture: the captured graph prints, parses back and exports DOT", "[capture]") {
+    manual_seed(2);
+    auto cap = capture::trace(mlp, randn({2, 3}), randn({3, 4}), randn({4}));
+    const std::string text = ir::to_string(cap.graph());
+    CHECK(text.find("matmul(%x0, %x1)") != std::string::npos);
+    CHECK(text.find("tanh(") != std::string::npos);
+    auto back = ir::parse(text);
+    CHECK(ir::to_string(*back) == text);
+    std::ostringstream dot;
+    ir::to_dot(cap.graph(), dot);
+    CHECK(dot.str().find("matmul") != std::string::npos);
+    CHECK(cap.graph().inputs()[0]->type() == ir::Type::tensor_type(ir::TensorType{dtype::float32, {{2, 3}}, {}, {}}));
+}
+
+TEST_CASE("capture: in-place updates of an input are functionalized and written back", "[capture]") {
+    const auto f = [](Tensor x, Tensor y) {
+        x.mul_(2.0);
+        x.add_(y);
+        return x.sum();
+    };
+    manual_seed(5);
+    const Tensor x = randn({3}), y = randn({3});
+    auto cap = capture::trace(f, x, y);
+    // The examples are not modified by tracing.
+    CHECK(x._version() == 0);
+    REQUIRE(cap.meta().mutated_inputs == std::vector<std::size_t>{0});
+    CHECK(cap.graph().outputs().size() == 2);  // the sum, then x's new value
+    // No in-place node remains in the graph: it is functional.
+    for (const ir::Node* n : cap.graph().block()->nodes()) CHECK(n->kind().pure);
+
+    Tensor xe = x.clone(), xc = x.clone();
+    const Tensor expect = f(xe, y);
+    const auto v0 = xc._version();
+    const Tensor got = cap(xc, y)[0];
+    CHECK(allclose(got, expect));
+    CHECK(equal(xc, xe));             // the caller's tensor was updated like eager
+    CHECK(xc._version() > v0);        // and its version counter moved
+}
+
+TEST_CASE("capture: writes through a view of an input become put into the input", "[capture]") {
+    const auto f = [](Tensor x) {
+        Tensor row = x.narrow(0, 1, 1);
+        row.mul_(3.0);
+        Tensor col = x.select(1, 0);  // read after the write: sees the new values
+        return std::vector<Tensor>{col * 1.0, x.sum()};
+    };
+    manual_seed(8);
+    const Tensor x = randn({3, 2});
+    auto cap = capture::trace(f, x);
+    CHECK(cap.meta().mutated_inputs == std::vector<std::size_t>{0});
+    bool has_put = false;
+    for (const ir::Node* n : cap.graph().block()->nodes()) has_put = has_put || n->is<ir::kinds::put>();
+    CHECK(has_put);
+    Tensor xe = x.clone(), xc = x.clone();
+    const auto expect = f(xe);
+    const auto got = cap(xc);
+    CHECK(allclose(got[0], expect[0]));
+    CHECK(allclose(got[1], expect[1]));
+    CHECK(equal(xc, xe));
+}
+
+TEST_CASE("capture: outputs that alias inputs alias the caller's tensors", "[capture]") {
+    const auto f = [](Tensor x, Tensor y) { return std::vector<Tensor>{x, x.transpose(0, 1), y + 1.0}; };
+    manual_seed(9);
+    const Tensor x = randn({2, 3}), y = randn({2, 3});
+    auto cap = capture::trace(f, x, y);
+    REQUIRE(cap.meta().outputs.size() == 3);
+    CHECK(cap.meta().outputs[0].kind == capture::output_kind::alias_of_input);
+    CHECK(cap.meta().outputs[1].kind == capture::output_kind::view_of_input);
+    CHECK(cap.meta().outputs[2].kind == capture::output_kind::fresh);
+    Tensor xc = x.clone();
+    auto got = cap(xc, y);
+    CHECK(got[0].impl_ptr() == xc.impl_ptr());
+    CHECK(got[1].shares_storage_with(xc));
+    xc.fill_(4.0);  // a write to the input is visible through the returned view
+    CHECK(got[1].sum().item<float>() == Approx(24.0));
+    std::ostringstream os;
+    os << cap.meta();
+    CHECK(os.str().find("view of input 0") != std::string::npos);
+}
+
+TEST_CASE("capture: what cannot be captured is a clear error, and state stays usable", "[capture]") {
+    const Tensor x = ones({3});
+    CHECK_THROWS_WITH(capture::trace([](Tensor t) { return t.sum().item<float>() > 0 ? t : -t; }, x),
+                      Catch::Contains("item() reads the value of a traced tensor"));
+    CHECK_THROWS_WITH(capture::trace([](Tensor a, Tensor b) { return a + b; }, std::vector<Tensor>{x, x}),
+                      Catch::Contains("shares memory with another input"));
+    CHECK_THROWS_WITH(capture::trace([](Tensor a, Tensor b, Tensor c) { return a + b + c; }, x, x.clone()),
+                      Catch::Contains("cannot be called with 2 tensors"));
+    CHECK_THROWS_WITH(capture::trace([](Tensor a) { return capture::trace([](Tensor t) { return t; }, a).graph().inputs().size() ? a : a; }, x),
+                      Catch::Contains("already tracing"));
+    // After the failures, tracing and eager code work as usual.
+    auto cap = capture::trace([](Tensor t) { return exp(t); }, x);
+    CHECK(allclose(cap(x)[0], exp(x)));
+    CHECK(graft::detail::tl_op_observer == nullptr);
+}
+
+TEST_CASE("capture::aot: forward and backward graphs give eager autograd's gradients", "[capture]") {
+    manual_seed(21);
+    SECTION("MLP layer") {
+        const Tensor x = randn({5, 4}, dtype::float64), w = randn({4, 3}, dtype::float64).requires_grad_(),
+                     b = randn({3}, dtype::float64).requires_grad_();
+        for (auto policy : {capture::partition_policy::save_all, capture::partition_policy::recompute_elementwise}) {
+            auto a = capture::aot(mlp, {x, w, b}, {policy});
+            CHECK(a.grad_inputs == std::vector<std::size_t>{1, 2});
+            a.forward->lint();
+            a.backward->lint();
+            CHECK(a.backward->outputs().size() == 2);
+            check_grads_match([](const std::vector<Tensor>& in) { return mlp(in[0], in[1], in[2]); }, a, {x, w, b});
+            // gradcheck through the compiled function, in float64.
+            CHECK(autograd::gradcheck(
+                [&](const autograd::tensor_list& in) { return autograd::tensor_list{a({x, in[0], in[1]})[0]}; },
+                {w, b}));
+        }
+    }
+    SECTION("softmax cross-entropy") {
+        const Tensor logits = randn({4, 5}, dtype::float64).requires_grad_(), oh = onehot_rows(4, 5, dtype::float64);
+        auto a = capture::aot(cross_entropy, {logits, oh});
+        check_grads_match([](const std::vector<Tensor>& in) { return cross_entropy(in[0], in[1]); }, a, {logits, oh});
+    }
+    SECTION("layer norm") {
+        const Tensor x = randn({3, 6}, dtype::float64).requires_grad_(), g = randn({6}, dtype::float64).requires_grad_(),
+                     b = randn({6}, dtype::float64).requires_grad_();
+        const auto f = [](Tensor x, Tensor g, Tensor b) { return (layer_norm(x, g, b) * layer_norm(x, g, b)).sum(); };
+        auto a = capture::aot(f, {x, g, b}, {capture::partition_policy::recompute_elementwise});
+        check_grads_match([&](const std::vector<Tensor>& in) { return f(in[0], in[1], in[2]); }, a, {x, g, b});
+    }
+}
+
+TEST_CASE("capture::aot: the recompute policy saves less than save_all", "[capture]") {
+    manual_seed(4);
+    const auto f = [](Tensor x) { return (tanh(sin(x) * 2.0) * exp(x)).sum(); };
+    const Tensor x = randn({16}).requires_grad_();
+    auto save = capture::aot(f, {x}, {capture::partition_policy::save_all});
+    auto recompute = capture::aot(f, {x}, {capture::partition_policy::recompute_elementwise});
+    CHECK(recompute.num_saved < save.num_saved);
+    CHECK(recompute.num_saved == 1);  // only x: every elementwise value is recomputed from it
+    const Tensor g1 = autograd::grad({save({x})[0]}, {x})[0];
+    const Tensor g2 = autograd::grad({recompute({x})[0]}, {x})[0];
+    const Tensor ge = autograd::grad({f(x)}, {x})[0];
+    CHECK(allclose(g1, ge));
+    CHECK(allclose(g2, ge));
+}
+
+TEST_CASE("capture::aot: saved values go through saved-tensor hooks; misuse is a clear error", "[capture]") {
+    const Tensor x = randn({4}).requires_grad_();
+    auto a = capture::aot([](Tensor t) { return (t * t).sum(); }, {x});
+    int packed = 0;
+    {
+        autograd::saved_tensors_hooks hooks([&](const Tensor& t) -> std::any { ++packed; return t; },
+                                            [](const std::any& a) { return std::any_cast<Tensor>(a); });
+        Tensor y = a({x})[0];
+        CHECK(packed == static_cast<int>(a.num_saved));
+        y.backward();
+    }
+    CHECK(allclose(x.grad(), 2.0 * x.detach()));
+    CHECK_THROWS_WITH(capture::aot([](Tensor t) { t.mul_(2.0); return t.sum(); }, {randn({2})}),
+                      Catch::Contains("writes into input 0"));
+    CHECK_THROWS_WITH(capture::aot([](Tensor t) { return t; }, {randn({2}).requires_grad_()}),
+                      Catch::Contains("aliases an input"));
+    CHECK_THROWS_WITH(a({x, x}), Catch::Contains("takes 1 inputs, got 2"));
+}
