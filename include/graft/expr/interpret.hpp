@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "graft/autograd/engine.hpp"
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
 #include "graft/expr/graph.hpp"
