@@ -23,7 +23,7 @@
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/expr/expr.hpp"
 #include "graft/ir/ir.hpp"
 #include "graft/capture/capture.hpp"
 #include "graft/version.hpp"
-
