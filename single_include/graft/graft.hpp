@@ -11410,6 +11410,37 @@ public:
     observer_scope& operator=(const observer_scope&) = delete;
 };
 
+/// How output `out` relates to the (traced copies of the) inputs.
+[[nodiscard]] inline output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {
+    output_info info;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        if (storage_key(out) != storage_key(in[k])) continue;
+        info.input = k;
+        info.input_strides = in[k].strides();
+        if (same_geometry(out, in[k])) {
+            info.kind = output_kind::alias_of_input;
+        } else {
+            info.kind = output_kind::view_of_input;
+            info.sizes = out.sizes();
+            info.strides = out.strides();
+            info.offset = out.storage_offset() - in[k].storage_offset();
+        }
+    }
+    return info;
+}
+
+/// The caller-visible output i: the graph's value, or the caller's input (or a view of it).
+[[nodiscard]] inline Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
+                                            const std::vector<Tensor>& inputs) {
+    if (o.kind == output_kind::fresh) return computed;
+    const Tensor& in = inputs[o.input];
+    if (o.kind == output_kind::alias_of_input) return in;
+    graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ", o.input,
+                         ", which had strides ", o.input_strides, " when captured but has ", in.strides(),
+                         " now; recapture for this layout");
+    return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
+}
+
 inline void check_distinct_memory(const std::vector<Tensor>& examples) {
     for (std::size_t i = 0; i < examples.size(); ++i)
         for (std::size_t k = 0; k < i; ++k)
@@ -11476,22 +11507,8 @@ public:
             dst.copy_(outs[meta_.num_user_outputs + k]);
         }
         std::vector<Tensor> result;
-        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i) {
-            const output_info& o = meta_.outputs[i];
-            if (o.kind == output_kind::fresh) {
-                result.push_back(outs[i]);
-                continue;
-            }
-            const Tensor& in = inputs[o.input];
-            if (o.kind == output_kind::alias_of_input) {
-                result.push_back(in);
-                continue;
-            }
-            graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ",
-                                 o.input, ", which had strides ", o.input_strides, " when captured but has ",
-                                 in.strides(), " now; recapture for this layout");
-            result.push_back(in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset));
-        }
+        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
+            result.push_back(detail::recreate_output(meta_.outputs[i], i, outs[i], inputs));
         return result;
     }
     template <class... Ts>
@@ -11532,20 +11549,7 @@ template <class F>
         meta.num_user_outputs = outs.size();
         for (std::size_t i = 0; i < outs.size(); ++i) {
             graft::detail::check(outs[i].defined(), "capture::trace: output ", i, " is undefined");
-            output_info info;
-            for (std::size_t k = 0; k < in.size(); ++k) {
-                if (detail::storage_key(outs[i]) != detail::storage_key(in[k])) continue;
-                info.input = k;
-                info.input_strides = in[k].strides();
-                if (detail::same_geometry(outs[i], in[k])) {
-                    info.kind = output_kind::alias_of_input;
-                } else {
-                    info.kind = output_kind::view_of_input;
-                    info.sizes = outs[i].sizes();
-                    info.strides = outs[i].strides();
-                    info.offset = outs[i].storage_offset() - in[k].storage_offset();
-                }
-            }
+            const output_info info = detail::alias_info(outs[i], in);
             meta.outputs.push_back(info);
             g->register_output(tr.value_of(outs[i]));
         }
@@ -11599,6 +11603,7 @@ public:
     std::size_t num_saved = 0;
     std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
+    graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
@@ -11610,14 +11615,22 @@ public:
             autograd::no_grad guard;
             results = ir::interpret(*forward, inputs);
         }
-        std::vector<Tensor> outs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(num_outputs));
+        const std::size_t n_mut = meta.mutated_inputs.size();
+        for (std::size_t k = 0; k < n_mut; ++k) {
+            autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
+            Tensor dst = inputs[meta.mutated_inputs[k]];
+            dst.copy_(results[num_outputs + k]);
+        }
+        std::vector<Tensor> outs;
+        for (std::size_t i = 0; i < num_outputs; ++i)
+            outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
         bool needs_node = autograd::is_grad_enabled();
         bool any = false;
         for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
         if (!needs_node || !any) return outs;
         auto node = std::make_shared<autograd::function_node>("CompiledFunctionBackward");
         for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
-        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + k]);
+        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
         std::vector<Tensor> shapes;  // zero gradients for outputs the caller did not differentiate
         for (std::size_t o : differentiable_outputs) shapes.push_back(outs[o]);
         node->backward = [bwd = backward, n_saved = num_saved, shapes](autograd::function_node& n,
@@ -11643,6 +11656,9 @@ namespace detail {
 /// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
 inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
                       aot_function& r) {
+    // Joint outputs: the n_out outputs, then the new values of mutated inputs (forward
+    // outputs too), then the input gradients.
+    const std::size_t n_fwd_out = n_out + r.meta.mutated_inputs.size();
     const ir::Block& top = *joint.block();
     // Values that depend on a tangent are backward values.
     std::set<const ir::Value*> bwd_values(joint.inputs().begin() + static_cast<std::ptrdiff_t>(n_in),
@@ -11661,7 +11677,8 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     }
     // Forward nodes the outputs do not need run in the backward instead (nothing to save for them).
     std::set<const ir::Node*> for_outputs;
-    std::vector<const ir::Value*> stack(joint.outputs().begin(), joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_out));
+    std::vector<const ir::Value*> stack(joint.outputs().begin(),
+                                        joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_fwd_out));
     while (!stack.empty()) {
         const ir::Value* v = stack.back();
         stack.pop_back();
@@ -11688,7 +11705,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     };
     for (const ir::Node* n : bwd_nodes)
         for (const ir::Value* v : n->inputs()) need(v);
-    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
     // Decide what to save and what the backward recomputes.
     std::vector<const ir::Value*> saved;
     std::set<const ir::Node*> recompute;
@@ -11732,7 +11749,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     for (std::size_t i = 0; i < n_in; ++i)
         fmap[joint.inputs()[i]] = fwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
     for (const ir::Node* n : fwd_nodes) copy_node(*fwd, n, fmap);
-    for (std::size_t i = 0; i < n_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
+    for (std::size_t i = 0; i < n_fwd_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
     for (const ir::Value* v : saved) fwd->register_output(fmap.at(v));
     ir::dce::run(*fwd);
     fwd->lint();
@@ -11746,7 +11763,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     for (const ir::Node* n : top.nodes())
         if (recompute.count(n) || std::find(bwd_nodes.begin(), bwd_nodes.end(), n) != bwd_nodes.end())
             copy_node(*bwd, n, bmap);
-    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
     ir::dce::run(*bwd);
     bwd->lint();
 
@@ -11759,7 +11776,8 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
 
 /// Captures f's forward and backward ahead of time (see the top of this header). The
 /// inputs that require grad in `example_inputs` get gradients; f must not mutate its
-/// inputs or return views of them (clear errors otherwise).
+/// inputs that require grad or return views of them (clear errors otherwise); other inputs
+/// (buffers) may be updated in place and returned, as capture::trace allows.
 template <class F>
 [[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
     detail::check_distinct_memory(example_inputs);
@@ -11784,16 +11802,26 @@ template <class F>
         for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
         std::vector<Tensor> outs = detail::call(f, in);
         r.num_outputs = outs.size();
-        for (std::size_t i = 0; i < in.size(); ++i)
-            graft::detail::check(!tr.input_state(in[i]).second, "capture::aot: the function writes into input ", i,
-                                 "; in-place updates of inputs are supported by capture::trace, not by aot yet");
+        r.meta.num_inputs = in.size();
+        r.meta.num_user_outputs = outs.size();
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            if (!tr.input_state(in[i]).second) continue;
+            graft::detail::check(!in[i].requires_grad(), "capture::aot: the function writes into input ", i,
+                                 ", which requires grad; only inputs that do not require grad (buffers) may be "
+                                 "updated in place");
+            r.meta.mutated_inputs.push_back(i);
+        }
         std::vector<Tensor> diff_outs, tangents;
         for (std::size_t i = 0; i < outs.size(); ++i) {
             graft::detail::check(outs[i].defined(), "capture::aot: output ", i, " is undefined");
-            for (const Tensor& x : in)
-                graft::detail::check(detail::storage_key(outs[i]) != detail::storage_key(x), "capture::aot: output ", i,
-                                     " aliases an input; return a clone (aliasing outputs are supported by "
-                                     "capture::trace, not by aot yet)");
+            const output_info info = detail::alias_info(outs[i], in);
+            r.meta.outputs.push_back(info);
+            if (info.kind != output_kind::fresh) {
+                graft::detail::check(!in[info.input].requires_grad(), "capture::aot: output ", i,
+                                     " aliases input ", info.input, ", which requires grad; return a clone (views of "
+                                     "inputs that require grad are not supported by aot yet)");
+                continue;
+            }
             if (!outs[i].requires_grad()) continue;
             r.differentiable_outputs.push_back(i);
             diff_outs.push_back(outs[i]);
@@ -11805,6 +11833,7 @@ template <class F>
             tangents.push_back(t);
         }
         for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
+        for (std::size_t i : r.meta.mutated_inputs) joint->register_output(tr.input_state(in[i]).first);
         std::vector<autograd::grad_input> wrt;
         for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
         std::vector<Tensor> grads;

@@ -46,6 +46,7 @@ public:
     std::size_t num_saved = 0;
     std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
+    graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
@@ -57,14 +58,22 @@ public:
             autograd::no_grad guard;
             results = ir::interpret(*forward, inputs);
         }
-        std::vector<Tensor> outs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(num_outputs));
+        const std::size_t n_mut = meta.mutated_inputs.size();
+        for (std::size_t k = 0; k < n_mut; ++k) {
+            autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
+            Tensor dst = inputs[meta.mutated_inputs[k]];
+            dst.copy_(results[num_outputs + k]);
+        }
+        std::vector<Tensor> outs;
+        for (std::size_t i = 0; i < num_outputs; ++i)
+            outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
         bool needs_node = autograd::is_grad_enabled();
         bool any = false;
         for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
         if (!needs_node || !any) return outs;
         auto node = std::make_shared<autograd::function_node>("CompiledFunctionBackward");
         for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
-        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + k]);
+        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
         std::vector<Tensor> shapes;  // zero gradients for outputs the caller did not differentiate
         for (std::size_t o : differentiable_outputs) shapes.push_back(outs[o]);
         node->backward = [bwd = backward, n_saved = num_saved, shapes](autograd::function_node& n,
@@ -90,6 +99,9 @@ namespace detail {
 /// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
 inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
                       aot_function& r) {
+    // Joint outputs: the n_out outputs, then the new values of mutated inputs (forward
+    // outputs too), then the input gradients.
+    const std::size_t n_fwd_out = n_out + r.meta.mutated_inputs.size();
     const ir::Block& top = *joint.block();
     // Values that depend on a tangent are backward values.
     std::set<const ir::Value*> bwd_values(joint.inputs().begin() + static_cast<std::ptrdiff_t>(n_in),
@@ -108,7 +120,8 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     }
     // Forward nodes the outputs do not need run in the backward instead (nothing to save for them).
     std::set<const ir::Node*> for_outputs;
-    std::vector<const ir::Value*> stack(joint.outputs().begin(), joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_out));
+    std::vector<const ir::Value*> stack(joint.outputs().begin(),
+                                        joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_fwd_out));
     while (!stack.empty()) {
         const ir::Value* v = stack.back();
         stack.pop_back();
@@ -135,7 +148,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     };
     for (const ir::Node* n : bwd_nodes)
         for (const ir::Value* v : n->inputs()) need(v);
-    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
     // Decide what to save and what the backward recomputes.
     std::vector<const ir::Value*> saved;
     std::set<const ir::Node*> recompute;
@@ -179,7 +192,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     for (std::size_t i = 0; i < n_in; ++i)
         fmap[joint.inputs()[i]] = fwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
     for (const ir::Node* n : fwd_nodes) copy_node(*fwd, n, fmap);
-    for (std::size_t i = 0; i < n_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
+    for (std::size_t i = 0; i < n_fwd_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
     for (const ir::Value* v : saved) fwd->register_output(fmap.at(v));
     ir::dce::run(*fwd);
     fwd->lint();
@@ -193,7 +206,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     for (const ir::Node* n : top.nodes())
         if (recompute.count(n) || std::find(bwd_nodes.begin(), bwd_nodes.end(), n) != bwd_nodes.end())
             copy_node(*bwd, n, bmap);
-    for (std::size_t i = n_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
     ir::dce::run(*bwd);
     bwd->lint();
 
@@ -206,7 +219,8 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
 
 /// Captures f's forward and backward ahead of time (see the top of this header). The
 /// inputs that require grad in `example_inputs` get gradients; f must not mutate its
-/// inputs or return views of them (clear errors otherwise).
+/// inputs that require grad or return views of them (clear errors otherwise); other inputs
+/// (buffers) may be updated in place and returned, as capture::trace allows.
 template <class F>
 [[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
     detail::check_distinct_memory(example_inputs);
@@ -231,16 +245,26 @@ template <class F>
         for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
         std::vector<Tensor> outs = detail::call(f, in);
         r.num_outputs = outs.size();
-        for (std::size_t i = 0; i < in.size(); ++i)
-            graft::detail::check(!tr.input_state(in[i]).second, "capture::aot: the function writes into input ", i,
-                                 "; in-place updates of inputs are supported by capture::trace, not by aot yet");
+        r.meta.num_inputs = in.size();
+        r.meta.num_user_outputs = outs.size();
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            if (!tr.input_state(in[i]).second) continue;
+            graft::detail::check(!in[i].requires_grad(), "capture::aot: the function writes into input ", i,
+                                 ", which requires grad; only inputs that do not require grad (buffers) may be "
+                                 "updated in place");
+            r.meta.mutated_inputs.push_back(i);
+        }
         std::vector<Tensor> diff_outs, tangents;
         for (std::size_t i = 0; i < outs.size(); ++i) {
             graft::detail::check(outs[i].defined(), "capture::aot: output ", i, " is undefined");
-            for (const Tensor& x : in)
-                graft::detail::check(detail::storage_key(outs[i]) != detail::storage_key(x), "capture::aot: output ", i,
-                                     " aliases an input; return a clone (aliasing outputs are supported by "
-                                     "capture::trace, not by aot yet)");
+            const output_info info = detail::alias_info(outs[i], in);
+            r.meta.outputs.push_back(info);
+            if (info.kind != output_kind::fresh) {
+                graft::detail::check(!in[info.input].requires_grad(), "capture::aot: output ", i,
+                                     " aliases input ", info.input, ", which requires grad; return a clone (views of "
+                                     "inputs that require grad are not supported by aot yet)");
+                continue;
+            }
             if (!outs[i].requires_grad()) continue;
             r.differentiable_outputs.push_back(i);
             diff_outs.push_back(outs[i]);
@@ -252,6 +276,7 @@ template <class F>
             tangents.push_back(t);
         }
         for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
+        for (std::size_t i : r.meta.mutated_inputs) joint->register_output(tr.input_state(in[i]).first);
         std::vector<autograd::grad_input> wrt;
         for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
         std::vector<Tensor> grads;

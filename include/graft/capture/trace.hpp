@@ -290,6 +290,37 @@ public:
     observer_scope& operator=(const observer_scope&) = delete;
 };
 
+/// How output `out` relates to the (traced copies of the) inputs.
+[[nodiscard]] inline output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {
+    output_info info;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        if (storage_key(out) != storage_key(in[k])) continue;
+        info.input = k;
+        info.input_strides = in[k].strides();
+        if (same_geometry(out, in[k])) {
+            info.kind = output_kind::alias_of_input;
+        } else {
+            info.kind = output_kind::view_of_input;
+            info.sizes = out.sizes();
+            info.strides = out.strides();
+            info.offset = out.storage_offset() - in[k].storage_offset();
+        }
+    }
+    return info;
+}
+
+/// The caller-visible output i: the graph's value, or the caller's input (or a view of it).
+[[nodiscard]] inline Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
+                                            const std::vector<Tensor>& inputs) {
+    if (o.kind == output_kind::fresh) return computed;
+    const Tensor& in = inputs[o.input];
+    if (o.kind == output_kind::alias_of_input) return in;
+    graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ", o.input,
+                         ", which had strides ", o.input_strides, " when captured but has ", in.strides(),
+                         " now; recapture for this layout");
+    return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
+}
+
 inline void check_distinct_memory(const std::vector<Tensor>& examples) {
     for (std::size_t i = 0; i < examples.size(); ++i)
         for (std::size_t k = 0; k < i; ++k)
@@ -356,22 +387,8 @@ public:
             dst.copy_(outs[meta_.num_user_outputs + k]);
         }
         std::vector<Tensor> result;
-        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i) {
-            const output_info& o = meta_.outputs[i];
-            if (o.kind == output_kind::fresh) {
-                result.push_back(outs[i]);
-                continue;
-            }
-            const Tensor& in = inputs[o.input];
-            if (o.kind == output_kind::alias_of_input) {
-                result.push_back(in);
-                continue;
-            }
-            graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ",
-                                 o.input, ", which had strides ", o.input_strides, " when captured but has ",
-                                 in.strides(), " now; recapture for this layout");
-            result.push_back(in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset));
-        }
+        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
+            result.push_back(detail::recreate_output(meta_.outputs[i], i, outs[i], inputs));
         return result;
     }
     template <class... Ts>
@@ -412,20 +429,7 @@ template <class F>
         meta.num_user_outputs = outs.size();
         for (std::size_t i = 0; i < outs.size(); ++i) {
             graft::detail::check(outs[i].defined(), "capture::trace: output ", i, " is undefined");
-            output_info info;
-            for (std::size_t k = 0; k < in.size(); ++k) {
-                if (detail::storage_key(outs[i]) != detail::storage_key(in[k])) continue;
-                info.input = k;
-                info.input_strides = in[k].strides();
-                if (detail::same_geometry(outs[i], in[k])) {
-                    info.kind = output_kind::alias_of_input;
-                } else {
-                    info.kind = output_kind::view_of_input;
-                    info.sizes = outs[i].sizes();
-                    info.strides = outs[i].strides();
-                    info.offset = outs[i].storage_offset() - in[k].storage_offset();
-                }
-            }
+            const output_info info = detail::alias_info(outs[i], in);
             meta.outputs.push_back(info);
             g->register_output(tr.value_of(outs[i]));
         }
