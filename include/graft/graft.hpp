@@ -22,4 +22,6 @@
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/autograd/view_meta.hpp"
+#include "graft/autograd/view_tracking.hpp"
 #include "graft/version.hpp"

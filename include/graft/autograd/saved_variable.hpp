@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graft/autograd/node.hpp"
+#include "graft/autograd/view_meta.hpp"
 
 namespace graft::autograd {
 
@@ -158,6 +159,7 @@ public:
     saved_variable() = default;
     saved_variable(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
         if (!defined_) return;
+        if (!is_output) refresh_if_view(t);  // a stale view's grad_fn is regenerated first
         saved_version_ = t._version();
         sizes_ = t.sizes();
         type_ = t.type();
