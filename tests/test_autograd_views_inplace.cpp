@@ -456,3 +456,36 @@ TEST_CASE("mul and div save only the operands their needed derivatives read (F3)
     Tensor d = c.clone();
     REQUIRE(packs([&] { return d.mul_(y); }) == 1);  // only the pre-write clone of d
 }
+
+TEST_CASE("PyTorch's example: b = a.clone(); v = b[0]; v.mul_(2)", "[autograd][views][inplace]") {
+    Tensor a = leaf({1, 2, 3});
+    Tensor b = a.clone();
+    Tensor v = b[0];
+    v.mul_(2.0);
+    REQUIRE(b.grad_fn()->name() == "CopySlices");
+    REQUIRE(b.grad_fn()->next_functions()[0].function->name() == "CloneBackward0");
+    REQUIRE(v.grad_fn()->name() == "AsStridedBackward0");
+    b.sum().backward();
+    REQUIRE(vals(a.grad()) == std::vector<float>{2, 1, 1});
+}
+
+TEST_CASE("in-place between two views of the same base (b[0] *= b[1])", "[autograd][views][inplace]") {
+    Tensor a = leaf({2, 3});
+    Tensor b = a * 1.0;
+    // mul_ saves its other operand b[1], which shares b's version counter: the write
+    // invalidates it, and backward reports it (as PyTorch does).
+    b[0].mul_(b[1]);
+    REQUIRE(vals(b) == std::vector<float>{6, 3});
+    REQUIRE_THROWS_WITH(b.sum().backward(), Contains("modified by an inplace operation"));
+    // With a copy of the operand it works: b0 = a0 a1, b1 = a1.
+    Tensor c = a * 1.0;
+    c[0].mul_(c[1].clone());
+    c.sum().backward();
+    REQUIRE(vals(a.grad()) == std::vector<float>{3, 3});
+    auto fn = [](const tensor_list& in) {
+        Tensor d = in[0] * 1.0;
+        d.narrow(0, 0, 2).mul_(d.narrow(0, 2, 2).clone());
+        return tensor_list{d};
+    };
+    REQUIRE(gradcheck(fn, {leaf64({4}, 51)}));
+}

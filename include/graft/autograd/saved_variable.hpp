@@ -192,8 +192,14 @@ public:
         }
         // Outputs: keep storage and version counter but not the autograd metadata.
         data_ = is_output ? graft::detail::raw::alias(t) : t;
-        version_source_ = t;
-        if (is_output) version_source_ = data_;
+        if (!is_output && tracked_view(t) != nullptr) {
+            // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
+            // node, that is a reference cycle. Keep an alias with the view's autograd state
+            // (its history at save time) and version counter, but not the base.
+            data_ = graft::detail::raw::alias(t);
+            data_.impl_ptr()->autograd = t.impl().autograd;
+        }
+        version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
         if (const auto& ctx = active_mutation_context()) {
             // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
             entry_ = std::make_shared<mutation_entry>();
