@@ -23,6 +23,8 @@
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/autograd/view_meta.hpp"
+#include "graft/autograd/view_tracking.hpp"
 #include "graft/expr/expr.hpp"
 #include "graft/ir/ir.hpp"
 #include "graft/capture/capture.hpp"

@@ -772,6 +772,7 @@ class Node;
 struct hook_handle;
 namespace detail {
 struct autograd_meta;
+struct view_meta;
 }  // namespace detail
 }  // namespace autograd
 
@@ -787,6 +788,7 @@ struct tensor_impl {
     std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
     std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
     bool is_view = false;  // created by a view operation of another tensor
+    std::shared_ptr<autograd::detail::view_meta> view;  // differentiable views: base (graft/autograd/view_meta.hpp)
 };
 
 }  // namespace detail
@@ -4917,6 +4919,96 @@ struct autograd_meta {
 #include <utility>
 #include <vector>
 
+// ---- begin graft/autograd/view_meta.hpp
+// What a differentiable view remembers about its base (PyTorch's
+// DifferentiableViewMeta): the base tensor, the mode it was created in and the
+// version its grad_fn was computed at. The logic that uses it (rebasing the
+// base's history onto CopySlices after an in-place op on a view, regenerating
+// a stale view's grad_fn) is in graft/autograd/view_tracking.hpp.
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+
+namespace graft::autograd::detail {
+
+/// How a view was created; views made in no_grad mode must not be modified in
+/// place with grad mode enabled (their history cannot be rebased).
+enum class creation_meta : std::uint8_t { default_mode, no_grad_mode };
+
+/// Set on views made by the public view ops (view, transpose, narrow, select, ...).
+struct view_meta {
+    Tensor base;  // the root tensor (never itself a tracked view)
+    std::uint64_t attr_version = 0;  // version counter value when the view's grad_fn was last valid
+    creation_meta creation = creation_meta::default_mode;
+    std::mutex mutex;
+};
+
+/// The view metadata of `t`, or null when t is not a tracked (differentiable) view.
+[[nodiscard]] inline view_meta* tracked_view(const Tensor& t) noexcept {
+    return t.defined() ? t.impl().view.get() : nullptr;
+}
+
+/// Recomputes a view's grad_fn when the shared version counter moved since it
+/// was set (defined in view_tracking.hpp).
+inline void refresh_view_grad_fn(const Tensor& view);
+
+inline void refresh_if_view(const Tensor& t) {
+    if (tracked_view(t) != nullptr) refresh_view_grad_fn(t);
+}
+
+/// Sizes, strides (elements) and storage offset of a strided tensor.
+struct strided_geometry {
+    int_list sizes;
+    int_list strides;
+    std::int64_t offset = 0;
+};
+
+[[nodiscard]] inline strided_geometry geometry_of(const Tensor& t) {
+    return {t.sizes(), t.strides(), t.storage_offset()};
+}
+
+/// Largest element position reached relative to the offset, plus one (0 when empty).
+[[nodiscard]] inline std::int64_t storage_extent(const strided_geometry& g) {
+    std::int64_t hi = 0;
+    for (std::size_t i = 0; i < g.sizes.size(); ++i) {
+        if (g.sizes[i] == 0) return 0;
+        hi += (g.sizes[i] - 1) * g.strides[i];
+    }
+    return hi + 1;
+}
+
+/// True when no two elements of the geometry share a memory location.
+[[nodiscard]] inline bool is_non_overlapping(const strided_geometry& g) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size) of dims with size > 1
+    for (std::size_t i = 0; i < g.sizes.size(); ++i) {
+        if (g.sizes[i] == 0) return true;
+        if (g.sizes[i] > 1) dims.emplace_back(g.strides[i], g.sizes[i]);
+    }
+    std::sort(dims.begin(), dims.end());
+    std::int64_t reach = 0;  // max position reached by the dims seen so far
+    for (const auto& [stride, size] : dims) {
+        if (stride <= reach) return false;
+        reach += (size - 1) * stride;
+    }
+    return true;
+}
+
+/// Non-overlapping and without holes: every position in [offset, offset + extent) is an element.
+[[nodiscard]] inline bool is_dense(const strided_geometry& g) {
+    return is_non_overlapping(g) && storage_extent(g) == graft::detail::numel_of(g.sizes);
+}
+
+/// True when every element of `view` is an element of the dense `base`.
+[[nodiscard]] inline bool lies_within(const strided_geometry& view, const strided_geometry& base) {
+    if (graft::detail::numel_of(view.sizes) == 0) return true;
+    return view.offset >= base.offset && view.offset + storage_extent(view) <= base.offset + storage_extent(base);
+}
+
+}  // namespace graft::autograd::detail
+// ---- end graft/autograd/view_meta.hpp
 
 namespace graft::autograd {
 
@@ -5062,6 +5154,7 @@ public:
     saved_variable() = default;
     saved_variable(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
         if (!defined_) return;
+        if (!is_output) refresh_if_view(t);  // a stale view's grad_fn is regenerated first
         saved_version_ = t._version();
         sizes_ = t.sizes();
         type_ = t.type();
@@ -5094,8 +5187,14 @@ public:
         }
         // Outputs: keep storage and version counter but not the autograd metadata.
         data_ = is_output ? graft::detail::raw::alias(t) : t;
-        version_source_ = t;
-        if (is_output) version_source_ = data_;
+        if (!is_output && tracked_view(t) != nullptr) {
+            // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
+            // node, that is a reference cycle. Keep an alias with the view's autograd state
+            // (its history at save time) and version counter, but not the base.
+            data_ = graft::detail::raw::alias(t);
+            data_.impl_ptr()->autograd = t.impl().autograd;
+        }
+        version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
         if (const auto& ctx = active_mutation_context()) {
             // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
             entry_ = std::make_shared<mutation_entry>();
@@ -5332,7 +5431,9 @@ namespace detail {
 
 [[nodiscard]] inline bool requires_grad(const Tensor& t) noexcept {
     const auto* m = meta(t);
-    return m && (m->requires_grad || m->grad_fn);
+    if (m && (m->requires_grad || m->grad_fn)) return true;
+    const auto* v = tracked_view(t);  // a view requires grad when its base does (as PyTorch)
+    return v != nullptr && requires_grad(v->base);
 }
 
 /// The leaf's accumulator, created on first use and held weakly by the leaf.
@@ -5347,6 +5448,7 @@ namespace detail {
 
 /// Where gradients for `t` flow: its grad_fn, its accumulator, or nowhere.
 [[nodiscard]] inline Edge gradient_edge(const Tensor& t) {
+    refresh_if_view(t);
     auto* m = meta(t);
     if (!m) return {};
     if (m->grad_fn) return {m->grad_fn, m->output_nr};
@@ -5772,16 +5874,55 @@ inline void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
     m.requires_grad = false;
 }
 
+/// The error PyTorch raises when a view made in no_grad mode is (or, with `indirect`,
+/// its base or a sibling view was) modified in place with grad mode enabled.
+inline void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
+    if (vm.creation == creation_meta::default_mode) return;
+    const auto* m = meta(self);
+    const std::string prefix = m && m->grad_fn
+                                   ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                           " is a view of a view which was created in")
+                                   : std::string("A view was created in");
+    graft::detail::fail(graft::detail::concat(
+        op ? op : "", op ? ": " : "", prefix, " no_grad mode and ",
+        indirect ? "its base or another view of its base has been" : "is being",
+        " modified inplace with grad mode enabled. graft forbids this because it is ambiguous whether the "
+        "in-place change should be tracked: create the view and run the in-place op both inside no_grad "
+        "(not tracked) or both outside it (tracked)."));
+}
+
+/// Checks that a view's history can be expressed from its base with as_strided.
+inline void check_rebase_supported(const char* op, const Tensor& view, const Tensor& base) {
+    const strided_geometry b = geometry_of(base), v = geometry_of(view);
+    graft::detail::check(is_dense(b) && lies_within(v, b), op,
+                         ": graft cannot track autograd through a view whose base is not dense or which reaches "
+                         "outside its base's elements (base sizes ", b.sizes, ", strides ", b.strides,
+                         ", offset ", b.offset, "; view sizes ", v.sizes, ", strides ", v.strides, ", offset ",
+                         v.offset, "); clone() the base first");
+}
+
+/// PyTorch's check_inplace: run by every in-place op before it writes `self`.
 inline void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
     graft::detail::check(self.defined(), op, ": got an undefined tensor");
     notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
     if (!is_grad_enabled()) return;
+    const bool self_requires_grad = requires_grad(self);
+    if (!self_requires_grad && !other_requires_grad) return;
+    if (const view_meta* vm = tracked_view(self)) {
+        handle_view_on_rebase(*vm, self, op, false);
+        const auto* bm = meta(vm->base);
+        graft::detail::check(!(self_requires_grad && !(bm && bm->grad_fn)), op,
+                             ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        const strided_geometry g = geometry_of(self);
+        graft::detail::check(is_non_overlapping(g), op, ": unsupported operation: more than one element of the "
+                             "written-to view refers to a single memory location (sizes ", g.sizes, ", strides ",
+                             g.strides, "); clone() the view before the in-place operation");
+        check_rebase_supported(op, self, vm->base);
+        refresh_if_view(self);
+    }
     const auto* m = meta(self);
     graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
                          ": a leaf Variable that requires grad is being used in an in-place operation.");
-    graft::detail::check(!(self.is_view() && (requires_grad(self) || other_requires_grad)), op,
-                         ": in-place operations on views are not differentiable in graft yet; apply the operation "
-                         "out of place (or to the base tensor)");
 }
 
 /// dims that were reduced away, restored as size-1 dims (for expanding gradients back).
@@ -5841,12 +5982,19 @@ decltype(auto) visit_binary(binary_kind k, F&& f) {
 }
 
 /// Gradients of a binary op from the op table; a or b may be a 0-dim stand-in for a number.
+/// An operand the needed derivatives don't read may be undefined (mul and div save only
+/// what they need) when the input sizes are given.
 [[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
-                                                 const Tensor& out, bool need_a, bool need_b) {
+                                                 const Tensor& out, bool need_a, bool need_b,
+                                                 const int_list& a_sizes = {}, const int_list& b_sizes = {}) {
     return visit_binary(kind, [&](auto op) -> tensor_list {
         using Op = decltype(op);
-        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.sizes(), a.type()) : Tensor{},
-                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.sizes(), b.type()) : Tensor{}};
+        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.defined() ? a.sizes() : a_sizes,
+                                     a.defined() ? a.type() : g.type())
+                       : Tensor{},
+                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.defined() ? b.sizes() : b_sizes,
+                                     b.defined() ? b.type() : g.type())
+                       : Tensor{}};
     });
 }
 
@@ -6225,6 +6373,271 @@ inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
 #include <utility>
 #include <vector>
 
+// ---- begin graft/autograd/view_tracking.hpp
+// In-place operations on views with autograd, as PyTorch does them:
+//
+// * every public view op (view, transpose, narrow, select, expand, as_strided, ...)
+//   records the view's base and the mode it was created in (track_view);
+// * an in-place op on a view rebases the *base's* history onto a CopySlices node,
+//   whose backward runs the in-place op's derivative on the view's region of the
+//   base's gradient and passes the rest of it through to the base's previous
+//   history (rebase_history);
+// * a view whose base (or another view of it) was modified in place has a stale
+//   grad_fn: it is regenerated lazily, when next asked for, as an
+//   AsStridedBackward0 node pointing at the base's current history
+//   (refresh_view_grad_fn), like PyTorch 2.x on CPU.
+//
+// Views here are described by their strided geometry in the shared storage
+// (sizes, strides, storage offset), so a view of a view needs no chain of view
+// functions: the base's gradient is laid out with the base's strides and the
+// view's region is an as_strided window of it.
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace graft::autograd::detail {
+
+// ---------------------------------------------------------------- raw strided helpers
+
+/// A fresh base-sized tensor laid out with the base's strides (so the storage
+/// positions of the base's views address the same elements in it), zeroed or not.
+[[nodiscard]] inline Tensor make_base_layout(dtype type, const strided_geometry& base, bool zero) {
+    if (graft::detail::is_contiguous_layout(base.sizes, base.strides))
+        return zero ? zeros(base.sizes, type) : empty(base.sizes, type);
+    const int_list extent{storage_extent(base)};
+    Tensor storage = zero ? zeros(extent, type) : empty(extent, type);
+    return graft::detail::raw::as_strided(storage, base.sizes, base.strides, 0);
+}
+
+/// The view's window in a tensor made by make_base_layout.
+[[nodiscard]] inline Tensor region_of(const Tensor& buffer, const strided_geometry& base, const strided_geometry& view) {
+    return graft::detail::raw::as_strided(buffer, view.sizes, view.strides,
+                                          buffer.storage_offset() + view.offset - base.offset);
+}
+
+/// A plain (non-view, contiguous) tensor with the values of `t`.
+[[nodiscard]] inline Tensor plain(const Tensor& t) {
+    return t.is_contiguous() && !t.is_view() ? t : graft::detail::raw::clone(t);
+}
+
+/// dst[i] += src[i] element by element, correct when several elements of dst share
+/// a location (an expanded view): each contribution is added.
+inline void add_elements(const Tensor& dst, const Tensor& src) {
+    const Tensor s = graft::detail::raw::contiguous(graft::detail::raw::to(src, dst.type()));
+    graft::detail::visit_dtype(dst.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* d = static_cast<T*>(dst.raw_data());
+            const T* p = static_cast<const T*>(s.raw_data());
+            const std::int64_t n = dst.numel(), rank = dst.dim();
+            std::vector<std::int64_t> idx(static_cast<std::size_t>(rank), 0);
+            std::int64_t pos = 0;
+            for (std::int64_t k = 0; k < n; ++k) {
+                d[pos] += p[k];
+                for (std::int64_t j = rank - 1; j >= 0; --j) {
+                    const auto uj = static_cast<std::size_t>(j);
+                    if (++idx[uj] < dst.sizes()[uj]) {
+                        pos += dst.strides()[uj];
+                        break;
+                    }
+                    pos -= (dst.sizes()[uj] - 1) * dst.strides()[uj];
+                    idx[uj] = 0;
+                }
+            }
+        } else {
+            graft::detail::fail(graft::detail::concat("as_strided backward: expected a floating-point gradient, got ",
+                                                      dst.type()));
+        }
+    });
+}
+
+// ---------------------------------------------------------------- differentiable strided ops
+
+inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view);
+inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view);
+inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
+                                 const strided_geometry& view);
+
+/// The values of the view's region of `x` (x has the base's sizes, any layout):
+/// the forward of as_strided, as a contiguous copy.
+inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view) {
+    Tensor buffer = make_base_layout(x.type(), base, false);
+    graft::detail::copy_elements(buffer, x);
+    Tensor out = graft::detail::raw::clone(region_of(buffer, base, view));
+    auto node = make_node("AsStridedBackward0", x);
+    if (!node) return out;
+    node->backward = [base, view](function_node&, const tensor_list& g) -> tensor_list {
+        return {as_strided_embed(g[0], base, view)};
+    };
+    set_history(out, node);
+    return out;
+}
+
+/// A base-sized zero tensor with `g` added at the view's positions (summed where the
+/// view overlaps itself): the backward of as_strided.
+inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view) {
+    Tensor buffer = make_base_layout(g.type(), base, true);
+    const Tensor region = region_of(buffer, base, view);
+    if (is_non_overlapping(view)) graft::detail::copy_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
+    else add_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
+    Tensor out = plain(buffer);
+    auto node = make_node("AsStridedBackwardBackward0", g);
+    if (!node) return out;
+    node->backward = [base, view](function_node&, const tensor_list& gg) -> tensor_list {
+        return {as_strided_gather(gg[0], base, view)};
+    };
+    set_history(out, node);
+    return out;
+}
+
+/// `x` (base-sized) with the view's region replaced by `src` (view-sized, the view
+/// must not overlap itself): how CopySlices writes the in-place op's gradient back.
+inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
+                                 const strided_geometry& view) {
+    Tensor buffer = make_base_layout(x.type(), base, false);
+    graft::detail::copy_elements(buffer, x);
+    graft::detail::copy_elements(region_of(buffer, base, view), graft::detail::raw::broadcast_to(src, view.sizes));
+    Tensor out = plain(buffer);
+    auto node = make_node("AsStridedScatterBackward0", x, src);
+    if (!node) return out;
+    const dtype src_type = src.type();
+    node->backward = [base, view, src_type](function_node& n, const tensor_list& g) -> tensor_list {
+        Tensor gx, gs;
+        if (n.needs_input_grad(0)) gx = as_strided_scatter(g[0], zeros(view.sizes, g[0].type()), base, view);
+        if (n.needs_input_grad(1)) gs = as_strided_gather(g[0], base, view).to(src_type);
+        return {gx, gs};
+    };
+    set_history(out, node);
+    return out;
+}
+
+// ---------------------------------------------------------------- CopySlices
+
+/// The base's grad_fn after an in-place op on one of its views (PyTorch's CopySlices).
+/// Its next edges are the base's previous history, then the in-place op's other inputs.
+/// Backward: the in-place op's derivative `fn` runs on the view's region of the
+/// incoming gradient; its result for the view replaces that region, the rest of the
+/// gradient passes through unchanged.
+class CopySlices final : public Node {
+public:
+    CopySlices(const Tensor& base, strided_geometry view, std::shared_ptr<function_node> fn)
+        : Node("CopySlices"), base_(geometry_of(base)), view_(std::move(view)), fn_(std::move(fn)) {
+        add_next_edge(gradient_edge(base));
+        const auto& edges = fn_->next_functions();
+        for (std::size_t i = 1; i < edges.size(); ++i) add_next_edge(edges[i]);
+    }
+    /// The node of the in-place op (null once backward released it).
+    [[nodiscard]] std::shared_ptr<function_node> fn() const {
+        std::lock_guard lock(fn_mutex_);
+        return fn_;
+    }
+    void release_variables() override {
+        std::lock_guard lock(fn_mutex_);
+        if (fn_) fn_->release_variables();
+        fn_.reset();
+    }
+    [[nodiscard]] std::vector<std::string> describe_saved() const override {
+        auto f = fn();
+        return f ? f->describe_saved() : std::vector<std::string>{};
+    }
+
+protected:
+    tensor_list apply(tensor_list&& grads) override {
+        tensor_list out(next_functions().size());
+        const Tensor g = grads.empty() ? Tensor{} : grads[0];
+        if (!g.defined()) return out;
+        const std::shared_ptr<function_node> f = fn();
+        graft::detail::check(f != nullptr,
+                             "Trying to backward through the graph a second time (or directly access saved tensors "
+                             "after they have already been freed). Saved intermediate values of the graph are freed "
+                             "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
+                             "backward through the graph a second time or if you need to access saved tensors after "
+                             "calling backward.");
+        tensor_list res = (*f)({as_strided_gather(g, base_, view_)});
+        res.resize(f->next_functions().size());
+        if (next_functions()[0].valid()) {
+            const Tensor slice = res[0].defined() ? res[0] : zeros(view_.sizes, g.type());
+            out[0] = as_strided_scatter(g, slice, base_, view_);
+        }
+        for (std::size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+        return out;
+    }
+
+private:
+    strided_geometry base_;
+    strided_geometry view_;
+    mutable std::mutex fn_mutex_;
+    std::shared_ptr<function_node> fn_;
+};
+
+// ---------------------------------------------------------------- history updates
+
+/// Makes `node` the grad_fn of `t`, moving a retain_grad() from the old grad_fn to it.
+inline void set_history_moving_retain(const Tensor& t, const std::shared_ptr<Node>& node) {
+    auto& m = ensure_meta(t);
+    const bool retained = m.retains_grad;
+    if (retained && m.grad_fn && m.grad_fn->has_hooks() && m.output_nr < m.grad_fn->num_outputs())
+        m.grad_fn->retain_grad_target(m.output_nr).reset();  // the old node no longer fills .grad
+    set_history(t, node);
+    if (retained) node->retain_grad_target(m.output_nr) = t.impl_ptr();
+}
+
+inline void refresh_view_grad_fn(const Tensor& self) {
+    view_meta& vm = *tracked_view(self);
+    std::lock_guard lock(vm.mutex);
+    const auto* m = meta(self);
+    if (!(m && m->grad_fn) && !requires_grad(vm.base)) return;
+    const std::uint64_t now = self._version();
+    if (vm.attr_version == now) return;
+    handle_view_on_rebase(vm, self, nullptr, true);
+    check_rebase_supported("view", self, vm.base);
+    auto node = std::make_shared<function_node>("AsStridedBackward0");
+    node->add_next_edge(gradient_edge(vm.base));
+    const strided_geometry base = geometry_of(vm.base), view = geometry_of(self);
+    node->backward = [base, view](function_node&, const tensor_list& g) -> tensor_list {
+        return {as_strided_embed(g[0], base, view)};
+    };
+    set_history_moving_retain(self, node);
+    vm.attr_version = now;
+}
+
+/// After an in-place op wrote `self`, makes `node` (the op's backward, whose first
+/// edge is self's previous history) the history of self: directly for a plain
+/// tensor; for a view, the base's history becomes a CopySlices around `node` and
+/// the view's grad_fn is regenerated from the base (PyTorch's rebase_history).
+inline void rebase_history(const Tensor& self, const std::shared_ptr<function_node>& node) {
+    view_meta* vm = tracked_view(self);
+    if (vm == nullptr) {
+        set_history_moving_retain(self, node);
+        return;
+    }
+    node->add_output(self);
+    const Tensor base = vm->base;
+    set_history_moving_retain(base, std::make_shared<CopySlices>(base, geometry_of(self), node));
+    refresh_view_grad_fn(self);
+}
+
+/// Marks `out` as a differentiable view of `self` (or of self's base when self is a view).
+inline void track_view(const Tensor& self, const Tensor& out) {
+    if (!is_floating_point(out.type()) || !out.shares_storage_with(self)) return;
+    auto vm = std::make_shared<view_meta>();
+    const creation_meta mode = is_grad_enabled() ? creation_meta::default_mode : creation_meta::no_grad_mode;
+    if (const view_meta* parent = tracked_view(self)) {
+        vm->base = parent->base;
+        vm->creation = mode == creation_meta::default_mode ? parent->creation : mode;
+    } else {
+        vm->base = self;
+        vm->creation = mode;
+    }
+    vm->attr_version = out._version();
+    out.impl_ptr()->view = std::move(vm);
+}
+
+}  // namespace graft::autograd::detail
+// ---- end graft/autograd/view_tracking.hpp
 
 namespace graft {
 
@@ -6233,6 +6646,7 @@ namespace graft {
 inline bool Tensor::requires_grad() const { return autograd::detail::requires_grad(*this); }
 
 inline Tensor& Tensor::requires_grad_(bool enabled) {
+    autograd::detail::refresh_if_view(*this);
     auto* m = autograd::detail::meta(*this);
     if (m && m->grad_fn) {
         detail::check(enabled, "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
@@ -6248,6 +6662,7 @@ inline Tensor& Tensor::requires_grad_(bool enabled) {
 }
 
 inline bool Tensor::is_leaf() const {
+    autograd::detail::refresh_if_view(*this);
     const auto* m = autograd::detail::meta(*this);
     return !m || !m->grad_fn;
 }
@@ -6266,11 +6681,13 @@ inline void Tensor::set_grad(const Tensor& g) const {
 }
 
 inline std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+    autograd::detail::refresh_if_view(*this);  // a view's history is regenerated after in-place changes
     const auto* m = autograd::detail::meta(*this);
     return m ? m->grad_fn : nullptr;
 }
 
 inline std::uint32_t Tensor::output_nr() const {
+    autograd::detail::refresh_if_view(*this);
     const auto* m = autograd::detail::meta(*this);
     return m ? m->output_nr : 0;
 }
@@ -6283,7 +6700,7 @@ inline Tensor Tensor::detach() const {
 
 inline void Tensor::retain_grad() const {
     detail::check(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-    if (is_leaf()) return;  // leaves keep their grad anyway
+    if (is_leaf()) return;  // leaves keep their grad anyway (is_leaf refreshes a stale view)
     auto& m = autograd::detail::ensure_meta(*this);
     if (m.retains_grad) return;
     m.retains_grad = true;
@@ -6297,6 +6714,7 @@ inline bool Tensor::retains_grad() const {
 
 inline autograd::hook_handle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
     detail::check(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+    autograd::detail::refresh_if_view(*this);
     auto& m = autograd::detail::ensure_meta(*this);
     if (m.grad_fn) return autograd::detail::add_hook(m.grad_fn->tensor_pre_hooks(m.output_nr), std::move(hook));
     return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
@@ -6422,6 +6840,13 @@ Tensor record_view(const char* name, const Tensor& self, Tensor out, Backward bw
     return out;
 }
 
+/// record_view for the view ops: also marks `out` as a differentiable view of self's base.
+template <class Backward>
+Tensor record_view_op(const char* name, const Tensor& self, Tensor out, Backward bwd) {
+    track_view(self, out);
+    return record_view(name, self, std::move(out), std::move(bwd));
+}
+
 /// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
 /// Differentiable in g (its derivative is the same view of the incoming gradient).
 inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view) {
@@ -6437,21 +6862,21 @@ inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<
 
 inline Tensor Tensor::view(int_list sizes) const {
     const int_list in = this->sizes();
-    return autograd::detail::record_view("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
+    return autograd::detail::record_view_op("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::reshape(int_list sizes) const {
     const int_list in = this->sizes();
     Tensor out = detail::raw::reshape(*this, std::move(sizes));
     const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
-    return autograd::detail::record_view(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
+    return autograd::detail::record_view_op(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
-    return autograd::detail::record_view("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
+    return autograd::detail::record_view_op("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
                                          [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 inline Tensor Tensor::t() const {
-    return autograd::detail::record_view("TBackward0", *this, detail::raw::t(*this),
+    return autograd::detail::record_view_op("TBackward0", *this, detail::raw::t(*this),
                                          [](const Tensor& g) { return g.t(); });
 }
 inline Tensor Tensor::permute(const int_list& dims) const {
@@ -6459,21 +6884,21 @@ inline Tensor Tensor::permute(const int_list& dims) const {
     int_list inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i)
         inverse[static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()))] = static_cast<std::int64_t>(i);
-    return autograd::detail::record_view("PermuteBackward0", *this, out,
+    return autograd::detail::record_view_op("PermuteBackward0", *this, out,
                                          [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
     Tensor out = detail::raw::narrow(*this, d, start, length);
     const int_list in = sizes();
     const std::int64_t s = start < 0 ? start + size(d) : start;
-    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
+    return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
         return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
     });
 }
 inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
     Tensor out = detail::raw::slice(*this, d, start, end, step);
     const int_list in = sizes();
-    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
+    return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
         return autograd::detail::embed(g, in,
                                        [d, start, end, step](const Tensor& z) { return z.slice(d, start, end, step); });
     });
@@ -6481,28 +6906,28 @@ inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end
 inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
     Tensor out = detail::raw::select(*this, d, index);
     const int_list in = sizes();
-    return autograd::detail::record_view("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
+    return autograd::detail::record_view_op("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
         return autograd::detail::embed(g, in, [d, index](const Tensor& z) { return z.select(d, index); });
     });
 }
 inline Tensor Tensor::squeeze() const {
     const int_list in = sizes();
-    return autograd::detail::record_view("SqueezeBackward0", *this, detail::raw::squeeze(*this),
+    return autograd::detail::record_view_op("SqueezeBackward0", *this, detail::raw::squeeze(*this),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::squeeze(std::int64_t d) const {
     const int_list in = sizes();
-    return autograd::detail::record_view("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
+    return autograd::detail::record_view_op("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::unsqueeze(std::int64_t d) const {
     const int_list in = sizes();
-    return autograd::detail::record_view("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
+    return autograd::detail::record_view_op("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::expand(const int_list& sizes) const {
     const int_list in = this->sizes();
-    return autograd::detail::record_view("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
+    return autograd::detail::record_view_op("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
                                          [in](const Tensor& g) { return sum_to_size(g, in); });
 }
 inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
@@ -6510,9 +6935,18 @@ inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
     return expand(sizes);
 }
 inline Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t offset) const {
-    detail::check(!(requires_grad() && autograd::is_grad_enabled()),
-                  "as_strided: not differentiable in graft yet; call it on a detached tensor");
-    return detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
+    Tensor out = detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
+    const autograd::detail::strided_geometry in = autograd::detail::geometry_of(*this);
+    const autograd::detail::strided_geometry view = autograd::detail::geometry_of(out);
+    if (requires_grad() && autograd::is_grad_enabled())
+        detail::check(autograd::detail::is_dense(in) && autograd::detail::lies_within(view, in),
+                      "as_strided: differentiable only when the input is dense (no gaps, no overlap) and the view "
+                      "stays within its elements; got input sizes ", in.sizes, ", strides ", in.strides,
+                      ", offset ", in.offset, " and view sizes ", view.sizes, ", strides ", view.strides,
+                      ", offset ", view.offset, " (call it on a contiguous clone)");
+    return autograd::detail::record_view_op("AsStridedBackward0", *this, out, [in, view](const Tensor& g) {
+        return autograd::detail::as_strided_embed(g, in, view);
+    });
 }
 
 // ---------------------------------------------------------------- copies
@@ -6542,16 +6976,12 @@ inline Tensor Tensor::to(dtype target) const {
 
 namespace autograd::detail {
 
-/// Writes `result` into `self`, and, when recording, makes `node` self's new grad_fn
-/// (its edges already point at self's previous history).
+/// Writes `result` into `self`, and, when recording, makes `node` self's new history
+/// (its edges already point at self's previous history); for a view, the base's
+/// history is rebased onto CopySlices (view_tracking.hpp).
 inline void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node) {
     graft::detail::raw::copy_(self, result);
-    if (!node) return;
-    auto& m = ensure_meta(self);
-    const bool retained = m.retains_grad;
-    m.retains_grad = false;
-    set_history(self, node);
-    if (retained) self.retain_grad();
+    if (node) rebase_history(self, node);
 }
 
 inline void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
@@ -6575,9 +7005,11 @@ inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, co
     check_inplace_result(op, self, result);
     auto node = make_node(binary_node_name(kind), self, other);
     if (node && binary_saves_inputs(kind)) {
-        // The derivative needs the value self had before this write.
-        node->save(graft::detail::raw::clone(self));
-        node->save(other);
+        // Save only what the needed derivatives read: d/dself of mul_ needs other, d/dother
+        // needs the value self had before this write (a clone); div_ needs other for both.
+        const bool na = node->needs_input_grad(0), nb = node->needs_input_grad(1);
+        node->save(nb ? self.clone() : Tensor{});  // differentiable clone: double backward sees its history
+        node->save(na || kind == binary_kind::div ? other : Tensor{});
     }
     if (node) {
         const int_list sa = self.sizes(), sb = other.sizes();
@@ -6586,23 +7018,32 @@ inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, co
             if (!binary_saves_inputs(kind))
                 return {na ? sum_to_size(g[0], sa) : Tensor{},
                         nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{}};
-            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb);
+            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb, sa, sb);
         };
     }
     commit_inplace(self, result.type() == self.type() ? result : graft::detail::raw::to(result, self.type()), node);
     return self;
 }
 
+/// What an in-place unary op saves for its derivative.
+enum class inplace_saves { nothing, result, input };
+
+/// An in-place unary op; `bwd(grad, saved)` gives the gradient, where `saved` is the
+/// result (exp_, tanh_, ...), a copy of the overwritten input (sin_) or nothing (neg_).
 template <class Raw, class Backward>
-Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd) {
+Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd,
+                      inplace_saves saves = inplace_saves::result) {
     check_inplace(op, self, false);
     Tensor result = raw(self);
     check_inplace_result(op, self, result);
     auto node = make_node(node_name, self);
+    if (node && saves == inplace_saves::input) node->save(self.clone());  // before the write, with history
     commit_inplace(self, result, node);
     if (node) {
-        node->save(self, true);  // the new value: every in-place unary derivative here uses the output
-        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list { return {bwd(g[0], n.saved(0))}; };
+        if (saves == inplace_saves::result) node->save(self, true);  // the new value
+        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
+            return {bwd(g[0], n.saved_variables().empty() ? Tensor{} : n.saved(0))};
+        };
     }
     return self;
 }
@@ -6623,7 +7064,7 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
         };
     }
     detail::raw::copy_(*this, src);
-    if (node) autograd::detail::set_history(*this, node);
+    if (node) autograd::detail::rebase_history(*this, node);
     return *this;
 }
 inline Tensor& Tensor::fill_(const scalar& value) {
@@ -6634,7 +7075,7 @@ inline Tensor& Tensor::fill_(const scalar& value) {
             return autograd::tensor_list{zeros_like(g[0])};
         };
     detail::raw::fill_(*this, value);
-    if (node) autograd::detail::set_history(*this, node);
+    if (node) autograd::detail::rebase_history(*this, node);
     return *this;
 }
 
@@ -6650,7 +7091,8 @@ inline Tensor& Tensor::div_(const scalar& o) {
 }
 inline Tensor& Tensor::neg_() {
     return autograd::detail::inplace_unary("neg_", "NegBackward0", *this, [](const Tensor& x) { return ops::neg(x); },
-                                           [](const Tensor& g, const Tensor&) { return -g; });
+                                           [](const Tensor& g, const Tensor&) { return -g; },
+                                           autograd::detail::inplace_saves::nothing);
 }
 inline Tensor& Tensor::exp_() {
     return autograd::detail::inplace_unary("exp_", "ExpBackward0", *this, [](const Tensor& x) { return ops::exp(x); },
@@ -6672,11 +7114,10 @@ inline Tensor& Tensor::relu_() {
                                            [](const Tensor& g, const Tensor& y) { return where(y > 0.0, g, zeros_like(g)); });
 }
 inline Tensor& Tensor::sin_() {
-    autograd::detail::check_inplace("sin_", *this, false);
-    detail::check(!requires_grad() || !autograd::is_grad_enabled(),
-                  "sin_: not differentiable in place (its derivative needs the overwritten input); use sin()");
-    detail::raw::copy_(*this, ops::sin(*this));
-    return *this;
+    // The derivative needs the overwritten input: a copy is saved before the write (as PyTorch).
+    return autograd::detail::inplace_unary("sin_", "SinBackward0", *this, [](const Tensor& x) { return ops::sin(x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * cos(x); },
+                                           autograd::detail::inplace_saves::input);
 }
 
 // ---------------------------------------------------------------- math methods

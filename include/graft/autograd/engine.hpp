@@ -120,7 +120,9 @@ namespace detail {
 
 [[nodiscard]] inline bool requires_grad(const Tensor& t) noexcept {
     const auto* m = meta(t);
-    return m && (m->requires_grad || m->grad_fn);
+    if (m && (m->requires_grad || m->grad_fn)) return true;
+    const auto* v = tracked_view(t);  // a view requires grad when its base does (as PyTorch)
+    return v != nullptr && requires_grad(v->base);
 }
 
 /// The leaf's accumulator, created on first use and held weakly by the leaf.
@@ -135,6 +137,7 @@ namespace detail {
 
 /// Where gradients for `t` flow: its grad_fn, its accumulator, or nowhere.
 [[nodiscard]] inline Edge gradient_edge(const Tensor& t) {
+    refresh_if_view(t);
     auto* m = meta(t);
     if (!m) return {};
     if (m->grad_fn) return {m->grad_fn, m->output_nr};

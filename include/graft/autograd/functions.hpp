@@ -60,16 +60,55 @@ inline void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
     m.requires_grad = false;
 }
 
+/// The error PyTorch raises when a view made in no_grad mode is (or, with `indirect`,
+/// its base or a sibling view was) modified in place with grad mode enabled.
+inline void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
+    if (vm.creation == creation_meta::default_mode) return;
+    const auto* m = meta(self);
+    const std::string prefix = m && m->grad_fn
+                                   ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                           " is a view of a view which was created in")
+                                   : std::string("A view was created in");
+    graft::detail::fail(graft::detail::concat(
+        op ? op : "", op ? ": " : "", prefix, " no_grad mode and ",
+        indirect ? "its base or another view of its base has been" : "is being",
+        " modified inplace with grad mode enabled. graft forbids this because it is ambiguous whether the "
+        "in-place change should be tracked: create the view and run the in-place op both inside no_grad "
+        "(not tracked) or both outside it (tracked)."));
+}
+
+/// Checks that a view's history can be expressed from its base with as_strided.
+inline void check_rebase_supported(const char* op, const Tensor& view, const Tensor& base) {
+    const strided_geometry b = geometry_of(base), v = geometry_of(view);
+    graft::detail::check(is_dense(b) && lies_within(v, b), op,
+                         ": graft cannot track autograd through a view whose base is not dense or which reaches "
+                         "outside its base's elements (base sizes ", b.sizes, ", strides ", b.strides,
+                         ", offset ", b.offset, "; view sizes ", v.sizes, ", strides ", v.strides, ", offset ",
+                         v.offset, "); clone() the base first");
+}
+
+/// PyTorch's check_inplace: run by every in-place op before it writes `self`.
 inline void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
     graft::detail::check(self.defined(), op, ": got an undefined tensor");
     notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
     if (!is_grad_enabled()) return;
+    const bool self_requires_grad = requires_grad(self);
+    if (!self_requires_grad && !other_requires_grad) return;
+    if (const view_meta* vm = tracked_view(self)) {
+        handle_view_on_rebase(*vm, self, op, false);
+        const auto* bm = meta(vm->base);
+        graft::detail::check(!(self_requires_grad && !(bm && bm->grad_fn)), op,
+                             ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        const strided_geometry g = geometry_of(self);
+        graft::detail::check(is_non_overlapping(g), op, ": unsupported operation: more than one element of the "
+                             "written-to view refers to a single memory location (sizes ", g.sizes, ", strides ",
+                             g.strides, "); clone() the view before the in-place operation");
+        check_rebase_supported(op, self, vm->base);
+        refresh_if_view(self);
+    }
     const auto* m = meta(self);
     graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
                          ": a leaf Variable that requires grad is being used in an in-place operation.");
-    graft::detail::check(!(self.is_view() && (requires_grad(self) || other_requires_grad)), op,
-                         ": in-place operations on views are not differentiable in graft yet; apply the operation "
-                         "out of place (or to the base tensor)");
 }
 
 /// dims that were reduced away, restored as size-1 dims (for expanding gradients back).
@@ -129,12 +168,19 @@ decltype(auto) visit_binary(binary_kind k, F&& f) {
 }
 
 /// Gradients of a binary op from the op table; a or b may be a 0-dim stand-in for a number.
+/// An operand the needed derivatives don't read may be undefined (mul and div save only
+/// what they need) when the input sizes are given.
 [[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
-                                                 const Tensor& out, bool need_a, bool need_b) {
+                                                 const Tensor& out, bool need_a, bool need_b,
+                                                 const int_list& a_sizes = {}, const int_list& b_sizes = {}) {
     return visit_binary(kind, [&](auto op) -> tensor_list {
         using Op = decltype(op);
-        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.sizes(), a.type()) : Tensor{},
-                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.sizes(), b.type()) : Tensor{}};
+        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.defined() ? a.sizes() : a_sizes,
+                                     a.defined() ? a.type() : g.type())
+                       : Tensor{},
+                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.defined() ? b.sizes() : b_sizes,
+                                     b.defined() ? b.type() : g.type())
+                       : Tensor{}};
     });
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graft/autograd/node.hpp"
+#include "graft/autograd/view_meta.hpp"
 
 namespace graft::autograd {
 
@@ -158,6 +159,7 @@ public:
     saved_variable() = default;
     saved_variable(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
         if (!defined_) return;
+        if (!is_output) refresh_if_view(t);  // a stale view's grad_fn is regenerated first
         saved_version_ = t._version();
         sizes_ = t.sizes();
         type_ = t.type();
@@ -190,8 +192,14 @@ public:
         }
         // Outputs: keep storage and version counter but not the autograd metadata.
         data_ = is_output ? graft::detail::raw::alias(t) : t;
-        version_source_ = t;
-        if (is_output) version_source_ = data_;
+        if (!is_output && tracked_view(t) != nullptr) {
+            // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
+            // node, that is a reference cycle. Keep an alias with the view's autograd state
+            // (its history at save time) and version counter, but not the base.
+            data_ = graft::detail::raw::alias(t);
+            data_.impl_ptr()->autograd = t.impl().autograd;
+        }
+        version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
         if (const auto& ctx = active_mutation_context()) {
             // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
             entry_ = std::make_shared<mutation_entry>();

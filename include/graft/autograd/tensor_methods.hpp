@@ -9,6 +9,7 @@
 
 #include "graft/autograd/engine.hpp"
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/view_tracking.hpp"
 
 namespace graft {
 
@@ -17,6 +18,7 @@ namespace graft {
 inline bool Tensor::requires_grad() const { return autograd::detail::requires_grad(*this); }
 
 inline Tensor& Tensor::requires_grad_(bool enabled) {
+    autograd::detail::refresh_if_view(*this);
     auto* m = autograd::detail::meta(*this);
     if (m && m->grad_fn) {
         detail::check(enabled, "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
@@ -32,6 +34,7 @@ inline Tensor& Tensor::requires_grad_(bool enabled) {
 }
 
 inline bool Tensor::is_leaf() const {
+    autograd::detail::refresh_if_view(*this);
     const auto* m = autograd::detail::meta(*this);
     return !m || !m->grad_fn;
 }
@@ -50,11 +53,13 @@ inline void Tensor::set_grad(const Tensor& g) const {
 }
 
 inline std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+    autograd::detail::refresh_if_view(*this);  // a view's history is regenerated after in-place changes
     const auto* m = autograd::detail::meta(*this);
     return m ? m->grad_fn : nullptr;
 }
 
 inline std::uint32_t Tensor::output_nr() const {
+    autograd::detail::refresh_if_view(*this);
     const auto* m = autograd::detail::meta(*this);
     return m ? m->output_nr : 0;
 }
@@ -67,7 +72,7 @@ inline Tensor Tensor::detach() const {
 
 inline void Tensor::retain_grad() const {
     detail::check(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-    if (is_leaf()) return;  // leaves keep their grad anyway
+    if (is_leaf()) return;  // leaves keep their grad anyway (is_leaf refreshes a stale view)
     auto& m = autograd::detail::ensure_meta(*this);
     if (m.retains_grad) return;
     m.retains_grad = true;
@@ -81,6 +86,7 @@ inline bool Tensor::retains_grad() const {
 
 inline autograd::hook_handle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
     detail::check(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+    autograd::detail::refresh_if_view(*this);
     auto& m = autograd::detail::ensure_meta(*this);
     if (m.grad_fn) return autograd::detail::add_hook(m.grad_fn->tensor_pre_hooks(m.output_nr), std::move(hook));
     return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
@@ -206,6 +212,13 @@ Tensor record_view(const char* name, const Tensor& self, Tensor out, Backward bw
     return out;
 }
 
+/// record_view for the view ops: also marks `out` as a differentiable view of self's base.
+template <class Backward>
+Tensor record_view_op(const char* name, const Tensor& self, Tensor out, Backward bwd) {
+    track_view(self, out);
+    return record_view(name, self, std::move(out), std::move(bwd));
+}
+
 /// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
 /// Differentiable in g (its derivative is the same view of the incoming gradient).
 inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view) {
@@ -221,21 +234,21 @@ inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<
 
 inline Tensor Tensor::view(int_list sizes) const {
     const int_list in = this->sizes();
-    return autograd::detail::record_view("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
+    return autograd::detail::record_view_op("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::reshape(int_list sizes) const {
     const int_list in = this->sizes();
     Tensor out = detail::raw::reshape(*this, std::move(sizes));
     const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
-    return autograd::detail::record_view(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
+    return autograd::detail::record_view_op(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
-    return autograd::detail::record_view("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
+    return autograd::detail::record_view_op("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
                                          [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 inline Tensor Tensor::t() const {
-    return autograd::detail::record_view("TBackward0", *this, detail::raw::t(*this),
+    return autograd::detail::record_view_op("TBackward0", *this, detail::raw::t(*this),
                                          [](const Tensor& g) { return g.t(); });
 }
 inline Tensor Tensor::permute(const int_list& dims) const {
@@ -243,21 +256,21 @@ inline Tensor Tensor::permute(const int_list& dims) const {
     int_list inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i)
         inverse[static_cast<std::size_t>(detail::wrap_dim("permute", dims[i], dim()))] = static_cast<std::int64_t>(i);
-    return autograd::detail::record_view("PermuteBackward0", *this, out,
+    return autograd::detail::record_view_op("PermuteBackward0", *this, out,
                                          [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
     Tensor out = detail::raw::narrow(*this, d, start, length);
     const int_list in = sizes();
     const std::int64_t s = start < 0 ? start + size(d) : start;
-    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
+    return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
         return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
     });
 }
 inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
     Tensor out = detail::raw::slice(*this, d, start, end, step);
     const int_list in = sizes();
-    return autograd::detail::record_view("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
+    return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
         return autograd::detail::embed(g, in,
                                        [d, start, end, step](const Tensor& z) { return z.slice(d, start, end, step); });
     });
@@ -265,28 +278,28 @@ inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end
 inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
     Tensor out = detail::raw::select(*this, d, index);
     const int_list in = sizes();
-    return autograd::detail::record_view("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
+    return autograd::detail::record_view_op("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
         return autograd::detail::embed(g, in, [d, index](const Tensor& z) { return z.select(d, index); });
     });
 }
 inline Tensor Tensor::squeeze() const {
     const int_list in = sizes();
-    return autograd::detail::record_view("SqueezeBackward0", *this, detail::raw::squeeze(*this),
+    return autograd::detail::record_view_op("SqueezeBackward0", *this, detail::raw::squeeze(*this),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::squeeze(std::int64_t d) const {
     const int_list in = sizes();
-    return autograd::detail::record_view("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
+    return autograd::detail::record_view_op("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::unsqueeze(std::int64_t d) const {
     const int_list in = sizes();
-    return autograd::detail::record_view("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
+    return autograd::detail::record_view_op("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
 inline Tensor Tensor::expand(const int_list& sizes) const {
     const int_list in = this->sizes();
-    return autograd::detail::record_view("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
+    return autograd::detail::record_view_op("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
                                          [in](const Tensor& g) { return sum_to_size(g, in); });
 }
 inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
@@ -294,9 +307,18 @@ inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
     return expand(sizes);
 }
 inline Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t offset) const {
-    detail::check(!(requires_grad() && autograd::is_grad_enabled()),
-                  "as_strided: not differentiable in graft yet; call it on a detached tensor");
-    return detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
+    Tensor out = detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
+    const autograd::detail::strided_geometry in = autograd::detail::geometry_of(*this);
+    const autograd::detail::strided_geometry view = autograd::detail::geometry_of(out);
+    if (requires_grad() && autograd::is_grad_enabled())
+        detail::check(autograd::detail::is_dense(in) && autograd::detail::lies_within(view, in),
+                      "as_strided: differentiable only when the input is dense (no gaps, no overlap) and the view "
+                      "stays within its elements; got input sizes ", in.sizes, ", strides ", in.strides,
+                      ", offset ", in.offset, " and view sizes ", view.sizes, ", strides ", view.strides,
+                      ", offset ", view.offset, " (call it on a contiguous clone)");
+    return autograd::detail::record_view_op("AsStridedBackward0", *this, out, [in, view](const Tensor& g) {
+        return autograd::detail::as_strided_embed(g, in, view);
+    });
 }
 
 // ---------------------------------------------------------------- copies
@@ -326,16 +348,12 @@ inline Tensor Tensor::to(dtype target) const {
 
 namespace autograd::detail {
 
-/// Writes `result` into `self`, and, when recording, makes `node` self's new grad_fn
-/// (its edges already point at self's previous history).
+/// Writes `result` into `self`, and, when recording, makes `node` self's new history
+/// (its edges already point at self's previous history); for a view, the base's
+/// history is rebased onto CopySlices (view_tracking.hpp).
 inline void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node) {
     graft::detail::raw::copy_(self, result);
-    if (!node) return;
-    auto& m = ensure_meta(self);
-    const bool retained = m.retains_grad;
-    m.retains_grad = false;
-    set_history(self, node);
-    if (retained) self.retain_grad();
+    if (node) rebase_history(self, node);
 }
 
 inline void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
@@ -359,9 +377,11 @@ inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, co
     check_inplace_result(op, self, result);
     auto node = make_node(binary_node_name(kind), self, other);
     if (node && binary_saves_inputs(kind)) {
-        // The derivative needs the value self had before this write.
-        node->save(graft::detail::raw::clone(self));
-        node->save(other);
+        // Save only what the needed derivatives read: d/dself of mul_ needs other, d/dother
+        // needs the value self had before this write (a clone); div_ needs other for both.
+        const bool na = node->needs_input_grad(0), nb = node->needs_input_grad(1);
+        node->save(nb ? self.clone() : Tensor{});  // differentiable clone: double backward sees its history
+        node->save(na || kind == binary_kind::div ? other : Tensor{});
     }
     if (node) {
         const int_list sa = self.sizes(), sb = other.sizes();
@@ -370,23 +390,32 @@ inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, co
             if (!binary_saves_inputs(kind))
                 return {na ? sum_to_size(g[0], sa) : Tensor{},
                         nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{}};
-            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb);
+            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb, sa, sb);
         };
     }
     commit_inplace(self, result.type() == self.type() ? result : graft::detail::raw::to(result, self.type()), node);
     return self;
 }
 
+/// What an in-place unary op saves for its derivative.
+enum class inplace_saves { nothing, result, input };
+
+/// An in-place unary op; `bwd(grad, saved)` gives the gradient, where `saved` is the
+/// result (exp_, tanh_, ...), a copy of the overwritten input (sin_) or nothing (neg_).
 template <class Raw, class Backward>
-Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd) {
+Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd,
+                      inplace_saves saves = inplace_saves::result) {
     check_inplace(op, self, false);
     Tensor result = raw(self);
     check_inplace_result(op, self, result);
     auto node = make_node(node_name, self);
+    if (node && saves == inplace_saves::input) node->save(self.clone());  // before the write, with history
     commit_inplace(self, result, node);
     if (node) {
-        node->save(self, true);  // the new value: every in-place unary derivative here uses the output
-        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list { return {bwd(g[0], n.saved(0))}; };
+        if (saves == inplace_saves::result) node->save(self, true);  // the new value
+        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
+            return {bwd(g[0], n.saved_variables().empty() ? Tensor{} : n.saved(0))};
+        };
     }
     return self;
 }
@@ -407,7 +436,7 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
         };
     }
     detail::raw::copy_(*this, src);
-    if (node) autograd::detail::set_history(*this, node);
+    if (node) autograd::detail::rebase_history(*this, node);
     return *this;
 }
 inline Tensor& Tensor::fill_(const scalar& value) {
@@ -418,7 +447,7 @@ inline Tensor& Tensor::fill_(const scalar& value) {
             return autograd::tensor_list{zeros_like(g[0])};
         };
     detail::raw::fill_(*this, value);
-    if (node) autograd::detail::set_history(*this, node);
+    if (node) autograd::detail::rebase_history(*this, node);
     return *this;
 }
 
@@ -434,7 +463,8 @@ inline Tensor& Tensor::div_(const scalar& o) {
 }
 inline Tensor& Tensor::neg_() {
     return autograd::detail::inplace_unary("neg_", "NegBackward0", *this, [](const Tensor& x) { return ops::neg(x); },
-                                           [](const Tensor& g, const Tensor&) { return -g; });
+                                           [](const Tensor& g, const Tensor&) { return -g; },
+                                           autograd::detail::inplace_saves::nothing);
 }
 inline Tensor& Tensor::exp_() {
     return autograd::detail::inplace_unary("exp_", "ExpBackward0", *this, [](const Tensor& x) { return ops::exp(x); },
@@ -456,11 +486,10 @@ inline Tensor& Tensor::relu_() {
                                            [](const Tensor& g, const Tensor& y) { return where(y > 0.0, g, zeros_like(g)); });
 }
 inline Tensor& Tensor::sin_() {
-    autograd::detail::check_inplace("sin_", *this, false);
-    detail::check(!requires_grad() || !autograd::is_grad_enabled(),
-                  "sin_: not differentiable in place (its derivative needs the overwritten input); use sin()");
-    detail::raw::copy_(*this, ops::sin(*this));
-    return *this;
+    // The derivative needs the overwritten input: a copy is saved before the write (as PyTorch).
+    return autograd::detail::inplace_unary("sin_", "SinBackward0", *this, [](const Tensor& x) { return ops::sin(x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * cos(x); },
+                                           autograd::detail::inplace_saves::input);
 }
 
 // ---------------------------------------------------------------- math methods

@@ -27,6 +27,7 @@ class Node;
 struct hook_handle;
 namespace detail {
 struct autograd_meta;
+struct view_meta;
 }  // namespace detail
 }  // namespace autograd
 
@@ -42,6 +43,7 @@ struct tensor_impl {
     std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
     std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
     bool is_view = false;  // created by a view operation of another tensor
+    std::shared_ptr<autograd::detail::view_meta> view;  // differentiable views: base (graft/autograd/view_meta.hpp)
 };
 
 }  // namespace detail
