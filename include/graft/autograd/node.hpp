@@ -98,12 +98,17 @@ public:
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
     [[nodiscard]] std::string name() const { return name_; }
+    /// The same name without a copy (a static string).
+    [[nodiscard]] const char* raw_name() const noexcept { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
     [[nodiscard]] const edge_list& next_functions() const noexcept { return next_edges_; }
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
-    [[nodiscard]] std::map<std::string, std::any>& metadata() noexcept { return metadata_; }
+    [[nodiscard]] std::map<std::string, std::any>& metadata() {
+        if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
+        return *metadata_;
+    }
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
@@ -167,7 +172,7 @@ private:
     std::uint64_t sequence_nr_;
     edge_list next_edges_;
     boost::container::small_vector<detail::input_metadata, 1> output_meta_;
-    std::map<std::string, std::any> metadata_;
+    std::unique_ptr<std::map<std::string, std::any>> metadata_;
     std::unique_ptr<hook_storage> hooks_;
     std::mutex mutex_;
 };
