@@ -121,7 +121,12 @@ public:
     hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
 
     /// Runs the node; called by the engine.
-    [[nodiscard]] tensor_list operator()(tensor_list grad_outputs) { return apply(std::move(grad_outputs)); }
+    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs) {
+        tensor_list copy = grad_outputs;
+        return apply(std::move(copy));
+    }
+    /// As above; `grad_outputs` may be left moved-from, or as it was (the engine reuses its memory).
+    [[nodiscard]] tensor_list operator()(tensor_list&& grad_outputs) { return apply(std::move(grad_outputs)); }
     /// Frees saved tensors once backward no longer needs them.
     virtual void release_variables() {}
     /// Short description of saved tensors, for to_dot.
@@ -198,7 +203,7 @@ struct autograd_meta {
 [[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
     (void)t.impl();  // throws on an undefined tensor
     auto& slot = t.impl_ptr()->autograd;
-    if (!slot) slot = std::make_shared<autograd_meta>();
+    if (!slot) slot = std::allocate_shared<autograd_meta>(graft::detail::pool_allocator<autograd_meta>{});
     return *slot;
 }
 
