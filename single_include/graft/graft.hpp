@@ -551,6 +551,8 @@ private:
 
 namespace graft::detail {
 
+// Off under ASan/TSan so they see every allocation and free (predefine to override).
+#ifndef GRAFT_DETAIL_POOL_ENABLED
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define GRAFT_DETAIL_POOL_ENABLED 0
 #elif defined(__has_feature)
@@ -558,8 +560,9 @@ namespace graft::detail {
 #define GRAFT_DETAIL_POOL_ENABLED 0
 #endif
 #endif
+#endif
 #ifndef GRAFT_DETAIL_POOL_ENABLED
-#define GRAFT_DETAIL_POOL_ENABLED 1  // off under ASan/TSan so they see every allocation and free
+#define GRAFT_DETAIL_POOL_ENABLED 1
 #endif
 
 /// Blocks of up to 1 KiB in 64-byte size classes; each thread keeps up to
