@@ -213,10 +213,10 @@ public:
     template <std::input_iterator It>
     int_list(It first, It last) { assign(first, last); }
     int_list(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
-    int_list(const int_list& other) { assign(other.begin(), other.end()); }
+    int_list(const int_list& other) { copy_from(other); }
     int_list(int_list&& other) noexcept { take(std::move(other)); }
     int_list& operator=(const int_list& other) {
-        if (this != &other) assign(other.begin(), other.end());
+        if (this != &other) copy_from(other);
         return *this;
     }
     int_list& operator=(int_list&& other) noexcept {
@@ -315,9 +315,25 @@ private:
             heap_ = std::move(other.heap_);
             heap_capacity_ = other.heap_capacity_;
         } else {
-            std::copy(other.inline_, other.inline_ + other.size_, inline_);
+            copy_inline(other);
         }
         other.size_ = 0;
+    }
+    void copy_from(const int_list& other) {
+        if (other.size_ <= inline_capacity && !heap_) {
+            copy_inline(other);
+            size_ = other.size_;
+        } else {
+            assign(other.begin(), other.end());
+        }
+    }
+    /// The whole inline array: a fixed-size copy the compiler inlines (no memmove call).
+    void copy_inline(const int_list& other) noexcept {
+        if (!other.heap_) {
+            std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
+        } else {
+            std::copy(other.heap_.get(), other.heap_.get() + other.size_, inline_);
+        }
     }
 
     std::int64_t inline_[inline_capacity]{};
@@ -620,6 +636,140 @@ inline void observe_read(std::string_view what, const Tensor& t) {
 #include <mutex>
 #include <new>
 
+// ---- begin graft/core/detail/pool.hpp
+// Per-thread free lists for the small objects every recorded op allocates
+// (tensor_impl, storage, autograd_meta, backward node). A 100-op graph frees
+// hundreds of such blocks at once; glibc keeps only 7 per size in its thread
+// cache and sends the rest through its slow consolidating free path.
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+namespace graft::detail {
+
+// Off under ASan/TSan so they see every allocation and free (predefine to override).
+#ifndef GRAFT_DETAIL_POOL_ENABLED
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GRAFT_DETAIL_POOL_ENABLED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GRAFT_DETAIL_POOL_ENABLED 0
+#endif
+#endif
+#endif
+#ifndef GRAFT_DETAIL_POOL_ENABLED
+#define GRAFT_DETAIL_POOL_ENABLED 1
+#endif
+
+/// Blocks of up to 1 KiB in 64-byte size classes; each thread keeps up to
+/// `max_bytes` of freed blocks for reuse and returns them to the system when it
+/// exits. A block freed on another thread than the one that allocated it joins
+/// the freeing thread's lists. Blocks come from ::operator new.
+class block_pool {
+public:
+    static constexpr std::size_t granule = 64;
+    static constexpr std::size_t classes = 16;
+    static constexpr std::size_t max_block = granule * classes;
+    static constexpr std::size_t max_bytes = std::size_t{2} << 20;
+
+    [[nodiscard]] static void* allocate(std::size_t n) {
+        if constexpr (GRAFT_DETAIL_POOL_ENABLED) {
+            if (n <= max_block) {
+                const std::size_t c = class_of(n);
+                lists& l = local();
+                if (free_block* b = l.head[c]) {
+                    l.head[c] = b->next;
+                    l.bytes -= block_size(c);
+                    return b;
+                }
+                return ::operator new(block_size(c));
+            }
+        }
+        return ::operator new(n);
+    }
+
+    static void deallocate(void* p, std::size_t n) noexcept {
+        if constexpr (GRAFT_DETAIL_POOL_ENABLED) {
+            if (n <= max_block) {
+                const std::size_t c = class_of(n);
+                lists& l = local();
+                if (l.state == state_t::fresh) register_drain(l);
+                if (l.state == state_t::active && l.bytes + block_size(c) <= max_bytes) {
+                    auto* b = static_cast<free_block*>(p);
+                    b->next = l.head[c];
+                    l.head[c] = b;
+                    l.bytes += block_size(c);
+                    return;
+                }
+                ::operator delete(p, block_size(c));
+                return;
+            }
+        }
+        ::operator delete(p, n);
+    }
+
+private:
+    struct free_block {
+        free_block* next;
+    };
+    enum class state_t : std::uint8_t { fresh, active, exited };
+    // Trivially destructible, so it stays usable during and after thread exit.
+    struct lists {
+        free_block* head[classes];
+        std::size_t bytes;
+        state_t state;
+    };
+    /// Returns a thread's cached blocks to the system at thread exit.
+    struct drain {
+        lists* l;
+        ~drain() {
+            for (std::size_t c = 0; c < classes; ++c)
+                while (free_block* b = l->head[c]) {
+                    l->head[c] = b->next;
+                    ::operator delete(b, block_size(c));
+                }
+            l->bytes = 0;
+            l->state = state_t::exited;  // later frees on this thread go straight to the system
+        }
+    };
+
+    [[nodiscard]] static constexpr std::size_t class_of(std::size_t n) noexcept {
+        return n == 0 ? 0 : (n - 1) / granule;
+    }
+    [[nodiscard]] static constexpr std::size_t block_size(std::size_t c) noexcept { return (c + 1) * granule; }
+
+    [[nodiscard]] static lists& local() noexcept {
+        thread_local constinit lists l{};
+        return l;
+    }
+    static void register_drain(lists& l) noexcept {
+        thread_local drain d{&l};  // constructed once per thread; its destructor runs at thread exit
+        (void)d;
+        l.state = state_t::active;
+    }
+};
+
+/// An allocator over block_pool, for std::allocate_shared of graft's small objects.
+template <class T>
+struct pool_allocator {
+    using value_type = T;
+    pool_allocator() noexcept = default;
+    template <class U>
+    pool_allocator(const pool_allocator<U>&) noexcept {}  // NOLINT: rebinding is implicit by design
+
+    [[nodiscard]] T* allocate(std::size_t n) {
+        static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "block_pool blocks have new's alignment");
+        return static_cast<T*>(block_pool::allocate(n * sizeof(T)));
+    }
+    void deallocate(T* p, std::size_t n) noexcept { block_pool::deallocate(p, n * sizeof(T)); }
+
+    template <class U>
+    bool operator==(const pool_allocator<U>&) const noexcept { return true; }
+};
+
+}  // namespace graft::detail
+// ---- end graft/core/detail/pool.hpp
+
 namespace graft {
 
 /// Alignment of every storage allocation: one cache line, enough for AVX-512 loads.
@@ -747,7 +897,7 @@ private:
 };
 
 [[nodiscard]] inline std::shared_ptr<storage> make_storage(std::size_t nbytes) {
-    return std::make_shared<storage>(nbytes);
+    return std::allocate_shared<storage>(pool_allocator<storage>{}, nbytes);
 }
 
 }  // namespace detail
@@ -778,18 +928,23 @@ struct view_meta;
 
 namespace detail {
 
-/// What a Tensor handle points to. Views share `storage` and `version`.
+/// What a Tensor handle points to. Views share `data`, and with it the
+/// storage's version counter.
 struct tensor_impl {
     std::shared_ptr<storage> data;
     int_list sizes;
     int_list strides;  // in elements
     std::int64_t offset = 0;  // in elements
     dtype type = dtype::float32;
-    std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
     std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
     bool is_view = false;  // created by a view operation of another tensor
     std::shared_ptr<autograd::detail::view_meta> view;  // differentiable views: base (graft/autograd/view_meta.hpp)
 };
+
+/// A new, empty tensor_impl from the small-object pool.
+[[nodiscard]] inline std::shared_ptr<tensor_impl> make_tensor_impl() {
+    return std::allocate_shared<tensor_impl>(pool_allocator<tensor_impl>{});
+}
 
 }  // namespace detail
 
@@ -821,8 +976,8 @@ public:
     /// True when this tensor was made by a view operation and shares another tensor's storage.
     [[nodiscard]] bool is_view() const { return impl().is_view; }
     /// Bumped by every in-place modification of this tensor or of any view of its storage.
-    [[nodiscard]] std::uint64_t _version() const { return impl().version->load(std::memory_order_relaxed); }
-    void bump_version() const { impl().version->fetch_add(1, std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t _version() const { return impl().data->version().load(std::memory_order_relaxed); }
+    void bump_version() const { impl().data->version().fetch_add(1, std::memory_order_relaxed); }
     /// True when both handles refer to the same tensor object.
     [[nodiscard]] bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
     /// True when the two tensors share storage.
@@ -952,12 +1107,11 @@ private:
 /// A new tensor with uninitialized contents.
 [[nodiscard]] inline Tensor empty(const int_list& sizes, dtype type = default_float_dtype) {
     detail::check_sizes("empty", sizes);
-    auto impl = std::make_shared<detail::tensor_impl>();
+    auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
     impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
-    impl->version = std::shared_ptr<std::atomic<std::uint64_t>>(impl->data, &impl->data->version());
     return Tensor(std::move(impl));
 }
 
@@ -1081,9 +1235,8 @@ namespace detail::raw {
 
 /// A new tensor object viewing `base`'s storage and sharing its version counter.
 [[nodiscard]] inline Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
-    auto v = std::make_shared<tensor_impl>();
+    auto v = make_tensor_impl();
     v->data = base.impl().data;
-    v->version = base.impl().version;
     v->type = base.impl().type;
     v->sizes = std::move(sizes);
     v->strides = std::move(strides);
@@ -3719,9 +3872,23 @@ template <class T>
 [[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
     Tensor out = empty(a.sizes(), a.type());
     const T* pa = a.data_ptr<T>();
+    T* po = out.data_ptr<T>();
     const auto n = static_cast<std::size_t>(a.numel());
-    if (b_first) kernels::binary(op, b, sb, pa, 1, out.data_ptr<T>(), n);
-    else kernels::binary(op, pa, 1, b, sb, out.data_ptr<T>(), n);
+    using kernels::binary_op;
+    if (n == 1 && (op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div)) {
+        // One element (autograd on scalars): plain arithmetic, the same IEEE result as the
+        // kernel without its dispatch and loop setup.
+        const T x = b_first ? *b : *pa, y = b_first ? *pa : *b;
+        switch (op) {
+            case binary_op::add: *po = x + y; break;
+            case binary_op::sub: *po = x - y; break;
+            case binary_op::mul: *po = x * y; break;
+            default: *po = x / y; break;
+        }
+        return out;
+    }
+    if (b_first) kernels::binary(op, b, sb, pa, 1, po, n);
+    else kernels::binary(op, pa, 1, b, sb, po, n);
     return out;
 }
 
@@ -4803,12 +4970,17 @@ public:
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
     [[nodiscard]] std::string name() const { return name_; }
+    /// The same name without a copy (a static string).
+    [[nodiscard]] const char* raw_name() const noexcept { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
     [[nodiscard]] const edge_list& next_functions() const noexcept { return next_edges_; }
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
-    [[nodiscard]] std::map<std::string, std::any>& metadata() noexcept { return metadata_; }
+    [[nodiscard]] std::map<std::string, std::any>& metadata() {
+        if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
+        return *metadata_;
+    }
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
@@ -4821,7 +4993,12 @@ public:
     hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
 
     /// Runs the node; called by the engine.
-    [[nodiscard]] tensor_list operator()(tensor_list grad_outputs) { return apply(std::move(grad_outputs)); }
+    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs) {
+        tensor_list copy = grad_outputs;
+        return apply(std::move(copy));
+    }
+    /// As above; `grad_outputs` may be left moved-from, or as it was (the engine reuses its memory).
+    [[nodiscard]] tensor_list operator()(tensor_list&& grad_outputs) { return apply(std::move(grad_outputs)); }
     /// Frees saved tensors once backward no longer needs them.
     virtual void release_variables() {}
     /// Short description of saved tensors, for to_dot.
@@ -4872,7 +5049,7 @@ private:
     std::uint64_t sequence_nr_;
     edge_list next_edges_;
     boost::container::small_vector<detail::input_metadata, 1> output_meta_;
-    std::map<std::string, std::any> metadata_;
+    std::unique_ptr<std::map<std::string, std::any>> metadata_;
     std::unique_ptr<hook_storage> hooks_;
     std::mutex mutex_;
 };
@@ -4898,7 +5075,7 @@ struct autograd_meta {
 [[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
     (void)t.impl();  // throws on an undefined tensor
     auto& slot = t.impl_ptr()->autograd;
-    if (!slot) slot = std::make_shared<autograd_meta>();
+    if (!slot) slot = std::allocate_shared<autograd_meta>(graft::detail::pool_allocator<autograd_meta>{});
     return *slot;
 }
 
@@ -5160,11 +5337,12 @@ public:
         type_ = t.type();
         if (const auto* m = meta(t)) {
             output_nr_ = m->output_nr;
-            if (m->grad_fn) grad_fn_name_ = m->grad_fn->name();
+            if (m->grad_fn) grad_fn_name_ = m->grad_fn->raw_name();
         }
         auto& hooks = saved_hooks();
         if (!hooks.stack.empty() && hooks.packing == 0) {
-            unpack_ = hooks.stack.back().second;
+            hooked_ = std::make_unique<hooked_state>();
+            hooked_->unpack = hooks.stack.back().second;
             {
                 // Ops inside the pack hook (say t * 2) may save tensors themselves; those are
                 // saved plainly, or packing would recurse forever.
@@ -5173,15 +5351,14 @@ public:
                     explicit packing_scope(int& d) : depth(d) { ++depth; }
                     ~packing_scope() { --depth; }
                 } scope(hooks.packing);
-                packed_ = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
+                hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
             }
-            has_hooks_ = true;
             // Remember where t sits in the graph, so the unpacked tensor can be re-attached
             // (double backward through a saved input works with hooks too).
             if (const auto* m = meta(t); m && !is_output) {
-                hook_requires_grad_ = m->requires_grad || m->grad_fn;
-                hook_grad_fn_ = m->grad_fn;
-                if (!m->grad_fn && m->requires_grad) hook_grad_acc_ = m->grad_accumulator.lock();
+                hooked_->requires_grad = m->requires_grad || m->grad_fn;
+                hooked_->grad_fn = m->grad_fn;
+                if (!m->grad_fn && m->requires_grad) hooked_->grad_acc = m->grad_accumulator.lock();
             }
             return;
         }
@@ -5219,22 +5396,22 @@ public:
                              "backward through the graph a second time or if you need to access saved tensors after "
                              "calling backward.");
         Tensor value;
-        if (has_hooks_) {
-            value = unpack_(packed_);
+        if (hooked_) {
+            value = hooked_->unpack(hooked_->packed);
             graft::detail::check(value.defined(), "Output of saved tensor unpack_hook expected to be a Tensor, but "
                                  "the unpack hook returned an undefined tensor");
             graft::detail::check(value.sizes() == sizes_ && value.type() == type_, "saved_tensors_hooks: the unpack "
                                  "hook returned a tensor of shape ", graft::detail::to_string(value.sizes()), " and "
                                  "dtype ", name(value.type()), ", but the saved tensor had shape ",
                                  graft::detail::to_string(sizes_), " and dtype ", name(type_));
-            if (hook_requires_grad_) {
+            if (hooked_->requires_grad) {
                 // Re-attach the unpacked value where the original was (no version counter sharing).
                 value = graft::detail::raw::alias(value);
                 auto& m = ensure_meta(value);
-                m.grad_fn = hook_grad_fn_;
+                m.grad_fn = hooked_->grad_fn;
                 m.output_nr = output_nr_;
-                m.requires_grad = !hook_grad_fn_;
-                if (hook_grad_acc_) m.grad_accumulator = hook_grad_acc_;
+                m.requires_grad = !hooked_->grad_fn;
+                if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
             }
         } else {
             Tensor data = data_, version_source = version_source_;
@@ -5251,9 +5428,11 @@ public:
             const std::uint64_t now = version_source._version();
             if (now != saved_version) {
                 std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
-                if (!grad_fn_name_.empty() || is_output_)
+                if (grad_fn_name_ != nullptr || is_output_)
                     desc += graft::detail::concat(", which is output ", output_nr_, " of ",
-                                                  is_output_ && owner ? owner->name() : grad_fn_name_, ",");
+                                                  is_output_ && owner ? owner->name()
+                                                  : grad_fn_name_ ? std::string(grad_fn_name_) : std::string(),
+                                                  ",");
                 graft::detail::fail(graft::detail::concat(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     "operation: ", desc, " is at version ", now, "; expected version ", saved_version,
@@ -5275,7 +5454,7 @@ public:
     void release() noexcept {
         data_ = Tensor{};
         version_source_ = Tensor{};
-        packed_.reset();
+        if (hooked_) hooked_->packed.reset();
         entry_.reset();
         released_ = true;
     }
@@ -5306,22 +5485,27 @@ public:
     }
 
 private:
+    /// What a tensor saved through saved_tensors_hooks keeps (rare: allocated only then,
+    /// so a plain saved variable, and the node holding it, stay small).
+    struct hooked_state {
+        std::any packed;
+        unpack_hook unpack;
+        std::shared_ptr<Node> grad_fn;   // the original's grad_fn (non-outputs)
+        std::shared_ptr<Node> grad_acc;  // the original leaf's accumulator
+        bool requires_grad = false;
+    };
+
     Tensor data_;
     Tensor version_source_;
-    std::any packed_;
-    unpack_hook unpack_;
-    std::shared_ptr<Node> hook_grad_fn_;   // with hooks: the original's grad_fn (non-outputs)
-    std::shared_ptr<Node> hook_grad_acc_;  // with hooks: the original leaf's accumulator
+    std::unique_ptr<hooked_state> hooked_;  // set only when saved through saved_tensors_hooks
     std::shared_ptr<mutation_entry> entry_;  // set only inside allow_mutation_on_saved_tensors
     int_list sizes_;
     dtype type_ = dtype::float32;
     std::uint64_t saved_version_ = 0;
     std::uint32_t output_nr_ = 0;
-    std::string grad_fn_name_;
+    const char* grad_fn_name_ = nullptr;  // Node names are static strings
     bool defined_ = false;
     bool is_output_ = false;
-    bool has_hooks_ = false;
-    bool hook_requires_grad_ = false;
     bool released_ = false;
 };
 
@@ -5501,7 +5685,35 @@ struct node_state {
 /// no allocation per node (std::unordered_map allocates one per entry).
 class node_table {
 public:
-    node_table() { rehash(64); }
+    node_table() {
+        // Reuse the arrays of this thread's previous pass (one rehash-free table per thread;
+        // a nested pass, e.g. backward inside a hook, gets fresh arrays).
+        auto& spare = spare_arrays();
+        if (!spare.keys.empty()) {
+            keys_.swap(spare.keys);
+            values_.swap(spare.values);
+            mask_ = keys_.size() - 1;
+        } else {
+            rehash(64);
+        }
+    }
+    node_table(const node_table&) = delete;
+    node_table& operator=(const node_table&) = delete;
+    ~node_table() {
+        // Release the pass's references now (as destroying the arrays would), then keep
+        // the emptied arrays for the next pass when they are not too large.
+        for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
+            if (keys_[i] != nullptr) {
+                keys_[i] = nullptr;
+                values_[i] = node_state{};
+                --count_;
+            }
+        auto& spare = spare_arrays();
+        if (keys_.size() <= max_spare && spare.keys.empty()) {
+            spare.keys.swap(keys_);
+            spare.values.swap(values_);
+        }
+    }
     /// The state of `n`, created empty when absent; `fresh` tells which.
     node_state& get(Node* n, bool* fresh = nullptr) {
         if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
@@ -5547,6 +5759,16 @@ private:
             if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
     }
 
+    static constexpr std::size_t max_spare = 4096;
+    struct arrays {
+        std::vector<Node*> keys;
+        std::vector<node_state> values;
+    };
+    static arrays& spare_arrays() {
+        thread_local arrays spare;
+        return spare;
+    }
+
     std::vector<Node*> keys_;
     std::vector<node_state> values_;
     std::size_t mask_ = 0;
@@ -5564,6 +5786,7 @@ struct graph_task {
     std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
     bool filter = false;
     tensor_list captured;
+    std::vector<tensor_list> spare_lists;  // emptied gradient vectors, reused as node buffers
 };
 
 inline std::atomic<std::uint64_t>& next_task_id() {
@@ -5630,8 +5853,15 @@ inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, boo
         if (e.valid()) visit(e.function.get());
 }
 
-inline void add_to_buffer(node_state& st, const Node& target, std::uint32_t slot, const Tensor& grad) {
-    if (st.buffer.size() < target.num_outputs()) st.buffer.resize(target.num_outputs());
+inline void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
+                          const Tensor& grad) {
+    if (st.buffer.size() < target.num_outputs()) {
+        if (st.buffer.capacity() == 0 && !task.spare_lists.empty()) {
+            st.buffer = std::move(task.spare_lists.back());
+            task.spare_lists.pop_back();
+        }
+        st.buffer.resize(target.num_outputs());
+    }
     st.buffer[slot] = accumulate(st.buffer[slot], grad);
     st.has_gradient = true;
 }
@@ -5656,6 +5886,13 @@ inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool c
         }
     }
     return grad;
+}
+
+/// Keeps the memory of a gradient vector for a later node's buffer (saves an allocation per node).
+inline void recycle(graph_task& task, tensor_list&& list) {
+    if (list.capacity() == 0 || task.spare_lists.size() >= 8) return;
+    list.clear();
+    task.spare_lists.push_back(std::move(list));
 }
 
 inline void execute(graph_task& task) {
@@ -5722,11 +5959,14 @@ inline void execute(graph_task& task) {
             Node* next = e.function.get();
             node_state& st = *task.nodes.find(next);  // every reachable node was entered up front
             if (i < outputs.size() && outputs[i].defined())
-                add_to_buffer(st, *next, e.input_nr, validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+                add_to_buffer(task, st, *next, e.input_nr,
+                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
             else
                 st.has_gradient = true;  // becomes ready with an undefined gradient
             if (--st.dependencies == 0) ready.push(st.owner);
         }
+        recycle(task, std::move(grads));
+        recycle(task, std::move(outputs));
     }
 }
 
@@ -5776,7 +6016,7 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
-        add_to_buffer(task.nodes.get(n), *n, roots[i].input_nr,
+        add_to_buffer(task, task.nodes.get(n), *n, roots[i].input_nr,
                       validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
     }
     execute(task);
@@ -5861,7 +6101,7 @@ namespace autograd::detail {
 template <class... Ts>
 [[nodiscard]] std::shared_ptr<function_node> make_node(const char* name, const Ts&... inputs) {
     if (!is_grad_enabled() || !(requires_grad(inputs) || ...)) return nullptr;
-    auto node = std::make_shared<function_node>(name);
+    auto node = std::allocate_shared<function_node>(graft::detail::pool_allocator<function_node>{}, name);
     (node->add_next_edge(gradient_edge(inputs)), ...);
     return node;
 }

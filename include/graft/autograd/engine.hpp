@@ -190,7 +190,35 @@ struct node_state {
 /// no allocation per node (std::unordered_map allocates one per entry).
 class node_table {
 public:
-    node_table() { rehash(64); }
+    node_table() {
+        // Reuse the arrays of this thread's previous pass (one rehash-free table per thread;
+        // a nested pass, e.g. backward inside a hook, gets fresh arrays).
+        auto& spare = spare_arrays();
+        if (!spare.keys.empty()) {
+            keys_.swap(spare.keys);
+            values_.swap(spare.values);
+            mask_ = keys_.size() - 1;
+        } else {
+            rehash(64);
+        }
+    }
+    node_table(const node_table&) = delete;
+    node_table& operator=(const node_table&) = delete;
+    ~node_table() {
+        // Release the pass's references now (as destroying the arrays would), then keep
+        // the emptied arrays for the next pass when they are not too large.
+        for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
+            if (keys_[i] != nullptr) {
+                keys_[i] = nullptr;
+                values_[i] = node_state{};
+                --count_;
+            }
+        auto& spare = spare_arrays();
+        if (keys_.size() <= max_spare && spare.keys.empty()) {
+            spare.keys.swap(keys_);
+            spare.values.swap(values_);
+        }
+    }
     /// The state of `n`, created empty when absent; `fresh` tells which.
     node_state& get(Node* n, bool* fresh = nullptr) {
         if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
@@ -236,6 +264,16 @@ private:
             if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
     }
 
+    static constexpr std::size_t max_spare = 4096;
+    struct arrays {
+        std::vector<Node*> keys;
+        std::vector<node_state> values;
+    };
+    static arrays& spare_arrays() {
+        thread_local arrays spare;
+        return spare;
+    }
+
     std::vector<Node*> keys_;
     std::vector<node_state> values_;
     std::size_t mask_ = 0;
@@ -253,6 +291,7 @@ struct graph_task {
     std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
     bool filter = false;
     tensor_list captured;
+    std::vector<tensor_list> spare_lists;  // emptied gradient vectors, reused as node buffers
 };
 
 inline std::atomic<std::uint64_t>& next_task_id() {
@@ -319,8 +358,15 @@ inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, boo
         if (e.valid()) visit(e.function.get());
 }
 
-inline void add_to_buffer(node_state& st, const Node& target, std::uint32_t slot, const Tensor& grad) {
-    if (st.buffer.size() < target.num_outputs()) st.buffer.resize(target.num_outputs());
+inline void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
+                          const Tensor& grad) {
+    if (st.buffer.size() < target.num_outputs()) {
+        if (st.buffer.capacity() == 0 && !task.spare_lists.empty()) {
+            st.buffer = std::move(task.spare_lists.back());
+            task.spare_lists.pop_back();
+        }
+        st.buffer.resize(target.num_outputs());
+    }
     st.buffer[slot] = accumulate(st.buffer[slot], grad);
     st.has_gradient = true;
 }
@@ -345,6 +391,13 @@ inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool c
         }
     }
     return grad;
+}
+
+/// Keeps the memory of a gradient vector for a later node's buffer (saves an allocation per node).
+inline void recycle(graph_task& task, tensor_list&& list) {
+    if (list.capacity() == 0 || task.spare_lists.size() >= 8) return;
+    list.clear();
+    task.spare_lists.push_back(std::move(list));
 }
 
 inline void execute(graph_task& task) {
@@ -411,11 +464,14 @@ inline void execute(graph_task& task) {
             Node* next = e.function.get();
             node_state& st = *task.nodes.find(next);  // every reachable node was entered up front
             if (i < outputs.size() && outputs[i].defined())
-                add_to_buffer(st, *next, e.input_nr, validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+                add_to_buffer(task, st, *next, e.input_nr,
+                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
             else
                 st.has_gradient = true;  // becomes ready with an undefined gradient
             if (--st.dependencies == 0) ready.push(st.owner);
         }
+        recycle(task, std::move(grads));
+        recycle(task, std::move(outputs));
     }
 }
 
@@ -465,7 +521,7 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
-        add_to_buffer(task.nodes.get(n), *n, roots[i].input_nr,
+        add_to_buffer(task, task.nodes.get(n), *n, roots[i].input_nr,
                       validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
     }
     execute(task);

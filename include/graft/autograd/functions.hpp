@@ -47,7 +47,7 @@ namespace autograd::detail {
 template <class... Ts>
 [[nodiscard]] std::shared_ptr<function_node> make_node(const char* name, const Ts&... inputs) {
     if (!is_grad_enabled() || !(requires_grad(inputs) || ...)) return nullptr;
-    auto node = std::make_shared<function_node>(name);
+    auto node = std::allocate_shared<function_node>(graft::detail::pool_allocator<function_node>{}, name);
     (node->add_next_edge(gradient_edge(inputs)), ...);
     return node;
 }

@@ -98,12 +98,17 @@ public:
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
     [[nodiscard]] std::string name() const { return name_; }
+    /// The same name without a copy (a static string).
+    [[nodiscard]] const char* raw_name() const noexcept { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
     [[nodiscard]] const edge_list& next_functions() const noexcept { return next_edges_; }
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
-    [[nodiscard]] std::map<std::string, std::any>& metadata() noexcept { return metadata_; }
+    [[nodiscard]] std::map<std::string, std::any>& metadata() {
+        if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
+        return *metadata_;
+    }
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
@@ -116,7 +121,12 @@ public:
     hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
 
     /// Runs the node; called by the engine.
-    [[nodiscard]] tensor_list operator()(tensor_list grad_outputs) { return apply(std::move(grad_outputs)); }
+    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs) {
+        tensor_list copy = grad_outputs;
+        return apply(std::move(copy));
+    }
+    /// As above; `grad_outputs` may be left moved-from, or as it was (the engine reuses its memory).
+    [[nodiscard]] tensor_list operator()(tensor_list&& grad_outputs) { return apply(std::move(grad_outputs)); }
     /// Frees saved tensors once backward no longer needs them.
     virtual void release_variables() {}
     /// Short description of saved tensors, for to_dot.
@@ -167,7 +177,7 @@ private:
     std::uint64_t sequence_nr_;
     edge_list next_edges_;
     boost::container::small_vector<detail::input_metadata, 1> output_meta_;
-    std::map<std::string, std::any> metadata_;
+    std::unique_ptr<std::map<std::string, std::any>> metadata_;
     std::unique_ptr<hook_storage> hooks_;
     std::mutex mutex_;
 };
@@ -193,7 +203,7 @@ struct autograd_meta {
 [[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
     (void)t.impl();  // throws on an undefined tensor
     auto& slot = t.impl_ptr()->autograd;
-    if (!slot) slot = std::make_shared<autograd_meta>();
+    if (!slot) slot = std::allocate_shared<autograd_meta>(graft::detail::pool_allocator<autograd_meta>{});
     return *slot;
 }
 

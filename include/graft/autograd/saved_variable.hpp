@@ -165,11 +165,12 @@ public:
         type_ = t.type();
         if (const auto* m = meta(t)) {
             output_nr_ = m->output_nr;
-            if (m->grad_fn) grad_fn_name_ = m->grad_fn->name();
+            if (m->grad_fn) grad_fn_name_ = m->grad_fn->raw_name();
         }
         auto& hooks = saved_hooks();
         if (!hooks.stack.empty() && hooks.packing == 0) {
-            unpack_ = hooks.stack.back().second;
+            hooked_ = std::make_unique<hooked_state>();
+            hooked_->unpack = hooks.stack.back().second;
             {
                 // Ops inside the pack hook (say t * 2) may save tensors themselves; those are
                 // saved plainly, or packing would recurse forever.
@@ -178,15 +179,14 @@ public:
                     explicit packing_scope(int& d) : depth(d) { ++depth; }
                     ~packing_scope() { --depth; }
                 } scope(hooks.packing);
-                packed_ = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
+                hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
             }
-            has_hooks_ = true;
             // Remember where t sits in the graph, so the unpacked tensor can be re-attached
             // (double backward through a saved input works with hooks too).
             if (const auto* m = meta(t); m && !is_output) {
-                hook_requires_grad_ = m->requires_grad || m->grad_fn;
-                hook_grad_fn_ = m->grad_fn;
-                if (!m->grad_fn && m->requires_grad) hook_grad_acc_ = m->grad_accumulator.lock();
+                hooked_->requires_grad = m->requires_grad || m->grad_fn;
+                hooked_->grad_fn = m->grad_fn;
+                if (!m->grad_fn && m->requires_grad) hooked_->grad_acc = m->grad_accumulator.lock();
             }
             return;
         }
@@ -224,22 +224,22 @@ public:
                              "backward through the graph a second time or if you need to access saved tensors after "
                              "calling backward.");
         Tensor value;
-        if (has_hooks_) {
-            value = unpack_(packed_);
+        if (hooked_) {
+            value = hooked_->unpack(hooked_->packed);
             graft::detail::check(value.defined(), "Output of saved tensor unpack_hook expected to be a Tensor, but "
                                  "the unpack hook returned an undefined tensor");
             graft::detail::check(value.sizes() == sizes_ && value.type() == type_, "saved_tensors_hooks: the unpack "
                                  "hook returned a tensor of shape ", graft::detail::to_string(value.sizes()), " and "
                                  "dtype ", name(value.type()), ", but the saved tensor had shape ",
                                  graft::detail::to_string(sizes_), " and dtype ", name(type_));
-            if (hook_requires_grad_) {
+            if (hooked_->requires_grad) {
                 // Re-attach the unpacked value where the original was (no version counter sharing).
                 value = graft::detail::raw::alias(value);
                 auto& m = ensure_meta(value);
-                m.grad_fn = hook_grad_fn_;
+                m.grad_fn = hooked_->grad_fn;
                 m.output_nr = output_nr_;
-                m.requires_grad = !hook_grad_fn_;
-                if (hook_grad_acc_) m.grad_accumulator = hook_grad_acc_;
+                m.requires_grad = !hooked_->grad_fn;
+                if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
             }
         } else {
             Tensor data = data_, version_source = version_source_;
@@ -256,9 +256,11 @@ public:
             const std::uint64_t now = version_source._version();
             if (now != saved_version) {
                 std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
-                if (!grad_fn_name_.empty() || is_output_)
+                if (grad_fn_name_ != nullptr || is_output_)
                     desc += graft::detail::concat(", which is output ", output_nr_, " of ",
-                                                  is_output_ && owner ? owner->name() : grad_fn_name_, ",");
+                                                  is_output_ && owner ? owner->name()
+                                                  : grad_fn_name_ ? std::string(grad_fn_name_) : std::string(),
+                                                  ",");
                 graft::detail::fail(graft::detail::concat(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     "operation: ", desc, " is at version ", now, "; expected version ", saved_version,
@@ -280,7 +282,7 @@ public:
     void release() noexcept {
         data_ = Tensor{};
         version_source_ = Tensor{};
-        packed_.reset();
+        if (hooked_) hooked_->packed.reset();
         entry_.reset();
         released_ = true;
     }
@@ -311,22 +313,27 @@ public:
     }
 
 private:
+    /// What a tensor saved through saved_tensors_hooks keeps (rare: allocated only then,
+    /// so a plain saved variable, and the node holding it, stay small).
+    struct hooked_state {
+        std::any packed;
+        unpack_hook unpack;
+        std::shared_ptr<Node> grad_fn;   // the original's grad_fn (non-outputs)
+        std::shared_ptr<Node> grad_acc;  // the original leaf's accumulator
+        bool requires_grad = false;
+    };
+
     Tensor data_;
     Tensor version_source_;
-    std::any packed_;
-    unpack_hook unpack_;
-    std::shared_ptr<Node> hook_grad_fn_;   // with hooks: the original's grad_fn (non-outputs)
-    std::shared_ptr<Node> hook_grad_acc_;  // with hooks: the original leaf's accumulator
+    std::unique_ptr<hooked_state> hooked_;  // set only when saved through saved_tensors_hooks
     std::shared_ptr<mutation_entry> entry_;  // set only inside allow_mutation_on_saved_tensors
     int_list sizes_;
     dtype type_ = dtype::float32;
     std::uint64_t saved_version_ = 0;
     std::uint32_t output_nr_ = 0;
-    std::string grad_fn_name_;
+    const char* grad_fn_name_ = nullptr;  // Node names are static strings
     bool defined_ = false;
     bool is_output_ = false;
-    bool has_hooks_ = false;
-    bool hook_requires_grad_ = false;
     bool released_ = false;
 };
 

@@ -26,10 +26,10 @@ public:
     template <std::input_iterator It>
     int_list(It first, It last) { assign(first, last); }
     int_list(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
-    int_list(const int_list& other) { assign(other.begin(), other.end()); }
+    int_list(const int_list& other) { copy_from(other); }
     int_list(int_list&& other) noexcept { take(std::move(other)); }
     int_list& operator=(const int_list& other) {
-        if (this != &other) assign(other.begin(), other.end());
+        if (this != &other) copy_from(other);
         return *this;
     }
     int_list& operator=(int_list&& other) noexcept {
@@ -128,9 +128,25 @@ private:
             heap_ = std::move(other.heap_);
             heap_capacity_ = other.heap_capacity_;
         } else {
-            std::copy(other.inline_, other.inline_ + other.size_, inline_);
+            copy_inline(other);
         }
         other.size_ = 0;
+    }
+    void copy_from(const int_list& other) {
+        if (other.size_ <= inline_capacity && !heap_) {
+            copy_inline(other);
+            size_ = other.size_;
+        } else {
+            assign(other.begin(), other.end());
+        }
+    }
+    /// The whole inline array: a fixed-size copy the compiler inlines (no memmove call).
+    void copy_inline(const int_list& other) noexcept {
+        if (!other.heap_) {
+            std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
+        } else {
+            std::copy(other.heap_.get(), other.heap_.get() + other.size_, inline_);
+        }
     }
 
     std::int64_t inline_[inline_capacity]{};

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <new>
 
+#include "graft/core/detail/pool.hpp"
+
 namespace graft {
 
 /// Alignment of every storage allocation: one cache line, enough for AVX-512 loads.
@@ -138,7 +140,7 @@ private:
 };
 
 [[nodiscard]] inline std::shared_ptr<storage> make_storage(std::size_t nbytes) {
-    return std::make_shared<storage>(nbytes);
+    return std::allocate_shared<storage>(pool_allocator<storage>{}, nbytes);
 }
 
 }  // namespace detail

@@ -33,18 +33,23 @@ struct view_meta;
 
 namespace detail {
 
-/// What a Tensor handle points to. Views share `storage` and `version`.
+/// What a Tensor handle points to. Views share `data`, and with it the
+/// storage's version counter.
 struct tensor_impl {
     std::shared_ptr<storage> data;
     int_list sizes;
     int_list strides;  // in elements
     std::int64_t offset = 0;  // in elements
     dtype type = dtype::float32;
-    std::shared_ptr<std::atomic<std::uint64_t>> version;  // by default the storage's own counter
     std::shared_ptr<autograd::detail::autograd_meta> autograd;  // null until autograd needs it
     bool is_view = false;  // created by a view operation of another tensor
     std::shared_ptr<autograd::detail::view_meta> view;  // differentiable views: base (graft/autograd/view_meta.hpp)
 };
+
+/// A new, empty tensor_impl from the small-object pool.
+[[nodiscard]] inline std::shared_ptr<tensor_impl> make_tensor_impl() {
+    return std::allocate_shared<tensor_impl>(pool_allocator<tensor_impl>{});
+}
 
 }  // namespace detail
 
@@ -76,8 +81,8 @@ public:
     /// True when this tensor was made by a view operation and shares another tensor's storage.
     [[nodiscard]] bool is_view() const { return impl().is_view; }
     /// Bumped by every in-place modification of this tensor or of any view of its storage.
-    [[nodiscard]] std::uint64_t _version() const { return impl().version->load(std::memory_order_relaxed); }
-    void bump_version() const { impl().version->fetch_add(1, std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t _version() const { return impl().data->version().load(std::memory_order_relaxed); }
+    void bump_version() const { impl().data->version().fetch_add(1, std::memory_order_relaxed); }
     /// True when both handles refer to the same tensor object.
     [[nodiscard]] bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
     /// True when the two tensors share storage.
@@ -207,12 +212,11 @@ private:
 /// A new tensor with uninitialized contents.
 [[nodiscard]] inline Tensor empty(const int_list& sizes, dtype type = default_float_dtype) {
     detail::check_sizes("empty", sizes);
-    auto impl = std::make_shared<detail::tensor_impl>();
+    auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
     impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
-    impl->version = std::shared_ptr<std::atomic<std::uint64_t>>(impl->data, &impl->data->version());
     return Tensor(std::move(impl));
 }
 
@@ -336,9 +340,8 @@ namespace detail::raw {
 
 /// A new tensor object viewing `base`'s storage and sharing its version counter.
 [[nodiscard]] inline Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
-    auto v = std::make_shared<tensor_impl>();
+    auto v = make_tensor_impl();
     v->data = base.impl().data;
-    v->version = base.impl().version;
     v->type = base.impl().type;
     v->sizes = std::move(sizes);
     v->strides = std::move(strides);

@@ -153,9 +153,23 @@ template <class T>
 [[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
     Tensor out = empty(a.sizes(), a.type());
     const T* pa = a.data_ptr<T>();
+    T* po = out.data_ptr<T>();
     const auto n = static_cast<std::size_t>(a.numel());
-    if (b_first) kernels::binary(op, b, sb, pa, 1, out.data_ptr<T>(), n);
-    else kernels::binary(op, pa, 1, b, sb, out.data_ptr<T>(), n);
+    using kernels::binary_op;
+    if (n == 1 && (op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div)) {
+        // One element (autograd on scalars): plain arithmetic, the same IEEE result as the
+        // kernel without its dispatch and loop setup.
+        const T x = b_first ? *b : *pa, y = b_first ? *pa : *b;
+        switch (op) {
+            case binary_op::add: *po = x + y; break;
+            case binary_op::sub: *po = x - y; break;
+            case binary_op::mul: *po = x * y; break;
+            default: *po = x / y; break;
+        }
+        return out;
+    }
+    if (b_first) kernels::binary(op, b, sb, pa, 1, po, n);
+    else kernels::binary(op, pa, 1, b, sb, po, n);
     return out;
 }
 
