@@ -69,21 +69,8 @@ struct graph_facts<graph<instrs<Is...>, outputs<Os...>, L>> {
     static constexpr std::array<std::size_t, sizeof...(Os)> output_ids{Os...};
 };
 
-template <class I>
-struct is_compare_instr : std::false_type {};
-template <class Op, std::size_t... A>
-struct is_compare_instr<apply<Op, A...>> : std::bool_constant<Op::kind == ops::op_kind::compare> {};
-
-template <class G, std::size_t Id>
-struct instr_of;
-template <class... Is, class O, std::size_t L, std::size_t Id>
-struct instr_of<graph<instrs<Is...>, O, L>, Id> {
-    using type = std::tuple_element_t<Id, std::tuple<Is...>>;
-};
-
 template <class G, std::size_t J>
-inline constexpr bool output_is_bool =
-    is_compare_instr<typename instr_of<G, graph_facts<G>::output_ids[J]>::type>::value;
+inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J]>;
 
 // A readable form of the graph for error messages: "tanh(add(mul(%0, %1), #0))".
 template <class G>
@@ -107,17 +94,19 @@ struct graph_text<graph<instrs<Is...>, outputs<Os...>, L>> {
         std::string r(Op::name);
         r += "(";
         std::size_t k = 0;
-        ((r += (k++ ? ", " : "") + s[A]), ...);
-        return r + ")";
+        ((r += (k++ ? ", " : ""), r += s[A]), ...);
+        r += ")";
+        return r;
     }
     static std::string text() {
         std::array<std::string, sizeof...(Is) + 1> s;
         std::size_t i = 0;
         ((s[i] = one(Is{}, s.data()), ++i), ...);
-        std::string r;
+        std::string r(sizeof...(Os) == 1 ? "" : "(");
         std::size_t k = 0;
-        ((r += (k++ ? ", " : "") + s[Os]), ...);
-        return sizeof...(Os) == 1 ? r : "(" + r + ")";
+        ((r += (k++ ? ", " : ""), r += s[Os]), ...);
+        if (sizeof...(Os) != 1) r += ")";
+        return r;
     }
 };
 

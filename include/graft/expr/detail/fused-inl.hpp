@@ -16,6 +16,37 @@
 #include <hwy/highway.h>
 #include "graft/kernels/lanes-inl.hpp"
 
+// Target-independent facts (defined once).
+#ifndef GRAFT_EXPR_DETAIL_FUSED_COMMON_
+#define GRAFT_EXPR_DETAIL_FUSED_COMMON_
+namespace graft::expr::detail {
+
+/// Does op `Op` produce a bool (a mask in the fused program)?
+template <class Op>
+inline constexpr bool op_yields_bool = Op::kind == ops::op_kind::compare || Op::name == "logical_and";
+
+/// Does instruction `Instr` produce a bool (a mask in the fused program)?
+template <class Instr>
+struct yields_mask : std::false_type {};
+template <class Op, std::size_t... A>
+struct yields_mask<expr::apply<Op, A...>> : std::bool_constant<op_yields_bool<Op>> {};
+
+template <class Instrs, std::size_t Id>
+struct instr_at;
+template <class I0, class... Is>
+struct instr_at<expr::instrs<I0, Is...>, 0> {
+    using type = I0;
+};
+template <class I0, class... Is, std::size_t Id>
+struct instr_at<expr::instrs<I0, Is...>, Id> : instr_at<expr::instrs<Is...>, Id - 1> {};
+
+/// Is value `Id` of graph G a bool (mask)?
+template <class G, std::size_t Id>
+inline constexpr bool is_mask_v = yields_mask<typename instr_at<typename G::instructions, Id>::type>::value;
+
+}  // namespace graft::expr::detail
+#endif
+
 // graft-amalgamate: per-target
 #if defined(GRAFT_EXPR_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GRAFT_EXPR_FUSED_INL_H_
@@ -94,29 +125,11 @@ HWY_INLINE auto apply_compare(D, Op, V a, V b) {
 
 // ---------------------------------------------------------------- the program
 
-// Does instruction `Instr` produce a mask (a comparison, or a logical op of masks)?
-template <class Instr>
-struct yields_mask : std::false_type {};
-template <class Op, std::size_t... A>
-struct yields_mask<expr::apply<Op, A...>> : std::bool_constant<Op::kind == ops::op_kind::compare> {};
-
-template <class Instrs, std::size_t Id>
-struct instr_at;
-template <class I0, class... Is>
-struct instr_at<expr::instrs<I0, Is...>, 0> {
-    using type = I0;
-};
-template <class I0, class... Is, std::size_t Id>
-struct instr_at<expr::instrs<I0, Is...>, Id> : instr_at<expr::instrs<Is...>, Id - 1> {};
-
-template <class G, std::size_t Id>
-inline constexpr bool is_mask_v = yields_mask<typename instr_at<typename G::instructions, Id>::type>::value;
-
 // A value used as a condition: masks are all-ones/all-zeros vectors, other values
 // (a bool tensor given as 0/1) are true where nonzero.
 template <class G, std::size_t Id, class D, class V>
 HWY_INLINE auto as_mask(D d, V v) {
-    if constexpr (is_mask_v<G, Id>) {
+    if constexpr (detail::is_mask_v<G, Id>) {
         (void)d;
         return hn::MaskFromVec(v);
     } else {
@@ -145,6 +158,9 @@ HWY_INLINE V instr(D d, expr::apply<Op, A...>, const V*, const V*, const V* val)
         return apply_binary(d, Op{}, val[A]...);
     } else if constexpr (kind == ops::op_kind::compare) {
         return hn::VecFromMask(d, apply_compare(d, Op{}, val[A]...));
+    } else if constexpr (Op::name == "logical_and") {
+        constexpr std::size_t ids[] = {A...};
+        return hn::VecFromMask(d, hn::And(as_mask<G, ids[0]>(d, val[ids[0]]), as_mask<G, ids[1]>(d, val[ids[1]])));
     } else {
         static_assert(kind == ops::op_kind::where, "graft::expr: op kind not supported by the fused evaluator");
         constexpr std::size_t ids[] = {A...};
