@@ -12,6 +12,7 @@
 // user's function; its value travels beside the type, in a std::array<double, 1>).
 // Compile-time constants (`constant<1.0>`) are part of the type, so passes can
 // fold and simplify them; runtime literals never compare equal to each other.
+#include <array>
 #include <cstddef>
 #include <type_traits>
 
@@ -62,6 +63,14 @@ struct graph {
     using instructions = Instrs;
     using results = Outputs;
     static constexpr std::size_t num_literals = NumLiterals;
+};
+
+/// A traced function: its graph type plus the values of its runtime literals.
+/// Every expr API takes and returns traced objects.
+template <class G>
+struct traced {
+    using graph_type = G;
+    std::array<double, G::num_literals> literals{};
 };
 
 }  // namespace graft::expr

@@ -39,17 +39,17 @@ inline constexpr bool is_fp = std::is_floating_point_v<T>;
 template <class T>
 using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
 
-inline std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
 }
-inline std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
 }
-inline std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
 }
 
-inline std::int64_t ipow(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
     if (b < 0) {
         if (a == 1) return 1;
         if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
@@ -70,13 +70,13 @@ inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
 }
 
 template <class T>
-inline T fp_max(T a, T b) {
+constexpr T fp_max(T a, T b) {
     if (a != a) return a;
     if (b != b) return b;
     return a > b ? a : b;
 }
 template <class T>
-inline T fp_min(T a, T b) {
+constexpr T fp_min(T a, T b) {
     if (a != a) return a;
     if (b != b) return b;
     return a < b ? a : b;
@@ -86,7 +86,7 @@ inline T fp_min(T a, T b) {
 
 /// Scalar unary op (float/double only), computed in a wider type and rounded once.
 template <class T>
-inline T unary_scalar(unary_op op, T x) {
+constexpr T unary_scalar(unary_op op, T x) {
     static_assert(detail::is_fp<T>, "unary kernels are floating point only");
     using W = detail::wide_t<T>;
     const W w = static_cast<W>(x);
@@ -126,7 +126,7 @@ inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_
 
 /// Scalar binary op for float, double, std::int64_t and bool.
 template <class T>
-inline T binary_scalar(binary_op op, T a, T b) {
+constexpr T binary_scalar(binary_op op, T a, T b) {
     if constexpr (std::is_same_v<T, bool>) {
         const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
         return r != 0;
@@ -166,7 +166,7 @@ inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std:
 }
 
 template <class T>
-inline bool compare_scalar(compare_op op, T a, T b) {
+constexpr bool compare_scalar(compare_op op, T a, T b) {
     switch (op) {
         case compare_op::eq: return a == b;
         case compare_op::ne: return a != b;

@@ -32,6 +32,7 @@ enum class op_kind {
     binary,   // two operands, broadcast, promoted to a common dtype
     compare,  // two operands -> bool, not differentiable
     where,    // (bool condition, a, b) -> a or b per element
+    logical,  // bool operands -> bool (logical_and), not differentiable
 };
 
 /// Bits of `grad_reads`: which values a derivative reads.
@@ -88,7 +89,7 @@ void logical_and() = delete;
         static constexpr bool differentiable = true;                                                  \
         static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
         template <class T>                                                                            \
-        [[nodiscard]] static T scalar(T x) {                                                          \
+        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
             return kernels::reference::unary_scalar(kernel, x);                                       \
         }                                                                                             \
         template <class X>                                                                            \
@@ -96,7 +97,7 @@ void logical_and() = delete;
             return ident(x);                                                                          \
         }                                                                                             \
         template <class G, class X, class Y>                                                          \
-        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
                                          [[maybe_unused]] const Y& y) {                               \
             __VA_ARGS__                                                                               \
         }                                                                                             \
@@ -127,7 +128,7 @@ GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x
         static constexpr bool differentiable = true;                                                          \
         static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
         template <class T>                                                                                    \
-        [[nodiscard]] static T scalar(T a, T b) {                                                             \
+        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
             return kernels::reference::binary_scalar(kernel, a, b);                                           \
         }                                                                                                     \
         template <class A, class B>                                                                           \
@@ -135,12 +136,12 @@ GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x
             return ident(a, b);                                                                               \
         }                                                                                                     \
         template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
                                          [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
             grad_a_body                                                                                       \
         }                                                                                                     \
         template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
                                          [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
             grad_b_body                                                                                       \
         }                                                                                                     \
@@ -178,7 +179,7 @@ GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | rea
         static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
         static constexpr bool differentiable = false;                          \
         template <class T>                                                     \
-        [[nodiscard]] static bool scalar(T a, T b) {                           \
+        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
             return kernels::reference::compare_scalar(kernel, a, b);           \
         }                                                                      \
         template <class A, class B>                                            \
@@ -205,18 +206,56 @@ struct where_op {
     static constexpr bool differentiable = true;
     static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
     template <class T>
-    [[nodiscard]] static T scalar(bool c, T a, T b) { return c ? a : b; }
+    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
     template <class C, class A, class B>
     [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
         return where(c, a, b);
     }
     template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
+    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
         return where(c, g, zeros_like(g));
     }
     template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
+    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
         return where(c, zeros_like(g), g);
+    }
+};
+
+/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
+/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
+struct sign_op {
+    static constexpr std::string_view name = "sign";
+    static constexpr const char* node_name = "SignBackward0";
+    static constexpr op_kind kind = op_kind::unary;
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 1> grad_reads{0U};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(T x) {
+        if (x != x) return x;
+        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    }
+    template <class X>
+    [[nodiscard]] static auto call(const X& x) {
+        return sign(x);
+    }
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return zeros_like(g);
+    }
+};
+
+/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
+struct logical_and_op {
+    static constexpr std::string_view name = "logical_and";
+    static constexpr const char* node_name = nullptr;
+    static constexpr op_kind kind = op_kind::logical;
+    static constexpr int arity = 2;
+    static constexpr bool differentiable = false;
+    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
+    template <class A, class B>
+    [[nodiscard]] static auto call(const A& a, const B& b) {
+        return logical_and(a, b);
     }
 };
 
