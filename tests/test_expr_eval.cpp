@@ -6,6 +6,7 @@
 
 #include <graft/graft.hpp>
 #include <graft/expr/eval.hpp>
+#include <graft/expr/trace.hpp>
 
 #include <array>
 #include <cmath>
@@ -227,4 +228,27 @@ TEST_CASE("expr::evaluate: errors name the expression", "[expr]") {
                       Catch::Contains("argument 0 is an undefined tensor"));
     CHECK_THROWS_WITH(ex::evaluate(e, graft::arange(3), 2),
                       Catch::Contains("promote to int64") && Catch::Contains("float32 or float64"));
+}
+
+TEST_CASE("expr::evaluate on traced expressions", "[expr]") {
+    target_guard guard;
+    const auto e = ex::trace<3>([](auto x, auto w, auto b) { return tanh(x * w + b) * sigmoid(x); });
+    const auto m = ex::trace<2>([](auto x, auto y) {
+        const auto d = x - y;
+        return ex::outputs_of(maximum(x, y) * 2.0, where(d > 0.0, d, -d), d < ex::c<0.0>, abs(d) + sqrt(exp(y)));
+    });
+    for (auto t : graft::kernels::available_targets()) {
+        graft::kernels::set_target(t);
+        INFO("target " << graft::kernels::target_name(t));
+        const Tensor x = graft::randn({3, 33}), w = graft::randn({33}), b = graft::randn({3, 1});
+        CHECK(max_rel_err(ex::evaluate(e, x, w, b), graft::tanh(x * w + b) * graft::sigmoid(x)) < tol<float>());
+        CHECK(max_rel_err(ex::evaluate(e, x, w, 0.5), graft::tanh(x * w + 0.5) * graft::sigmoid(x)) < tol<float>());
+        const auto o = ex::evaluate_all(m, x, w);
+        const Tensor d = x - w;
+        CHECK(max_rel_err(o[0], graft::maximum(x, w) * 2.0) == 0);
+        CHECK(max_rel_err(o[1], graft::abs(d)) == 0);
+        CHECK(o[2].type() == graft::dtype::bool_);
+        CHECK(o[2].to_vector<bool>() == (d < 0.0).to_vector<bool>());
+        CHECK(max_rel_err(o[3], graft::abs(d) + graft::sqrt(graft::exp(w))) < tol<float>());
+    }
 }

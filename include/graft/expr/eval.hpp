@@ -79,11 +79,11 @@ template <class... Is, std::size_t... Os, std::size_t L>
 struct graph_text<graph<instrs<Is...>, outputs<Os...>, L>> {
     template <std::size_t K>
     static std::string one(input<K>, const std::string*) {
-        return "%" + std::to_string(K);
+        return graft::detail::concat("%", K);
     }
     template <std::size_t K>
     static std::string one(literal<K>, const std::string*) {
-        return "#" + std::to_string(K);
+        return graft::detail::concat("#", K);
     }
     template <double V>
     static std::string one(constant<V>, const std::string*) {
@@ -364,18 +364,12 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
 
 template <class G, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const Args&... args) {
-    using facts = graph_facts<G>;
-    static_assert(sizeof...(Args) >= facts::num_inputs,
-                  "graft::expr::evaluate(e, args...): too few arguments for the expression");
     if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, args...);
     return run_graph<G, double, M>(lits, args...);
 }
 
 template <class G, class Shape, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph_static(const double* lits, const Args&... args) {
-    using facts = graph_facts<G>;
-    static_assert(sizeof...(Args) >= facts::num_inputs,
-                  "graft::expr::evaluate(e, args...): too few arguments for the expression");
     if (compute_type<G>(args...) == dtype::float32) return run_graph_static<G, Shape, float, M>(lits, args...);
     return run_graph_static<G, Shape, double, M>(lits, args...);
 }
@@ -388,17 +382,16 @@ concept traced_expression = requires(const E& e) {
     { e.literals.data() } -> std::convertible_to<const double*>;
 };
 
-template <class E>
-inline constexpr std::size_t arity_of = [] {
-    if constexpr (requires { E::arity; }) return static_cast<std::size_t>(E::arity);
-    else return graph_facts<typename E::graph_type>::num_inputs;
-}();
-
 template <class E, std::size_t NArgs>
 constexpr void check_arity() {
-    static_assert(NArgs == arity_of<E>,
-                  "graft::expr::evaluate(e, args...): the number of arguments must equal the expression's arity "
-                  "(the N of ex::trace<N>)");
+    using facts = graph_facts<typename E::graph_type>;
+    if constexpr (requires { E::arity; }) {
+        static_assert(NArgs == E::arity,
+                      "graft::expr::evaluate(e, args...): the number of arguments must equal the expression's arity");
+    } else {
+        static_assert(NArgs >= facts::num_inputs,
+                      "graft::expr::evaluate(e, args...): too few arguments for the expression (it reads more inputs)");
+    }
 }
 
 }  // namespace detail
