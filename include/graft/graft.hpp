@@ -23,4 +23,5 @@
 #include "graft/autograd/node.hpp"
 #include "graft/autograd/saved_variable.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/expr/expr.hpp"
 #include "graft/version.hpp"

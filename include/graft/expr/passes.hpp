@@ -170,9 +170,14 @@ struct pass_builder {
 using probe_graph = graph<instrs<input<0>>, outputs<0>, 0>;
 }  // namespace detail
 
-/// A pass: a type with `template <class G> using apply = <graph type>`.
+/// P is a pass for graph type G: `typename P::template apply<G>` is a graph type.
+template <class P, class G>
+concept pass_for = requires { typename P::template apply<G>; } && graph_type<typename P::template apply<G>>;
+
+/// A pass that accepts any graph (checked on a one-instruction graph): a type with
+/// `template <class G> using apply = <graph type>`.
 template <class P>
-concept pass = requires { typename P::template apply<detail::probe_graph>; };
+concept pass = pass_for<P, detail::probe_graph>;
 
 /// A pass from a constexpr function object `program Fn::operator()(program) const`.
 template <class Fn>
@@ -205,19 +210,17 @@ namespace detail {
 struct apply_pass_fn {
     template <class G, class P>
     constexpr auto operator()(boost::hana::basic_type<G>, boost::hana::basic_type<P>) const {
-        return boost::hana::type_c<typename P::template apply<G>>;
+        static_assert(pass_for<P, G>, "graft::expr::pipeline<P...>: every P must be a pass type, i.e. have a member "
+                                      "`template <class G> using apply = <graph type>` valid for this graph");
+        if constexpr (pass_for<P, G>) return boost::hana::type_c<typename P::template apply<G>>;
+        else return boost::hana::type_c<G>;
     }
 };
-template <class... P>
-inline constexpr bool all_passes = (pass<P> && ...);
 }  // namespace detail
 
 /// Applies the passes P... in order; itself a pass.
 template <class... P>
 struct pipeline {
-    static_assert(detail::all_passes<P...>,
-                  "graft::expr::pipeline<P...>: every P must be a pass type, i.e. have a member "
-                  "`template <class G> using apply = <graph type>` (see graft::expr::pass)");
     template <class G>
     using apply = typename decltype(boost::hana::fold_left(boost::hana::make_basic_tuple(boost::hana::type_c<P>...),
                                                            boost::hana::type_c<G>, detail::apply_pass_fn{}))::type;
@@ -230,8 +233,8 @@ using apply_pass_t = typename P::template apply<G>;
 /// Applies pass (or pipeline) P to a traced function; the literals are carried over.
 template <class P, class G>
 [[nodiscard]] auto optimize(const traced<G>& e) {
-    static_assert(pass<P>, "graft::expr::optimize<P>(e): P must be a pass type (a type with a member "
-                           "`template <class G> using apply = <graph type>`), e.g. graft::expr::pipeline<...>");
+    static_assert(pass_for<P, G>, "graft::expr::optimize<P>(e): P must be a pass type (a type with a member "
+                                  "`template <class G> using apply = <graph type>`), e.g. graft::expr::pipeline<...>");
     using R = typename P::template apply<G>;
     static_assert(graph_type<R> && R::num_literals == G::num_literals,
                   "graft::expr::optimize<P>(e): the pass must return a graph with the same number of literals");
