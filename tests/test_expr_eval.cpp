@@ -6,6 +6,7 @@
 
 #include <graft/graft.hpp>
 #include <graft/expr/eval.hpp>
+#include <graft/expr/function.hpp>
 #include <graft/expr/trace.hpp>
 
 #include <array>
@@ -251,4 +252,144 @@ TEST_CASE("expr::evaluate on traced expressions", "[expr]") {
         CHECK(o[2].to_vector<bool>() == (d < 0.0).to_vector<bool>());
         CHECK(max_rel_err(o[3], graft::abs(d) + graft::sqrt(graft::exp(w))) < tol<float>());
     }
+}
+
+// ---------------------------------------------------------------- ex::function
+
+namespace {
+
+Tensor leaf(const graft::int_list& sizes, std::uint64_t seed, graft::dtype t = graft::dtype::float64) {
+    graft::generator gen(seed);
+    Tensor x = graft::randn(sizes, t, gen);
+    x.requires_grad_();
+    return x;
+}
+
+const auto chain3 = ex::trace<3>([](auto x, auto w, auto b) { return tanh(x * w + b) * sigmoid(x); });
+Tensor chain3_eager(const Tensor& x, const Tensor& w, const Tensor& b) {
+    return graft::tanh(x * w + b) * graft::sigmoid(x);
+}
+
+}  // namespace
+
+TEST_CASE("expr::function: one FusedBackward node, gradients equal eager autograd", "[expr]") {
+    target_guard guard;
+    for (auto t : graft::kernels::available_targets()) {
+        graft::kernels::set_target(t);
+        INFO("target " << graft::kernels::target_name(t));
+        const auto run = [&](auto policy) {
+            const auto f = ex::function(chain3, policy);
+            const Tensor x = leaf({4, 9}, 1), w = leaf({9}, 2), b = leaf({4, 1}, 3);
+            const Tensor y = f(x, w, b);
+            REQUIRE(y.grad_fn() != nullptr);
+            CHECK(y.grad_fn()->name() == "FusedBackward");
+            CHECK(y.grad_fn()->next_functions().size() == 3);
+            const Tensor gy = graft::randn({4, 9}, graft::dtype::float64);
+            y.backward(gy);
+            Tensor x2 = x.detach(), w2 = w.detach(), b2 = b.detach();
+            x2.requires_grad_();
+            w2.requires_grad_();
+            b2.requires_grad_();
+            const Tensor y2 = chain3_eager(x2, w2, b2);
+            CHECK(max_rel_err(y, y2) < tol<double>());
+            y2.backward(gy);
+            CHECK(max_rel_err(x.grad(), x2.grad()) < tol<double>());
+            CHECK(max_rel_err(w.grad(), w2.grad()) < tol<double>());
+            CHECK(max_rel_err(b.grad(), b2.grad()) < tol<double>());
+            CHECK(w.grad().sizes() == graft::int_list{9});
+            CHECK(b.grad().sizes() == graft::int_list{4, 1});
+        };
+        run(ex::save_policy::save_all);
+        run(ex::save_policy::recompute);
+        run(ex::save_policy::recompute_cheap);
+    }
+}
+
+TEST_CASE("expr::function: gradcheck and gradgradcheck (float64)", "[expr]") {
+    const auto f = ex::function(chain3);
+    const auto wrapped = [&](const graft::autograd::tensor_list& in) -> graft::autograd::tensor_list {
+        return {f(in[0], in[1], in[2])};
+    };
+    CHECK(graft::autograd::gradcheck(wrapped, {leaf({3, 5}, 4), leaf({5}, 5), leaf({}, 6)}));
+    CHECK(graft::autograd::gradgradcheck(wrapped, {leaf({3, 5}, 7), leaf({5}, 8), leaf({3, 1}, 9)}));
+    const auto g = ex::function(ex::trace<2>([](auto x, auto y) {
+        return ex::outputs_of(where(x > y, x * y, exp(-x)), maximum(x, y) / (abs(y) + 1.0));
+    }));
+    const auto wrapped2 = [&](const graft::autograd::tensor_list& in) -> graft::autograd::tensor_list {
+        const auto o = g(in[0], in[1]);
+        return {o[0], o[1]};
+    };
+    CHECK(graft::autograd::gradcheck(wrapped2, {leaf({6}, 10), leaf({6}, 11)}));
+}
+
+TEST_CASE("expr::function: numbers, no-grad, unused outputs, mixed with eager code", "[expr]") {
+    const auto f = ex::function(chain3);
+    const Tensor x = leaf({8}, 12), w = leaf({8}, 13);
+    // A number argument: no edge needed for it, still one node.
+    const Tensor y = f(x, w, 0.25);
+    CHECK(y.grad_fn()->name() == "FusedBackward");
+    (y * y).sum().backward();
+    Tensor x2 = x.detach(), w2 = w.detach();
+    x2.requires_grad_();
+    w2.requires_grad_();
+    const Tensor y2 = graft::tanh(x2 * w2 + 0.25) * graft::sigmoid(x2);
+    (y2 * y2).sum().backward();
+    CHECK(max_rel_err(x.grad(), x2.grad()) < tol<double>());
+    CHECK(max_rel_err(w.grad(), w2.grad()) < tol<double>());
+    // No tensor requires grad / grad mode off: no node.
+    CHECK(f(x.detach(), w.detach(), 1.0).grad_fn() == nullptr);
+    {
+        graft::autograd::no_grad ng;
+        CHECK(f(x, w, 1.0).grad_fn() == nullptr);
+    }
+    // Only one of two outputs reaches the loss.
+    const auto g = ex::function(ex::trace<1>([](auto a) { return ex::outputs_of(sin(a), cos(a)); }));
+    const Tensor a = leaf({5}, 14);
+    const auto o = g(a);
+    o[1].sum().backward();
+    CHECK(max_rel_err(a.grad(), -graft::sin(a.detach())) < tol<double>());
+}
+
+TEST_CASE("expr::function: tensor hooks, node hooks and saved-tensor hooks apply", "[expr]") {
+    const auto f = ex::function(chain3);
+    const Tensor x = leaf({6}, 15), w = leaf({6}, 16), b = leaf({6}, 17);
+    int packs = 0, unpacks = 0;
+    Tensor y;
+    {
+        graft::autograd::saved_tensors_hooks hooks(
+            [&](const Tensor& t) -> std::any {
+                ++packs;
+                return t;
+            },
+            [&](const std::any& a) -> Tensor {
+                ++unpacks;
+                return std::any_cast<Tensor>(a);
+            });
+        y = f(x, w, b);
+    }
+    CHECK(packs > 0);
+    int tensor_hook = 0, node_hook = 0;
+    y.register_hook([&](const Tensor& g) {
+        ++tensor_hook;
+        return g * 2.0;  // doubles every gradient below
+    });
+    y.grad_fn()->register_hook([&](const graft::autograd::tensor_list& gin, const graft::autograd::tensor_list&)
+                                   -> std::optional<graft::autograd::tensor_list> {
+        ++node_hook;
+        CHECK(gin.size() == 3);
+        return std::nullopt;
+    });
+    (y * 3.0).sum().backward();
+    CHECK(tensor_hook == 1);
+    CHECK(node_hook == 1);
+    CHECK(unpacks == packs);
+    Tensor x2 = x.detach(), w2 = w.detach(), b2 = b.detach();
+    x2.requires_grad_();
+    w2.requires_grad_();
+    b2.requires_grad_();
+    (chain3_eager(x2, w2, b2) * 6.0).sum().backward();
+    CHECK(max_rel_err(x.grad(), x2.grad()) < tol<double>());
+    CHECK(max_rel_err(b.grad(), b2.grad()) < tol<double>());
+    // Saved tensors are released after backward without retain_graph.
+    CHECK_THROWS_AS(y.sum().backward(), graft::error);
 }

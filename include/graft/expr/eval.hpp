@@ -30,6 +30,7 @@
 #include "graft/core/shape.hpp"
 #include "graft/core/tensor.hpp"
 #include "graft/expr/graph.hpp"
+#include "graft/expr/print.hpp"
 #include "graft/kernels/dispatch.hpp"
 #include "graft/ops/elementwise.hpp"
 
@@ -72,47 +73,10 @@ struct graph_facts<graph<instrs<Is...>, outputs<Os...>, L>> {
 template <class G, std::size_t J>
 inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J]>;
 
-// A readable form of the graph for error messages: "tanh(add(mul(%0, %1), #0))".
-template <class G>
-struct graph_text;
-template <class... Is, std::size_t... Os, std::size_t L>
-struct graph_text<graph<instrs<Is...>, outputs<Os...>, L>> {
-    template <std::size_t K>
-    static std::string one(input<K>, const std::string*) {
-        return graft::detail::concat("%", K);
-    }
-    template <std::size_t K>
-    static std::string one(literal<K>, const std::string*) {
-        return graft::detail::concat("#", K);
-    }
-    template <double V>
-    static std::string one(constant<V>, const std::string*) {
-        return graft::detail::concat(V);
-    }
-    template <class Op, std::size_t... A>
-    static std::string one(apply<Op, A...>, const std::string* s) {
-        std::string r(Op::name);
-        r += "(";
-        std::size_t k = 0;
-        ((r += (k++ ? ", " : ""), r += s[A]), ...);
-        r += ")";
-        return r;
-    }
-    static std::string text() {
-        std::array<std::string, sizeof...(Is) + 1> s;
-        std::size_t i = 0;
-        ((s[i] = one(Is{}, s.data()), ++i), ...);
-        std::string r(sizeof...(Os) == 1 ? "" : "(");
-        std::size_t k = 0;
-        ((r += (k++ ? ", " : ""), r += s[Os]), ...);
-        if (sizeof...(Os) != 1) r += ")";
-        return r;
-    }
-};
-
+/// The graph's printed form, for error messages.
 template <class G>
 [[nodiscard]] std::string expr_name() {
-    return graph_text<G>::text();
+    return std::string(name_v<G>);
 }
 
 // ---------------------------------------------------------------- per-target selection
@@ -232,6 +196,26 @@ template <class G, class... Args>
     return t;
 }
 
+/// New output tensors; outputs that name the same value share one tensor.
+template <class G, class T, std::size_t M>
+[[nodiscard]] std::array<Tensor, M> allocate_outputs(const int_list& shape) {
+    constexpr auto ids = graph_facts<G>::output_ids;
+    std::array<Tensor, M> out;
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                for (std::size_t q = 0; q < Js; ++q)
+                    if (ids[q] == ids[Js]) {
+                        out[Js] = out[q];
+                        return;
+                    }
+                out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    return out;
+}
+
 template <class G, class T, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const Args&... args) {
     constexpr std::size_t NumIn = sizeof...(Args);
@@ -270,10 +254,7 @@ template <class G, class T, std::size_t M, class... Args>
                                                       " of the arguments before it"));
         }
     }
-    std::array<Tensor, M> out;
-    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
-        ((out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>)), ...);
-    }(std::make_index_sequence<M>{});
+    std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
     const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
     if (n == 0) return out;
 
@@ -348,13 +329,9 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
             ++k;
         }(),
         ...);
-    std::array<Tensor, M> out;
+    std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
     std::array<char*, M> optr{};
-    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
-        ((out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>),
-          optr[Js] = static_cast<char*>(out[Js].raw_data())),
-         ...);
-    }(std::make_index_sequence<M>{});
+    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
     if constexpr (Shape::numel > 0) {
         const fused_fns f = select_fused<G, T, NumIn, Numbers, Shape::numel>();
         f.contig(iptr.data(), optr.data(), Shape::numel, lits);
