@@ -393,3 +393,35 @@ TEST_CASE("expr::function: tensor hooks, node hooks and saved-tensor hooks apply
     // Saved tensors are released after backward without retain_graph.
     CHECK_THROWS_AS(y.sum().backward(), graft::error);
 }
+
+TEST_CASE("expr::evaluate_into and value_and_grad", "[expr]") {
+    const hand<two_out_g, 2> e{{0.5}};
+    const Tensor x = graft::randn({5, 8}), w = graft::randn({8});
+    const auto ref = ex::evaluate_all(e, x, w);
+    const std::array<Tensor, 3> out{graft::empty({8, 5}).t(), graft::empty({5, 8}, graft::dtype::bool_),
+                                    graft::empty({5, 8})};
+    const auto v = out[0]._version();
+    ex::evaluate_into(out, e, x, w);
+    CHECK(out[0]._version() > v);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(max_rel_err(out[j], ref[j]) == 0);
+    CHECK_THROWS_WITH(ex::evaluate_into(std::array<Tensor, 3>{graft::empty({5, 8}), graft::empty({5, 8}), out[2]}, e, x, w),
+                      Catch::Contains("output 1 must be a bool tensor of shape [5, 8]"));
+    // In place: y = f(y, w) on a same-shape contiguous tensor.
+    Tensor y = x.clone();
+    ex::evaluate_into(y, chain3, y, x, 0.5);
+    CHECK(max_rel_err(y, chain3_eager(x, x, graft::full({}, 0.5))) < tol<float>());
+    // value_and_grad: outputs then gradients in one pass.
+    const auto vg = ex::value_and_grad<0, 1, 2>(chain3);
+    const Tensor b = graft::randn({5, 1}), g = graft::randn({5, 8});
+    const auto r = ex::evaluate_all(vg, x, w, b, g);
+    Tensor x2 = x.detach(), w2 = w.detach(), b2 = b.detach();
+    x2.requires_grad_();
+    w2.requires_grad_();
+    b2.requires_grad_();
+    const Tensor y2 = chain3_eager(x2, w2, b2);
+    y2.backward(g);
+    CHECK(max_rel_err(r[0], y2) < tol<float>());
+    CHECK(max_rel_err(r[1], x2.grad()) < 1e-5);
+    CHECK(max_rel_err(graft::sum_to_size(r[2], {8}), w2.grad()) < 1e-5);
+    CHECK(max_rel_err(graft::sum_to_size(r[3], {5, 1}), b2.grad()) < 1e-5);
+}

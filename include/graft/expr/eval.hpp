@@ -216,8 +216,27 @@ template <class G, class T, std::size_t M>
     return out;
 }
 
+/// Caller-provided outputs: defined, of the broadcast shape and the result dtype.
+template <class G, class T, std::size_t M>
+[[nodiscard]] std::array<Tensor, M> check_outputs(const std::array<Tensor, M>& out, const int_list& shape) {
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                const dtype want = output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>;
+                graft::detail::check(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want,
+                                     "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ",
+                                     name(want), " tensor of shape ", shape, ", got ",
+                                     out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
+                                                       : std::string("an undefined tensor"));
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    return out;
+}
+
 template <class G, class T, std::size_t M, class... Args>
-[[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const Args&... args) {
+[[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const std::array<Tensor, M>* into,
+                                              const Args&... args) {
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
@@ -254,7 +273,7 @@ template <class G, class T, std::size_t M, class... Args>
                                                       " of the arguments before it"));
         }
     }
-    std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
+    std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
     const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
     if (n == 0) return out;
 
@@ -263,6 +282,7 @@ template <class G, class T, std::size_t M, class... Args>
     bool flat = true;
     for (std::size_t k = 0; k < NumIn; ++k)
         if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
+    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
     if (flat) {
         const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
         std::array<const void*, NumIn + 1> iptr{};
@@ -340,9 +360,10 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
 }
 
 template <class G, std::size_t M, class... Args>
-[[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const Args&... args) {
-    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, args...);
-    return run_graph<G, double, M>(lits, args...);
+[[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
+                                                   const Args&... args) {
+    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, args...);
+    return run_graph<G, double, M>(lits, into, args...);
 }
 
 template <class G, class Shape, std::size_t M, class... Args>
@@ -378,7 +399,7 @@ template <detail::traced_expression E, detail::argument... Args>
 [[nodiscard]] auto evaluate_all(const E& e, const Args&... args) {
     using G = typename E::graph_type;
     detail::check_arity<E, sizeof...(Args)>();
-    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), args...);
+    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, args...);
 }
 
 /// Every output, with compile-time shape `Shape` (every tensor argument must have it).
@@ -387,6 +408,25 @@ template <std::int64_t... Dims, detail::traced_expression E, detail::argument...
     using G = typename E::graph_type;
     detail::check_arity<E, sizeof...(Args)>();
     return detail::evaluate_graph_static<G, static_shape<Dims...>, G::results::size>(e.literals.data(), args...);
+}
+
+/// Every output of `e` written into caller-provided tensors `out` (each of the broadcast
+/// shape and the result dtype; any strides). No allocation. An output may be an input
+/// tensor itself (in place) only when that input has the output's shape and layout.
+template <std::size_t M, detail::traced_expression E, detail::argument... Args>
+void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    static_assert(M == G::results::size,
+                  "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
+    detail::check_arity<E, sizeof...(Args)>();
+    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, args...);
+    for (const Tensor& t : out) t.bump_version();
+}
+
+/// The single output of `e` written into `out` (see evaluate_into above).
+template <detail::traced_expression E, detail::argument... Args>
+void evaluate_into(const Tensor& out, const E& e, const Args&... args) {
+    evaluate_into(std::array<Tensor, 1>{out}, e, args...);
 }
 
 /// The single output of `e` evaluated in one fused pass.

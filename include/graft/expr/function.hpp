@@ -236,6 +236,41 @@ private:
     R_traced r_;
 };
 
+namespace detail {
+
+template <std::size_t Shift, class I>
+struct shift_instr {
+    using type = I;
+};
+template <std::size_t Shift, class Op, std::size_t... A>
+struct shift_instr<Shift, apply<Op, A...>> {
+    using type = apply<Op, (A + Shift)...>;
+};
+
+/// One graph computing G1's outputs then G2's (same inputs and literals), not yet cse'd.
+template <class G1, class G2>
+struct concat_graphs;
+template <class... I1, std::size_t... O1, std::size_t L1, class... I2, std::size_t... O2, std::size_t L2>
+struct concat_graphs<graph<instrs<I1...>, outputs<O1...>, L1>, graph<instrs<I2...>, outputs<O2...>, L2>> {
+    static constexpr std::size_t shift = sizeof...(I1);
+    using type = graph<instrs<I1..., typename shift_instr<shift, I2>::type...>, outputs<O1..., (O2 + shift)...>,
+                       (L1 > L2 ? L1 : L2)>;
+};
+
+}  // namespace detail
+
+/// Forward and backward as ONE graph, for a single fused pass when the output gradients
+/// are known up front (no autograd): inputs (e's N inputs, then one gradient per output
+/// of e) -> (e's outputs..., d/d(input w) for w in Wrt...). Gradients have the outputs'
+/// broadcast shape (sum them back with graft::sum_to_size). Shared forward values are
+/// computed once (cse).
+template <std::size_t... Wrt, class G>
+[[nodiscard]] auto value_and_grad(const traced<G>& e) {
+    using R = typename decltype(grad<Wrt...>(e))::graph_type;
+    using C = typename detail::concat_graphs<G, R>::type;
+    return optimize<pipeline<cse, dce>>(traced<C>{e.literals});
+}
+
 /// Wraps traced expression `e` as a callable recording one "FusedBackward" autograd node.
 /// `policy`: what the forward saves for the backward (ex::save_policy::save_all (default),
 /// ::recompute, ::recompute_cheap or your own save policy type).
