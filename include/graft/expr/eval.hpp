@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -75,8 +76,8 @@ inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J
 
 /// The graph's printed form, for error messages.
 template <class G>
-[[nodiscard]] std::string expr_name() {
-    return std::string(name_v<G>);
+[[nodiscard]] constexpr std::string_view expr_name() {
+    return name_v<G>;
 }
 
 // ---------------------------------------------------------------- per-target selection
@@ -223,11 +224,12 @@ template <class G, class T, std::size_t M>
         (
             [&] {
                 const dtype want = output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>;
-                graft::detail::check(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want,
-                                     "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ",
-                                     name(want), " tensor of shape ", shape, ", got ",
-                                     out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
-                                                       : std::string("an undefined tensor"));
+                if (!(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want))
+                    graft::detail::fail(graft::detail::concat(
+                        "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ", name(want),
+                        " tensor of shape ", shape, ", got ",
+                        out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
+                                          : std::string("an undefined tensor")));
             }(),
             ...);
     }(std::make_index_sequence<M>{});
