@@ -97,7 +97,7 @@ TEST_CASE("expr: passes keep values bit for bit, signed zeros and NaN included",
     auto o = ex::optimize<ex::default_pipeline>(e);
     CHECK(o.literals == e.literals);
     CHECK(ex::to_string(o) ==
-          "(add(%0, 6), %0, add(%0, 0), add(mul(%1, 0.33333333333333331), #0), mul(%0, 0))");
+          "(add(%0, 6), %0, add(%0, 0), add(mul(%1, 0.3333333333333333), #0), mul(%0, 0))");
     const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
     for (dtype t : {dtype::float32, dtype::float64}) {
         const Tensor x = tensor<double>({0.0, -0.0, 1.5, -inf, inf, nan, 3.0}).to(t);

@@ -3211,17 +3211,17 @@ inline constexpr bool is_fp = std::is_floating_point_v<T>;
 template <class T>
 using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
 
-inline std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
 }
-inline std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
 }
-inline std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
 }
 
-inline std::int64_t ipow(std::int64_t a, std::int64_t b) {
+constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
     if (b < 0) {
         if (a == 1) return 1;
         if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
@@ -3242,13 +3242,13 @@ inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
 }
 
 template <class T>
-inline T fp_max(T a, T b) {
+constexpr T fp_max(T a, T b) {
     if (a != a) return a;
     if (b != b) return b;
     return a > b ? a : b;
 }
 template <class T>
-inline T fp_min(T a, T b) {
+constexpr T fp_min(T a, T b) {
     if (a != a) return a;
     if (b != b) return b;
     return a < b ? a : b;
@@ -3258,7 +3258,7 @@ inline T fp_min(T a, T b) {
 
 /// Scalar unary op (float/double only), computed in a wider type and rounded once.
 template <class T>
-inline T unary_scalar(unary_op op, T x) {
+constexpr T unary_scalar(unary_op op, T x) {
     static_assert(detail::is_fp<T>, "unary kernels are floating point only");
     using W = detail::wide_t<T>;
     const W w = static_cast<W>(x);
@@ -3298,7 +3298,7 @@ inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_
 
 /// Scalar binary op for float, double, std::int64_t and bool.
 template <class T>
-inline T binary_scalar(binary_op op, T a, T b) {
+constexpr T binary_scalar(binary_op op, T a, T b) {
     if constexpr (std::is_same_v<T, bool>) {
         const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
         return r != 0;
@@ -3338,7 +3338,7 @@ inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std:
 }
 
 template <class T>
-inline bool compare_scalar(compare_op op, T a, T b) {
+constexpr bool compare_scalar(compare_op op, T a, T b) {
     switch (op) {
         case compare_op::eq: return a == b;
         case compare_op::ne: return a != b;
@@ -4198,6 +4198,7 @@ enum class op_kind {
     binary,   // two operands, broadcast, promoted to a common dtype
     compare,  // two operands -> bool, not differentiable
     where,    // (bool condition, a, b) -> a or b per element
+    logical,  // bool operands -> bool (logical_and), not differentiable
 };
 
 /// Bits of `grad_reads`: which values a derivative reads.
@@ -4254,7 +4255,7 @@ void logical_and() = delete;
         static constexpr bool differentiable = true;                                                  \
         static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
         template <class T>                                                                            \
-        [[nodiscard]] static T scalar(T x) {                                                          \
+        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
             return kernels::reference::unary_scalar(kernel, x);                                       \
         }                                                                                             \
         template <class X>                                                                            \
@@ -4262,7 +4263,7 @@ void logical_and() = delete;
             return ident(x);                                                                          \
         }                                                                                             \
         template <class G, class X, class Y>                                                          \
-        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
                                          [[maybe_unused]] const Y& y) {                               \
             __VA_ARGS__                                                                               \
         }                                                                                             \
@@ -4293,7 +4294,7 @@ GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x
         static constexpr bool differentiable = true;                                                          \
         static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
         template <class T>                                                                                    \
-        [[nodiscard]] static T scalar(T a, T b) {                                                             \
+        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
             return kernels::reference::binary_scalar(kernel, a, b);                                           \
         }                                                                                                     \
         template <class A, class B>                                                                           \
@@ -4301,12 +4302,12 @@ GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x
             return ident(a, b);                                                                               \
         }                                                                                                     \
         template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
                                          [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
             grad_a_body                                                                                       \
         }                                                                                                     \
         template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
                                          [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
             grad_b_body                                                                                       \
         }                                                                                                     \
@@ -4344,7 +4345,7 @@ GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | rea
         static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
         static constexpr bool differentiable = false;                          \
         template <class T>                                                     \
-        [[nodiscard]] static bool scalar(T a, T b) {                           \
+        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
             return kernels::reference::compare_scalar(kernel, a, b);           \
         }                                                                      \
         template <class A, class B>                                            \
@@ -4371,18 +4372,56 @@ struct where_op {
     static constexpr bool differentiable = true;
     static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
     template <class T>
-    [[nodiscard]] static T scalar(bool c, T a, T b) { return c ? a : b; }
+    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
     template <class C, class A, class B>
     [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
         return where(c, a, b);
     }
     template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
+    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
         return where(c, g, zeros_like(g));
     }
     template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
+    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
         return where(c, zeros_like(g), g);
+    }
+};
+
+/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
+/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
+struct sign_op {
+    static constexpr std::string_view name = "sign";
+    static constexpr const char* node_name = "SignBackward0";
+    static constexpr op_kind kind = op_kind::unary;
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 1> grad_reads{0U};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(T x) {
+        if (x != x) return x;
+        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    }
+    template <class X>
+    [[nodiscard]] static auto call(const X& x) {
+        return sign(x);
+    }
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return zeros_like(g);
+    }
+};
+
+/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
+struct logical_and_op {
+    static constexpr std::string_view name = "logical_and";
+    static constexpr const char* node_name = nullptr;
+    static constexpr op_kind kind = op_kind::logical;
+    static constexpr int arity = 2;
+    static constexpr bool differentiable = false;
+    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
+    template <class A, class B>
+    [[nodiscard]] static auto call(const A& a, const B& b) {
+        return logical_and(a, b);
     }
 };
 
@@ -7025,6 +7064,1564 @@ namespace detail {
 
 }  // namespace graft::autograd
 // ---- end graft/autograd/graph.hpp
+// ---- begin graft/expr/expr.hpp
+// graft::expr: compile-time graphs. Trace a generic lambda into a graph type,
+// optimize it with passes that are types, differentiate it at compile time.
+// ---- begin graft/expr/graph.hpp
+// Compile-time graphs: a graph is a type. Its instructions are a type list in
+// SSA order (each instruction names the ids of earlier instructions it reads),
+// its outputs a list of instruction ids. Passes map graph types to graph types;
+// the fused evaluator turns a graph type into one SIMD loop.
+//
+//   graph<instrs<input<0>, input<1>, apply<ops::def::mul_op, 0, 1>,
+//                literal<0>, apply<ops::def::add_op, 2, 3>>,
+//         outputs<4>, 1>
+//
+// is `x * w + c` where c is the first runtime literal (a number written in the
+// user's function; its value travels beside the type, in a std::array<double, 1>).
+// Compile-time constants (`constant<1.0>`) are part of the type, so passes can
+// fold and simplify them; runtime literals never compare equal to each other.
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+
+namespace graft::expr {
+
+/// The I-th argument of the graph: a tensor, or a number broadcast to every element.
+template <std::size_t I>
+struct input {
+    static constexpr std::size_t index = I;
+};
+
+/// A number known at compile time (part of the type).
+template <double V>
+struct constant {
+    static constexpr double value = V;
+};
+
+/// The K-th runtime number of the graph (its value is stored beside the type).
+template <std::size_t K>
+struct literal {
+    static constexpr std::size_t index = K;
+};
+
+/// Op `Op` (a definition from graft::ops::def) applied to earlier instructions.
+template <class Op, std::size_t... Operands>
+struct apply {
+    using op = Op;
+    static constexpr std::size_t arity = sizeof...(Operands);
+};
+
+/// The instructions of a graph, in SSA order: instruction i reads only ids < i.
+template <class... Instrs>
+struct instrs {
+    static constexpr std::size_t size = sizeof...(Instrs);
+};
+
+/// The instruction ids a graph returns, in order.
+template <std::size_t... Ids>
+struct outputs {
+    static constexpr std::size_t size = sizeof...(Ids);
+};
+
+/// A whole graph: instructions, outputs, and how many runtime literals it carries.
+template <class Instrs, class Outputs, std::size_t NumLiterals = 0>
+struct graph {
+    using instructions = Instrs;
+    using results = Outputs;
+    static constexpr std::size_t num_literals = NumLiterals;
+};
+
+/// A traced function: its graph type plus the values of its runtime literals.
+/// Every expr API takes and returns traced objects.
+template <class G>
+struct traced {
+    using graph_type = G;
+    std::array<double, G::num_literals> literals{};
+};
+
+}  // namespace graft::expr
+// ---- end graft/expr/graph.hpp
+// ---- begin graft/expr/program.hpp
+// A graph type's value form: `program`, a constexpr-friendly list of instructions
+// (std::vector, usable in constant evaluation), and the two conversions
+// graph type -> program (`encode<G>()`) and program -> graph type
+// (`program_graph_t<Builder>`). Passes, differentiation and printing run as
+// ordinary constexpr functions over programs; only their results become types.
+// This keeps compile time linear and low (no recursive template rewriting) and
+// lets users write passes as plain constexpr code (see `program_pass`).
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace graft::expr {
+
+/// Every op a graph may apply, in a fixed order (an instruction stores its index).
+using op_list = std::tuple<ops::def::neg_op, ops::def::abs_op, ops::def::exp_op, ops::def::log_op, ops::def::sqrt_op,
+                           ops::def::rsqrt_op, ops::def::tanh_op, ops::def::sigmoid_op, ops::def::relu_op,
+                           ops::def::sin_op, ops::def::cos_op, ops::def::sign_op, ops::def::add_op, ops::def::sub_op,
+                           ops::def::mul_op, ops::def::div_op, ops::def::pow_op, ops::def::maximum_op,
+                           ops::def::minimum_op, ops::def::eq_op, ops::def::ne_op, ops::def::lt_op, ops::def::le_op,
+                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op>;
+
+inline constexpr std::size_t num_ops = std::tuple_size_v<op_list>;
+
+namespace detail {
+template <class Op, class List>
+struct op_index_impl;
+template <class Op, class... Ops>
+struct op_index_impl<Op, std::tuple<Ops...>> {
+    static constexpr std::size_t value = [] {
+        constexpr bool hits[] = {std::is_same_v<Op, Ops>...};
+        for (std::size_t i = 0; i < sizeof...(Ops); ++i)
+            if (hits[i]) return i;
+        return sizeof...(Ops);
+    }();
+};
+}  // namespace detail
+
+/// Is `Op` an op of the table that graphs can apply (a member of op_list)?
+template <class Op>
+concept graph_op = detail::op_index_impl<Op, op_list>::value < num_ops;
+
+/// Position of `Op` in op_list.
+template <class Op>
+inline constexpr std::size_t op_index_v = detail::op_index_impl<Op, op_list>::value;
+
+/// The op at position I of op_list.
+template <std::size_t I>
+using op_at = std::tuple_element_t<I, op_list>;
+
+/// Calls f(Op{}) for the op at runtime (or constexpr) index `i`.
+template <class F>
+constexpr void visit_op(std::size_t i, F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((i == I ? (f(op_at<I>{}), 0) : 0), ...);
+    }(std::make_index_sequence<num_ops>{});
+}
+
+/// Instruction kinds of a program.
+enum class instr_kind : unsigned char { input, constant, literal, apply };
+
+/// One instruction: input<index>, constant<value>, literal<index> or apply<op_at<index>, args...>.
+struct instr_data {
+    instr_kind kind = instr_kind::constant;
+    std::size_t index = 0;  // input number, literal number or op index
+    double value = 0.0;     // constants
+    std::size_t nargs = 0;
+    std::array<std::size_t, 3> args{};
+
+    [[nodiscard]] constexpr bool same_as(const instr_data& o) const {
+        if (kind != o.kind || index != o.index || nargs != o.nargs) return false;
+        if (kind == instr_kind::constant)
+            return std::bit_cast<std::uint64_t>(value) == std::bit_cast<std::uint64_t>(o.value);
+        for (std::size_t k = 0; k < nargs; ++k)
+            if (args[k] != o.args[k]) return false;
+        return true;
+    }
+};
+
+[[nodiscard]] constexpr instr_data make_input(std::size_t i) { return {instr_kind::input, i, 0.0, 0, {}}; }
+[[nodiscard]] constexpr instr_data make_constant(double v) { return {instr_kind::constant, 0, v, 0, {}}; }
+[[nodiscard]] constexpr instr_data make_literal(std::size_t k) { return {instr_kind::literal, k, 0.0, 0, {}}; }
+[[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a) { return {instr_kind::apply, op, 0.0, 1, {a, 0, 0}}; }
+[[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a, std::size_t b) {
+    return {instr_kind::apply, op, 0.0, 2, {a, b, 0}};
+}
+[[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a, std::size_t b, std::size_t c) {
+    return {instr_kind::apply, op, 0.0, 3, {a, b, c}};
+}
+
+/// A graph as a value: instructions in SSA order, output ids, number of runtime literals.
+struct program {
+    std::vector<instr_data> nodes;
+    std::vector<std::size_t> outs;
+    std::size_t num_literals = 0;
+
+    constexpr std::size_t push(const instr_data& d) {
+        nodes.push_back(d);
+        return nodes.size() - 1;
+    }
+    /// Number of graph arguments: one more than the largest input index (0 if none).
+    [[nodiscard]] constexpr std::size_t num_inputs() const {
+        std::size_t n = 0;
+        for (const auto& d : nodes)
+            if (d.kind == instr_kind::input && d.index + 1 > n) n = d.index + 1;
+        return n;
+    }
+    [[nodiscard]] constexpr std::string_view op_name(std::size_t id) const {
+        std::string_view r;
+        visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::name; });
+        return r;
+    }
+    [[nodiscard]] constexpr ops::op_kind op_kind(std::size_t id) const {
+        ops::op_kind r{};
+        visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::kind; });
+        return r;
+    }
+    [[nodiscard]] constexpr bool is_apply(std::size_t id) const { return nodes[id].kind == instr_kind::apply; }
+    [[nodiscard]] constexpr bool is_op(std::size_t id, std::size_t op) const {
+        return nodes[id].kind == instr_kind::apply && nodes[id].index == op;
+    }
+    [[nodiscard]] constexpr bool is_constant(std::size_t id, double v) const {
+        return nodes[id].kind == instr_kind::constant &&
+               std::bit_cast<std::uint64_t>(nodes[id].value) == std::bit_cast<std::uint64_t>(v);
+    }
+    /// Does instruction `id` produce a bool (a comparison or logical result)?
+    [[nodiscard]] constexpr bool is_bool(std::size_t id) const {
+        if (!is_apply(id)) return false;
+        const auto k = op_kind(id);
+        return k == ops::op_kind::compare || k == ops::op_kind::logical;
+    }
+};
+
+/// Keeps instruction i where redirect[i] == i and drops the others, after
+/// replacing every use of i by redirect[i] (which must be an earlier or kept id
+/// whose own redirect is final). Relative order is preserved.
+[[nodiscard]] constexpr program compact(const program& p, const std::vector<std::size_t>& redirect) {
+    program r;
+    r.num_literals = p.num_literals;
+    std::vector<std::size_t> new_id(p.nodes.size(), 0);
+    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+        if (redirect[i] != i) {
+            new_id[i] = new_id[redirect[i]];
+            continue;
+        }
+        instr_data d = p.nodes[i];
+        for (std::size_t k = 0; k < d.nargs; ++k) d.args[k] = new_id[d.args[k]];
+        new_id[i] = r.push(d);
+    }
+    for (std::size_t o : p.outs) r.outs.push_back(new_id[o]);
+    return r;
+}
+
+// ---------------------------------------------------------------- graph type -> program
+
+namespace detail {
+template <class I>
+struct instr_encode {
+    static_assert(sizeof(I) == 0,
+                  "graft::expr: a graph instruction must be input<I>, constant<V>, literal<K> or apply<Op, ids...>");
+};
+template <std::size_t I>
+struct instr_encode<input<I>> {
+    static constexpr instr_data value = make_input(I);
+};
+template <double V>
+struct instr_encode<constant<V>> {
+    static constexpr instr_data value = make_constant(V);
+};
+template <std::size_t K>
+struct instr_encode<literal<K>> {
+    static constexpr instr_data value = make_literal(K);
+};
+template <class Op, std::size_t... A>
+struct instr_encode<apply<Op, A...>> {
+    static_assert(graph_op<Op>, "graft::expr: apply<Op, ...>: Op is not an op of graft::expr::op_list (the op table)");
+    static_assert(sizeof...(A) == static_cast<std::size_t>(Op::arity),
+                  "graft::expr: apply<Op, ids...>: the number of operand ids must equal Op::arity");
+    static constexpr instr_data value{instr_kind::apply, op_index_v<Op>, 0.0, sizeof...(A),
+                                      [] {
+                                          std::array<std::size_t, 3> a{};
+                                          std::size_t k = 0;
+                                          ((a[k++] = A), ...);
+                                          return a;
+                                      }()};
+};
+
+template <class G>
+struct graph_encode {
+    static_assert(sizeof(G) == 0, "graft::expr: expected a graph<instrs<...>, outputs<...>, NumLiterals> type");
+};
+template <class... Is, std::size_t... O, std::size_t L>
+struct graph_encode<graph<instrs<Is...>, outputs<O...>, L>> {
+    static constexpr program make() {
+        program p;
+        p.nodes = {instr_encode<Is>::value...};
+        p.outs = {O...};
+        p.num_literals = L;
+        return p;
+    }
+    static constexpr bool well_formed = [] {
+        const program p = make();
+        for (std::size_t i = 0; i < p.nodes.size(); ++i)
+            for (std::size_t k = 0; k < p.nodes[i].nargs; ++k)
+                if (p.nodes[i].args[k] >= i) return false;
+        for (std::size_t o : p.outs)
+            if (o >= p.nodes.size()) return false;
+        for (const auto& d : p.nodes)
+            if (d.kind == instr_kind::literal && d.index >= L) return false;
+        return true;
+    }();
+    static_assert(well_formed, "graft::expr: graph is not in SSA order (an operand or output id is not an earlier "
+                               "instruction) or uses literal<K> with K >= NumLiterals");
+};
+}  // namespace detail
+
+/// Is G a graft::expr::graph<instrs<...>, outputs<...>, L> type?
+template <class G>
+struct is_graph : std::false_type {};
+template <class... Is, std::size_t... O, std::size_t L>
+struct is_graph<graph<instrs<Is...>, outputs<O...>, L>> : std::true_type {};
+template <class G>
+concept graph_type = is_graph<G>::value;
+
+/// The program of graph type G.
+template <class G>
+[[nodiscard]] constexpr program encode() {
+    return detail::graph_encode<G>::make();
+}
+
+// ---------------------------------------------------------------- program -> graph type
+
+/// Fixed-size copy of a program (a constant expression that can outlive constant evaluation).
+template <std::size_t N, std::size_t M>
+struct fixed_program {
+    std::array<instr_data, N> nodes{};
+    std::array<std::size_t, M> outs{};
+    std::size_t num_literals = 0;
+};
+
+namespace detail {
+template <instr_data D>
+consteval auto instr_type() {
+    if constexpr (D.kind == instr_kind::input) return std::type_identity<input<D.index>>{};
+    else if constexpr (D.kind == instr_kind::constant) return std::type_identity<constant<D.value>>{};
+    else if constexpr (D.kind == instr_kind::literal) return std::type_identity<literal<D.index>>{};
+    else if constexpr (D.nargs == 1) return std::type_identity<apply<op_at<D.index>, D.args[0]>>{};
+    else if constexpr (D.nargs == 2) return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1]>>{};
+    else return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1], D.args[2]>>{};
+}
+
+template <const auto& F, std::size_t... I, std::size_t... O>
+auto decode(std::index_sequence<I...>, std::index_sequence<O...>)
+    -> graph<instrs<typename decltype(instr_type<F.nodes[I]>())::type...>, outputs<F.outs[O]...>, F.num_literals>;
+
+template <class Builder>
+struct materialize {
+    static constexpr auto sizes = [] {
+        const program p = Builder::build();
+        return std::array<std::size_t, 2>{p.nodes.size(), p.outs.size()};
+    }();
+    static constexpr fixed_program<sizes[0], sizes[1]> fixed = [] {
+        const program p = Builder::build();
+        fixed_program<sizes[0], sizes[1]> f;
+        for (std::size_t i = 0; i < sizes[0]; ++i) f.nodes[i] = p.nodes[i];
+        for (std::size_t i = 0; i < sizes[1]; ++i) f.outs[i] = p.outs[i];
+        f.num_literals = p.num_literals;
+        return f;
+    }();
+    using type = decltype(decode<fixed>(std::make_index_sequence<sizes[0]>{}, std::make_index_sequence<sizes[1]>{}));
+};
+}  // namespace detail
+
+/// The graph type of the program returned by `Builder::build()` (a static constexpr function).
+template <class Builder>
+using program_graph_t = typename detail::materialize<Builder>::type;
+
+}  // namespace graft::expr
+// ---- end graft/expr/program.hpp
+// ---- begin graft/expr/passes.hpp
+// Passes as types. A pass is a type with a member alias template
+// `template <class G> using apply = <graph type>`; `pipeline<P...>` is itself a
+// pass that applies P... left to right (a Boost.Hana fold over the type list).
+// The built-in passes run as constexpr functions over `program` (see
+// program.hpp); `program_pass<Fn>` turns any such function into a pass.
+//
+// Exactness: every built-in pass keeps the graph's results bit for bit (IEEE
+// round-to-nearest, float32 and float64), including the sign of zero and NaN.
+//   cse             merges structurally identical instructions (same op, same
+//                   operand ids, same input/literal index, constants with the
+//                   same bits: 0.0 and -0.0 differ). Runtime literals are never
+//                   merged with each other. Keeps the first occurrence.
+//   fold_constants  replaces an op whose operands are all compile-time constants
+//                   by its value computed with the op table's `scalar<double>`,
+//                   only for correctly rounded ops (neg abs sqrt relu sign add
+//                   sub mul div maximum minimum) and only when every operand is
+//                   exactly representable as float32, so the folded constant
+//                   equals the unfolded result in float32 too (rounding twice
+//                   through double is harmless for these ops). Transcendental
+//                   ops (exp, tanh, ...) are never folded: the SIMD kernels do
+//                   not round them like the compiler.
+//   simplify        x*1 -> x, 1*x -> x, x/1 -> x, neg(neg(x)) -> x,
+//                   x-(+0.0) -> x, x+(-0.0) -> x, (-0.0)+x -> x,
+//                   where(c, x, x) -> x, maximum(x, x) -> x, minimum(x, x) -> x.
+//                   Not x+0.0 (-0.0+0.0 is +0.0), not x*0, x-x, exp(log(x)) or
+//                   pow(x, 1) (inexact or NaN/inf-changing). The arithmetic rules
+//                   are not applied to comparison results (bool * 1 is a float).
+//   dce             drops instructions no output reads (inputs are always kept:
+//                   they are the graph's signature).
+// Every pass keeps the literal array unchanged.
+#include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/fold_left.hpp>
+#include <boost/hana/type.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <vector>
+
+
+namespace graft::expr {
+
+// ---------------------------------------------------------------- the pass functions
+
+namespace detail {
+
+[[nodiscard]] constexpr std::vector<std::size_t> identity_redirect(std::size_t n) {
+    std::vector<std::size_t> r(n, 0);
+    for (std::size_t i = 0; i < n; ++i) r[i] = i;
+    return r;
+}
+
+}  // namespace detail
+
+/// Common-subexpression elimination by structural identity.
+[[nodiscard]] constexpr program cse_program(const program& p) {
+    program tmp = p;
+    auto red = detail::identity_redirect(p.nodes.size());
+    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+        instr_data d = p.nodes[i];
+        for (std::size_t k = 0; k < d.nargs; ++k) d.args[k] = red[d.args[k]];
+        tmp.nodes[i] = d;
+        for (std::size_t j = 0; j < i; ++j) {
+            if (red[j] == j && tmp.nodes[j].same_as(d)) {
+                red[i] = j;
+                break;
+            }
+        }
+    }
+    return compact(tmp, red);
+}
+
+/// Dead-code elimination: keeps inputs and everything an output reads.
+[[nodiscard]] constexpr program dce_program(const program& p) {
+    const std::size_t n = p.nodes.size();
+    std::vector<bool> live(n, false);
+    for (std::size_t o : p.outs) live[o] = true;
+    for (std::size_t i = n; i-- > 0;) {
+        if (p.nodes[i].kind == instr_kind::input) live[i] = true;
+        if (!live[i]) continue;
+        for (std::size_t k = 0; k < p.nodes[i].nargs; ++k) live[p.nodes[i].args[k]] = true;
+    }
+    program r;
+    r.num_literals = p.num_literals;
+    std::vector<std::size_t> new_id(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!live[i]) continue;
+        instr_data d = p.nodes[i];
+        for (std::size_t k = 0; k < d.nargs; ++k) d.args[k] = new_id[d.args[k]];
+        new_id[i] = r.push(d);
+    }
+    for (std::size_t o : p.outs) r.outs.push_back(new_id[o]);
+    return r;
+}
+
+namespace detail {
+[[nodiscard]] constexpr bool float_exact(double v) {
+    return v != v || static_cast<double>(static_cast<float>(v)) == v;
+}
+[[nodiscard]] constexpr bool foldable(std::string_view name) {
+    constexpr std::string_view names[] = {"neg", "abs", "sqrt", "relu", "sign", "add",
+                                          "sub", "mul", "div",  "maximum", "minimum"};
+    for (auto s : names)
+        if (s == name) return true;
+    return false;
+}
+}  // namespace detail
+
+/// Constant folding of correctly rounded ops over float32-exact constants.
+[[nodiscard]] constexpr program fold_constants_program(const program& p) {
+    program r = p;
+    for (std::size_t i = 0; i < r.nodes.size(); ++i) {
+        const instr_data d = r.nodes[i];
+        if (d.kind != instr_kind::apply || !detail::foldable(r.op_name(i))) continue;
+        bool all_const = true;
+        for (std::size_t k = 0; k < d.nargs; ++k) {
+            const instr_data& a = r.nodes[d.args[k]];
+            all_const = all_const && a.kind == instr_kind::constant && detail::float_exact(a.value);
+        }
+        if (!all_const) continue;
+        double v = 0.0;
+        visit_op(d.index, [&](auto op) {
+            using Op = decltype(op);
+            if constexpr (Op::kind == ops::op_kind::unary) v = Op::scalar(r.nodes[d.args[0]].value);
+            else if constexpr (Op::kind == ops::op_kind::binary)
+                v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
+        });
+        r.nodes[i] = make_constant(v);
+    }
+    return r;
+}
+
+/// Algebraic simplification, exact rules only (see the top of this file).
+[[nodiscard]] constexpr program simplify_program(const program& p) {
+    program tmp = p;
+    auto red = detail::identity_redirect(p.nodes.size());
+    constexpr std::size_t mul = op_index_v<ops::def::mul_op>, div = op_index_v<ops::def::div_op>,
+                          neg = op_index_v<ops::def::neg_op>, sub = op_index_v<ops::def::sub_op>,
+                          add = op_index_v<ops::def::add_op>, where = op_index_v<ops::def::where_op>,
+                          maximum = op_index_v<ops::def::maximum_op>, minimum = op_index_v<ops::def::minimum_op>;
+    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+        instr_data d = p.nodes[i];
+        for (std::size_t k = 0; k < d.nargs; ++k) d.args[k] = red[d.args[k]];
+        tmp.nodes[i] = d;
+        if (d.kind != instr_kind::apply) continue;
+        const std::size_t a = d.args[0], b = d.args[1];
+        const std::size_t op = d.index;
+        if (op == mul && tmp.is_constant(b, 1.0) && !tmp.is_bool(a)) red[i] = a;
+        else if (op == mul && tmp.is_constant(a, 1.0) && !tmp.is_bool(b)) red[i] = b;
+        else if (op == div && tmp.is_constant(b, 1.0) && !tmp.is_bool(a)) red[i] = a;
+        else if (op == neg && tmp.is_op(a, neg)) red[i] = tmp.nodes[a].args[0];
+        else if (op == sub && tmp.is_constant(b, 0.0) && !tmp.is_bool(a)) red[i] = a;
+        else if (op == add && tmp.is_constant(b, -0.0) && !tmp.is_bool(a)) red[i] = a;
+        else if (op == add && tmp.is_constant(a, -0.0) && !tmp.is_bool(b)) red[i] = b;
+        else if (op == where && d.args[1] == d.args[2]) red[i] = d.args[1];
+        else if ((op == maximum || op == minimum) && a == b) red[i] = a;
+    }
+    return compact(tmp, red);
+}
+
+// ---------------------------------------------------------------- passes as types
+
+namespace detail {
+template <class Fn, class G>
+struct pass_builder {
+    static constexpr program build() { return Fn{}(encode<G>()); }
+};
+using probe_graph = graph<instrs<input<0>>, outputs<0>, 0>;
+}  // namespace detail
+
+/// P is a pass for graph type G: `typename P::template apply<G>` is a graph type.
+template <class P, class G>
+concept pass_for = requires { typename P::template apply<G>; } && graph_type<typename P::template apply<G>>;
+
+/// A pass that accepts any graph (checked on a one-instruction graph): a type with
+/// `template <class G> using apply = <graph type>`.
+template <class P>
+concept pass = pass_for<P, detail::probe_graph>;
+
+/// A pass from a constexpr function object `program Fn::operator()(program) const`.
+template <class Fn>
+struct program_pass {
+    template <class G>
+    using apply = program_graph_t<detail::pass_builder<Fn, G>>;
+};
+
+namespace detail {
+struct cse_fn {
+    constexpr program operator()(const program& p) const { return cse_program(p); }
+};
+struct fold_fn {
+    constexpr program operator()(const program& p) const { return fold_constants_program(p); }
+};
+struct simplify_fn {
+    constexpr program operator()(const program& p) const { return simplify_program(p); }
+};
+struct dce_fn {
+    constexpr program operator()(const program& p) const { return dce_program(p); }
+};
+}  // namespace detail
+
+struct cse : program_pass<detail::cse_fn> {};
+struct fold_constants : program_pass<detail::fold_fn> {};
+struct simplify : program_pass<detail::simplify_fn> {};
+struct dce : program_pass<detail::dce_fn> {};
+
+namespace detail {
+struct apply_pass_fn {
+    template <class G, class P>
+    constexpr auto operator()(boost::hana::basic_type<G>, boost::hana::basic_type<P>) const {
+        static_assert(pass_for<P, G>, "graft::expr::pipeline<P...>: every P must be a pass type, i.e. have a member "
+                                      "`template <class G> using apply = <graph type>` valid for this graph");
+        if constexpr (pass_for<P, G>) return boost::hana::type_c<typename P::template apply<G>>;
+        else return boost::hana::type_c<G>;
+    }
+};
+}  // namespace detail
+
+/// Applies the passes P... in order; itself a pass.
+template <class... P>
+struct pipeline {
+    template <class G>
+    using apply = typename decltype(boost::hana::fold_left(boost::hana::make_basic_tuple(boost::hana::type_c<P>...),
+                                                           boost::hana::type_c<G>, detail::apply_pass_fn{}))::type;
+};
+
+/// The graph type of pass P applied to graph type G.
+template <class P, class G>
+using apply_pass_t = typename P::template apply<G>;
+
+/// Applies pass (or pipeline) P to a traced function; the literals are carried over.
+template <class P, class G>
+[[nodiscard]] auto optimize(const traced<G>& e) {
+    static_assert(pass_for<P, G>, "graft::expr::optimize<P>(e): P must be a pass type (a type with a member "
+                                  "`template <class G> using apply = <graph type>`), e.g. graft::expr::pipeline<...>");
+    using R = typename P::template apply<G>;
+    static_assert(graph_type<R> && R::num_literals == G::num_literals,
+                  "graft::expr::optimize<P>(e): the pass must return a graph with the same number of literals");
+    return traced<R>{e.literals};
+}
+
+/// The default optimization pipeline.
+using default_pipeline = pipeline<cse, fold_constants, simplify, cse, dce>;
+
+}  // namespace graft::expr
+// ---- end graft/expr/passes.hpp
+// ---- begin graft/expr/trace.hpp
+// The front end: a generic lambda applied to placeholders (`arg<I>`) builds an
+// expression value whose type is the expression tree; `trace<N>(f)` flattens it
+// into a graph type (shared subexpressions merged) plus the runtime numbers.
+//
+//   auto e = graft::expr::trace<2>([](auto x, auto w) { return tanh(x * w + 1.0) * sigmoid(x); });
+//
+// Operands: expressions, plain numbers (runtime literals: `#k`, value in
+// e.literals) and compile-time constants `expr::c<1.0>` / `expr::constant<1.0>{}`
+// (part of the type: the passes can fold and simplify them).
+#include <concepts>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+
+namespace graft::expr {
+
+// ---------------------------------------------------------------- expression values
+
+/// Placeholder for the I-th argument of a traced function.
+template <std::size_t I>
+struct arg {
+    static constexpr std::size_t index = I;
+};
+
+/// A runtime number inside an expression (becomes literal<K> when traced).
+struct number {
+    double value = 0.0;
+};
+
+/// An existing instruction of a graph being built (used by differentiation).
+struct ref {
+    std::size_t id = 0;
+};
+
+/// Op applied to sub-expressions.
+template <class Op, class... Ch>
+struct node;
+template <class Op, class A>
+struct node<Op, A> {
+    A a;
+};
+template <class Op, class A, class B>
+struct node<Op, A, B> {
+    A a;
+    B b;
+};
+template <class Op, class A, class B, class C>
+struct node<Op, A, B, C> {
+    A a;
+    B b;
+    C c;
+};
+
+/// A compile-time constant usable inside traced functions: `x * expr::c<2.0>`.
+template <double V>
+inline constexpr constant<V> c{};
+
+namespace detail {
+template <class T>
+struct is_expression : std::false_type {};
+template <std::size_t I>
+struct is_expression<arg<I>> : std::true_type {};
+template <>
+struct is_expression<number> : std::true_type {};
+template <>
+struct is_expression<ref> : std::true_type {};
+template <double V>
+struct is_expression<constant<V>> : std::true_type {};
+template <class Op, class... Ch>
+struct is_expression<node<Op, Ch...>> : std::true_type {};
+}  // namespace detail
+
+/// An expression value (placeholder, number, constant or op node).
+template <class T>
+concept expression = detail::is_expression<std::remove_cvref_t<T>>::value;
+
+/// What an operator accepts next to an expression: an expression or a number.
+template <class T>
+concept operand = expression<T> || (std::is_arithmetic_v<std::remove_cvref_t<T>> &&
+                                    !std::is_same_v<std::remove_cvref_t<T>, bool>);
+
+namespace detail {
+template <class T>
+constexpr auto to_expr(const T& x) {
+    if constexpr (expression<T>) return x;
+    else return number{static_cast<double>(x)};
+}
+template <class T>
+using expr_t = decltype(to_expr(std::declval<const T&>()));
+
+template <class A, class B>
+concept binary_operands = (expression<A> || expression<B>) && operand<A> && operand<B>;
+template <class A, class B>
+concept bad_binary_operands = (expression<A> && !operand<B>) || (expression<B> && !operand<A>);
+
+template <class T>
+inline constexpr bool always_false = false;
+}  // namespace detail
+
+#define GRAFT_EXPR_BAD_OPERAND_MSG                                                                              \
+    "graft::expr: unsupported operand type in a traced expression: operands must be expressions (the lambda's " \
+    "arguments and what is computed from them), numbers or graft::expr::constant<V>"
+
+// unary functions
+#define GRAFT_EXPR_UNARY(fn)                                                   \
+    template <expression E>                                                    \
+    [[nodiscard]] constexpr node<ops::def::fn##_op, E> fn(const E& e) {        \
+        return {e};                                                            \
+    }
+GRAFT_EXPR_UNARY(neg)
+GRAFT_EXPR_UNARY(abs)
+GRAFT_EXPR_UNARY(exp)
+GRAFT_EXPR_UNARY(log)
+GRAFT_EXPR_UNARY(sqrt)
+GRAFT_EXPR_UNARY(rsqrt)
+GRAFT_EXPR_UNARY(tanh)
+GRAFT_EXPR_UNARY(sigmoid)
+GRAFT_EXPR_UNARY(relu)
+GRAFT_EXPR_UNARY(sin)
+GRAFT_EXPR_UNARY(cos)
+GRAFT_EXPR_UNARY(sign)
+#undef GRAFT_EXPR_UNARY
+
+template <expression E>
+[[nodiscard]] constexpr node<ops::def::neg_op, E> operator-(const E& e) {
+    return {e};
+}
+
+/// zeros_like(e): the compile-time constant 0 (broadcast like any scalar).
+template <expression E>
+[[nodiscard]] constexpr constant<0.0> zeros_like(const E&) {
+    return {};
+}
+
+// binary functions and operators
+#define GRAFT_EXPR_BINARY(fn, Op)                                                                   \
+    template <class A, class B>                                                                     \
+        requires detail::binary_operands<A, B>                                                      \
+    [[nodiscard]] constexpr node<Op, detail::expr_t<A>, detail::expr_t<B>> fn(const A& a, const B& b) { \
+        return {detail::to_expr(a), detail::to_expr(b)};                                            \
+    }                                                                                               \
+    template <class A, class B>                                                                     \
+        requires detail::bad_binary_operands<A, B>                                                  \
+    void fn(const A&, const B&) {                                                                   \
+        static_assert(detail::always_false<A>, GRAFT_EXPR_BAD_OPERAND_MSG);                         \
+    }
+GRAFT_EXPR_BINARY(add, ops::def::add_op)
+GRAFT_EXPR_BINARY(sub, ops::def::sub_op)
+GRAFT_EXPR_BINARY(mul, ops::def::mul_op)
+GRAFT_EXPR_BINARY(div, ops::def::div_op)
+GRAFT_EXPR_BINARY(pow, ops::def::pow_op)
+GRAFT_EXPR_BINARY(maximum, ops::def::maximum_op)
+GRAFT_EXPR_BINARY(minimum, ops::def::minimum_op)
+GRAFT_EXPR_BINARY(eq, ops::def::eq_op)
+GRAFT_EXPR_BINARY(ne, ops::def::ne_op)
+GRAFT_EXPR_BINARY(lt, ops::def::lt_op)
+GRAFT_EXPR_BINARY(le, ops::def::le_op)
+GRAFT_EXPR_BINARY(gt, ops::def::gt_op)
+GRAFT_EXPR_BINARY(ge, ops::def::ge_op)
+GRAFT_EXPR_BINARY(logical_and, ops::def::logical_and_op)
+GRAFT_EXPR_BINARY(operator+, ops::def::add_op)
+GRAFT_EXPR_BINARY(operator-, ops::def::sub_op)
+GRAFT_EXPR_BINARY(operator*, ops::def::mul_op)
+GRAFT_EXPR_BINARY(operator/, ops::def::div_op)
+GRAFT_EXPR_BINARY(operator==, ops::def::eq_op)
+GRAFT_EXPR_BINARY(operator!=, ops::def::ne_op)
+GRAFT_EXPR_BINARY(operator<, ops::def::lt_op)
+GRAFT_EXPR_BINARY(operator<=, ops::def::le_op)
+GRAFT_EXPR_BINARY(operator>, ops::def::gt_op)
+GRAFT_EXPR_BINARY(operator>=, ops::def::ge_op)
+#undef GRAFT_EXPR_BINARY
+
+/// where(cond, a, b): a where cond is true, else b.
+template <class C, class A, class B>
+    requires(expression<C> || expression<A> || expression<B>) && operand<C> && operand<A> && operand<B>
+[[nodiscard]] constexpr node<ops::def::where_op, detail::expr_t<C>, detail::expr_t<A>, detail::expr_t<B>> where(
+    const C& cond, const A& a, const B& b) {
+    return {detail::to_expr(cond), detail::to_expr(a), detail::to_expr(b)};
+}
+
+// Ops that exist for tensors but are not elementwise table ops: a readable error.
+#define GRAFT_EXPR_NOT_FUSABLE(fn)                                                                          \
+    template <expression E, class... Rest>                                                                  \
+    void fn(const E&, const Rest&...) {                                                                     \
+        static_assert(detail::always_false<E>,                                                              \
+                      "graft::expr: " #fn " is not fusable: a traced function may use only the elementwise " \
+                      "ops of the op table (unary, binary, comparisons, where)");                           \
+    }
+GRAFT_EXPR_NOT_FUSABLE(matmul)
+GRAFT_EXPR_NOT_FUSABLE(softmax)
+GRAFT_EXPR_NOT_FUSABLE(log_softmax)
+GRAFT_EXPR_NOT_FUSABLE(sum)
+GRAFT_EXPR_NOT_FUSABLE(mean)
+GRAFT_EXPR_NOT_FUSABLE(amax)
+GRAFT_EXPR_NOT_FUSABLE(amin)
+GRAFT_EXPR_NOT_FUSABLE(gelu)
+GRAFT_EXPR_NOT_FUSABLE(sum_to_size)
+#undef GRAFT_EXPR_NOT_FUSABLE
+
+/// Several outputs of one traced function (they share common subexpressions).
+template <operand... E>
+[[nodiscard]] constexpr std::tuple<detail::expr_t<E>...> outputs_of(const E&... e) {
+    return {detail::to_expr(e)...};
+}
+
+// ---------------------------------------------------------------- flattening
+
+namespace detail {
+
+/// Appends expression trees to a program. Numbers become literals (tracing) or
+/// constants (differentiation, where they come from the op table's formulas).
+struct emitter {
+    program& p;
+    bool numbers_are_constants = false;
+
+    template <std::size_t I>
+    constexpr std::size_t operator()(const arg<I>&) const {
+        return I;
+    }
+    constexpr std::size_t operator()(const ref& r) const { return r.id; }
+    template <double V>
+    constexpr std::size_t operator()(const constant<V>&) const {
+        return p.push(make_constant(V));
+    }
+    constexpr std::size_t operator()(const number& n) const {
+        if (numbers_are_constants) return p.push(make_constant(n.value));
+        return p.push(make_literal(p.num_literals++));
+    }
+    template <class Op, class A>
+    constexpr std::size_t operator()(const node<Op, A>& e) const {
+        const std::size_t a = (*this)(e.a);
+        return p.push(make_apply(op_index_v<Op>, a));
+    }
+    template <class Op, class A, class B>
+    constexpr std::size_t operator()(const node<Op, A, B>& e) const {
+        const std::size_t a = (*this)(e.a);
+        const std::size_t b = (*this)(e.b);
+        return p.push(make_apply(op_index_v<Op>, a, b));
+    }
+    template <class Op, class A, class B, class C>
+    constexpr std::size_t operator()(const node<Op, A, B, C>& e) const {
+        const std::size_t a = (*this)(e.a);
+        const std::size_t b = (*this)(e.b);
+        const std::size_t c = (*this)(e.c);
+        return p.push(make_apply(op_index_v<Op>, a, b, c));
+    }
+};
+
+/// Runtime numbers of an expression in the order `emitter` numbers them.
+struct literal_collector {
+    double* out;
+    template <class E>
+    constexpr void operator()(const E& e) {
+        if constexpr (std::is_same_v<E, number>) *out++ = e.value;
+        else if constexpr (requires { e.c; }) {
+            (*this)(e.a);
+            (*this)(e.b);
+            (*this)(e.c);
+        } else if constexpr (requires { e.b; }) {
+            (*this)(e.a);
+            (*this)(e.b);
+        } else if constexpr (requires { e.a; }) {
+            (*this)(e.a);
+        }
+    }
+};
+
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... T>
+struct is_tuple<std::tuple<T...>> : std::true_type {};
+
+template <class R>
+constexpr void for_each_output(const R& r, auto&& f) {
+    if constexpr (is_tuple<R>::value) std::apply([&](const auto&... e) { (f(e), ...); }, r);
+    else f(r);
+}
+
+template <class R>
+inline constexpr bool valid_result = [] {
+    if constexpr (is_tuple<R>::value) {
+        return []<class... E>(std::type_identity<std::tuple<E...>>) {
+            return sizeof...(E) > 0 && (expression<E> && ...);
+        }(std::type_identity<R>{});
+    } else {
+        return expression<R>;
+    }
+}();
+
+template <std::size_t N, class R>
+struct trace_builder {
+    static constexpr program build() {
+        program p;
+        for (std::size_t i = 0; i < N; ++i) p.push(make_input(i));
+        const R r{};
+        emitter em{p, false};
+        for_each_output(r, [&](const auto& e) { p.outs.push_back(em(e)); });
+        return cse_program(p);
+    }
+};
+
+template <class F, std::size_t... I>
+auto trace_impl(F& f, std::index_sequence<I...>) {
+    using R = std::remove_cvref_t<decltype(f(arg<I>{}...))>;
+    static_assert(valid_result<R> || std::is_void_v<R>,  // void: an op already reported its error
+                  "graft::expr::trace<N>(f): f must return an expression computed from its arguments, or "
+                  "graft::expr::outputs_of(e1, e2, ...) / a std::tuple of expressions for several outputs");
+    if constexpr (valid_result<R>) {
+        using G = program_graph_t<trace_builder<sizeof...(I), R>>;
+        traced<G> t;
+        const R r = f(arg<I>{}...);
+        literal_collector col{t.literals.data()};
+        for_each_output(r, [&](const auto& e) { col(e); });
+        return t;
+    }
+}
+
+}  // namespace detail
+
+/// Traces `f`, a function of N arguments, into a graph type plus its runtime literals.
+template <std::size_t N, class F>
+[[nodiscard]] auto trace(F f) {
+    constexpr bool callable = []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::invocable<F&, arg<I>...>;
+    }(std::make_index_sequence<N>{});
+    static_assert(callable, "graft::expr::trace<N>(f): f must be callable with exactly N arguments (a generic "
+                            "lambda taking one `auto` parameter per input); check N against f's parameter count");
+    if constexpr (callable) return detail::trace_impl(f, std::make_index_sequence<N>{});
+}
+
+/// The graph type traced from a stateless function type (e.g. a lambda's decltype).
+template <std::size_t N, class F>
+using traced_graph_t = typename decltype(trace<N>(std::declval<F>()))::graph_type;
+
+}  // namespace graft::expr
+
+#undef GRAFT_EXPR_BAD_OPERAND_MSG
+// ---- end graft/expr/trace.hpp
+// ---- begin graft/expr/print.hpp
+// Printing graphs, at compile time (`name_v<G>`, `listing_v<G>`: std::string_view
+// into static constexpr char arrays) and at run time (`to_string`).
+//   name_v:    the outputs as nested expressions: "mul(tanh(add(mul(%0, %1), #0)), sigmoid(%0))";
+//              several outputs print as "(e0, e1)". %i is input i, #k literal k,
+//              numbers are compile-time constants.
+//   listing_v: one instruction per line in SSA form ("%2 = mul(%0, %1)"), then
+//              "return %7" - compact for graphs with much sharing (gradients).
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace graft::expr {
+
+namespace detail {
+
+/// Minimal constexpr string builder (std::vector<char>: g++ 12 mishandles constexpr std::string growth).
+struct text {
+    std::vector<char> chars;
+    constexpr text& operator+=(char c) {
+        chars.push_back(c);
+        return *this;
+    }
+    constexpr text& operator+=(std::string_view v) {
+        for (char c : v) chars.push_back(c);
+        return *this;
+    }
+    [[nodiscard]] constexpr std::size_t size() const { return chars.size(); }
+};
+
+constexpr void append_uint(text& s, std::uint64_t v) {
+    char buf[24]{};
+    std::size_t n = 0;
+    do {
+        buf[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0) s += buf[--n];
+}
+
+/// Decimal form of a double: integers exactly, other values with up to 17 significant digits.
+constexpr void append_double(text& s, double v) {
+    if (v != v) {
+        s += "nan";
+        return;
+    }
+    if (v < 0 || (v == 0 && std::bit_cast<std::uint64_t>(v) >> 63 != 0)) {
+        s += '-';
+        v = -v;
+    }
+    if (v > 1.7e308) {
+        s += "inf";
+        return;
+    }
+    if (v >= 1e17) {  // large: d.ddddde+XX
+        int e = 0;
+        while (v >= 10) {
+            v /= 10;
+            ++e;
+        }
+        append_double(s, v);
+        s += "e+";
+        append_uint(s, static_cast<std::uint64_t>(e));
+        return;
+    }
+    const auto ip = static_cast<std::uint64_t>(v);
+    append_uint(s, ip);
+    double frac = v - static_cast<double>(ip);
+    if (frac == 0) return;
+    s += '.';
+    int digits = ip == 0 ? 0 : 1;
+    for (std::uint64_t t = ip; t >= 10; t /= 10) ++digits;
+    bool leading = ip == 0;
+    for (int k = 0; k < 40 && frac != 0 && digits < 17; ++k) {
+        frac *= 10;
+        const auto d = static_cast<int>(frac);
+        s += static_cast<char>('0' + d);
+        frac -= d;
+        if (d != 0) leading = false;
+        if (!leading) ++digits;
+    }
+    while (s.chars.back() == '0') s.chars.pop_back();
+}
+
+constexpr void append_leaf(text& s, const program& p, std::size_t id) {
+    const instr_data& d = p.nodes[id];
+    switch (d.kind) {
+        case instr_kind::input:
+            s += '%';
+            append_uint(s, d.index);
+            return;
+        case instr_kind::literal:
+            s += '#';
+            append_uint(s, d.index);
+            return;
+        case instr_kind::constant: append_double(s, d.value); return;
+        case instr_kind::apply: return;
+    }
+}
+
+constexpr void append_expr(text& s, const program& p, std::size_t id) {
+    const instr_data& d = p.nodes[id];
+    if (d.kind != instr_kind::apply) {
+        append_leaf(s, p, id);
+        return;
+    }
+    s += p.op_name(id);
+    s += '(';
+    for (std::size_t k = 0; k < d.nargs; ++k) {
+        if (k != 0) s += ", ";
+        append_expr(s, p, d.args[k]);
+    }
+    s += ')';
+}
+
+[[nodiscard]] constexpr text render_name(const program& p) {
+    text s;
+    if (p.outs.size() != 1) s += '(';
+    for (std::size_t j = 0; j < p.outs.size(); ++j) {
+        if (j != 0) s += ", ";
+        append_expr(s, p, p.outs[j]);
+    }
+    if (p.outs.size() != 1) s += ')';
+    return s;
+}
+
+constexpr void append_ssa_name(text& s, const program& p, std::size_t id) {
+    if (p.nodes[id].kind == instr_kind::apply) {
+        s += 'v';
+        append_uint(s, id);
+    } else {
+        append_leaf(s, p, id);
+    }
+}
+
+[[nodiscard]] constexpr text render_listing(const program& p) {
+    text s;
+    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+        const instr_data& d = p.nodes[i];
+        if (d.kind != instr_kind::apply) continue;
+        s += 'v';
+        append_uint(s, i);
+        s += " = ";
+        s += p.op_name(i);
+        s += '(';
+        for (std::size_t k = 0; k < d.nargs; ++k) {
+            if (k != 0) s += ", ";
+            append_ssa_name(s, p, d.args[k]);
+        }
+        s += ")\n";
+    }
+    s += "return ";
+    for (std::size_t j = 0; j < p.outs.size(); ++j) {
+        if (j != 0) s += ", ";
+        append_ssa_name(s, p, p.outs[j]);
+    }
+    return s;
+}
+
+template <class G, bool Listing>
+struct printed {
+    static constexpr text render() {
+        const program p = encode<G>();
+        if constexpr (Listing) return render_listing(p);
+        else return render_name(p);
+    }
+    static constexpr std::size_t size = render().size();
+    static constexpr std::array<char, size + 1> chars = [] {
+        std::array<char, size + 1> a{};
+        const text s = render();
+        for (std::size_t i = 0; i < size; ++i) a[i] = s.chars[i];
+        return a;
+    }();
+    static constexpr std::string_view view{chars.data(), size};
+};
+
+}  // namespace detail
+
+/// The outputs of graph G as nested expressions (a constant expression).
+template <class G>
+inline constexpr std::string_view name_v = detail::printed<G, false>::view;
+
+/// Graph G in SSA form, one apply instruction per line (a constant expression).
+template <class G>
+inline constexpr std::string_view listing_v = detail::printed<G, true>::view;
+
+/// Run-time copies of name_v / listing_v.
+template <class G>
+[[nodiscard]] std::string to_string(const traced<G>&) {
+    return std::string(name_v<G>);
+}
+template <class G>
+[[nodiscard]] std::string to_listing(const traced<G>&) {
+    return std::string(listing_v<G>);
+}
+
+}  // namespace graft::expr
+// ---- end graft/expr/print.hpp
+// ---- begin graft/expr/grad.hpp
+// Compile-time reverse-mode differentiation. Derivatives come only from the op
+// table: each op's generic `grad_<i>(g, inputs..., out)` is instantiated with
+// expression values (`ref` to graph instructions; numbers in the formulas become
+// compile-time constants, zeros_like(g) the constant 0), and the expression it
+// returns is appended to the graph.
+//
+//   grad<wrt...>(e)   backward graph. Inputs: the N inputs of e, then one gradient
+//                     per output of e (input<N + j> is d(loss)/d(output j)).
+//                     Outputs: d(loss)/d(input w) for each w in wrt, of the
+//                     outputs' broadcast shape (sum back to the input's shape).
+//                     Forward values the backward reads are recomputed in it.
+//   joint(e, policy)  forward graph: inputs -> outputs of e, then the saved values;
+//                     backward graph: inputs (e's N inputs, M output gradients,
+//                     S saved values, in this order) -> one gradient per input.
+//                     The policy decides per forward value the backward reads:
+//                     save it (an extra forward output) or recompute it in the
+//                     backward from inputs and other values.
+// Results are cse'd and dce'd; run your own pipeline on them with optimize<>.
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+
+namespace graft::expr {
+
+namespace detail {
+
+inline constexpr std::size_t no_id = static_cast<std::size_t>(-1);
+
+struct grad_state {
+    program p;                     // forward instructions (ids < n), then the backward ones
+    std::size_t n = 0;             // number of forward instructions
+    std::size_t num_inputs = 0;    // N
+    std::size_t num_outputs = 0;   // M
+    std::size_t bad_output = no_id;  // an output that is not differentiable (bool)
+};
+
+/// Calls Op::grad_K with refs, if the op defines that derivative.
+template <std::size_t K, class Op>
+constexpr bool call_grad(program& q, const instr_data& d, std::size_t self, std::size_t adj, std::size_t& result) {
+    const ref g{adj}, y{self};
+    if constexpr (Op::arity == 1) {
+        if constexpr (K == 0 && requires { Op::grad_0(g, g, y); }) {
+            result = emitter{q, true}(Op::grad_0(g, ref{d.args[0]}, y));
+            return true;
+        }
+    } else if constexpr (Op::arity == 2) {
+        const ref a{d.args[0]}, b{d.args[1]};
+        if constexpr (K == 0 && requires { Op::grad_0(g, a, b, y); }) {
+            result = emitter{q, true}(Op::grad_0(g, a, b, y));
+            return true;
+        } else if constexpr (K == 1 && requires { Op::grad_1(g, a, b, y); }) {
+            result = emitter{q, true}(Op::grad_1(g, a, b, y));
+            return true;
+        }
+    } else {
+        const ref c{d.args[0]}, a{d.args[1]}, b{d.args[2]};
+        if constexpr (K == 1 && requires { Op::grad_1(g, c, a, b, y); }) {
+            result = emitter{q, true}(Op::grad_1(g, c, a, b, y));
+            return true;
+        } else if constexpr (K == 2 && requires { Op::grad_2(g, c, a, b, y); }) {
+            result = emitter{q, true}(Op::grad_2(g, c, a, b, y));
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Reverse-mode sweep over program p for the inputs in `wrt`. Not cse'd.
+[[nodiscard]] constexpr grad_state build_grad(const program& p, const std::vector<std::size_t>& wrt) {
+    grad_state s;
+    s.p = p;
+    s.n = p.nodes.size();
+    s.num_inputs = p.num_inputs();
+    s.num_outputs = p.outs.size();
+    program& q = s.p;
+    const std::size_t n = s.n;
+    constexpr std::size_t add = op_index_v<ops::def::add_op>;
+
+    std::vector<bool> needs(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+        const instr_data& d = p.nodes[i];
+        if (d.kind == instr_kind::input) {
+            needs[i] = std::find(wrt.begin(), wrt.end(), d.index) != wrt.end();
+        } else if (d.kind == instr_kind::apply && !p.is_bool(i)) {
+            bool diff = false;
+            visit_op(d.index, [&](auto op) { diff = decltype(op)::differentiable; });
+            for (std::size_t k = 0; k < d.nargs; ++k) needs[i] = needs[i] || (diff && needs[d.args[k]]);
+        }
+    }
+    for (std::size_t j = 0; j < s.num_outputs; ++j)
+        if (p.is_bool(p.outs[j]) && s.bad_output == no_id) s.bad_output = j;
+
+    std::vector<std::size_t> adj(n, no_id);
+    auto accumulate = [&](std::size_t target, std::size_t contribution) {
+        adj[target] = adj[target] == no_id ? contribution : q.push(make_apply(add, adj[target], contribution));
+    };
+    for (std::size_t j = 0; j < s.num_outputs; ++j) {
+        const std::size_t g = q.push(make_input(s.num_inputs + j));
+        if (needs[p.outs[j]]) accumulate(p.outs[j], g);
+    }
+    for (std::size_t i = n; i-- > 0;) {
+        const instr_data d = p.nodes[i];
+        if (d.kind != instr_kind::apply || adj[i] == no_id) continue;
+        visit_op(d.index, [&](auto op) {
+            using Op = decltype(op);
+            if constexpr (Op::differentiable) {
+                auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+                    if constexpr (K < static_cast<std::size_t>(Op::arity)) {
+                        if (!needs[d.args[K]]) return;
+                        std::size_t r = no_id;
+                        if (call_grad<K, Op>(q, d, i, adj[i], r)) accumulate(d.args[K], r);
+                    }
+                };
+                one(std::integral_constant<std::size_t, 0>{});
+                one(std::integral_constant<std::size_t, 1>{});
+                one(std::integral_constant<std::size_t, 2>{});
+            }
+        });
+    }
+    std::vector<std::size_t> outs;
+    for (std::size_t w : wrt) {
+        std::size_t r = no_id;
+        for (std::size_t i = 0; i < n; ++i)
+            if (p.nodes[i].kind == instr_kind::input && p.nodes[i].index == w) r = adj[i];
+        outs.push_back(r == no_id ? q.push(make_constant(0.0)) : r);
+    }
+    q.outs = outs;
+    return s;
+}
+
+template <class G, std::size_t... Wrt>
+struct grad_builder {
+    static constexpr grad_state state() { return build_grad(encode<G>(), {Wrt...}); }
+    static constexpr std::size_t bad_output = state().bad_output;
+    static constexpr std::size_t num_inputs = encode<G>().num_inputs();
+    static constexpr program build() { return dce_program(cse_program(state().p)); }
+};
+
+}  // namespace detail
+
+/// Backward graph of e with respect to inputs Wrt... (see the top of this file).
+template <std::size_t... Wrt, class G>
+[[nodiscard]] auto grad(const traced<G>& e) {
+    using B = detail::grad_builder<G, Wrt...>;
+    static_assert(sizeof...(Wrt) > 0, "graft::expr::grad<wrt...>(e): name at least one input to differentiate by");
+    static_assert(((Wrt < B::num_inputs) && ...),
+                  "graft::expr::grad<wrt...>(e): every wrt index must be an input of e (0 <= wrt < N)");
+    static_assert(B::bad_output == detail::no_id,
+                  "graft::expr::grad: an output of the expression is a comparison or logical (bool) result, "
+                  "which is not differentiable");
+    if constexpr (sizeof...(Wrt) > 0 && B::bad_output == detail::no_id && ((Wrt < B::num_inputs) && ...))
+        return traced<program_graph_t<B>>{e.literals};
+}
+
+// ---------------------------------------------------------------- joint forward + backward
+
+namespace save_policy {
+/// Save every forward value the backward reads (least recomputation, most memory).
+struct save_all_t {
+    static constexpr bool save(std::string_view /*op*/) { return true; }
+};
+/// Save nothing: the backward recomputes every forward value from the inputs.
+struct recompute_t {
+    static constexpr bool save(std::string_view /*op*/) { return false; }
+};
+/// Save results of transcendental ops, recompute cheap arithmetic.
+struct recompute_cheap_t {
+    static constexpr bool save(std::string_view op) {
+        constexpr std::string_view costly[] = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "pow"};
+        for (auto c : costly)
+            if (c == op) return true;
+        return false;
+    }
+};
+inline constexpr save_all_t save_all{};
+inline constexpr recompute_t recompute{};
+inline constexpr recompute_cheap_t recompute_cheap{};
+}  // namespace save_policy
+
+/// A save policy: `static constexpr bool save(std::string_view op_name)` says whether
+/// the result of a forward op that the backward reads is saved (else recomputed).
+template <class P>
+concept save_policy_type = requires(std::string_view name) {
+    { P::save(name) } -> std::convertible_to<bool>;
+};
+
+namespace detail {
+
+struct joint_state {
+    program forward;
+    program backward;
+    std::size_t num_saved = 0;
+};
+
+template <class Policy>
+[[nodiscard]] constexpr joint_state build_joint(const program& p) {
+    const std::size_t N = p.num_inputs(), M = p.outs.size();
+    std::vector<std::size_t> wrt;
+    for (std::size_t i = 0; i < N; ++i) wrt.push_back(i);
+    grad_state s = build_grad(p, wrt);
+    const program& q = s.p;
+    const std::size_t n = s.n, total = q.nodes.size();
+
+    std::vector<bool> live(total, false);
+    for (std::size_t o : q.outs) live[o] = true;
+    for (std::size_t i = total; i-- > 0;)
+        if (live[i])
+            for (std::size_t k = 0; k < q.nodes[i].nargs; ++k) live[q.nodes[i].args[k]] = true;
+
+    // 0 undecided, 1 saved, 2 recomputed
+    std::vector<int> decision(n, 0);
+    std::vector<std::size_t> work;
+    for (std::size_t i = n; i < total; ++i)
+        if (live[i])
+            for (std::size_t k = 0; k < q.nodes[i].nargs; ++k) work.push_back(q.nodes[i].args[k]);
+    while (!work.empty()) {
+        const std::size_t f = work.back();
+        work.pop_back();
+        if (f >= n || !q.is_apply(f) || decision[f] != 0) continue;
+        if (Policy::save(q.op_name(f))) {
+            decision[f] = 1;
+        } else {
+            decision[f] = 2;
+            for (std::size_t k = 0; k < q.nodes[f].nargs; ++k) work.push_back(q.nodes[f].args[k]);
+        }
+    }
+    joint_state r;
+    r.forward = p;
+    program b = q;
+    for (std::size_t f = 0; f < n; ++f) {
+        if (decision[f] != 1) continue;
+        r.forward.outs.push_back(f);
+        b.nodes[f] = make_input(N + M + r.num_saved);
+        ++r.num_saved;
+    }
+    r.forward = dce_program(r.forward);
+    r.backward = dce_program(cse_program(b));
+    return r;
+}
+
+template <class G, class Policy>
+struct joint_builder {
+    static constexpr joint_state state() { return build_joint<Policy>(encode<G>()); }
+    static constexpr std::size_t num_saved = state().num_saved;
+    static constexpr bool bad = build_grad(encode<G>(), {}).bad_output != no_id;
+    struct forward_builder {
+        static constexpr program build() { return state().forward; }
+    };
+    struct backward_builder {
+        static constexpr program build() { return state().backward; }
+    };
+};
+
+}  // namespace detail
+
+/// Forward and backward graphs of a joint differentiation (see the top of this file).
+template <class Forward, class Backward, std::size_t N, std::size_t M, std::size_t S>
+struct joint_graphs {
+    traced<Forward> forward;    // inputs -> (outputs..., saved...)
+    traced<Backward> backward;  // (inputs..., output grads..., saved...) -> input grads
+    static constexpr std::size_t num_inputs = N;
+    static constexpr std::size_t num_outputs = M;
+    static constexpr std::size_t num_saved = S;
+};
+
+/// Joint forward + backward graphs of e, with respect to every input, under a save policy.
+template <class G, class Policy>
+[[nodiscard]] auto joint(const traced<G>& e, Policy) {
+    static_assert(save_policy_type<Policy>,
+                  "graft::expr::joint(e, policy): policy must be a save policy (graft::expr::save_policy::save_all, "
+                  "::recompute, ::recompute_cheap or a type with static constexpr bool save(std::string_view op))");
+    if constexpr (save_policy_type<Policy>) {
+        using J = detail::joint_builder<G, Policy>;
+        static_assert(!J::bad, "graft::expr::joint: an output of the expression is a comparison or logical (bool) "
+                               "result, which is not differentiable");
+        if constexpr (!J::bad) {
+            using F = program_graph_t<typename J::forward_builder>;
+            using B = program_graph_t<typename J::backward_builder>;
+            constexpr std::size_t N = encode<G>().num_inputs();
+            return joint_graphs<F, B, N, G::results::size, J::num_saved>{traced<F>{e.literals},
+                                                                          traced<B>{e.literals}};
+        }
+    }
+}
+
+}  // namespace graft::expr
+// ---- end graft/expr/grad.hpp
+// ---- begin graft/expr/interpret.hpp
+// A simple eager interpreter for expression graphs: runs each instruction with
+// the op table's `call` on graft::Tensor values (so autograd records it when an
+// argument requires grad). It is the reference the fused evaluator is tested
+// against, and how the graph and gradient tests check graphs numerically.
+#include <array>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace graft::expr {
+
+namespace detail {
+
+template <class T>
+Tensor interpret_arg(const T& a, dtype type) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<T>, Tensor>) return a;
+    else return scalar_tensor(static_cast<double>(a), type);
+}
+
+template <class A>
+void first_tensor_type(const A& a, dtype& t, bool& found) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<A>, Tensor>) {
+        if (!found) {
+            t = a.type();
+            found = true;
+        }
+    }
+}
+
+template <class I>
+struct interpret_instr;
+template <std::size_t I>
+struct interpret_instr<input<I>> {
+    template <std::size_t L>
+    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>& args, const std::array<double, L>&,
+                      dtype) {
+        return args[I];
+    }
+};
+template <double V>
+struct interpret_instr<constant<V>> {
+    template <std::size_t L>
+    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::array<double, L>&, dtype t) {
+        return scalar_tensor(V, t);
+    }
+};
+template <std::size_t K>
+struct interpret_instr<literal<K>> {
+    template <std::size_t L>
+    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::array<double, L>& lits,
+                      dtype t) {
+        return scalar_tensor(lits[K], t);
+    }
+};
+template <class Op, std::size_t... A>
+struct interpret_instr<apply<Op, A...>> {
+    template <std::size_t L>
+    static Tensor run(const std::vector<Tensor>& vals, const std::vector<Tensor>&, const std::array<double, L>&,
+                      dtype) {
+        return Op::call(vals[A]...);
+    }
+};
+
+template <class... Is, std::size_t... O, std::size_t L, class... Args>
+std::array<Tensor, sizeof...(O)> interpret_graph(graph<instrs<Is...>, outputs<O...>, L>*,
+                                                 const std::array<double, L>& lits, const Args&... args) {
+    dtype type = default_float_dtype;
+    bool found = false;
+    (first_tensor_type(args, type, found), ...);
+    const std::vector<Tensor> in{interpret_arg(args, type)...};
+    std::vector<Tensor> vals;
+    vals.reserve(sizeof...(Is));
+    (vals.push_back(interpret_instr<Is>::run(vals, in, lits, type)), ...);
+    return {vals[O]...};
+}
+
+}  // namespace detail
+
+/// Every output of `e` computed eagerly from `args` (Tensors or numbers; numbers
+/// and constants become 0-dim tensors of the first Tensor argument's dtype).
+template <class G, class... Args>
+[[nodiscard]] auto interpret_all(const traced<G>& e, const Args&... args) {
+    static_assert(((std::is_same_v<Args, Tensor> || std::is_arithmetic_v<Args>) && ...),
+                  "graft::expr::interpret(e, args...): arguments must be graft::Tensor or numbers");
+    return detail::interpret_graph(static_cast<G*>(nullptr), e.literals, args...);
+}
+
+/// The single output of `e` computed eagerly from `args`.
+template <class G, class... Args>
+[[nodiscard]] Tensor interpret(const traced<G>& e, const Args&... args) {
+    static_assert(G::results::size == 1,
+                  "graft::expr::interpret(e, args...): e has several outputs; use interpret_all");
+    return interpret_all(e, args...)[0];
+}
+
+/// Sums (or broadcasts) a gradient of the outputs' shape to `sizes`, the shape of the input it belongs to.
+[[nodiscard]] inline Tensor sum_to(const Tensor& g, const int_list& sizes) {
+    const int_list full = broadcast_shapes(g.sizes(), sizes);
+    const Tensor e = g.sizes() == full ? g : g.expand(full);
+    return sum_to_size(e, sizes).contiguous();
+}
+
+}  // namespace graft::expr
+// ---- end graft/expr/interpret.hpp
+
+// ---- expr-eval engineer's headers go here (fused evaluation, eager autograd node): ----
+// #include "graft/expr/eval.hpp"
+// #include "graft/expr/function.hpp"
+// ---- end graft/expr/expr.hpp
 // ---- begin graft/version.hpp
 // graft's version, kept equal to project(VERSION) in CMakeLists.txt.
 #define GRAFT_VERSION_MAJOR 0

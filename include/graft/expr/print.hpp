@@ -86,6 +86,7 @@ constexpr void append_double(text& s, double v) {
         if (d != 0) leading = false;
         if (!leading) ++digits;
     }
+    while (s.chars.back() == '0') s.chars.pop_back();
 }
 
 constexpr void append_leaf(text& s, const program& p, std::size_t id) {

@@ -309,7 +309,7 @@ struct trace_builder {
 template <class F, std::size_t... I>
 auto trace_impl(F& f, std::index_sequence<I...>) {
     using R = std::remove_cvref_t<decltype(f(arg<I>{}...))>;
-    static_assert(valid_result<R>,
+    static_assert(valid_result<R> || std::is_void_v<R>,  // void: an op already reported its error
                   "graft::expr::trace<N>(f): f must return an expression computed from its arguments, or "
                   "graft::expr::outputs_of(e1, e2, ...) / a std::tuple of expressions for several outputs");
     if constexpr (valid_result<R>) {
