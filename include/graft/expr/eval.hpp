@@ -382,16 +382,17 @@ concept traced_expression = requires(const E& e) {
     { e.literals.data() } -> std::convertible_to<const double*>;
 };
 
+/// Traced graphs keep every input (dce never removes one), so the arity is the
+/// highest input index + 1.
 template <class E, std::size_t NArgs>
 constexpr void check_arity() {
-    using facts = graph_facts<typename E::graph_type>;
-    if constexpr (requires { E::arity; }) {
-        static_assert(NArgs == E::arity,
-                      "graft::expr::evaluate(e, args...): the number of arguments must equal the expression's arity");
-    } else {
-        static_assert(NArgs >= facts::num_inputs,
-                      "graft::expr::evaluate(e, args...): too few arguments for the expression (it reads more inputs)");
-    }
+    constexpr std::size_t arity = [] {
+        if constexpr (requires { E::arity; }) return static_cast<std::size_t>(E::arity);
+        else return graph_facts<typename E::graph_type>::num_inputs;
+    }();
+    static_assert(NArgs == arity,
+                  "graft::expr::evaluate(e, args...): the number of arguments must equal the expression's arity "
+                  "(the N of ex::trace<N>)");
 }
 
 }  // namespace detail
