@@ -2006,6 +2006,644 @@ inline void* scratch(std::size_t bytes) {
 }  // namespace detail
 }  // namespace graft::kernels
 // ---- end graft/kernels/api.hpp
+// The graph vocabulary read by the fused evaluator's per-target loops
+// (graft/expr/detail/fused-inl.hpp, re-included below with the kernels).
+// ---- begin graft/expr/graph.hpp
+// Compile-time graphs: a graph is a type. Its instructions are a type list in
+// SSA order (each instruction names the ids of earlier instructions it reads),
+// its outputs a list of instruction ids. Passes map graph types to graph types;
+// the fused evaluator turns a graph type into one SIMD loop.
+//
+//   graph<instrs<input<0>, input<1>, apply<ops::def::mul_op, 0, 1>,
+//                literal<0>, apply<ops::def::add_op, 2, 3>>,
+//         outputs<4>, 1>
+//
+// is `x * w + c` where c is the first runtime literal (a number written in the
+// user's function; its value travels beside the type, in a std::array<double, 1>).
+// Compile-time constants (`constant<1.0>`) are part of the type, so passes can
+// fold and simplify them; runtime literals never compare equal to each other.
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+// ---- begin graft/ops/table.hpp
+// The op table: one definition per elementwise op, read by every layer that
+// needs to know about ops. Each definition (a type in graft::ops::def) names
+// the op and its backward node, gives its arity and kernel, a scalar reference
+// for one element, and its derivative written once, generically, with the
+// ops' free functions. The eager engine instantiates the derivative with
+// graft::Tensor (so backward is itself differentiable), the compile-time graphs
+// (graft/expr) with expression types, and the graph IR with its values.
+//
+// `call(values...)` applies the op to values of any type that has the op as a free
+// function (graft::tensor: graft::tanh etc., recorded by autograd).
+// A derivative `grad_<i>(g, inputs..., out)` returns the gradient of input i,
+// of the output's (broadcast) shape: the caller sums it back to the input's
+// shape. `grad_reads<i>` says which of inputs/out that derivative reads, so
+// callers save only what they need (PyTorch's saved-variable rules).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+// ---- begin graft/kernels/reference.hpp
+// graft/kernels/reference.hpp: plain scalar reference implementations of every kernel
+// in graft/kernels/dispatch.hpp, templated on the element type, with the same
+// signatures (strides: 0 = broadcast, 1 = contiguous, other = strided) and semantics.
+//
+// * float/double: computed in double (or long double for double sums) and rounded
+//   once, so they serve as the accuracy oracle in tests.
+// * std::int64_t and bool (binary/compare/where/reduce/matmul): the actual
+//   implementation used by the ops layer for integer and boolean tensors.
+//     - int64 add/sub/mul/sum/matmul wrap modulo 2^64 (two's complement, no UB),
+//       like PyTorch on CPU.
+//     - int64 pow: exponentiation by squaring; negative exponents follow ATen's powi
+//       (1 → 1, -1 → ±1, otherwise 0).
+//     - int64 div truncates toward zero and gives 0 for a zero divisor (not used by
+//       graft's ops, which promote integer division to float).
+//     - bool is computed as 0/1 integers and converted back with != 0: add = or,
+//       mul = and, maximum = or, minimum = and (sub/div/pow on bool are rejected by
+//       the ops layer, as in PyTorch).
+//     - reduce on int64/bool returns int64 (sum of bool counts trues, as in PyTorch);
+//       on float/double returns the input type.
+//   maximum/minimum/amax/amin propagate NaN for floating types.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+
+namespace graft::kernels::reference {
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_fp = std::is_floating_point_v<T>;
+
+// Wider type used for computation.
+template <class T>
+using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
+
+constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+
+constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
+    if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
+        return 0;
+    }
+    std::int64_t r = 1;
+    while (b != 0) {
+        if (b & 1) r = wrap_mul(r, a);
+        b >>= 1;
+        a = wrap_mul(a, a);
+    }
+    return r;
+}
+
+template <class T>
+inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
+    return p[static_cast<std::ptrdiff_t>(i) * s];
+}
+
+template <class T>
+constexpr T fp_max(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a > b ? a : b;
+}
+template <class T>
+constexpr T fp_min(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a < b ? a : b;
+}
+
+}  // namespace detail
+
+/// Scalar unary op (float/double only), computed in a wider type and rounded once.
+template <class T>
+constexpr T unary_scalar(unary_op op, T x) {
+    static_assert(detail::is_fp<T>, "unary kernels are floating point only");
+    using W = detail::wide_t<T>;
+    const W w = static_cast<W>(x);
+    switch (op) {
+        case unary_op::neg: return -x;
+        case unary_op::abs: return std::fabs(x);
+        case unary_op::exp: return static_cast<T>(std::exp(w));
+        case unary_op::log: return static_cast<T>(std::log(w));
+        case unary_op::sqrt: return std::sqrt(x);
+        case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
+        case unary_op::tanh: return static_cast<T>(std::tanh(w));
+        case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
+        case unary_op::relu: return x < T(0) ? T(0) : x;
+        case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
+        case unary_op::gelu_tanh: {
+            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
+            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
+            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
+            const W kBeta = W(0.797884560802865355879892119868763737L);
+            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
+            if (u > W(0)) {
+                const W e = std::exp(-u);
+                return static_cast<T>(w * e / (W(1) + e));
+            }
+            return static_cast<T>(w / (W(1) + std::exp(u)));
+        }
+        case unary_op::sin: return static_cast<T>(std::sin(w));
+        case unary_op::cos: return static_cast<T>(std::cos(w));
+    }
+    return x;
+}
+
+template <class T>
+inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = unary_scalar(op, detail::get(a, sa, i));
+}
+
+/// Scalar binary op for float, double, std::int64_t and bool.
+template <class T>
+constexpr T binary_scalar(binary_op op, T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
+        return r != 0;
+    } else if constexpr (detail::is_fp<T>) {
+        switch (op) {
+            case binary_op::add: return a + b;
+            case binary_op::sub: return a - b;
+            case binary_op::mul: return a * b;
+            case binary_op::div: return a / b;
+            case binary_op::pow: return std::pow(a, b);
+            case binary_op::maximum: return detail::fp_max(a, b);
+            case binary_op::minimum: return detail::fp_min(a, b);
+        }
+        return a;
+    } else {
+        static_assert(std::is_same_v<T, std::int64_t>, "reference binary: float, double, int64 or bool");
+        switch (op) {
+            case binary_op::add: return detail::wrap_add(a, b);
+            case binary_op::sub: return detail::wrap_sub(a, b);
+            case binary_op::mul: return detail::wrap_mul(a, b);
+            case binary_op::div:
+                if (b == 0) return 0;
+                if (b == -1) return detail::wrap_sub(0, a);
+                return a / b;
+            case binary_op::pow: return detail::ipow(a, b);
+            case binary_op::maximum: return a > b ? a : b;
+            case binary_op::minimum: return a < b ? a : b;
+        }
+        return a;
+    }
+}
+
+template <class T>
+inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, T* out,
+                   std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = binary_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+constexpr bool compare_scalar(compare_op op, T a, T b) {
+    switch (op) {
+        case compare_op::eq: return a == b;
+        case compare_op::ne: return a != b;
+        case compare_op::lt: return a < b;
+        case compare_op::le: return a <= b;
+        case compare_op::gt: return a > b;
+        case compare_op::ge: return a >= b;
+    }
+    return false;
+}
+
+template <class T>
+inline void compare(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
+                    std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = compare_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+inline void where(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
+                  T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = detail::get(c, sc, i) ? detail::get(a, sa, i) : detail::get(b, sb, i);
+}
+
+/// Result type of reduce<T>: T for float/double, std::int64_t for integers and bool.
+template <class T>
+using reduce_result_t = std::conditional_t<detail::is_fp<T>, T, std::int64_t>;
+
+/// Contiguous reduction. Floating sums accumulate in a wider type (the accuracy
+/// oracle); integer/bool sums wrap in int64. amax/amin need n > 0 (NaN/0 otherwise).
+template <class T>
+inline reduce_result_t<T> reduce(reduce_op op, const T* a, std::size_t n) {
+    using R = reduce_result_t<T>;
+    if constexpr (detail::is_fp<T>) {
+        using W = detail::wide_t<T>;
+        if (op == reduce_op::sum) {
+            W s = 0;
+            for (std::size_t i = 0; i < n; ++i) s += static_cast<W>(a[i]);
+            return static_cast<R>(s);
+        }
+        if (n == 0) return std::numeric_limits<T>::quiet_NaN();
+        T r = a[0];
+        for (std::size_t i = 0; i < n; ++i) r = op == reduce_op::amax ? detail::fp_max(r, a[i]) : detail::fp_min(r, a[i]);
+        return r;
+    } else {
+        if (op == reduce_op::sum) {
+            std::int64_t s = 0;
+            for (std::size_t i = 0; i < n; ++i) s = detail::wrap_add(s, static_cast<std::int64_t>(a[i]));
+            return s;
+        }
+        if (n == 0) return 0;
+        R r = static_cast<R>(a[0]);
+        for (std::size_t i = 0; i < n; ++i) {
+            const R v = static_cast<R>(a[i]);
+            r = op == reduce_op::amax ? (v > r ? v : r) : (v < r ? v : r);
+        }
+        return r;
+    }
+}
+
+/// C[m x n] = A[m x k] * B[k x n] (row-major, element leading dimensions), overwrites C.
+/// float accumulates in double, double in long double, int64 wraps, bool is "any(a and b)".
+template <class T>
+inline void matmul(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
+                   std::size_t m, std::size_t n, std::size_t k) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const auto ai = [&](std::size_t p) { return a[static_cast<std::ptrdiff_t>(i) * lda + static_cast<std::ptrdiff_t>(p)]; };
+            const auto bj = [&](std::size_t p) { return b[static_cast<std::ptrdiff_t>(p) * ldb + static_cast<std::ptrdiff_t>(j)]; };
+            T& out = c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)];
+            if constexpr (std::is_same_v<T, bool>) {
+                bool s = false;
+                for (std::size_t p = 0; p < k; ++p) s = s || (ai(p) && bj(p));
+                out = s;
+            } else if constexpr (detail::is_fp<T>) {
+                detail::wide_t<T> s = 0;
+                for (std::size_t p = 0; p < k; ++p) s += static_cast<detail::wide_t<T>>(ai(p)) * bj(p);
+                out = static_cast<T>(s);
+            } else {
+                std::int64_t s = 0;
+                for (std::size_t p = 0; p < k; ++p) s = detail::wrap_add(s, detail::wrap_mul(ai(p), bj(p)));
+                out = static_cast<T>(s);
+            }
+        }
+    }
+}
+
+/// Row-wise softmax / log_softmax (float/double), computed in a wider type.
+template <class T>
+inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols, bool log) {
+    static_assert(detail::is_fp<T>, "softmax is floating point only");
+    using W = detail::wide_t<T>;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const T* x = in + r * cols;
+        T* y = out + r * cols;
+        if (cols == 0) continue;
+        W m = x[0];
+        for (std::size_t j = 0; j < cols; ++j) m = detail::fp_max<W>(m, x[j]);
+        W s = 0;
+        for (std::size_t j = 0; j < cols; ++j) s += std::exp(static_cast<W>(x[j]) - m);
+        const W ls = std::log(s);
+        for (std::size_t j = 0; j < cols; ++j) {
+            const W z = static_cast<W>(x[j]) - m;
+            y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
+        }
+    }
+}
+
+}  // namespace graft::kernels::reference
+// ---- end graft/kernels/reference.hpp
+
+namespace graft::ops {
+
+/// What an op computes per element: its operands and result categories.
+enum class op_kind {
+    unary,    // one floating-point operand
+    binary,   // two operands, broadcast, promoted to a common dtype
+    compare,  // two operands -> bool, not differentiable
+    where,    // (bool condition, a, b) -> a or b per element
+    logical,  // bool operands -> bool (logical_and), not differentiable
+};
+
+/// Bits of `grad_reads`: which values a derivative reads.
+inline constexpr unsigned reads_input0 = 1U << 0;
+inline constexpr unsigned reads_input1 = 1U << 1;
+inline constexpr unsigned reads_input2 = 1U << 2;
+inline constexpr unsigned reads_output = 1U << 3;
+[[nodiscard]] constexpr unsigned reads_input(int i) noexcept { return 1U << i; }
+
+namespace def {
+
+// Derivatives call the ops' free functions unqualified, found by argument-dependent
+// lookup for the value type (graft::Tensor, expression types, IR values). These
+// deleted declarations stop ordinary lookup here, so graft::ops' raw (non-recording)
+// functions never compete with the value type's own.
+void neg() = delete;
+void abs() = delete;
+void exp() = delete;
+void log() = delete;
+void sqrt() = delete;
+void rsqrt() = delete;
+void tanh() = delete;
+void sigmoid() = delete;
+void relu() = delete;
+void sin() = delete;
+void cos() = delete;
+void sign() = delete;
+void add() = delete;
+void sub() = delete;
+void mul() = delete;
+void div() = delete;
+void pow() = delete;
+void maximum() = delete;
+void minimum() = delete;
+void eq() = delete;
+void ne() = delete;
+void lt() = delete;
+void le() = delete;
+void gt() = delete;
+void ge() = delete;
+void where() = delete;
+void zeros_like() = delete;
+void logical_and() = delete;
+
+// ---------------------------------------------------------------- unary
+
+#define GRAFT_DETAIL_UNARY_DEF(ident, kernel_op, backward_name, reads, ...)                          \
+    struct ident##_op {                                                                               \
+        static constexpr std::string_view name = #ident;                                              \
+        static constexpr const char* node_name = backward_name;                                       \
+        static constexpr op_kind kind = op_kind::unary;                                               \
+        static constexpr int arity = 1;                                                               \
+        static constexpr kernels::unary_op kernel = kernels::unary_op::kernel_op;                     \
+        static constexpr bool differentiable = true;                                                  \
+        static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
+        template <class T>                                                                            \
+        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
+            return kernels::reference::unary_scalar(kernel, x);                                       \
+        }                                                                                             \
+        template <class X>                                                                            \
+        [[nodiscard]] static auto call(const X& x) {                                                  \
+            return ident(x);                                                                          \
+        }                                                                                             \
+        template <class G, class X, class Y>                                                          \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
+                                         [[maybe_unused]] const Y& y) {                               \
+            __VA_ARGS__                                                                               \
+        }                                                                                             \
+    };
+
+GRAFT_DETAIL_UNARY_DEF(neg, neg, "NegBackward0", 0U, return -g;)
+GRAFT_DETAIL_UNARY_DEF(abs, abs, "AbsBackward0", reads_input0, return g * sign(x);)
+GRAFT_DETAIL_UNARY_DEF(exp, exp, "ExpBackward0", reads_output, return g * y;)
+GRAFT_DETAIL_UNARY_DEF(log, log, "LogBackward0", reads_input0, return g / x;)
+GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y * 2.0);)
+GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
+GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
+GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
+GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
+GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
+GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
+#undef GRAFT_DETAIL_UNARY_DEF
+
+// ---------------------------------------------------------------- binary
+
+#define GRAFT_DETAIL_BINARY_DEF(ident, kernel_op, backward_name, reads_a, reads_b, grad_a_body, grad_b_body) \
+    struct ident##_op {                                                                                       \
+        static constexpr std::string_view name = #ident;                                                      \
+        static constexpr const char* node_name = backward_name;                                               \
+        static constexpr op_kind kind = op_kind::binary;                                                      \
+        static constexpr int arity = 2;                                                                       \
+        static constexpr kernels::binary_op kernel = kernels::binary_op::kernel_op;                           \
+        static constexpr bool differentiable = true;                                                          \
+        static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
+        template <class T>                                                                                    \
+        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
+            return kernels::reference::binary_scalar(kernel, a, b);                                           \
+        }                                                                                                     \
+        template <class A, class B>                                                                           \
+        [[nodiscard]] static auto call(const A& a, const B& b) {                                              \
+            return ident(a, b);                                                                               \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_a_body                                                                                       \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_b_body                                                                                       \
+        }                                                                                                     \
+    };
+
+GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
+GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
+GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
+GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
+                        return -g * a / (b * b);)
+// PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
+GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1 | reads_output,
+                        return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
+                        return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
+// Ties split the gradient evenly between the operands, as PyTorch does.
+GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
+GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
+#undef GRAFT_DETAIL_BINARY_DEF
+
+// ---------------------------------------------------------------- comparisons
+
+#define GRAFT_DETAIL_COMPARE_DEF(ident, kernel_op)                             \
+    struct ident##_op {                                                        \
+        static constexpr std::string_view name = #ident;                       \
+        static constexpr const char* node_name = nullptr;                      \
+        static constexpr op_kind kind = op_kind::compare;                      \
+        static constexpr int arity = 2;                                        \
+        static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
+        static constexpr bool differentiable = false;                          \
+        template <class T>                                                     \
+        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
+            return kernels::reference::compare_scalar(kernel, a, b);           \
+        }                                                                      \
+        template <class A, class B>                                            \
+        [[nodiscard]] static auto call(const A& a, const B& b) {               \
+            return ident(a, b);                                                \
+        }                                                                      \
+    };
+GRAFT_DETAIL_COMPARE_DEF(eq, eq)
+GRAFT_DETAIL_COMPARE_DEF(ne, ne)
+GRAFT_DETAIL_COMPARE_DEF(lt, lt)
+GRAFT_DETAIL_COMPARE_DEF(le, le)
+GRAFT_DETAIL_COMPARE_DEF(gt, gt)
+GRAFT_DETAIL_COMPARE_DEF(ge, ge)
+#undef GRAFT_DETAIL_COMPARE_DEF
+
+// ---------------------------------------------------------------- where
+
+/// where(cond, a, b): differentiable in a and b (inputs 1 and 2), not in cond.
+struct where_op {
+    static constexpr std::string_view name = "where";
+    static constexpr const char* node_name = "WhereBackward0";
+    static constexpr op_kind kind = op_kind::where;
+    static constexpr int arity = 3;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
+    template <class C, class A, class B>
+    [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
+        return where(c, a, b);
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, g, zeros_like(g));
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, zeros_like(g), g);
+    }
+};
+
+/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
+/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
+struct sign_op {
+    static constexpr std::string_view name = "sign";
+    static constexpr const char* node_name = "SignBackward0";
+    static constexpr op_kind kind = op_kind::unary;
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 1> grad_reads{0U};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(T x) {
+        if (x != x) return x;
+        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    }
+    template <class X>
+    [[nodiscard]] static auto call(const X& x) {
+        return sign(x);
+    }
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return zeros_like(g);
+    }
+};
+
+/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
+struct logical_and_op {
+    static constexpr std::string_view name = "logical_and";
+    static constexpr const char* node_name = nullptr;
+    static constexpr op_kind kind = op_kind::logical;
+    static constexpr int arity = 2;
+    static constexpr bool differentiable = false;
+    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
+    template <class A, class B>
+    [[nodiscard]] static auto call(const A& a, const B& b) {
+        return logical_and(a, b);
+    }
+};
+
+}  // namespace def
+
+/// Every op in the table, for code that iterates over all of them.
+using all_elementwise_ops =
+    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
+
+/// An op-table entry: what every layer may rely on.
+template <class Op>
+concept op_definition = requires {
+    { Op::name } -> std::convertible_to<std::string_view>;
+    { Op::kind } -> std::convertible_to<op_kind>;
+    { Op::arity } -> std::convertible_to<int>;
+    { Op::differentiable } -> std::convertible_to<bool>;
+};
+
+/// Does input `i`'s derivative of `Op` read value `bit` (reads_input0.., reads_output)?
+template <class Op>
+[[nodiscard]] constexpr bool grad_reads(int i, unsigned bit) {
+    if constexpr (requires { Op::grad_reads; }) return (Op::grad_reads[static_cast<std::size_t>(i)] & bit) != 0;
+    else return false;
+}
+
+}  // namespace graft::ops
+// ---- end graft/ops/table.hpp
+
+namespace graft::expr {
+
+/// The I-th argument of the graph: a tensor, or a number broadcast to every element.
+template <std::size_t I>
+struct input {
+    static constexpr std::size_t index = I;
+};
+
+/// A number known at compile time (part of the type).
+template <double V>
+struct constant {
+    static constexpr double value = V;
+};
+
+/// The K-th runtime number of the graph (its value is stored beside the type).
+template <std::size_t K>
+struct literal {
+    static constexpr std::size_t index = K;
+};
+
+/// Op `Op` (a definition from graft::ops::def) applied to earlier instructions.
+template <class Op, std::size_t... Operands>
+struct apply {
+    using op = Op;
+    static constexpr std::size_t arity = sizeof...(Operands);
+};
+
+/// The instructions of a graph, in SSA order: instruction i reads only ids < i.
+template <class... Instrs>
+struct instrs {
+    static constexpr std::size_t size = sizeof...(Instrs);
+};
+
+/// The instruction ids a graph returns, in order.
+template <std::size_t... Ids>
+struct outputs {
+    static constexpr std::size_t size = sizeof...(Ids);
+};
+
+/// A whole graph: instructions, outputs, and how many runtime literals it carries.
+template <class Instrs, class Outputs, std::size_t NumLiterals = 0>
+struct graph {
+    using instructions = Instrs;
+    using results = Outputs;
+    static constexpr std::size_t num_literals = NumLiterals;
+};
+
+/// A traced function: its graph type plus the values of its runtime literals.
+/// Every expr API takes and returns traced objects.
+template <class G>
+struct traced {
+    using graph_type = G;
+    std::array<double, G::num_literals> literals{};
+};
+
+}  // namespace graft::expr
+// ---- end graft/expr/graph.hpp
 
 
 #ifndef GRAFT_SINGLE_HEADER_SELF
@@ -2028,70 +2666,30 @@ inline void* scratch(std::size_t bytes) {
 
 #include <hwy/highway.h>
 
-// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
-// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
-#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
-// ---- begin graft/kernels/elementwise-inl.hpp
-// graft/kernels/elementwise-inl.hpp: per-target unary / binary / compare / where
-// kernels. Re-included once per SIMD target by hwy/foreach_target.h through
-// graft/kernels/all-inl.hpp; do not include it directly (use graft/kernels/dispatch.hpp).
+// Lane functors and the fused expression evaluator's loops (templates only): in every
+// TU, also in extern-kernels mode, because the evaluator is instantiated for each
+// expression type where that expression is evaluated.
+// ---- begin graft/kernels/lanes-inl.hpp
+// graft/kernels/lanes-inl.hpp: per-target lane functors, one per op of the op table
+// (graft/ops/table.hpp): u_<op>(d, v), b_<op>(d, a, b) on vectors, c_<op>(a, b) -> mask.
+// The elementwise kernels (elementwise-inl.hpp) and the fused expression evaluator
+// (graft/expr/detail/fused-inl.hpp) both apply these, so fused and eager results are the
+// same bits. Numeric contracts: see elementwise-inl.hpp.
 //
-// Numeric contract (checked by tests/test_kernels_elementwise.cpp against
-// graft/kernels/reference.hpp on every compiled target). "ULP" is measured against the
-// correctly rounded result; all kernels keep float32/float64 denormals (no FTZ/DAZ).
-//   neg, abs, sqrt, relu, rsqrt : exact (IEEE: sqrt correctly rounded, rsqrt = 1/sqrt
-//                                  with two correctly rounded ops, <= 1 ULP).
-//                                  abs(-0) = +0; relu(x) = x < 0 ? 0 : x, so
-//                                  relu(-0) = -0 and relu(NaN) = NaN (PyTorch).
-//   exp  : Highway Exp (<= 1 ULP) on its valid range; fixed up to IEEE: x > ln(max) → +inf,
-//          -inf → 0, NaN → NaN; results in the denormal range are kept (not flushed).
-//   log  : Highway Log (<= 4 ULP); denormal inputs are rescaled; log(±0) = -inf,
-//          log(x<0) = NaN, log(+inf) = +inf, NaN → NaN.
-//   tanh : Highway Tanh (<= 4 ULP); tanh(±inf) = ±1, NaN → NaN.
-//   sigmoid : e = exp(-|x|); x >= 0: 1/(1+e), x < 0: e/(1+e). No overflow, no NaN for
-//          finite or infinite x (sigmoid(-inf) = 0, sigmoid(+inf) = 1), and tiny results
-//          for very negative x are kept (PyTorch's float 1/(1+exp(-x)) flushes them to 0
-//          below x = -88.7). <= 4 ULP (exp error + 2 roundings).
-//   gelu : 0.5*x*erfc(-x/sqrt(2)). float32: float32 lanes (gelu_erf_f32): erfc(a) =
-//          exp(-a^2)*(1+P(q))/(1+2a), q = (a-2)/(a+2), with exp(-a^2) taken from the exact
-//          x^2 = hi + lo (no rounding of a^2 before exp), so the error is relative in the
-//          whole range, negative tail included; subnormal results are rounded once.
-//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
-//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 6 ULP (at x = -5.217628); max relative error
-//          3.9e-7 where the result is a normal float.
-//          x < -15 gives -0 (the result underflows), gelu(-inf) = NaN, gelu(+inf) = +inf.
-//          float64: scalar std::erfc per lane, with a first-order
-//          correction for the rounding of x/sqrt(2) (<= 4 ULP in tests).
-//   gelu_tanh : 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))) (PyTorch's formula), computed
-//          as the identical x*sigmoid(2z) = x/(1+exp(-2z)) (gelu_tanh_ieee), which has no
-//          cancellation for negative x; -2z is carried in double-T so exp does not amplify
-//          its rounding. No overflow NaNs; tiny/subnormal results of the negative tail are
-//          kept (x -> -inf gives -0; gelu_tanh(-inf) = NaN, as -inf*0 in the tanh form).
-//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
-//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 5 ULP (at x = -10.0410709); max relative
-//          error 3.8e-7 where the result is a normal float. float64: <= 6 ULP in tests.
-//   sin, cos : Highway Sin/Cos (<= 3 ULP) for |x| <= 39000; other lanes (large |x|,
-//          ±inf, NaN) are recomputed with std::sin/std::cos, so results are libm's.
-//   add, sub, mul, div : exact IEEE (div by 0 → ±inf or NaN).
-//   pow  : scalar std::pow per element (exact libm semantics: 0^0 = 1, negative base
-//          with integral exponent, pow(x, ±inf), ...). Not vectorized.
-//   maximum, minimum : NaN if either operand is NaN (PyTorch); otherwise max/min. The
-//          sign of a zero result for max(+0,-0) is unspecified (compares equal).
-//   compare : IEEE ordered compares (any NaN → false, except ne → true). Vectorized for
-//          strides 0/1 (mask → 0/1 bytes); other strides and the tail are scalar.
-//   where : out = c ? a : b, bitwise copy (any nonzero bool byte is true). Vectorized for
-//          strides 0/1 of c, a and b; other strides and the tail are scalar.
+// Re-included once per SIMD target through graft/kernels/all-inl.hpp, OUTSIDE the
+// GRAFT_KERNELS_EXTERN guard: these are templates only (no code unless instantiated), so
+// every translation unit has them, also those that do not compile the kernels.
 
 
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
 // graft-amalgamate: per-target
-#if defined(GRAFT_KERNELS_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GRAFT_KERNELS_ELEMENTWISE_INL_H_
-#undef GRAFT_KERNELS_ELEMENTWISE_INL_H_
+#if defined(GRAFT_KERNELS_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_LANES_INL_H_
+#undef GRAFT_KERNELS_LANES_INL_H_
 #else
-#define GRAFT_KERNELS_ELEMENTWISE_INL_H_
+#define GRAFT_KERNELS_LANES_INL_H_
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -2393,6 +2991,545 @@ struct u_gelu_f64 {
     }
 };
 
+
+// ---------------------------------------------------------------- binary functors
+
+
+struct b_add { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Add(a, b); } };
+struct b_sub { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Sub(a, b); } };
+struct b_mul { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Mul(a, b); } };
+struct b_div { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Div(a, b); } };
+struct b_max {
+    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
+        const V m = hn::IfThenElse(hn::Gt(a, b), a, b);
+        return hn::IfThenElse(hn::IsNaN(a), a, m);  // b NaN: Gt false → b
+    }
+};
+struct b_min {
+    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
+        const V m = hn::IfThenElse(hn::Lt(a, b), a, b);
+        return hn::IfThenElse(hn::IsNaN(a), a, m);
+    }
+};
+struct b_pow {
+    template <class D, class V> HWY_INLINE V operator()(D d, V a, V b) const {
+        using T = hn::TFromD<D>;
+        HWY_ALIGN T ba[kMaxLanes<T>];
+        HWY_ALIGN T bb[kMaxLanes<T>];
+        hn::Store(a, d, ba);
+        hn::Store(b, d, bb);
+        const std::size_t n = hn::Lanes(d);
+        for (std::size_t i = 0; i < n; ++i) ba[i] = std::pow(ba[i], bb[i]);
+        return hn::Load(d, ba);
+    }
+};
+
+// ---------------------------------------------------------------- masks and compare functors
+
+// Mask → 0/1 bytes: Lanes(d) bools stored at out.
+template <class D, class M>
+HWY_INLINE void store_mask_bytes(D d, M m, bool* out) {
+    using T = hn::TFromD<D>;
+    const hn::Rebind<std::uint8_t, D> du8;
+    if constexpr (sizeof(T) == 4) {
+        const hn::RebindToSigned<D> di;
+        const auto v = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
+        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
+    } else {
+        const hn::Rebind<std::int32_t, D> di;
+        const auto v = hn::DemoteTo(di, hn::IfThenElseZero(m, hn::Set(d, T(1))));
+        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
+    }
+}
+
+// Lanes(d) bools at c → mask (any nonzero byte is true).
+template <class D>
+HWY_INLINE auto load_bool_mask(D d, const bool* c) {
+    using T = hn::TFromD<D>;
+    const hn::Rebind<std::uint8_t, D> du8;
+    const hn::Rebind<std::int32_t, D> di;
+    const auto vi = hn::PromoteTo(di, hn::LoadU(du8, reinterpret_cast<const std::uint8_t*>(c)));
+    if constexpr (sizeof(T) == 4) {
+        return hn::RebindMask(d, hn::Ne(vi, hn::Zero(di)));
+    } else {
+        return hn::Ne(hn::PromoteTo(d, vi), hn::Zero(d));
+    }
+}
+
+// Vector compares. All ordered (false for NaN) except ne = !eq (true for NaN).
+struct c_eq { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Eq(a, b); } };
+struct c_ne { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Not(hn::Eq(a, b)); } };
+struct c_lt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Lt(a, b); } };
+struct c_le { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Le(a, b); } };
+struct c_gt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Gt(a, b); } };
+struct c_ge { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Ge(a, b); } };
+// ---------------------------------------------------------------- extra lanes (expr)
+
+// sign(x): -1, +0 or +1; NaN -> NaN (as graft::sign).
+struct u_sign {
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
+        using T = hn::TFromD<D>;
+        const V zero = hn::Zero(d);
+        const V z = hn::IfThenElse(hn::IsNaN(x), x, zero);
+        return hn::IfThenElse(hn::Gt(x, zero), hn::Set(d, T(1)), hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, T(-1)), z));
+    }
+};
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard
+// ---- end graft/kernels/lanes-inl.hpp
+// ---- begin graft/expr/detail/fused-inl.hpp
+// graft/expr/detail/fused-inl.hpp: the fused evaluator's per-target loops. For a graph
+// type G (graft/expr/graph.hpp) and an element type T, one pass over memory evaluates
+// every instruction on one SIMD vector at a time (the SSA values live in registers) and
+// stores every output. Re-included once per SIMD target through
+// graft/kernels/all-inl.hpp (outside the GRAFT_KERNELS_EXTERN guard: templates only,
+// instantiated where an expression is evaluated, with this target's attributes);
+// graft/expr/eval.hpp picks the instantiation of the current target at run time.
+//
+// Values are vectors of T; a comparison's mask is kept as a vector (VecFromMask), so
+// the program is an array of one vector type (fine for x86 and NEON; sizeless SVE/RVV
+// vectors would need a tuple instead).
+
+
+#include <hwy/highway.h>
+
+// Target-independent facts (defined once).
+#ifndef GRAFT_EXPR_DETAIL_FUSED_COMMON_
+#define GRAFT_EXPR_DETAIL_FUSED_COMMON_
+namespace graft::expr::detail {
+
+/// Does op `Op` produce a bool (a mask in the fused program)?
+template <class Op>
+inline constexpr bool op_yields_bool = Op::kind == ops::op_kind::compare || Op::name == "logical_and";
+
+/// Does instruction `Instr` produce a bool (a mask in the fused program)?
+template <class Instr>
+struct yields_mask : std::false_type {};
+template <class Op, std::size_t... A>
+struct yields_mask<expr::apply<Op, A...>> : std::bool_constant<op_yields_bool<Op>> {};
+
+template <class Instrs, std::size_t Id>
+struct instr_at;
+template <class I0, class... Is>
+struct instr_at<expr::instrs<I0, Is...>, 0> {
+    using type = I0;
+};
+template <class I0, class... Is, std::size_t Id>
+struct instr_at<expr::instrs<I0, Is...>, Id> : instr_at<expr::instrs<Is...>, Id - 1> {};
+
+/// Is value `Id` of graph G a bool (mask)?
+template <class G, std::size_t Id>
+inline constexpr bool is_mask_v = yields_mask<typename instr_at<typename G::instructions, Id>::type>::value;
+
+}  // namespace graft::expr::detail
+#endif
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_EXPR_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_EXPR_FUSED_INL_H_
+#undef GRAFT_EXPR_FUSED_INL_H_
+#else
+#define GRAFT_EXPR_FUSED_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace expr {
+namespace detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace lanes = graft::kernels::HWY_NAMESPACE;
+
+/// Lanes of a vector of T on this target (used by tests to check which target ran).
+template <class T>
+HWY_NOINLINE std::size_t fused_lanes() {
+    const hn::ScalableTag<T> d;
+    return hn::Lanes(d);
+}
+
+// ---------------------------------------------------------------- one op on vectors
+
+template <class D, class V, class Op>
+HWY_INLINE V apply_unary(D d, Op, V x) {
+    using kernels::unary_op;
+    if constexpr (Op::name == std::string_view("sign")) {
+        return lanes::u_sign{}(d, x);
+    } else {
+        constexpr unary_op k = Op::kernel;
+        if constexpr (k == unary_op::neg) return lanes::u_neg{}(d, x);
+        else if constexpr (k == unary_op::abs) return lanes::u_abs{}(d, x);
+        else if constexpr (k == unary_op::exp) return lanes::u_exp{}(d, x);
+        else if constexpr (k == unary_op::log) return lanes::u_log{}(d, x);
+        else if constexpr (k == unary_op::sqrt) return lanes::u_sqrt{}(d, x);
+        else if constexpr (k == unary_op::rsqrt) return lanes::u_rsqrt{}(d, x);
+        else if constexpr (k == unary_op::tanh) return lanes::u_tanh{}(d, x);
+        else if constexpr (k == unary_op::sigmoid) return lanes::u_sigmoid{}(d, x);
+        else if constexpr (k == unary_op::relu) return lanes::u_relu{}(d, x);
+        else if constexpr (k == unary_op::gelu_tanh) return lanes::u_gelu_tanh{}(d, x);
+        else if constexpr (k == unary_op::sin) return lanes::u_sin{}(d, x);
+        else if constexpr (k == unary_op::cos) return lanes::u_cos{}(d, x);
+        else if constexpr (k == unary_op::gelu) {
+            if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
+            else return lanes::u_gelu_f64{}(d, x);
+        }
+    }
+}
+
+template <class D, class V, class Op>
+HWY_INLINE V apply_binary(D d, Op, V a, V b) {
+    using kernels::binary_op;
+    constexpr binary_op k = Op::kernel;
+    if constexpr (k == binary_op::add) return lanes::b_add{}(d, a, b);
+    else if constexpr (k == binary_op::sub) return lanes::b_sub{}(d, a, b);
+    else if constexpr (k == binary_op::mul) return lanes::b_mul{}(d, a, b);
+    else if constexpr (k == binary_op::div) return lanes::b_div{}(d, a, b);
+    else if constexpr (k == binary_op::pow) return lanes::b_pow{}(d, a, b);
+    else if constexpr (k == binary_op::maximum) return lanes::b_max{}(d, a, b);
+    else return lanes::b_min{}(d, a, b);
+}
+
+template <class D, class V, class Op>
+HWY_INLINE auto apply_compare(D, Op, V a, V b) {
+    using kernels::compare_op;
+    constexpr compare_op k = Op::kernel;
+    if constexpr (k == compare_op::eq) return lanes::c_eq{}(a, b);
+    else if constexpr (k == compare_op::ne) return lanes::c_ne{}(a, b);
+    else if constexpr (k == compare_op::lt) return lanes::c_lt{}(a, b);
+    else if constexpr (k == compare_op::le) return lanes::c_le{}(a, b);
+    else if constexpr (k == compare_op::gt) return lanes::c_gt{}(a, b);
+    else return lanes::c_ge{}(a, b);
+}
+
+// ---------------------------------------------------------------- the program
+
+// A value used as a condition: masks are all-ones/all-zeros vectors, other values
+// (a bool tensor given as 0/1) are true where nonzero.
+template <class G, std::size_t Id, class D, class V>
+HWY_INLINE auto as_mask(D d, V v) {
+    if constexpr (detail::is_mask_v<G, Id>) {
+        (void)d;
+        return hn::MaskFromVec(v);
+    } else {
+        return hn::Ne(v, hn::Zero(d));
+    }
+}
+
+template <class G, class D, class V, std::size_t I>
+HWY_INLINE V instr(D, expr::input<I>, const V* in, const V*, const V*) {
+    return in[I];
+}
+template <class G, class D, class V, double C>
+HWY_INLINE V instr(D d, expr::constant<C>, const V*, const V*, const V*) {
+    return hn::Set(d, static_cast<hn::TFromD<D>>(C));
+}
+template <class G, class D, class V, std::size_t K>
+HWY_INLINE V instr(D, expr::literal<K>, const V*, const V* lit, const V*) {
+    return lit[K];
+}
+template <class G, class D, class V, class Op, std::size_t... A>
+HWY_INLINE V instr(D d, expr::apply<Op, A...>, const V*, const V*, const V* val) {
+    constexpr auto kind = Op::kind;
+    if constexpr (kind == ops::op_kind::unary) {
+        return apply_unary(d, Op{}, val[A]...);
+    } else if constexpr (kind == ops::op_kind::binary) {
+        return apply_binary(d, Op{}, val[A]...);
+    } else if constexpr (kind == ops::op_kind::compare) {
+        return hn::VecFromMask(d, apply_compare(d, Op{}, val[A]...));
+    } else if constexpr (Op::name == "logical_and") {
+        constexpr std::size_t ids[] = {A...};
+        return hn::VecFromMask(d, hn::And(as_mask<G, ids[0]>(d, val[ids[0]]), as_mask<G, ids[1]>(d, val[ids[1]])));
+    } else {
+        static_assert(kind == ops::op_kind::where, "graft::expr: op kind not supported by the fused evaluator");
+        constexpr std::size_t ids[] = {A...};
+        return hn::IfThenElse(as_mask<G, ids[0]>(d, val[ids[0]]), val[ids[1]], val[ids[2]]);
+    }
+}
+
+template <class G, class D, class V, class... Is, std::size_t... Ks>
+HWY_INLINE void run_program(D d, expr::instrs<Is...>, std::index_sequence<Ks...>, const V* in, const V* lit,
+                            V* val) {
+    ((val[Ks] = instr<G>(d, Is{}, in, lit, val)), ...);
+}
+
+// Evaluates every instruction of G on one vector of inputs.
+template <class G, class D, class V>
+HWY_INLINE void run(D d, const V* in, const V* lit, V* val) {
+    using Instrs = typename G::instructions;
+    run_program<G>(d, Instrs{}, std::make_index_sequence<Instrs::size>{}, in, lit, val);
+}
+
+template <class Outputs>
+struct output_ids;
+template <std::size_t... Ids>
+struct output_ids<expr::outputs<Ids...>> {
+    static constexpr std::size_t size = sizeof...(Ids);
+    static constexpr std::size_t ids[sizeof...(Ids) > 0 ? sizeof...(Ids) : 1] = {Ids...};
+};
+
+// Storage for the program's values (at least one element).
+template <class V, std::size_t N>
+struct vec_array {
+    V v[N > 0 ? N : 1];
+};
+
+// Mask -> 0/1 bytes, Lanes(d) of them (graft::kernels' layout of bool tensors).
+template <class D, class V>
+HWY_INLINE void store_bools(D d, V m, bool* out) {
+    lanes::store_mask_bytes(d, hn::MaskFromVec(m), out);
+}
+
+template <class G, class D, class V, std::size_t... Os>
+HWY_INLINE void store_outputs(D d, const V* val, char* const* out, std::size_t i, std::index_sequence<Os...>) {
+    using T = hn::TFromD<D>;
+    using O = output_ids<typename G::results>;
+    (
+        [&] {
+            constexpr std::size_t id = O::ids[Os];
+            if constexpr (is_mask_v<G, id>) {
+                store_bools(d, val[id], reinterpret_cast<bool*>(out[Os]) + i);
+            } else {
+                hn::StoreU(val[id], d, reinterpret_cast<T*>(out[Os]) + i);
+            }
+        }(),
+        ...);
+}
+
+// ---------------------------------------------------------------- loops
+
+/// Every operand is contiguous or a broadcast scalar: input k is broadcast when bit k
+/// of `Bcast` is set (then in[k] points to one T), else contiguous over n elements.
+/// `out[j]` are contiguous outputs of n elements (T, or bool for comparisons).
+/// `StaticN` > 0: n == StaticN is a compile-time bound (unrolled, no tail if divisible).
+template <class G, class T, std::size_t NumIn, std::uint64_t Bcast, std::size_t StaticN = 0>
+HWY_NOINLINE void fused_contig(const void* const* in_ptr, char* const* out, std::size_t n_runtime,
+                               const double* literals) {
+    const hn::ScalableTag<T> d;
+    using V = hn::Vec<decltype(d)>;
+    constexpr std::size_t NumLit = G::num_literals;
+    constexpr std::size_t NumInstr = G::instructions::size;
+    constexpr std::size_t NumOut = G::results::size;
+    const std::size_t n = StaticN > 0 ? StaticN : n_runtime;
+    const T* in[NumIn > 0 ? NumIn : 1];
+    vec_array<V, NumIn> bc;
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        in[k] = static_cast<const T*>(in_ptr[k]);
+        if ((Bcast >> k) & 1U) bc.v[k] = hn::Set(d, in[k][0]);
+    }
+    vec_array<V, NumLit> lit;
+    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
+    constexpr std::size_t L = hn::MaxLanes(d);
+    const std::size_t N = hn::Lanes(d);
+    std::size_t i = 0;
+    const auto body = [&](std::size_t at) HWY_ATTR {
+        vec_array<V, NumIn> x;
+        [&]<std::size_t... Ks>(std::index_sequence<Ks...>) HWY_ATTR {
+            ((x.v[Ks] = ((Bcast >> Ks) & 1U) ? bc.v[Ks] : hn::LoadU(d, in[Ks] + at)), ...);
+        }(std::make_index_sequence<NumIn>{});
+        vec_array<V, NumInstr> val;
+        run<G>(d, x.v, lit.v, val.v);
+        store_outputs<G>(d, val.v, out, at, std::make_index_sequence<NumOut>{});
+    };
+    if constexpr (StaticN > 0) {
+        constexpr std::size_t full = StaticN / L * L;
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < full; j += L) body(j);
+        i = full;
+        if constexpr (full == StaticN) return;
+    } else {
+        for (; i + N <= n; i += N) body(i);
+    }
+    if (i == n) return;
+    // Tail: through aligned buffers padded with 1 (same vector code as full vectors).
+    const std::size_t r = n - i;
+    HWY_ALIGN T buf[NumIn > 0 ? NumIn : 1][lanes::kMaxLanes<T>];
+    vec_array<V, NumIn> x;
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if ((Bcast >> k) & 1U) {
+            x.v[k] = bc.v[k];
+        } else {
+            for (std::size_t j = 0; j < N; ++j) buf[k][j] = j < r ? in[k][i + j] : T(1);
+            x.v[k] = hn::Load(d, buf[k]);
+        }
+    }
+    vec_array<V, NumInstr> val;
+    run<G>(d, x.v, lit.v, val.v);
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    char* tmp[NumOut > 0 ? NumOut : 1];
+    [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
+        ((tmp[Os] = is_mask_v<G, output_ids<typename G::results>::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os])
+                                                                            : reinterpret_cast<char*>(obuf[Os])),
+         ...);
+        store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
+        (
+            [&] {
+                if constexpr (is_mask_v<G, output_ids<typename G::results>::ids[Os]>) {
+                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<bool*>(out[Os])[i + j] = bbuf[Os][j];
+                } else {
+                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<T*>(out[Os])[i + j] = obuf[Os][j];
+                }
+            }(),
+            ...);
+    }(std::make_index_sequence<NumOut>{});
+}
+
+/// One row of the general (broadcast / strided) case: input k at in[k] with byte
+/// stride in_stride[k] (0: broadcast, sizeof(T): contiguous, other: gathered);
+/// output j at out[j] with byte stride out_stride[j].
+template <class G, class T, std::size_t NumIn>
+HWY_NOINLINE void fused_strided(const char* const* in, const std::int64_t* in_stride, char* const* out,
+                                const std::int64_t* out_stride, std::size_t n, const double* literals) {
+    const hn::ScalableTag<T> d;
+    using V = hn::Vec<decltype(d)>;
+    constexpr std::size_t NumLit = G::num_literals;
+    constexpr std::size_t NumInstr = G::instructions::size;
+    constexpr std::size_t NumOut = G::results::size;
+    using O = output_ids<typename G::results>;
+    const std::size_t N = hn::Lanes(d);
+    vec_array<V, NumLit> lit;
+    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
+    constexpr std::int64_t es = sizeof(T);
+    // Outputs are usually fresh contiguous tensors: store whole vectors directly.
+    bool out_contig = true;
+    [&]<std::size_t... Os>(std::index_sequence<Os...>) {
+        ((out_contig = out_contig && out_stride[Os] == (is_mask_v<G, O::ids[Os]> ? 1 : es)), ...);
+    }(std::make_index_sequence<NumOut>{});
+    HWY_ALIGN T buf[lanes::kMaxLanes<T>];
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    for (std::size_t i = 0; i < n; i += N) {
+        const std::size_t r = n - i < N ? n - i : N;
+        vec_array<V, NumIn> x;
+        for (std::size_t k = 0; k < NumIn; ++k) {
+            const std::int64_t s = in_stride[k];
+            const char* p = in[k] + static_cast<std::int64_t>(i) * s;
+            if (s == 0) {
+                x.v[k] = hn::Set(d, *reinterpret_cast<const T*>(p));
+            } else if (s == es && r == N) {
+                x.v[k] = hn::LoadU(d, reinterpret_cast<const T*>(p));
+            } else {
+                for (std::size_t j = 0; j < N; ++j)
+                    buf[j] = j < r ? *reinterpret_cast<const T*>(p + static_cast<std::int64_t>(j) * s) : T(1);
+                x.v[k] = hn::Load(d, buf);
+            }
+        }
+        vec_array<V, NumInstr> val;
+        run<G>(d, x.v, lit.v, val.v);
+        if (out_contig && r == N) {
+            char* o[NumOut > 0 ? NumOut : 1];
+            for (std::size_t j = 0; j < NumOut; ++j) o[j] = out[j];
+            store_outputs<G>(d, val.v, o, i, std::make_index_sequence<NumOut>{});
+            continue;
+        }
+        char* tmp[NumOut > 0 ? NumOut : 1];
+        [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
+            ((tmp[Os] = is_mask_v<G, O::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os])
+                                                 : reinterpret_cast<char*>(obuf[Os])),
+             ...);
+            store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
+            (
+                [&] {
+                    char* o = out[Os] + static_cast<std::int64_t>(i) * out_stride[Os];
+                    if constexpr (is_mask_v<G, O::ids[Os]>) {
+                        for (std::size_t j = 0; j < r; ++j)
+                            *reinterpret_cast<bool*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = bbuf[Os][j];
+                    } else {
+                        for (std::size_t j = 0; j < r; ++j)
+                            *reinterpret_cast<T*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = obuf[Os][j];
+                    }
+                }(),
+                ...);
+        }(std::make_index_sequence<NumOut>{});
+    }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace detail
+}  // namespace expr
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard
+// ---- end graft/expr/detail/fused-inl.hpp
+
+// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
+// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
+#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+// ---- begin graft/kernels/elementwise-inl.hpp
+// graft/kernels/elementwise-inl.hpp: per-target unary / binary / compare / where
+// kernels. Re-included once per SIMD target by hwy/foreach_target.h through
+// graft/kernels/all-inl.hpp; do not include it directly (use graft/kernels/dispatch.hpp).
+// The per-lane math (u_tanh, b_add, c_lt, ...) lives in graft/kernels/lanes-inl.hpp,
+// shared with the fused expression evaluator (graft/expr/detail/fused-inl.hpp).
+//
+// Numeric contract (checked by tests/test_kernels_elementwise.cpp against
+// graft/kernels/reference.hpp on every compiled target). "ULP" is measured against the
+// correctly rounded result; all kernels keep float32/float64 denormals (no FTZ/DAZ).
+//   neg, abs, sqrt, relu, rsqrt : exact (IEEE: sqrt correctly rounded, rsqrt = 1/sqrt
+//                                  with two correctly rounded ops, <= 1 ULP).
+//                                  abs(-0) = +0; relu(x) = x < 0 ? 0 : x, so
+//                                  relu(-0) = -0 and relu(NaN) = NaN (PyTorch).
+//   exp  : Highway Exp (<= 1 ULP) on its valid range; fixed up to IEEE: x > ln(max) → +inf,
+//          -inf → 0, NaN → NaN; results in the denormal range are kept (not flushed).
+//   log  : Highway Log (<= 4 ULP); denormal inputs are rescaled; log(±0) = -inf,
+//          log(x<0) = NaN, log(+inf) = +inf, NaN → NaN.
+//   tanh : Highway Tanh (<= 4 ULP); tanh(±inf) = ±1, NaN → NaN.
+//   sigmoid : e = exp(-|x|); x >= 0: 1/(1+e), x < 0: e/(1+e). No overflow, no NaN for
+//          finite or infinite x (sigmoid(-inf) = 0, sigmoid(+inf) = 1), and tiny results
+//          for very negative x are kept (PyTorch's float 1/(1+exp(-x)) flushes them to 0
+//          below x = -88.7). <= 4 ULP (exp error + 2 roundings).
+//   gelu : 0.5*x*erfc(-x/sqrt(2)). float32: float32 lanes (gelu_erf_f32): erfc(a) =
+//          exp(-a^2)*(1+P(q))/(1+2a), q = (a-2)/(a+2), with exp(-a^2) taken from the exact
+//          x^2 = hi + lo (no rounding of a^2 before exp), so the error is relative in the
+//          whole range, negative tail included; subnormal results are rounded once.
+//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
+//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 6 ULP (at x = -5.217628); max relative error
+//          3.9e-7 where the result is a normal float.
+//          x < -15 gives -0 (the result underflows), gelu(-inf) = NaN, gelu(+inf) = +inf.
+//          float64: scalar std::erfc per lane, with a first-order
+//          correction for the rounding of x/sqrt(2) (<= 4 ULP in tests).
+//   gelu_tanh : 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))) (PyTorch's formula), computed
+//          as the identical x*sigmoid(2z) = x/(1+exp(-2z)) (gelu_tanh_ieee), which has no
+//          cancellation for negative x; -2z is carried in double-T so exp does not amplify
+//          its rounding. No overflow NaNs; tiny/subnormal results of the negative tail are
+//          kept (x -> -inf gives -0; gelu_tanh(-inf) = NaN, as -inf*0 in the tanh form).
+//          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
+//          (2.19e9 inputs, SCALAR/AVX2/AVX3): 5 ULP (at x = -10.0410709); max relative
+//          error 3.8e-7 where the result is a normal float. float64: <= 6 ULP in tests.
+//   sin, cos : Highway Sin/Cos (<= 3 ULP) for |x| <= 39000; other lanes (large |x|,
+//          ±inf, NaN) are recomputed with std::sin/std::cos, so results are libm's.
+//   add, sub, mul, div : exact IEEE (div by 0 → ±inf or NaN).
+//   pow  : scalar std::pow per element (exact libm semantics: 0^0 = 1, negative base
+//          with integral exponent, pow(x, ±inf), ...). Not vectorized.
+//   maximum, minimum : NaN if either operand is NaN (PyTorch); otherwise max/min. The
+//          sign of a zero result for max(+0,-0) is unspecified (compares equal).
+//   compare : IEEE ordered compares (any NaN → false, except ne → true). Vectorized for
+//          strides 0/1 (mask → 0/1 bytes); other strides and the tail are scalar.
+//   where : out = c ? a : b, bitwise copy (any nonzero bool byte is true). Vectorized for
+//          strides 0/1 of c, a and b; other strides and the tail are scalar.
+
+
+#include <hwy/highway.h>
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_KERNELS_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_ELEMENTWISE_INL_H_
+#undef GRAFT_KERNELS_ELEMENTWISE_INL_H_
+#else
+#define GRAFT_KERNELS_ELEMENTWISE_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
 // ---------------------------------------------------------------- drivers
 
 // Applies f lane-wise: out[i] = f(a[i*sa]). sa == 1 and sa == 0 are vectorized
@@ -2463,35 +3600,6 @@ inline void unary_f64(unary_op op, const double* a, std::ptrdiff_t sa, double* o
 
 // ---------------------------------------------------------------- binary
 
-struct b_add { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Add(a, b); } };
-struct b_sub { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Sub(a, b); } };
-struct b_mul { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Mul(a, b); } };
-struct b_div { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Div(a, b); } };
-struct b_max {
-    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
-        const V m = hn::IfThenElse(hn::Gt(a, b), a, b);
-        return hn::IfThenElse(hn::IsNaN(a), a, m);  // b NaN: Gt false → b
-    }
-};
-struct b_min {
-    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
-        const V m = hn::IfThenElse(hn::Lt(a, b), a, b);
-        return hn::IfThenElse(hn::IsNaN(a), a, m);
-    }
-};
-struct b_pow {
-    template <class D, class V> HWY_INLINE V operator()(D d, V a, V b) const {
-        using T = hn::TFromD<D>;
-        HWY_ALIGN T ba[kMaxLanes<T>];
-        HWY_ALIGN T bb[kMaxLanes<T>];
-        hn::Store(a, d, ba);
-        hn::Store(b, d, bb);
-        const std::size_t n = hn::Lanes(d);
-        for (std::size_t i = 0; i < n; ++i) ba[i] = std::pow(ba[i], bb[i]);
-        return hn::Load(d, ba);
-    }
-};
-
 template <class D, class F>
 HWY_INLINE void drive_binary(D d, const F& f, const hn::TFromD<D>* a, std::ptrdiff_t sa,
                              const hn::TFromD<D>* b, std::ptrdiff_t sb, hn::TFromD<D>* out, std::size_t n) {
@@ -2556,36 +3664,6 @@ inline void binary_f64(binary_op op, const double* a, std::ptrdiff_t sa, const d
 
 // ---------------------------------------------------------------- compare / where
 
-// Mask → 0/1 bytes: Lanes(d) bools stored at out.
-template <class D, class M>
-HWY_INLINE void store_mask_bytes(D d, M m, bool* out) {
-    using T = hn::TFromD<D>;
-    const hn::Rebind<std::uint8_t, D> du8;
-    if constexpr (sizeof(T) == 4) {
-        const hn::RebindToSigned<D> di;
-        const auto v = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
-        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
-    } else {
-        const hn::Rebind<std::int32_t, D> di;
-        const auto v = hn::DemoteTo(di, hn::IfThenElseZero(m, hn::Set(d, T(1))));
-        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
-    }
-}
-
-// Lanes(d) bools at c → mask (any nonzero byte is true).
-template <class D>
-HWY_INLINE auto load_bool_mask(D d, const bool* c) {
-    using T = hn::TFromD<D>;
-    const hn::Rebind<std::uint8_t, D> du8;
-    const hn::Rebind<std::int32_t, D> di;
-    const auto vi = hn::PromoteTo(di, hn::LoadU(du8, reinterpret_cast<const std::uint8_t*>(c)));
-    if constexpr (sizeof(T) == 4) {
-        return hn::RebindMask(d, hn::Ne(vi, hn::Zero(di)));
-    } else {
-        return hn::Ne(hn::PromoteTo(d, vi), hn::Zero(d));
-    }
-}
-
 // Contiguous (kContig) or broadcast operand for the stride-{0,1} vector loops.
 template <bool kContig, class D, class V>
 HWY_INLINE V load_or_bcast(D d, const hn::TFromD<D>* p, std::size_t i, V bcast) {
@@ -2597,14 +3675,6 @@ HWY_INLINE V load_or_bcast(D d, const hn::TFromD<D>* p, std::size_t i, V bcast) 
         return bcast;
     }
 }
-
-// Vector compares. All ordered (false for NaN) except ne = !eq (true for NaN).
-struct c_eq { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Eq(a, b); } };
-struct c_ne { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Not(hn::Eq(a, b)); } };
-struct c_lt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Lt(a, b); } };
-struct c_le { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Le(a, b); } };
-struct c_gt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Gt(a, b); } };
-struct c_ge { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Ge(a, b); } };
 
 // Full vectors of out[i] = vc(a[i], b[i]) for a, b each contiguous or broadcast (n > 0);
 // returns the number of elements done (a multiple of Lanes(d)).
@@ -3452,283 +4522,6 @@ namespace graft {
 #include <cstring>
 #include <string_view>
 
-// ---- begin graft/kernels/reference.hpp
-// graft/kernels/reference.hpp: plain scalar reference implementations of every kernel
-// in graft/kernels/dispatch.hpp, templated on the element type, with the same
-// signatures (strides: 0 = broadcast, 1 = contiguous, other = strided) and semantics.
-//
-// * float/double: computed in double (or long double for double sums) and rounded
-//   once, so they serve as the accuracy oracle in tests.
-// * std::int64_t and bool (binary/compare/where/reduce/matmul): the actual
-//   implementation used by the ops layer for integer and boolean tensors.
-//     - int64 add/sub/mul/sum/matmul wrap modulo 2^64 (two's complement, no UB),
-//       like PyTorch on CPU.
-//     - int64 pow: exponentiation by squaring; negative exponents follow ATen's powi
-//       (1 → 1, -1 → ±1, otherwise 0).
-//     - int64 div truncates toward zero and gives 0 for a zero divisor (not used by
-//       graft's ops, which promote integer division to float).
-//     - bool is computed as 0/1 integers and converted back with != 0: add = or,
-//       mul = and, maximum = or, minimum = and (sub/div/pow on bool are rejected by
-//       the ops layer, as in PyTorch).
-//     - reduce on int64/bool returns int64 (sum of bool counts trues, as in PyTorch);
-//       on float/double returns the input type.
-//   maximum/minimum/amax/amin propagate NaN for floating types.
-
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
-
-
-namespace graft::kernels::reference {
-
-namespace detail {
-
-template <class T>
-inline constexpr bool is_fp = std::is_floating_point_v<T>;
-
-// Wider type used for computation.
-template <class T>
-using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
-
-constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-}
-constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-}
-
-constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
-    if (b < 0) {
-        if (a == 1) return 1;
-        if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
-        return 0;
-    }
-    std::int64_t r = 1;
-    while (b != 0) {
-        if (b & 1) r = wrap_mul(r, a);
-        b >>= 1;
-        a = wrap_mul(a, a);
-    }
-    return r;
-}
-
-template <class T>
-inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
-    return p[static_cast<std::ptrdiff_t>(i) * s];
-}
-
-template <class T>
-constexpr T fp_max(T a, T b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return a > b ? a : b;
-}
-template <class T>
-constexpr T fp_min(T a, T b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return a < b ? a : b;
-}
-
-}  // namespace detail
-
-/// Scalar unary op (float/double only), computed in a wider type and rounded once.
-template <class T>
-constexpr T unary_scalar(unary_op op, T x) {
-    static_assert(detail::is_fp<T>, "unary kernels are floating point only");
-    using W = detail::wide_t<T>;
-    const W w = static_cast<W>(x);
-    switch (op) {
-        case unary_op::neg: return -x;
-        case unary_op::abs: return std::fabs(x);
-        case unary_op::exp: return static_cast<T>(std::exp(w));
-        case unary_op::log: return static_cast<T>(std::log(w));
-        case unary_op::sqrt: return std::sqrt(x);
-        case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
-        case unary_op::tanh: return static_cast<T>(std::tanh(w));
-        case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
-        case unary_op::relu: return x < T(0) ? T(0) : x;
-        case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
-        case unary_op::gelu_tanh: {
-            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
-            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
-            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
-            const W kBeta = W(0.797884560802865355879892119868763737L);
-            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
-            if (u > W(0)) {
-                const W e = std::exp(-u);
-                return static_cast<T>(w * e / (W(1) + e));
-            }
-            return static_cast<T>(w / (W(1) + std::exp(u)));
-        }
-        case unary_op::sin: return static_cast<T>(std::sin(w));
-        case unary_op::cos: return static_cast<T>(std::cos(w));
-    }
-    return x;
-}
-
-template <class T>
-inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = unary_scalar(op, detail::get(a, sa, i));
-}
-
-/// Scalar binary op for float, double, std::int64_t and bool.
-template <class T>
-constexpr T binary_scalar(binary_op op, T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) {
-        const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
-        return r != 0;
-    } else if constexpr (detail::is_fp<T>) {
-        switch (op) {
-            case binary_op::add: return a + b;
-            case binary_op::sub: return a - b;
-            case binary_op::mul: return a * b;
-            case binary_op::div: return a / b;
-            case binary_op::pow: return std::pow(a, b);
-            case binary_op::maximum: return detail::fp_max(a, b);
-            case binary_op::minimum: return detail::fp_min(a, b);
-        }
-        return a;
-    } else {
-        static_assert(std::is_same_v<T, std::int64_t>, "reference binary: float, double, int64 or bool");
-        switch (op) {
-            case binary_op::add: return detail::wrap_add(a, b);
-            case binary_op::sub: return detail::wrap_sub(a, b);
-            case binary_op::mul: return detail::wrap_mul(a, b);
-            case binary_op::div:
-                if (b == 0) return 0;
-                if (b == -1) return detail::wrap_sub(0, a);
-                return a / b;
-            case binary_op::pow: return detail::ipow(a, b);
-            case binary_op::maximum: return a > b ? a : b;
-            case binary_op::minimum: return a < b ? a : b;
-        }
-        return a;
-    }
-}
-
-template <class T>
-inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, T* out,
-                   std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = binary_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
-}
-
-template <class T>
-constexpr bool compare_scalar(compare_op op, T a, T b) {
-    switch (op) {
-        case compare_op::eq: return a == b;
-        case compare_op::ne: return a != b;
-        case compare_op::lt: return a < b;
-        case compare_op::le: return a <= b;
-        case compare_op::gt: return a > b;
-        case compare_op::ge: return a >= b;
-    }
-    return false;
-}
-
-template <class T>
-inline void compare(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
-                    std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = compare_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
-}
-
-template <class T>
-inline void where(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
-                  T* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = detail::get(c, sc, i) ? detail::get(a, sa, i) : detail::get(b, sb, i);
-}
-
-/// Result type of reduce<T>: T for float/double, std::int64_t for integers and bool.
-template <class T>
-using reduce_result_t = std::conditional_t<detail::is_fp<T>, T, std::int64_t>;
-
-/// Contiguous reduction. Floating sums accumulate in a wider type (the accuracy
-/// oracle); integer/bool sums wrap in int64. amax/amin need n > 0 (NaN/0 otherwise).
-template <class T>
-inline reduce_result_t<T> reduce(reduce_op op, const T* a, std::size_t n) {
-    using R = reduce_result_t<T>;
-    if constexpr (detail::is_fp<T>) {
-        using W = detail::wide_t<T>;
-        if (op == reduce_op::sum) {
-            W s = 0;
-            for (std::size_t i = 0; i < n; ++i) s += static_cast<W>(a[i]);
-            return static_cast<R>(s);
-        }
-        if (n == 0) return std::numeric_limits<T>::quiet_NaN();
-        T r = a[0];
-        for (std::size_t i = 0; i < n; ++i) r = op == reduce_op::amax ? detail::fp_max(r, a[i]) : detail::fp_min(r, a[i]);
-        return r;
-    } else {
-        if (op == reduce_op::sum) {
-            std::int64_t s = 0;
-            for (std::size_t i = 0; i < n; ++i) s = detail::wrap_add(s, static_cast<std::int64_t>(a[i]));
-            return s;
-        }
-        if (n == 0) return 0;
-        R r = static_cast<R>(a[0]);
-        for (std::size_t i = 0; i < n; ++i) {
-            const R v = static_cast<R>(a[i]);
-            r = op == reduce_op::amax ? (v > r ? v : r) : (v < r ? v : r);
-        }
-        return r;
-    }
-}
-
-/// C[m x n] = A[m x k] * B[k x n] (row-major, element leading dimensions), overwrites C.
-/// float accumulates in double, double in long double, int64 wraps, bool is "any(a and b)".
-template <class T>
-inline void matmul(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
-                   std::size_t m, std::size_t n, std::size_t k) {
-    for (std::size_t i = 0; i < m; ++i) {
-        for (std::size_t j = 0; j < n; ++j) {
-            const auto ai = [&](std::size_t p) { return a[static_cast<std::ptrdiff_t>(i) * lda + static_cast<std::ptrdiff_t>(p)]; };
-            const auto bj = [&](std::size_t p) { return b[static_cast<std::ptrdiff_t>(p) * ldb + static_cast<std::ptrdiff_t>(j)]; };
-            T& out = c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)];
-            if constexpr (std::is_same_v<T, bool>) {
-                bool s = false;
-                for (std::size_t p = 0; p < k; ++p) s = s || (ai(p) && bj(p));
-                out = s;
-            } else if constexpr (detail::is_fp<T>) {
-                detail::wide_t<T> s = 0;
-                for (std::size_t p = 0; p < k; ++p) s += static_cast<detail::wide_t<T>>(ai(p)) * bj(p);
-                out = static_cast<T>(s);
-            } else {
-                std::int64_t s = 0;
-                for (std::size_t p = 0; p < k; ++p) s = detail::wrap_add(s, detail::wrap_mul(ai(p), bj(p)));
-                out = static_cast<T>(s);
-            }
-        }
-    }
-}
-
-/// Row-wise softmax / log_softmax (float/double), computed in a wider type.
-template <class T>
-inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols, bool log) {
-    static_assert(detail::is_fp<T>, "softmax is floating point only");
-    using W = detail::wide_t<T>;
-    for (std::size_t r = 0; r < rows; ++r) {
-        const T* x = in + r * cols;
-        T* y = out + r * cols;
-        if (cols == 0) continue;
-        W m = x[0];
-        for (std::size_t j = 0; j < cols; ++j) m = detail::fp_max<W>(m, x[j]);
-        W s = 0;
-        for (std::size_t j = 0; j < cols; ++j) s += std::exp(static_cast<W>(x[j]) - m);
-        const W ls = std::log(s);
-        for (std::size_t j = 0; j < cols; ++j) {
-            const W z = static_cast<W>(x[j]) - m;
-            y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
-        }
-    }
-}
-
-}  // namespace graft::kernels::reference
-// ---- end graft/kernels/reference.hpp
 
 namespace graft {
 namespace detail {
@@ -4534,289 +5327,6 @@ namespace ops {
 }  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/softmax.hpp
-// ---- begin graft/ops/table.hpp
-// The op table: one definition per elementwise op, read by every layer that
-// needs to know about ops. Each definition (a type in graft::ops::def) names
-// the op and its backward node, gives its arity and kernel, a scalar reference
-// for one element, and its derivative written once, generically, with the
-// ops' free functions. The eager engine instantiates the derivative with
-// graft::Tensor (so backward is itself differentiable), the compile-time graphs
-// (graft/expr) with expression types, and the graph IR with its values.
-//
-// `call(values...)` applies the op to values of any type that has the op as a free
-// function (graft::tensor: graft::tanh etc., recorded by autograd).
-// A derivative `grad_<i>(g, inputs..., out)` returns the gradient of input i,
-// of the output's (broadcast) shape: the caller sums it back to the input's
-// shape. `grad_reads<i>` says which of inputs/out that derivative reads, so
-// callers save only what they need (PyTorch's saved-variable rules).
-#include <array>
-#include <cmath>
-#include <cstdint>
-#include <numbers>
-#include <string_view>
-#include <tuple>
-#include <type_traits>
-
-
-namespace graft::ops {
-
-/// What an op computes per element: its operands and result categories.
-enum class op_kind {
-    unary,    // one floating-point operand
-    binary,   // two operands, broadcast, promoted to a common dtype
-    compare,  // two operands -> bool, not differentiable
-    where,    // (bool condition, a, b) -> a or b per element
-    logical,  // bool operands -> bool (logical_and), not differentiable
-};
-
-/// Bits of `grad_reads`: which values a derivative reads.
-inline constexpr unsigned reads_input0 = 1U << 0;
-inline constexpr unsigned reads_input1 = 1U << 1;
-inline constexpr unsigned reads_input2 = 1U << 2;
-inline constexpr unsigned reads_output = 1U << 3;
-[[nodiscard]] constexpr unsigned reads_input(int i) noexcept { return 1U << i; }
-
-namespace def {
-
-// Derivatives call the ops' free functions unqualified, found by argument-dependent
-// lookup for the value type (graft::Tensor, expression types, IR values). These
-// deleted declarations stop ordinary lookup here, so graft::ops' raw (non-recording)
-// functions never compete with the value type's own.
-void neg() = delete;
-void abs() = delete;
-void exp() = delete;
-void log() = delete;
-void sqrt() = delete;
-void rsqrt() = delete;
-void tanh() = delete;
-void sigmoid() = delete;
-void relu() = delete;
-void sin() = delete;
-void cos() = delete;
-void sign() = delete;
-void add() = delete;
-void sub() = delete;
-void mul() = delete;
-void div() = delete;
-void pow() = delete;
-void maximum() = delete;
-void minimum() = delete;
-void eq() = delete;
-void ne() = delete;
-void lt() = delete;
-void le() = delete;
-void gt() = delete;
-void ge() = delete;
-void where() = delete;
-void zeros_like() = delete;
-void logical_and() = delete;
-
-// ---------------------------------------------------------------- unary
-
-#define GRAFT_DETAIL_UNARY_DEF(ident, kernel_op, backward_name, reads, ...)                          \
-    struct ident##_op {                                                                               \
-        static constexpr std::string_view name = #ident;                                              \
-        static constexpr const char* node_name = backward_name;                                       \
-        static constexpr op_kind kind = op_kind::unary;                                               \
-        static constexpr int arity = 1;                                                               \
-        static constexpr kernels::unary_op kernel = kernels::unary_op::kernel_op;                     \
-        static constexpr bool differentiable = true;                                                  \
-        static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
-        template <class T>                                                                            \
-        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
-            return kernels::reference::unary_scalar(kernel, x);                                       \
-        }                                                                                             \
-        template <class X>                                                                            \
-        [[nodiscard]] static auto call(const X& x) {                                                  \
-            return ident(x);                                                                          \
-        }                                                                                             \
-        template <class G, class X, class Y>                                                          \
-        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
-                                         [[maybe_unused]] const Y& y) {                               \
-            __VA_ARGS__                                                                               \
-        }                                                                                             \
-    };
-
-GRAFT_DETAIL_UNARY_DEF(neg, neg, "NegBackward0", 0U, return -g;)
-GRAFT_DETAIL_UNARY_DEF(abs, abs, "AbsBackward0", reads_input0, return g * sign(x);)
-GRAFT_DETAIL_UNARY_DEF(exp, exp, "ExpBackward0", reads_output, return g * y;)
-GRAFT_DETAIL_UNARY_DEF(log, log, "LogBackward0", reads_input0, return g / x;)
-GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y * 2.0);)
-GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
-GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
-GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
-GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
-GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
-GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
-#undef GRAFT_DETAIL_UNARY_DEF
-
-// ---------------------------------------------------------------- binary
-
-#define GRAFT_DETAIL_BINARY_DEF(ident, kernel_op, backward_name, reads_a, reads_b, grad_a_body, grad_b_body) \
-    struct ident##_op {                                                                                       \
-        static constexpr std::string_view name = #ident;                                                      \
-        static constexpr const char* node_name = backward_name;                                               \
-        static constexpr op_kind kind = op_kind::binary;                                                      \
-        static constexpr int arity = 2;                                                                       \
-        static constexpr kernels::binary_op kernel = kernels::binary_op::kernel_op;                           \
-        static constexpr bool differentiable = true;                                                          \
-        static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
-        template <class T>                                                                                    \
-        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
-            return kernels::reference::binary_scalar(kernel, a, b);                                           \
-        }                                                                                                     \
-        template <class A, class B>                                                                           \
-        [[nodiscard]] static auto call(const A& a, const B& b) {                                              \
-            return ident(a, b);                                                                               \
-        }                                                                                                     \
-        template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
-                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
-            grad_a_body                                                                                       \
-        }                                                                                                     \
-        template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
-                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
-            grad_b_body                                                                                       \
-        }                                                                                                     \
-    };
-
-GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
-GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
-GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
-GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
-                        return -g * a / (b * b);)
-// PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
-GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1 | reads_output,
-                        return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
-                        return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
-// Ties split the gradient evenly between the operands, as PyTorch does.
-GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
-GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
-#undef GRAFT_DETAIL_BINARY_DEF
-
-// ---------------------------------------------------------------- comparisons
-
-#define GRAFT_DETAIL_COMPARE_DEF(ident, kernel_op)                             \
-    struct ident##_op {                                                        \
-        static constexpr std::string_view name = #ident;                       \
-        static constexpr const char* node_name = nullptr;                      \
-        static constexpr op_kind kind = op_kind::compare;                      \
-        static constexpr int arity = 2;                                        \
-        static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
-        static constexpr bool differentiable = false;                          \
-        template <class T>                                                     \
-        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
-            return kernels::reference::compare_scalar(kernel, a, b);           \
-        }                                                                      \
-        template <class A, class B>                                            \
-        [[nodiscard]] static auto call(const A& a, const B& b) {               \
-            return ident(a, b);                                                \
-        }                                                                      \
-    };
-GRAFT_DETAIL_COMPARE_DEF(eq, eq)
-GRAFT_DETAIL_COMPARE_DEF(ne, ne)
-GRAFT_DETAIL_COMPARE_DEF(lt, lt)
-GRAFT_DETAIL_COMPARE_DEF(le, le)
-GRAFT_DETAIL_COMPARE_DEF(gt, gt)
-GRAFT_DETAIL_COMPARE_DEF(ge, ge)
-#undef GRAFT_DETAIL_COMPARE_DEF
-
-// ---------------------------------------------------------------- where
-
-/// where(cond, a, b): differentiable in a and b (inputs 1 and 2), not in cond.
-struct where_op {
-    static constexpr std::string_view name = "where";
-    static constexpr const char* node_name = "WhereBackward0";
-    static constexpr op_kind kind = op_kind::where;
-    static constexpr int arity = 3;
-    static constexpr bool differentiable = true;
-    static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
-    template <class T>
-    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
-    template <class C, class A, class B>
-    [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
-        return where(c, a, b);
-    }
-    template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
-        return where(c, g, zeros_like(g));
-    }
-    template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
-        return where(c, zeros_like(g), g);
-    }
-};
-
-/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
-/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
-struct sign_op {
-    static constexpr std::string_view name = "sign";
-    static constexpr const char* node_name = "SignBackward0";
-    static constexpr op_kind kind = op_kind::unary;
-    static constexpr int arity = 1;
-    static constexpr bool differentiable = true;
-    static constexpr std::array<unsigned, 1> grad_reads{0U};
-    template <class T>
-    [[nodiscard]] static constexpr T scalar(T x) {
-        if (x != x) return x;
-        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
-    }
-    template <class X>
-    [[nodiscard]] static auto call(const X& x) {
-        return sign(x);
-    }
-    template <class G, class X, class Y>
-    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
-        return zeros_like(g);
-    }
-};
-
-/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
-struct logical_and_op {
-    static constexpr std::string_view name = "logical_and";
-    static constexpr const char* node_name = nullptr;
-    static constexpr op_kind kind = op_kind::logical;
-    static constexpr int arity = 2;
-    static constexpr bool differentiable = false;
-    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
-    template <class A, class B>
-    [[nodiscard]] static auto call(const A& a, const B& b) {
-        return logical_and(a, b);
-    }
-};
-
-}  // namespace def
-
-/// Every op in the table, for code that iterates over all of them.
-using all_elementwise_ops =
-    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
-
-/// An op-table entry: what every layer may rely on.
-template <class Op>
-concept op_definition = requires {
-    { Op::name } -> std::convertible_to<std::string_view>;
-    { Op::kind } -> std::convertible_to<op_kind>;
-    { Op::arity } -> std::convertible_to<int>;
-    { Op::differentiable } -> std::convertible_to<bool>;
-};
-
-/// Does input `i`'s derivative of `Op` read value `bit` (reads_input0.., reads_output)?
-template <class Op>
-[[nodiscard]] constexpr bool grad_reads(int i, unsigned bit) {
-    if constexpr (requires { Op::grad_reads; }) return (Op::grad_reads[static_cast<std::size_t>(i)] & bit) != 0;
-    else return false;
-}
-
-}  // namespace graft::ops
-// ---- end graft/ops/table.hpp
 // ---- begin graft/autograd/engine.hpp
 // The reverse-mode engine: runs the backward graph from root gradients in
 // dependency order (later-created nodes first), with PyTorch's hook order.
@@ -7947,82 +8457,6 @@ namespace detail {
 // ---- begin graft/expr/expr.hpp
 // graft::expr: compile-time graphs. Trace a generic lambda into a graph type,
 // optimize it with passes that are types, differentiate it at compile time.
-// ---- begin graft/expr/graph.hpp
-// Compile-time graphs: a graph is a type. Its instructions are a type list in
-// SSA order (each instruction names the ids of earlier instructions it reads),
-// its outputs a list of instruction ids. Passes map graph types to graph types;
-// the fused evaluator turns a graph type into one SIMD loop.
-//
-//   graph<instrs<input<0>, input<1>, apply<ops::def::mul_op, 0, 1>,
-//                literal<0>, apply<ops::def::add_op, 2, 3>>,
-//         outputs<4>, 1>
-//
-// is `x * w + c` where c is the first runtime literal (a number written in the
-// user's function; its value travels beside the type, in a std::array<double, 1>).
-// Compile-time constants (`constant<1.0>`) are part of the type, so passes can
-// fold and simplify them; runtime literals never compare equal to each other.
-#include <array>
-#include <cstddef>
-#include <type_traits>
-
-
-namespace graft::expr {
-
-/// The I-th argument of the graph: a tensor, or a number broadcast to every element.
-template <std::size_t I>
-struct input {
-    static constexpr std::size_t index = I;
-};
-
-/// A number known at compile time (part of the type).
-template <double V>
-struct constant {
-    static constexpr double value = V;
-};
-
-/// The K-th runtime number of the graph (its value is stored beside the type).
-template <std::size_t K>
-struct literal {
-    static constexpr std::size_t index = K;
-};
-
-/// Op `Op` (a definition from graft::ops::def) applied to earlier instructions.
-template <class Op, std::size_t... Operands>
-struct apply {
-    using op = Op;
-    static constexpr std::size_t arity = sizeof...(Operands);
-};
-
-/// The instructions of a graph, in SSA order: instruction i reads only ids < i.
-template <class... Instrs>
-struct instrs {
-    static constexpr std::size_t size = sizeof...(Instrs);
-};
-
-/// The instruction ids a graph returns, in order.
-template <std::size_t... Ids>
-struct outputs {
-    static constexpr std::size_t size = sizeof...(Ids);
-};
-
-/// A whole graph: instructions, outputs, and how many runtime literals it carries.
-template <class Instrs, class Outputs, std::size_t NumLiterals = 0>
-struct graph {
-    using instructions = Instrs;
-    using results = Outputs;
-    static constexpr std::size_t num_literals = NumLiterals;
-};
-
-/// A traced function: its graph type plus the values of its runtime literals.
-/// Every expr API takes and returns traced objects.
-template <class G>
-struct traced {
-    using graph_type = G;
-    std::array<double, G::num_literals> literals{};
-};
-
-}  // namespace graft::expr
-// ---- end graft/expr/graph.hpp
 // ---- begin graft/expr/program.hpp
 // A graph type's value form: `program`, a constexpr-friendly list of instructions
 // (std::vector, usable in constant evaluation), and the two conversions
@@ -9499,8 +9933,729 @@ template <class G, class... Args>
 // ---- end graft/expr/interpret.hpp
 
 // ---- expr-eval engineer's headers go here (fused evaluation, eager autograd node): ----
-// #include "graft/expr/eval.hpp"
-// #include "graft/expr/function.hpp"
+// ---- begin graft/expr/eval.hpp
+// graft/expr/eval.hpp: the fused evaluator. ex::evaluate(e, args...) runs a traced
+// expression (graft/expr/trace.hpp) on tensors and numbers in ONE pass over memory:
+// every instruction of the graph is evaluated on one SIMD vector at a time, values stay
+// in registers, every output is written in the same pass.
+//
+//   Tensor y = ex::evaluate(e, x, w);                       // one output
+//   auto [a, b] = ex::evaluate_all(e2, x, 2.0);            // every output, std::array<Tensor, M>
+//   Tensor z = ex::evaluate(ex::static_shape<1024>{}, e, x, w);  // compile-time bounds
+//
+// * Arguments: graft::Tensor or C++ numbers (broadcast scalars). The computation dtype
+//   is graft's type promotion of all arguments (numbers do not raise float32 to
+//   float64); it must be float32 or float64. int64/bool tensors are converted to it.
+// * Shapes broadcast as in PyTorch; outputs are new contiguous tensors of the
+//   broadcast shape (bool for comparison outputs).
+// * Paths: all tensors of the output's shape and contiguous -> one flat vector loop;
+//   otherwise (broadcasting, 0-dim tensors, non-contiguous views) the rows of the
+//   broadcast iteration (graft::detail::for_each_row) run the same vector program with
+//   broadcast / contiguous / gathered operands.
+// * SIMD target: the instantiation of graft::kernels::current_target() (same lane math
+//   as the eager kernels, graft/kernels/lanes-inl.hpp).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+namespace graft::expr {
+
+/// Static-shape tag: ex::evaluate(ex::static_shape<1024>{}, e, args...) checks that
+/// every tensor argument has exactly this shape and runs a loop with compile-time bounds.
+template <std::int64_t... Dims>
+struct static_shape {
+    static constexpr std::size_t numel = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));
+    [[nodiscard]] static int_list sizes() { return int_list{Dims...}; }
+};
+
+namespace detail {
+
+// ---------------------------------------------------------------- graph facts
+
+template <class G>
+struct graph_facts;
+template <class... Is, std::size_t... Os, std::size_t L>
+struct graph_facts<graph<instrs<Is...>, outputs<Os...>, L>> {
+    template <class I>
+    static constexpr std::size_t input_count(I) {
+        return 0;
+    }
+    template <std::size_t K>
+    static constexpr std::size_t input_count(input<K>) {
+        return K + 1;
+    }
+    /// Max input index + 1 (the arguments the graph reads).
+    static constexpr std::size_t num_inputs = [] {
+        std::size_t n = 0;
+        ((n = input_count(Is{}) > n ? input_count(Is{}) : n), ...);
+        return n;
+    }();
+    static constexpr std::size_t num_outputs = sizeof...(Os);
+    static constexpr std::array<std::size_t, sizeof...(Os)> output_ids{Os...};
+};
+
+template <class G, std::size_t J>
+inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J]>;
+
+/// The graph's printed form, for error messages.
+template <class G>
+[[nodiscard]] constexpr std::string_view expr_name() {
+    return name_v<G>;
+}
+
+// ---------------------------------------------------------------- per-target selection
+
+using contig_fn = void (*)(const void* const*, char* const*, std::size_t, const double*);
+using strided_fn = void (*)(const char* const*, const std::int64_t*, char* const*, const std::int64_t*, std::size_t,
+                            const double*);
+
+struct fused_fns {
+    contig_fn contig;
+    strided_fn strided;
+};
+
+#define GRAFT_EXPR_DETAIL_FNS(ns) \
+    fused_fns { &ns::fused_contig<G, T, NumIn, Bcast, StaticN>, &ns::fused_strided<G, T, NumIn> }
+
+/// The loops of graph G for element type T, compiled for the current SIMD target.
+template <class G, class T, std::size_t NumIn, std::uint64_t Bcast, std::size_t StaticN>
+[[nodiscard]] fused_fns select_fused() {
+    switch (kernels::current_target()) {
+#if HWY_TARGETS & HWY_AVX3_DL
+        case kernels::target::avx3_dl: return GRAFT_EXPR_DETAIL_FNS(N_AVX3_DL);
+#endif
+#if HWY_TARGETS & HWY_AVX3
+        case kernels::target::avx3: return GRAFT_EXPR_DETAIL_FNS(N_AVX3);
+#endif
+#if HWY_TARGETS & HWY_AVX2
+        case kernels::target::avx2: return GRAFT_EXPR_DETAIL_FNS(N_AVX2);
+#endif
+#if HWY_TARGETS & HWY_SSE4
+        case kernels::target::sse4: return GRAFT_EXPR_DETAIL_FNS(N_SSE4);
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+        case kernels::target::ssse3: return GRAFT_EXPR_DETAIL_FNS(N_SSSE3);
+#endif
+#if HWY_TARGETS & HWY_NEON
+        case kernels::target::neon: return GRAFT_EXPR_DETAIL_FNS(N_NEON);
+#endif
+#if HWY_TARGETS & HWY_EMU128
+        case kernels::target::emu128: return GRAFT_EXPR_DETAIL_FNS(N_EMU128);
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+        case kernels::target::scalar: return GRAFT_EXPR_DETAIL_FNS(N_SCALAR);
+#endif
+        default: break;
+    }
+    return GRAFT_EXPR_DETAIL_FNS(HWY_NAMESPACE);  // the static (baseline) target
+}
+#undef GRAFT_EXPR_DETAIL_FNS
+
+/// Lanes of a T vector in the fused loops of the current target (for tests).
+template <class T>
+[[nodiscard]] std::size_t fused_vector_lanes() {
+    switch (kernels::current_target()) {
+#if HWY_TARGETS & HWY_AVX3
+        case kernels::target::avx3: return N_AVX3::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_AVX2
+        case kernels::target::avx2: return N_AVX2::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+        case kernels::target::scalar: return N_SCALAR::fused_lanes<T>();
+#endif
+        default: break;
+    }
+    return HWY_NAMESPACE::fused_lanes<T>();
+}
+
+// ---------------------------------------------------------------- arguments
+
+template <class A>
+inline constexpr bool is_number_v = std::is_arithmetic_v<std::remove_cvref_t<A>>;
+
+template <class A>
+concept argument = is_number_v<A> || std::is_same_v<std::remove_cvref_t<A>, Tensor>;
+
+template <class... Args>
+[[nodiscard]] constexpr std::uint64_t number_mask() {
+    std::uint64_t m = 0;
+    std::size_t k = 0;
+    ((m |= (is_number_v<Args> ? std::uint64_t{1} << k : 0), ++k), ...);
+    return m;
+}
+
+inline void add_promotion(graft::detail::promotion_state& s, const Tensor& t) { s.add(t); }
+template <class A>
+    requires is_number_v<A>
+void add_promotion(graft::detail::promotion_state& s, const A& v) {
+    s.add(scalar(v));
+}
+
+/// One argument prepared for the loops: a tensor of dtype T, or a number (as T).
+template <class T>
+struct prepared {
+    Tensor t;       // undefined for numbers
+    T value{};      // numbers
+};
+
+template <class G, class... Args>
+[[nodiscard]] dtype compute_type(const Args&... args) {
+    std::size_t k = 0;
+    (
+        [&] {
+            if constexpr (!is_number_v<Args>) {
+                graft::detail::check(args.defined(), "expr::evaluate(", expr_name<G>(), "): argument ", k,
+                                     " is an undefined tensor");
+            }
+            ++k;
+        }(),
+        ...);
+    graft::detail::promotion_state s;
+    (add_promotion(s, args), ...);
+    const dtype t = s.result();
+    graft::detail::check(is_floating_point(t), "expr::evaluate(", expr_name<G>(),
+                         "): the arguments promote to ", name(t),
+                         "; the fused evaluator computes in float32 or float64 (convert an argument with .to())");
+    return t;
+}
+
+/// New output tensors; outputs that name the same value share one tensor.
+template <class G, class T, std::size_t M>
+[[nodiscard]] std::array<Tensor, M> allocate_outputs(const int_list& shape) {
+    constexpr auto ids = graph_facts<G>::output_ids;
+    std::array<Tensor, M> out;
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                for (std::size_t q = 0; q < Js; ++q)
+                    if (ids[q] == ids[Js]) {
+                        out[Js] = out[q];
+                        return;
+                    }
+                out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    return out;
+}
+
+/// Caller-provided outputs: defined, of the broadcast shape and the result dtype.
+template <class G, class T, std::size_t M>
+[[nodiscard]] std::array<Tensor, M> check_outputs(const std::array<Tensor, M>& out, const int_list& shape) {
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                const dtype want = output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>;
+                if (!(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want))
+                    graft::detail::fail(graft::detail::concat(
+                        "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ", name(want),
+                        " tensor of shape ", shape, ", got ",
+                        out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
+                                          : std::string("an undefined tensor")));
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    return out;
+}
+
+template <class G, class T, std::size_t M, class... Args>
+[[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const std::array<Tensor, M>* into,
+                                              const Args&... args) {
+    constexpr std::size_t NumIn = sizeof...(Args);
+    constexpr std::uint64_t Numbers = number_mask<Args...>();
+    static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
+    std::array<prepared<T>, NumIn> in{};
+    {
+        std::size_t k = 0;
+        (
+            [&] {
+                if constexpr (is_number_v<Args>) {
+                    in[k].value = static_cast<T>(args);
+                } else {
+                    in[k].t = args.type() == dtype_of_v<T> ? args : graft::detail::raw::to(args, dtype_of_v<T>);
+                }
+                ++k;
+            }(),
+            ...);
+    }
+    // The broadcast shape of the tensor arguments.
+    int_list shape;
+    bool first = true;
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if (!in[k].t.defined()) continue;
+        if (first) {
+            shape = in[k].t.sizes();
+            first = false;
+            continue;
+        }
+        try {
+            shape = broadcast_shapes(shape, in[k].t.sizes());
+        } catch (const error&) {
+            graft::detail::fail(graft::detail::concat("expr::evaluate(", expr_name<G>(), "): argument ", k,
+                                                      " of shape ", in[k].t.sizes(),
+                                                      " does not broadcast with the shape ", shape,
+                                                      " of the arguments before it"));
+        }
+    }
+    std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
+    const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
+    if (n == 0) return out;
+
+    std::array<char*, M> optr{};
+    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    bool flat = true;
+    for (std::size_t k = 0; k < NumIn; ++k)
+        if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
+    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
+    if (flat) {
+        const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
+        std::array<const void*, NumIn + 1> iptr{};
+        for (std::size_t k = 0; k < NumIn; ++k)
+            iptr[k] = in[k].t.defined() ? in[k].t.raw_data() : static_cast<const void*>(&in[k].value);
+        f.contig(iptr.data(), optr.data(), n, lits);
+        return out;
+    }
+    // General case: rows of the broadcast iteration, operands with byte strides.
+    const fused_fns f = select_fused<G, T, NumIn, 0, 0>();
+    std::array<int_list, M + NumIn> strides;
+    std::array<char*, M + NumIn> ptrs{};
+    std::array<const int_list*, M + NumIn> sp{};
+    for (std::size_t j = 0; j < M; ++j) {
+        strides[j] = graft::detail::byte_strides(out[j]);
+        ptrs[j] = optr[j];
+    }
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if (in[k].t.defined()) {
+            const Tensor e = graft::detail::raw::expand(in[k].t, shape);
+            strides[M + k] = graft::detail::byte_strides(e);
+            ptrs[M + k] = static_cast<char*>(e.raw_data());
+        } else {
+            strides[M + k] = int_list(shape.size(), 0);
+            ptrs[M + k] = reinterpret_cast<char*>(&in[k].value);
+        }
+    }
+    for (std::size_t q = 0; q < M + NumIn; ++q) sp[q] = &strides[q];
+    graft::detail::for_each_row<M + NumIn>(
+        shape, sp, ptrs, [&](std::array<char*, M + NumIn> p, std::array<std::int64_t, M + NumIn> st, std::int64_t len) {
+            std::array<const char*, NumIn + 1> ip{};
+            std::array<std::int64_t, NumIn + 1> is{};
+            for (std::size_t k = 0; k < NumIn; ++k) {
+                ip[k] = p[M + k];
+                is[k] = st[M + k];
+            }
+            f.strided(ip.data(), is.data(), p.data(), st.data(), static_cast<std::size_t>(len), lits);
+        });
+    return out;
+}
+
+template <class G, class Shape, class T, std::size_t M, class... Args>
+[[nodiscard]] std::array<Tensor, M> run_graph_static(const double* lits, const Args&... args) {
+    constexpr std::size_t NumIn = sizeof...(Args);
+    constexpr std::uint64_t Numbers = number_mask<Args...>();
+    const int_list shape = Shape::sizes();
+    std::array<Tensor, NumIn> ts;
+    std::array<T, NumIn + 1> values{};
+    std::array<const void*, NumIn + 1> iptr{};
+    std::size_t k = 0;
+    (
+        [&] {
+            if constexpr (is_number_v<Args>) {
+                values[k] = static_cast<T>(args);
+                iptr[k] = &values[k];
+            } else {
+                graft::detail::check(args.sizes() == shape, "expr::evaluate(static_shape", shape, ", ",
+                                     expr_name<G>(), "): argument ", k, " has shape ", args.sizes(),
+                                     ", expected exactly ", shape);
+                Tensor t = args.type() == dtype_of_v<T> ? args : graft::detail::raw::to(args, dtype_of_v<T>);
+                ts[k] = t.is_contiguous() ? t : graft::detail::raw::contiguous(t);
+                iptr[k] = ts[k].raw_data();
+            }
+            ++k;
+        }(),
+        ...);
+    std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
+    std::array<char*, M> optr{};
+    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    if constexpr (Shape::numel > 0) {
+        const fused_fns f = select_fused<G, T, NumIn, Numbers, Shape::numel>();
+        f.contig(iptr.data(), optr.data(), Shape::numel, lits);
+    }
+    return out;
+}
+
+template <class G, std::size_t M, class... Args>
+[[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
+                                                   const Args&... args) {
+    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, args...);
+    return run_graph<G, double, M>(lits, into, args...);
+}
+
+template <class G, class Shape, std::size_t M, class... Args>
+[[nodiscard]] std::array<Tensor, M> evaluate_graph_static(const double* lits, const Args&... args) {
+    if (compute_type<G>(args...) == dtype::float32) return run_graph_static<G, Shape, float, M>(lits, args...);
+    return run_graph_static<G, Shape, double, M>(lits, args...);
+}
+
+/// The graph and literal values of a traced expression (ex::traced<G> or anything
+/// with graph_type and a `literals` array).
+template <class E>
+concept traced_expression = requires(const E& e) {
+    typename E::graph_type;
+    { e.literals.data() } -> std::convertible_to<const double*>;
+};
+
+/// Traced graphs keep every input (dce never removes one), so the arity is the
+/// highest input index + 1.
+template <class E, std::size_t NArgs>
+constexpr void check_arity() {
+    constexpr std::size_t arity = [] {
+        if constexpr (requires { E::arity; }) return static_cast<std::size_t>(E::arity);
+        else return graph_facts<typename E::graph_type>::num_inputs;
+    }();
+    static_assert(NArgs == arity,
+                  "graft::expr::evaluate(e, args...): the number of arguments must equal the expression's arity "
+                  "(the N of ex::trace<N>)");
+}
+
+}  // namespace detail
+
+/// Every output of `e` evaluated in one fused pass: std::array<Tensor, M>.
+template <detail::traced_expression E, detail::argument... Args>
+[[nodiscard]] auto evaluate_all(const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    detail::check_arity<E, sizeof...(Args)>();
+    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, args...);
+}
+
+/// Every output, with compile-time shape `Shape` (every tensor argument must have it).
+template <std::int64_t... Dims, detail::traced_expression E, detail::argument... Args>
+[[nodiscard]] auto evaluate_all(static_shape<Dims...>, const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    detail::check_arity<E, sizeof...(Args)>();
+    return detail::evaluate_graph_static<G, static_shape<Dims...>, G::results::size>(e.literals.data(), args...);
+}
+
+/// Every output of `e` written into caller-provided tensors `out` (each of the broadcast
+/// shape and the result dtype; any strides). No allocation. An output may be an input
+/// tensor itself (in place) only when that input has the output's shape and layout.
+template <std::size_t M, detail::traced_expression E, detail::argument... Args>
+void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    static_assert(M == G::results::size,
+                  "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
+    detail::check_arity<E, sizeof...(Args)>();
+    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, args...);
+    for (const Tensor& t : out) t.bump_version();
+}
+
+/// The single output of `e` written into `out` (see evaluate_into above).
+template <detail::traced_expression E, detail::argument... Args>
+void evaluate_into(const Tensor& out, const E& e, const Args&... args) {
+    evaluate_into(std::array<Tensor, 1>{out}, e, args...);
+}
+
+/// The single output of `e` evaluated in one fused pass.
+template <detail::traced_expression E, detail::argument... Args>
+[[nodiscard]] Tensor evaluate(const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    static_assert(G::results::size == 1,
+                  "graft::expr::evaluate(e, args...): the expression has several outputs; use ex::evaluate_all");
+    return evaluate_all(e, args...)[0];
+}
+
+/// The single output of `e`, with compile-time shape `Shape`.
+template <std::int64_t... Dims, detail::traced_expression E, detail::argument... Args>
+[[nodiscard]] Tensor evaluate(static_shape<Dims...> s, const E& e, const Args&... args) {
+    using G = typename E::graph_type;
+    static_assert(G::results::size == 1,
+                  "graft::expr::evaluate(e, args...): the expression has several outputs; use ex::evaluate_all");
+    return evaluate_all(s, e, args...)[0];
+}
+
+}  // namespace graft::expr
+// ---- end graft/expr/eval.hpp
+// ---- begin graft/expr/function.hpp
+// graft/expr/function.hpp: a traced expression as ONE node of the eager autograd graph.
+//
+//   auto f = ex::function(e);                       // or ex::function(e, ex::save_policy::recompute)
+//   Tensor y = f(x, w);                             // fused forward; y.grad_fn()->name() == "FusedBackward"
+//   y.sum().backward();                             // fused backward, gradients summed to x's and w's shapes
+//
+// * Forward: when grad mode is on and a tensor argument requires grad, the forward graph of
+//   ex::joint(e, policy) runs fused: it writes e's outputs and the values the backward
+//   reads (per the save policy) in the same pass. Otherwise e itself runs (nothing saved).
+// * The node saves (through function_node::save, so saved-tensor hooks apply) the tensor
+//   arguments the backward graph reads and the saved values; numbers are kept by value.
+// * Backward: the joint backward graph runs fused on (inputs, output gradients, saved
+//   values); each gradient is summed back to its input's shape (graft::sum_to_size) and
+//   converted to its dtype. Gradients of outputs that did not reach the loss are zeros.
+// * Double backward (create_graph = true): the backward graph is interpreted with eager
+//   graft ops (ex::interpret_all), so the gradients are themselves differentiable.
+// * Several outputs: f(...) returns std::array<Tensor, M>; one output: a Tensor.
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+
+namespace graft::expr {
+
+namespace detail {
+
+/// Does graph G read input K?
+template <class G, std::size_t K>
+struct reads_input;
+template <class... Is, class O, std::size_t L, std::size_t K>
+struct reads_input<graph<instrs<Is...>, O, L>, K> : std::bool_constant<(std::is_same_v<Is, input<K>> || ...)> {};
+
+/// grad<0, ..., N-1>(e): every input's gradient, recomputing forward values (used for
+/// differentiable backward passes, where saved values would be constants).
+template <class G, std::size_t... Is>
+[[nodiscard]] auto full_grad(const traced<G>& e, std::index_sequence<Is...>) {
+    return grad<Is...>(e);
+}
+
+template <class A>
+[[nodiscard]] bool arg_requires_grad(const A& a) {
+    if constexpr (is_number_v<A>) {
+        (void)a;
+        return false;
+    } else {
+        return a.requires_grad();
+    }
+}
+
+}  // namespace detail
+
+/// A callable that evaluates traced expression `G` fused and records one eager autograd
+/// node ("FusedBackward") whose backward is the fused backward graph.
+template <class G, class Policy = save_policy::save_all_t>
+class function_t {
+public:
+    using graph_type = G;
+    using joint_type = decltype(joint(std::declval<const traced<G>&>(), Policy{}));
+    static constexpr std::size_t num_outputs = G::results::size;
+
+    explicit function_t(const traced<G>& e)
+        : e_(e), j_(joint(e, Policy{})), r_(detail::full_grad(e, std::make_index_sequence<joint_type::num_inputs>{})) {}
+
+    /// The traced expression and its joint forward/backward graphs.
+    [[nodiscard]] const traced<G>& expression() const noexcept { return e_; }
+    [[nodiscard]] const joint_type& joint_graphs() const noexcept { return j_; }
+
+    template <detail::argument... Args>
+    [[nodiscard]] auto operator()(const Args&... args) const {
+        static_assert(sizeof...(Args) == joint_type::num_inputs,
+                      "graft::expr::function(e)(args...): the number of arguments must equal e's arity");
+        std::array<Tensor, num_outputs> outs = forward(args...);
+        if constexpr (num_outputs == 1) return outs[0];
+        else return outs;
+    }
+
+private:
+    static constexpr std::size_t N = joint_type::num_inputs;
+    static constexpr std::size_t M = joint_type::num_outputs;
+    static constexpr std::size_t S = joint_type::num_saved;
+    using F = typename decltype(std::declval<joint_type>().forward)::graph_type;
+    using B = typename decltype(std::declval<joint_type>().backward)::graph_type;
+    using R_traced = decltype(detail::full_grad(std::declval<const traced<G>&>(), std::make_index_sequence<N>{}));
+    using R = typename R_traced::graph_type;
+    // Tensor argument K is saved when the fused backward or the differentiable one reads it.
+    template <std::size_t K>
+    static constexpr bool keeps_input = detail::reads_input<B, K>::value || detail::reads_input<R, K>::value;
+
+    template <class... Args>
+    std::array<Tensor, M> forward(const Args&... args) const {
+        const bool record = autograd::is_grad_enabled() && (detail::arg_requires_grad(args) || ...);
+        if (!record) {
+            autograd::no_grad guard;
+            return evaluate_all(e_, args...);
+        }
+        std::array<Tensor, M + S> all;
+        {
+            autograd::no_grad guard;
+            all = evaluate_all(j_.forward, args...);
+        }
+        auto node = std::make_shared<autograd::function_node>("FusedBackward");
+        // One edge per argument (numbers get an invalid edge, as inputs that need no gradient).
+        (node->add_next_edge(edge_of(args)), ...);
+        // Saved: the tensor arguments the backward reads, then the saved values.
+        [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+            (save_arg<Ks>(*node, args), ...);
+        }(std::make_index_sequence<N>{});
+        std::array<Tensor, M> outs;
+        for (std::size_t j = 0; j < M; ++j) {
+            outs[j] = all[j];
+            autograd::detail::set_history(outs[j], node);
+        }
+        for (std::size_t s = 0; s < S; ++s) {
+            // A saved value that is also an output is saved as this node's output.
+            bool is_output = false;
+            for (std::size_t j = 0; j < M; ++j) is_output = is_output || all[M + s].is_same(all[j]);
+            node->save(all[M + s], is_output);
+        }
+        std::array<int_list, N> in_sizes;
+        std::array<dtype, N> in_types{};
+        std::size_t k = 0;
+        (
+            [&] {
+                if constexpr (!detail::is_number_v<Args>) {
+                    in_sizes[k] = args.sizes();
+                    in_types[k] = args.type();
+                }
+                ++k;
+            }(),
+            ...);
+        std::array<int_list, M> out_sizes;
+        std::array<dtype, M> out_types{};
+        for (std::size_t j = 0; j < M; ++j) {
+            out_sizes[j] = outs[j].sizes();
+            out_types[j] = outs[j].type();
+        }
+        node->backward = backward_fn<Args...>{j_.backward, r_, std::make_tuple(number_or_zero(args)...),
+                                              std::move(in_sizes), in_types, std::move(out_sizes), out_types};
+        return outs;
+    }
+
+    template <class A>
+    static autograd::Edge edge_of(const A& a) {
+        if constexpr (detail::is_number_v<A>) {
+            (void)a;
+            return autograd::Edge{};
+        } else {
+            return autograd::detail::gradient_edge(a);
+        }
+    }
+
+    template <std::size_t K, class A>
+    static void save_arg(autograd::function_node& node, const A& a) {
+        if constexpr (!detail::is_number_v<A> && keeps_input<K>) node.save(a);
+    }
+
+    template <class A>
+    static auto number_or_zero(const A& a) {
+        if constexpr (detail::is_number_v<A>) return a;
+        else return 0.0;
+    }
+
+    /// The node's backward: the fused backward graph on (inputs, grads, saved).
+    template <class... Args>
+    struct backward_fn {
+        traced<B> bwd;
+        R_traced rec;
+        std::tuple<decltype(number_or_zero(std::declval<const Args&>()))...> numbers;
+        std::array<int_list, N> in_sizes;
+        std::array<dtype, N> in_types;
+        std::array<int_list, M> out_sizes;
+        std::array<dtype, M> out_types;
+
+        autograd::tensor_list operator()(autograd::function_node& n, const autograd::tensor_list& g) const {
+            // Unpack saved tensors in save order.
+            std::size_t slot = 0;
+            std::array<Tensor, N> saved_in;
+            [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+                (
+                    [&] {
+                        using A = std::tuple_element_t<Ks, std::tuple<Args...>>;
+                        if constexpr (!detail::is_number_v<A> && keeps_input<Ks>) saved_in[Ks] = n.saved(slot++);
+                    }(),
+                    ...);
+            }(std::make_index_sequence<N>{});
+            std::array<Tensor, S> saved_vals;
+            for (std::size_t s = 0; s < S; ++s) saved_vals[s] = n.saved(slot++);
+            std::array<Tensor, M> grads;
+            for (std::size_t j = 0; j < M; ++j)
+                grads[j] = j < g.size() && g[j].defined() ? g[j] : zeros(out_sizes[j], out_types[j]);
+
+            const bool create_graph = autograd::is_grad_enabled();
+            std::array<Tensor, N> din = [&]<std::size_t... Ks, std::size_t... Js, std::size_t... Ss>(
+                                            std::index_sequence<Ks...>, std::index_sequence<Js...>,
+                                            std::index_sequence<Ss...>) {
+                if (create_graph) {
+                    // Differentiable backward: the recomputing gradient graph with eager ops
+                    // (saved forward values would be constants to a second differentiation).
+                    return interpret_all(rec, arg_for<Ks, R>(saved_in)..., grads[Js]...);
+                }
+                return evaluate_all(bwd, arg_for<Ks, B>(saved_in)..., grads[Js]..., saved_vals[Ss]...);
+            }(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, std::make_index_sequence<S>{});
+
+            autograd::tensor_list out(N);
+            for (std::size_t k = 0; k < N; ++k) {
+                if (!n.needs_input_grad(k) || !din[k].defined()) continue;
+                Tensor gk = sum_to_size(din[k], in_sizes[k]);
+                out[k] = gk.type() == in_types[k] ? gk : gk.to(in_types[k]);
+            }
+            return out;
+        }
+
+        // Argument K of the backward graph: the saved tensor, the number, or a 0.0
+        // placeholder for a tensor input the backward does not read.
+        template <std::size_t K, class Graph>
+        auto arg_for(const std::array<Tensor, N>& saved_in) const {
+            using A = std::tuple_element_t<K, std::tuple<Args...>>;
+            if constexpr (!detail::is_number_v<A> && detail::reads_input<Graph, K>::value) return saved_in[K];
+            else return std::get<K>(numbers);
+        }
+    };
+
+    traced<G> e_;
+    joint_type j_;
+    R_traced r_;
+};
+
+namespace detail {
+
+template <std::size_t Shift, class I>
+struct shift_instr {
+    using type = I;
+};
+template <std::size_t Shift, class Op, std::size_t... A>
+struct shift_instr<Shift, apply<Op, A...>> {
+    using type = apply<Op, (A + Shift)...>;
+};
+
+/// One graph computing G1's outputs then G2's (same inputs and literals), not yet cse'd.
+template <class G1, class G2>
+struct concat_graphs;
+template <class... I1, std::size_t... O1, std::size_t L1, class... I2, std::size_t... O2, std::size_t L2>
+struct concat_graphs<graph<instrs<I1...>, outputs<O1...>, L1>, graph<instrs<I2...>, outputs<O2...>, L2>> {
+    static constexpr std::size_t shift = sizeof...(I1);
+    using type = graph<instrs<I1..., typename shift_instr<shift, I2>::type...>, outputs<O1..., (O2 + shift)...>,
+                       (L1 > L2 ? L1 : L2)>;
+};
+
+}  // namespace detail
+
+/// Forward and backward as ONE graph, for a single fused pass when the output gradients
+/// are known up front (no autograd): inputs (e's N inputs, then one gradient per output
+/// of e) -> (e's outputs..., d/d(input w) for w in Wrt...). Gradients have the outputs'
+/// broadcast shape (sum them back with graft::sum_to_size). Shared forward values are
+/// computed once (cse).
+template <std::size_t... Wrt, class G>
+[[nodiscard]] auto value_and_grad(const traced<G>& e) {
+    using R = typename decltype(grad<Wrt...>(e))::graph_type;
+    using C = typename detail::concat_graphs<G, R>::type;
+    return optimize<pipeline<cse, dce>>(traced<C>{e.literals});
+}
+
+/// Wraps traced expression `e` as a callable recording one "FusedBackward" autograd node.
+/// `policy`: what the forward saves for the backward (ex::save_policy::save_all (default),
+/// ::recompute, ::recompute_cheap or your own save policy type).
+template <class G, class Policy = save_policy::save_all_t>
+[[nodiscard]] function_t<G, Policy> function(const traced<G>& e, Policy = {}) {
+    return function_t<G, Policy>(e);
+}
+
+}  // namespace graft::expr
+// ---- end graft/expr/function.hpp
 // ---- end graft/expr/expr.hpp
 // ---- begin graft/ir/ir.hpp
 // graft's runtime graph IR: types, graphs, kinds, text form, DOT, interpreter.

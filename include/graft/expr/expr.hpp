@@ -10,5 +10,5 @@
 #include "graft/expr/interpret.hpp"
 
 // ---- expr-eval engineer's headers go here (fused evaluation, eager autograd node): ----
-// #include "graft/expr/eval.hpp"
-// #include "graft/expr/function.hpp"
+#include "graft/expr/eval.hpp"
+#include "graft/expr/function.hpp"

@@ -8,6 +8,12 @@
 
 #include <hwy/highway.h>
 
+// Lane functors and the fused expression evaluator's loops (templates only): in every
+// TU, also in extern-kernels mode, because the evaluator is instantiated for each
+// expression type where that expression is evaluated.
+#include "graft/kernels/lanes-inl.hpp"
+#include "graft/expr/detail/fused-inl.hpp"
+
 // With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
 // that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
 #if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)

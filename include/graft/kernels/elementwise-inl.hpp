@@ -1,6 +1,8 @@
 // graft/kernels/elementwise-inl.hpp: per-target unary / binary / compare / where
 // kernels. Re-included once per SIMD target by hwy/foreach_target.h through
 // graft/kernels/all-inl.hpp; do not include it directly (use graft/kernels/dispatch.hpp).
+// The per-lane math (u_tanh, b_add, c_lt, ...) lives in graft/kernels/lanes-inl.hpp,
+// shared with the fused expression evaluator (graft/expr/detail/fused-inl.hpp).
 //
 // Numeric contract (checked by tests/test_kernels_elementwise.cpp against
 // graft/kernels/reference.hpp on every compiled target). "ULP" is measured against the
@@ -51,7 +53,7 @@
 #include "graft/kernels/api.hpp"
 
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
+#include "graft/kernels/lanes-inl.hpp"
 
 // graft-amalgamate: per-target
 #if defined(GRAFT_KERNELS_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -66,299 +68,6 @@ namespace graft {
 namespace kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// Upper bound on lanes of any vector of this target, for stack buffers.
-template <class T>
-inline constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T) > 0 ? HWY_MAX_BYTES / sizeof(T) : 1;
-
-// ---------------------------------------------------------------- math helpers
-
-// exp with IEEE special values. Highway's Exp is valid on [-FLT_MAX, 104]
-// (float64: 706) and returns garbage for NaN/+inf and for x in (ln(max), 104].
-template <class D, class V>
-HWY_INLINE V exp_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    // Largest x with a finite exp: float 88.72283172607421875, double 709.782712893384.
-    const T kMaxArg = sizeof(T) == 4 ? static_cast<T>(88.72283172607421875) : static_cast<T>(709.782712893384);
-    // Below this x the result is subnormal; Highway flushes it to zero.
-    const T kMinNormalArg = sizeof(T) == 4 ? static_cast<T>(-87.33654) : static_cast<T>(-708.3964185322641);
-    V y = hn::Exp(d, x);
-    const auto sub = hn::Lt(x, hn::Set(d, kMinNormalArg));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        // exp(x) = exp(x/2)^2: x/2 is exact and exp(x/2) is normal; the final multiply
-        // rounds once into the subnormal range (<= ~2 subnormal ULP).
-        const V h = hn::Exp(d, hn::Mul(x, hn::Set(d, T(0.5))));
-        y = hn::IfThenElse(sub, hn::Mul(h, h), y);
-    }
-    y = hn::IfThenElse(hn::Gt(x, hn::Set(d, kMaxArg)), hn::Set(d, std::numeric_limits<T>::infinity()), y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
-
-template <class D, class V>
-HWY_INLINE V log_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    const V zero = hn::Zero(d);
-    const auto denorm = hn::And(hn::Gt(x, zero), hn::Lt(x, hn::Set(d, std::numeric_limits<T>::min())));
-    V y;
-    if (HWY_UNLIKELY(!hn::AllFalse(d, denorm))) {
-        // Scale denormals by 2^k (exact), subtract k*ln2 (split in hi+lo for accuracy).
-        const T k = sizeof(T) == 4 ? T(32) : T(64);
-        const T scale = sizeof(T) == 4 ? static_cast<T>(4294967296.0) : static_cast<T>(18446744073709551616.0);
-        const T ln2_hi = static_cast<T>(0.693145751953125);          // exact in float
-        const T ln2_lo = static_cast<T>(1.42860682030941723212e-6);  // ln2 - ln2_hi
-        const V xs = hn::IfThenElse(denorm, hn::Mul(x, hn::Set(d, scale)), x);
-        V ys = hn::Log(d, xs);
-        const V corr = hn::IfThenElseZero(denorm, hn::Set(d, k));
-        ys = hn::NegMulAdd(corr, hn::Set(d, ln2_lo), ys);
-        y = hn::NegMulAdd(corr, hn::Set(d, ln2_hi), ys);
-    } else {
-        y = hn::Log(d, x);
-    }
-    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
-    y = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), y);
-    y = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
-    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
-
-template <class D, class V>
-HWY_INLINE V tanh_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    V y = hn::Tanh(d, x);
-    // Tanh saturates to ±1 for large |x|; make ±inf exact and keep NaN.
-    const auto big = hn::Gt(hn::Abs(x), hn::Set(d, static_cast<T>(sizeof(T) == 4 ? 9.0 : 19.0)));
-    y = hn::IfThenElse(big, hn::CopySign(hn::Set(d, T(1)), x), y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
-
-// Lanes where the vector result is not trusted are recomputed by a scalar function.
-template <class D, class V, class M, class F>
-HWY_INLINE V fix_lanes_scalar(D d, V x, V y, M bad, F f) {
-    using T = hn::TFromD<D>;
-    if (HWY_LIKELY(hn::AllFalse(d, bad))) return y;
-    HWY_ALIGN T bx[kMaxLanes<T>];
-    HWY_ALIGN T by[kMaxLanes<T>];
-    hn::Store(x, d, bx);
-    hn::Store(hn::IfThenElse(bad, hn::Set(d, T(1)), hn::Zero(d)), d, by);
-    const std::size_t n = hn::Lanes(d);
-    HWY_ALIGN T bm[kMaxLanes<T>];
-    for (std::size_t i = 0; i < n; ++i) bm[i] = by[i];
-    hn::Store(y, d, by);
-    for (std::size_t i = 0; i < n; ++i)
-        if (bm[i] != T(0)) by[i] = f(bx[i]);
-    return hn::Load(d, by);
-}
-
-template <class D, class V>
-HWY_INLINE V sin_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    const V y = hn::Sin(d, x);
-    const auto bad = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, T(39000))));  // also NaN
-    return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::sin(v)); });
-}
-
-template <class D, class V>
-HWY_INLINE V cos_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    const V y = hn::Cos(d, x);
-    const auto bad = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, T(39000))));
-    return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::cos(v)); });
-}
-
-// Error-free product: returns p = fl(a*b) and sets e so that a*b = p + e exactly
-// (barring underflow/overflow). FMA targets: e = fma(a, b, -p). Others: Dekker's
-// product with Veltkamp splitting (needs round-to-nearest and no compiler contraction of
-// these mul/sub pairs into FMA, which needs FMA-enabled -m flags on such a target).
-template <class D, class V>
-HWY_INLINE V two_prod(D d, V a, V b, V& e) {
-    const V p = hn::Mul(a, b);
-#if HWY_NATIVE_FMA
-    (void)d;
-    e = hn::MulSub(a, b, p);
-#else
-    using T = hn::TFromD<D>;
-    const V split = hn::Set(d, static_cast<T>(sizeof(T) == 4 ? 4097.0 : 134217729.0));
-    const V ca = hn::Mul(split, a);
-    const V ah = hn::Sub(ca, hn::Sub(ca, a));
-    const V al = hn::Sub(a, ah);
-    const V cb = hn::Mul(split, b);
-    const V bh = hn::Sub(cb, hn::Sub(cb, b));
-    const V bl = hn::Sub(b, bh);
-    e = hn::Add(hn::Add(hn::Add(hn::Sub(hn::Mul(ah, bh), p), hn::Mul(ah, bl)), hn::Mul(al, bh)), hn::Mul(al, bl));
-#endif
-    return p;
-}
-
-// Error-free sum (Knuth): returns s = fl(a+b) and sets e so that a+b = s + e exactly.
-template <class V>
-HWY_INLINE V two_sum(V a, V b, V& e) {
-    const V s = hn::Add(a, b);
-    const V bb = hn::Sub(s, a);
-    e = hn::Add(hn::Sub(a, hn::Sub(s, bb)), hn::Sub(b, bb));
-    return s;
-}
-
-// gelu_tanh(x) = 0.5*x*(1+tanh(z)), z = sqrt(2/pi)*(x+0.044715*x^3), evaluated as the
-// identical x*sigmoid(2z) = x/(1+exp(u)), u = -2z = x*(A + B*x^2), which has no
-// cancellation for negative x. u is carried as a double-T (u_hi + u_lo, relative error
-// ~2^-46 for float) because exp amplifies the absolute error of u (|u| reaches ~100
-// before the result underflows). With e = exp(-|u|) (never overflows):
-//   u <= 0 (x >= 0): x/(1+e);  u > 0 (x < 0): x*e/(1+e),
-// and where e is subnormal (u > ~87) x*e is formed as (x*h)*h, h = exp(-|u|/2), so the
-// tiny/subnormal results of the far negative tail are rounded once.
-template <class D, class V>
-HWY_INLINE V gelu_tanh_ieee(D d, V x) {
-    using T = hn::TFromD<D>;
-    constexpr bool f32 = sizeof(T) == 4;
-    // A = -2*sqrt(2/pi), B = A*0.044715, each as hi + lo.
-    const V Ah = hn::Set(d, static_cast<T>(f32 ? -0x1.988454p+0 : -0x1.9884533d43651p+0));
-    const V Al = hn::Set(d, static_cast<T>(f32 ? 0x1.857936p-25 : 0x1.cbc0d30ebfd15p-54));
-    const V Bh = hn::Set(d, static_cast<T>(f32 ? -0x1.2444f2p-4 : -0x1.2444f2a4d8b4bp-4));
-    const V Bl = hn::Set(d, static_cast<T>(f32 ? -0x1.49b16ap-29 : 0x1.6c843a29d1c70p-61));
-    const T kClamp = f32 ? T(20) : T(40);  // beyond: e == 0 exactly in T
-    const T kMinNormalArg = f32 ? static_cast<T>(-87.33654) : static_cast<T>(-708.3964185322641);
-    const V one = hn::Set(d, T(1));
-    const V half = hn::Set(d, T(0.5));
-    const V xc = hn::Min(hn::Max(x, hn::Set(d, -kClamp)), hn::Set(d, kClamp));
-    V se, te, qe, ue;
-    const V s = two_prod(d, xc, xc, se);  // x^2 = s + se
-    const V t = two_prod(d, Bh, s, te);   // Bh*s = t + te
-    const V q = two_sum(Ah, t, qe);       // Ah + t = q + qe
-    // q + ql = A + B*x^2 (dropping Bl*se and roundings of ql: ~2^-46 relative)
-    const V ql = hn::Add(hn::Add(hn::MulAdd(Bl, s, Al), hn::MulAdd(Bh, se, te)), qe);
-    const V u = two_prod(d, xc, q, ue);
-    const V ul = hn::MulAdd(xc, ql, ue);
-    const auto pos = hn::Gt(u, hn::Zero(d));  // x < 0
-    const V wh = hn::IfThenElse(pos, hn::Neg(u), u);  // -|u| = wh + wl
-    const V wl = hn::IfThenElse(pos, hn::Neg(ul), ul);
-    const V e = hn::Mul(hn::Exp(d, wh), hn::Add(one, wl));
-    V num = hn::IfThenElse(pos, hn::Mul(x, e), x);
-    const auto sub = hn::And(pos, hn::Lt(wh, hn::Set(d, kMinNormalArg)));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hn::Mul(wh, half)), hn::MulAdd(wl, half, one));
-        num = hn::IfThenElse(sub, hn::Mul(hn::Mul(x, h), h), num);
-    }
-    const V r = hn::Div(num, hn::Add(one, e));
-    return hn::IfThenElse(hn::IsNaN(x), x, r);
-}
-
-// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2). With a = |x|/sqrt(2):
-//   erfc(a) = R(a)*exp(-a^2),  R(a) = (1 + P(q))/(1 + 2a),  q = (a-2)/(a+2) in [-1, 0.69],
-// P a degree-11 polynomial (Chebyshev interpolant of (1+2a)*erfcx(a)-1 on a in [0, 10.7],
-// relative fit error 1.5e-9, the same form as N. Juffa's erfcf). exp(-a^2) uses
-// a^2 = x^2/2 = s_hi + s_lo from an exact product of x (the rounding of a or a^2 would cost
-// ~2a^2 eps relative, ~200 ULP in the tail): exp(-s_hi)*(1-s_lo).
-//   x >= 0: x*(1 - 0.5*erfc(a));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
-// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
-template <class D, class V>
-HWY_INLINE V gelu_erf_f32(D d, V x) {
-    const V one = hn::Set(d, 1.0f);
-    const V two = hn::Set(d, 2.0f);
-    const V half = hn::Set(d, 0.5f);
-    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
-    V pe;
-    const V p = two_prod(d, xa, xa, pe);
-    const V s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
-    const V s_lo = hn::Mul(pe, half);
-    const V a = hn::Mul(xa, hn::Set(d, 0.70710678118654752f));
-    const V q = hn::Div(hn::Sub(a, two), hn::Add(a, two));
-    V r = hn::Set(d, 0x1.614d92p-14f);
-    r = hn::MulAdd(r, q, hn::Set(d, 0x1.768802p-13f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.a566ep-12f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.77201ap-10f));
-    r = hn::MulAdd(r, q, hn::Set(d, 0x1.47c83cp-10f));
-    r = hn::MulAdd(r, q, hn::Set(d, 0x1.1d82dp-7f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.071dccp-7f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.bc2868p-5f));
-    r = hn::MulAdd(r, q, hn::Set(d, 0x1.4ff9e6p-3f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.5407cap-3f));
-    r = hn::MulAdd(r, q, hn::Set(d, -0x1.7bf5e8p-4f));
-    r = hn::MulAdd(r, q, hn::Set(d, 0x1.1ba038p-2f));
-    const V R = hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
-    const V hR = hn::Mul(half, R);
-    const V E = hn::Mul(hn::Exp(d, hn::Neg(s_hi)), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
-    const auto neg = hn::Lt(x, hn::Zero(d));
-    const V rpos = hn::Mul(x, hn::NegMulAdd(hR, E, one));
-    const V xhR = hn::Mul(x, hR);
-    V rneg = hn::Mul(xhR, E);
-    const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hn::Mul(s_hi, hn::Set(d, -0.5f))), hn::NegMulAdd(s_lo, half, one));
-        rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(xhR, h), h), rneg);
-        // x < -15 (a clamped): the result underflows; x*0 gives -0, and NaN for -inf as
-        // 0.5*x*erfc(+inf) does.
-        rneg = hn::IfThenElse(hn::Lt(x, hn::Set(d, -15.0f)), hn::Mul(x, hn::Zero(d)), rneg);
-    }
-    const V res = hn::IfThenElse(neg, rneg, rpos);
-    return hn::IfThenElse(hn::IsNaN(x), x, res);
-}
-
-// ---------------------------------------------------------------- unary functors
-
-struct u_neg { template <class D, class V> HWY_INLINE V operator()(D, V x) const { return hn::Neg(x); } };
-struct u_abs { template <class D, class V> HWY_INLINE V operator()(D, V x) const { return hn::Abs(x); } };
-struct u_exp { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return exp_ieee(d, x); } };
-struct u_log { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return log_ieee(d, x); } };
-struct u_sqrt { template <class D, class V> HWY_INLINE V operator()(D, V x) const { return hn::Sqrt(x); } };
-struct u_rsqrt {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        return hn::Div(hn::Set(d, hn::TFromD<D>(1)), hn::Sqrt(x));
-    }
-};
-struct u_tanh { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return tanh_ieee(d, x); } };
-struct u_sigmoid {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        // e = exp(-|x|) never overflows; x >= 0: 1/(1+e), x < 0: e/(1+e) (keeps
-        // tiny/subnormal results for very negative x instead of 1/(1+inf) = 0).
-        const V one = hn::Set(d, hn::TFromD<D>(1));
-        const V e = exp_ieee(d, hn::Neg(hn::Abs(x)));
-        const V num = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one);
-        return hn::Div(num, hn::Add(one, e));
-    }
-};
-struct u_relu {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x);
-    }
-};
-struct u_gelu_tanh {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_tanh_ieee(d, x); }
-};
-struct u_sin { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return sin_ieee(d, x); } };
-struct u_cos { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return cos_ieee(d, x); } };
-
-// gelu for float lanes (float32 arithmetic, see gelu_erf_f32).
-struct u_gelu_f32 {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_erf_f32(d, x); }
-};
-// gelu for double lanes: scalar std::erfc per lane.
-struct u_gelu_f64 {
-    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        using T = hn::TFromD<D>;
-        HWY_ALIGN T b[kMaxLanes<T>];
-        hn::Store(x, d, b);
-        const std::size_t n = hn::Lanes(d);
-        // z = -x/sqrt(2) rounded would cost ~2 z^2 eps relative error in erfc; carry
-        // the rounding error zl of z and correct to first order:
-        // erfc(z + zl) ~= erfc(z) - zl * 2/sqrt(pi) * exp(-z^2).
-        const T c_hi = 0.70710678118654757;     // 1/sqrt(2) rounded to double
-        const T c_lo = -4.8336466567264567e-17;  // 1/sqrt(2) - c_hi
-        for (std::size_t i = 0; i < n; ++i) {
-            const T xi = b[i];
-            if (!(xi - xi == T(0))) {  // ±inf or NaN
-                b[i] = T(0.5) * xi * std::erfc(-xi * c_hi);
-                continue;
-            }
-            const T p = xi * c_hi;
-            const T pl = std::fma(xi, c_hi, -p) + xi * c_lo;
-            const T z = -p;
-            const T zl = -pl;
-            const T e = std::erfc(z) - zl * T(1.1283791670955126) * std::exp(-z * z);
-            b[i] = T(0.5) * xi * e;
-        }
-        return hn::Load(d, b);
-    }
-};
 
 // ---------------------------------------------------------------- drivers
 
@@ -430,35 +139,6 @@ inline void unary_f64(unary_op op, const double* a, std::ptrdiff_t sa, double* o
 
 // ---------------------------------------------------------------- binary
 
-struct b_add { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Add(a, b); } };
-struct b_sub { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Sub(a, b); } };
-struct b_mul { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Mul(a, b); } };
-struct b_div { template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const { return hn::Div(a, b); } };
-struct b_max {
-    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
-        const V m = hn::IfThenElse(hn::Gt(a, b), a, b);
-        return hn::IfThenElse(hn::IsNaN(a), a, m);  // b NaN: Gt false → b
-    }
-};
-struct b_min {
-    template <class D, class V> HWY_INLINE V operator()(D, V a, V b) const {
-        const V m = hn::IfThenElse(hn::Lt(a, b), a, b);
-        return hn::IfThenElse(hn::IsNaN(a), a, m);
-    }
-};
-struct b_pow {
-    template <class D, class V> HWY_INLINE V operator()(D d, V a, V b) const {
-        using T = hn::TFromD<D>;
-        HWY_ALIGN T ba[kMaxLanes<T>];
-        HWY_ALIGN T bb[kMaxLanes<T>];
-        hn::Store(a, d, ba);
-        hn::Store(b, d, bb);
-        const std::size_t n = hn::Lanes(d);
-        for (std::size_t i = 0; i < n; ++i) ba[i] = std::pow(ba[i], bb[i]);
-        return hn::Load(d, ba);
-    }
-};
-
 template <class D, class F>
 HWY_INLINE void drive_binary(D d, const F& f, const hn::TFromD<D>* a, std::ptrdiff_t sa,
                              const hn::TFromD<D>* b, std::ptrdiff_t sb, hn::TFromD<D>* out, std::size_t n) {
@@ -523,36 +203,6 @@ inline void binary_f64(binary_op op, const double* a, std::ptrdiff_t sa, const d
 
 // ---------------------------------------------------------------- compare / where
 
-// Mask → 0/1 bytes: Lanes(d) bools stored at out.
-template <class D, class M>
-HWY_INLINE void store_mask_bytes(D d, M m, bool* out) {
-    using T = hn::TFromD<D>;
-    const hn::Rebind<std::uint8_t, D> du8;
-    if constexpr (sizeof(T) == 4) {
-        const hn::RebindToSigned<D> di;
-        const auto v = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
-        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
-    } else {
-        const hn::Rebind<std::int32_t, D> di;
-        const auto v = hn::DemoteTo(di, hn::IfThenElseZero(m, hn::Set(d, T(1))));
-        hn::StoreU(hn::DemoteTo(du8, v), du8, reinterpret_cast<std::uint8_t*>(out));
-    }
-}
-
-// Lanes(d) bools at c → mask (any nonzero byte is true).
-template <class D>
-HWY_INLINE auto load_bool_mask(D d, const bool* c) {
-    using T = hn::TFromD<D>;
-    const hn::Rebind<std::uint8_t, D> du8;
-    const hn::Rebind<std::int32_t, D> di;
-    const auto vi = hn::PromoteTo(di, hn::LoadU(du8, reinterpret_cast<const std::uint8_t*>(c)));
-    if constexpr (sizeof(T) == 4) {
-        return hn::RebindMask(d, hn::Ne(vi, hn::Zero(di)));
-    } else {
-        return hn::Ne(hn::PromoteTo(d, vi), hn::Zero(d));
-    }
-}
-
 // Contiguous (kContig) or broadcast operand for the stride-{0,1} vector loops.
 template <bool kContig, class D, class V>
 HWY_INLINE V load_or_bcast(D d, const hn::TFromD<D>* p, std::size_t i, V bcast) {
@@ -564,14 +214,6 @@ HWY_INLINE V load_or_bcast(D d, const hn::TFromD<D>* p, std::size_t i, V bcast) 
         return bcast;
     }
 }
-
-// Vector compares. All ordered (false for NaN) except ne = !eq (true for NaN).
-struct c_eq { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Eq(a, b); } };
-struct c_ne { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Not(hn::Eq(a, b)); } };
-struct c_lt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Lt(a, b); } };
-struct c_le { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Le(a, b); } };
-struct c_gt { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Gt(a, b); } };
-struct c_ge { template <class V> HWY_INLINE auto operator()(V a, V b) const { return hn::Ge(a, b); } };
 
 // Full vectors of out[i] = vc(a[i], b[i]) for a, b each contiguous or broadcast (n > 0);
 // returns the number of elements done (a multiple of Lanes(d)).
