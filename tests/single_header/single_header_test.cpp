@@ -3,7 +3,7 @@
 // duplicate symbols) and must dispatch to the same target.
 //
 // Build (from the repository root, after `python3 scripts/amalgamate.py`):
-//   g++ -std=c++20 -O2 -Isingle_include tests/single_header/single_header_test.cpp \
+//   g++ -std=c++20 -O2 -Isingle_include tests/single_header/single_header_test.cpp
 //       tests/single_header/single_header_test_2.cpp -o /tmp/graft_single_header_test
 //   /tmp/graft_single_header_test
 #include <graft/graft.hpp>
