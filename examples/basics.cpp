@@ -34,6 +34,18 @@ int main() {
     std::cout << "\nloss = " << loss.item<double>() << " (grad_fn " << loss.grad_fn()->name() << ")\n"
               << "d loss / d w = " << ws.grad() << "\n";
 
+    // The same function, fused at compile time into one SIMD loop (forward + backward node).
+    namespace ex = graft::expr;
+    auto fused = ex::function(ex::trace<2>([](auto a, auto b) { return tanh(a * b + 1.0) * sigmoid(a); }));
+    Tensor wf = ws.detach().requires_grad_();
+    fused(xs.detach(), wf).sum().backward();
+    std::cout << "fused: same d loss / d w = " << std::boolalpha << allclose(wf.grad(), ws.grad()) << "\n";
+
+    // Captured ahead of time into a forward graph and a backward graph (graph IR).
+    auto compiled = capture::aot([](Tensor a, Tensor b) { return (tanh(a * b + 1.0) * sigmoid(a)).sum(); },
+                                 {xs.detach(), ws.detach().requires_grad_()});
+    std::cout << "\ncaptured backward graph:\n" << *compiled.backward;
+
     try {
         (void)(x + ones({4}));
     } catch (const error& e) {
