@@ -30,8 +30,25 @@ Tensor onehot_rows(std::int64_t n, std::int64_t c, dtype t) {
     return r;
 }
 
+/// New random values with the examples' shapes, dtypes and requires_grad (so a graph that
+/// baked in the examples' values would fail), except for one-hot inputs kept as they are.
+std::vector<Tensor> fresh_like(const std::vector<Tensor>& examples) {
+    std::vector<Tensor> r;
+    for (const Tensor& e : examples) {
+        if (!e.requires_grad() && e.dim() == 2 && e.sum().item<double>() == static_cast<double>(e.size(0))) {
+            r.push_back(e);  // one-hot targets
+            continue;
+        }
+        Tensor t = randn(e.sizes(), e.type());
+        if (e.requires_grad()) t.requires_grad_();
+        r.push_back(t);
+    }
+    return r;
+}
+
 void check_grads_match(const std::function<Tensor(const std::vector<Tensor>&)>& eager,
-                       const capture::aot_function& compiled, std::vector<Tensor> inputs) {
+                       const capture::aot_function& compiled, std::vector<Tensor> examples) {
+    std::vector<Tensor> inputs = fresh_like(examples);
     // Compiled: one CompiledFunctionBackward node.
     Tensor out = compiled(inputs)[0];
     REQUIRE(out.grad_fn());
@@ -267,4 +284,45 @@ TEST_CASE("capture::aot: buffers updated in place and views of inputs behave as 
     f(x, w, run_e2)[0].backward();
     CHECK(allclose(gw, w.grad()));
     w.set_grad(Tensor{});
+}
+
+TEST_CASE("capture::aot: in-place ops on views inside the function (CopySlices) are captured, not baked in", "[capture]") {
+    const auto f = [](Tensor x) {
+        Tensor y = x * 2.0;
+        Tensor v = y.narrow(0, 0, 1);
+        v.mul_(x.narrow(0, 2, 1));  // in-place on a view of an intermediate: CopySlices in eager
+        return (y * y).sum();
+    };
+    manual_seed(40);
+    const Tensor example = randn({3, 2}, dtype::float64).requires_grad_();
+    auto a = capture::aot(f, {example});
+    // Every constant of the backward graph is an index or a number, never data of the example.
+    for (const ir::Node* n : a.backward->block()->nodes()) {
+        if (!n->is<ir::kinds::constant>()) continue;
+        const auto* t = std::get_if<Tensor>(&n->attr("value"));
+        if (t) CHECK((t->type() == dtype::int64 || t->sum().item<double>() == 0.0));
+    }
+    check_grads_match([&](const std::vector<Tensor>& in) { return f(in[0]); }, a, {example});
+}
+
+TEST_CASE("capture: memory filled outside graft's ops is refused, not baked in", "[capture]") {
+    const Tensor x = ones({3});
+    CHECK_THROWS_WITH(capture::trace(
+                          [](Tensor t) {
+                              Tensor b = empty({3});
+                              for (int i = 0; i < 3; ++i) b.data_ptr<float>()[i] = 1.0f;
+                              return t + b;
+                          },
+                          x),
+                      Catch::Contains("filled by code graph capture cannot see"));
+    // Factories and buffers written with graft ops are fine: factories become constants.
+    auto cap = capture::trace(
+        [](Tensor t) {
+            Tensor b = empty({3});
+            b.copy_(t * 2.0);
+            return b + ones({3});
+        },
+        x);
+    const Tensor y = tensor({1.0f, 2.0f, 3.0f});
+    CHECK(allclose(cap(y)[0], y * 2.0 + 1.0));
 }

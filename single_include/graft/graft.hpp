@@ -572,6 +572,9 @@ public:
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
     /// A tensor's value is being read into the program (e.g. item()).
     virtual void on_read(std::string_view what, const Tensor& t) = 0;
+    /// Memory was allocated outside any op or factory (empty() called by user code):
+    /// its contents come from code the observer does not see.
+    virtual void on_alloc(const Tensor&) {}
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -610,6 +613,11 @@ private:
     op_observer* observer_;
     bool outer_ = true;
 };
+
+/// Reports an allocation made outside any observed op or factory, if an observer is installed.
+inline void observe_alloc(const Tensor& t) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_alloc(t);
+}
 
 /// Reports a read of t's value to the installed observer, if any.
 inline void observe_read(std::string_view what, const Tensor& t) {
@@ -1112,7 +1120,10 @@ private:
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
     impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
-    return Tensor(std::move(impl));
+    Tensor t(std::move(impl));
+    if (detail::tl_op_observer) [[unlikely]]
+        detail::observe_alloc(t);
+    return t;
 }
 
 namespace detail {
@@ -1528,6 +1539,7 @@ inline T Tensor::item() const {
 namespace graft {
 
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     Tensor t = empty(sizes, type);
     detail::raw::fill_(t, value);
     return t;
@@ -1548,6 +1560,7 @@ namespace graft {
 [[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
 
 [[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     const double s = start.to_double(), e = end.to_double(), d = step.to_double();
     detail::check(d != 0.0, "arange: step must be nonzero");
     detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
@@ -1582,6 +1595,7 @@ namespace graft {
 
 /// `steps` values evenly spaced from start to end inclusive (as torch.linspace).
 [[nodiscard]] inline Tensor linspace(double start, double end, std::int64_t steps, dtype type = default_float_dtype) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
     detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
     Tensor t = empty({steps}, type);
@@ -1680,17 +1694,20 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 /// Uniform samples in [0, 1).
 [[nodiscard]] inline Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
                                  generator& gen = default_generator()) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
 }
 /// Standard normal samples.
 [[nodiscard]] inline Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
                                   generator& gen = default_generator()) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
 }
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>
 [[nodiscard]] Tensor from_vector(const std::vector<T>& values, int_list sizes = {-1}) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     sizes = detail::infer_size("from_vector", std::move(sizes), static_cast<std::int64_t>(values.size()),
                                {static_cast<std::int64_t>(values.size())});
     Tensor t = empty(sizes, dtype_of_v<T>);
@@ -7147,6 +7164,8 @@ inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
 #include <utility>
 #include <vector>
 
+#include <unordered_map>
+
 
 namespace graft::autograd::detail {
 
@@ -7204,6 +7223,35 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     });
 }
 
+/// For graph capture: the row-major index in a base-sized tensor of each element of
+/// the view (shaped like the view), so these ops are recorded as take/put.
+[[nodiscard]] inline Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
+    const auto walk = [](const strided_geometry& g, auto&& visit) {
+        std::int64_t n = 1;
+        for (auto s : g.sizes) n *= s;
+        std::vector<std::int64_t> i(g.sizes.size(), 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+            std::int64_t p = g.offset;
+            for (std::size_t d = 0; d < i.size(); ++d) p += i[d] * g.strides[d];
+            visit(k, p);
+            for (std::size_t d = i.size(); d-- > 0;) {
+                if (++i[d] < g.sizes[d]) break;
+                i[d] = 0;
+            }
+        }
+    };
+    std::unordered_map<std::int64_t, std::int64_t> logical;
+    walk(base, [&](std::int64_t k, std::int64_t p) { logical.emplace(p, k); });
+    Tensor idx = empty(view.sizes, dtype::int64);
+    auto* out = idx.data_ptr<std::int64_t>();
+    walk(view, [&](std::int64_t k, std::int64_t p) {
+        auto it = logical.find(p);
+        graft::detail::check(it != logical.end(), "capture: a view reaches outside its base");
+        out[k] = it->second;
+    });
+    return idx;
+}
+
 // ---------------------------------------------------------------- differentiable strided ops
 
 inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view);
@@ -7214,9 +7262,11 @@ inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strid
 /// The values of the view's region of `x` (x has the base's sizes, any layout):
 /// the forward of as_strided, as a contiguous copy.
 inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as take(x, index) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
     Tensor out = graft::detail::raw::clone(region_of(buffer, base, view));
+    if (obs.active()) obs.record("take", {x, view_index(base, view)}, out);
     auto node = make_node("AsStridedBackward0", x);
     if (!node) return out;
     node->backward = [base, view](function_node&, const tensor_list& g) -> tensor_list {
@@ -7229,11 +7279,14 @@ inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, c
 /// A base-sized zero tensor with `g` added at the view's positions (summed where the
 /// view overlaps itself): the backward of as_strided.
 inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as put(zeros, index, g, accumulate) by graph capture
     Tensor buffer = make_base_layout(g.type(), base, true);
     const Tensor region = region_of(buffer, base, view);
     if (is_non_overlapping(view)) graft::detail::copy_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
     else add_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
     Tensor out = plain(buffer);
+    if (obs.active())
+        obs.record("put", {zeros(base.sizes, g.type()), view_index(base, view), g}, out, {{"accumulate", true}});
     auto node = make_node("AsStridedBackwardBackward0", g);
     if (!node) return out;
     node->backward = [base, view](function_node&, const tensor_list& gg) -> tensor_list {
@@ -7247,10 +7300,12 @@ inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, co
 /// must not overlap itself): how CopySlices writes the in-place op's gradient back.
 inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
                                  const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as put(x, index, src) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
     graft::detail::copy_elements(region_of(buffer, base, view), graft::detail::raw::broadcast_to(src, view.sizes));
     Tensor out = plain(buffer);
+    if (obs.active()) obs.record("put", {x, view_index(base, view), src}, out);
     auto node = make_node("AsStridedScatterBackward0", x, src);
     if (!node) return out;
     const dtype src_type = src.type();
@@ -10993,23 +11048,26 @@ struct take {
     static constexpr kind_info info{"take", 2, 1, 0, true, false, false, &run};
 };
 
-/// put(base, idx, src): a copy of base whose elements at the positions in idx are
-/// src (broadcast to idx's shape). Graph capture writes into views with it.
+/// put[accumulate=false](base, idx, src): a copy of base whose elements at the positions
+/// in idx are src (broadcast to idx's shape), or have src added with accumulate=true
+/// (repeated positions add up). Graph capture writes into views with it.
 struct put {
-    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
         graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
         const Tensor& base = detail::tensor_arg("put", in, 0);
         const Tensor& idx = detail::tensor_arg("put", in, 1);
         const Tensor& src = detail::tensor_arg("put", in, 2);
         index_detail::check_index("put", idx, base.numel());
         (void)broadcast_shapes(src.sizes(), idx.sizes());
-        Tensor out = index_detail::put_values(base, idx, src, false);
+        const bool accumulate = detail::attr_or<bool>("put", a, "accumulate", false);
+        Tensor out = index_detail::put_values(base, idx, src, accumulate);
         auto node = autograd::detail::make_node("PutBackward0", base, src);
         if (!node) return {out};
-        node->backward = [idx, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
-                                                                         const autograd::tensor_list& g) {
+        node->backward = [idx, accumulate, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                                     const autograd::tensor_list& g) {
             Tensor gb, gs;
-            if (n.needs_input_grad(0)) gb = index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+            if (n.needs_input_grad(0))
+                gb = accumulate ? g[0] : index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
             if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
             return autograd::tensor_list{gb, gs};
         };
@@ -12974,6 +13032,7 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13087,9 +13146,15 @@ public:
     }
 
     /// The IR value holding t's current contents (recorded as a constant if t is not traced).
-    ir::Value* value_of(const Tensor& t) {
+    /// `about_to_be_written`: t is the destination of a write, so fresh memory is fine.
+    ir::Value* value_of(const Tensor& t, bool about_to_be_written = false) {
         auto bit = bases_.find(storage_key(t));
         if (bit == bases_.end()) {
+            graft::detail::check(about_to_be_written || !fresh_.count(storage_key(t)),
+                                 "capture::trace: a tensor (sizes ", t.sizes(), ", ", t.type(),
+                                 ") was filled by code graph capture cannot see (memory from empty() written "
+                                 "element by element, or a raw kernel call); use graft ops so the graph records "
+                                 "the computation");
             // A tensor made outside the traced computation: its value becomes a constant.
             Tensor base = t;
             const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
@@ -13139,7 +13204,7 @@ public:
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override {
         const bool src_traced = src.tensor && traced(*src.tensor);
         if (!traced(dst) && !src_traced) return;  // initialising a constant
-        (void)value_of(dst);                      // registers an untraced destination as a constant first
+        (void)value_of(dst, true);                // registers an untraced destination as a constant first
         base_state& b = bases_.at(storage_key(dst));
         ir::Value* s = src.tensor ? value_of(*src.tensor) : number(src.number);
         ir::Value* next = nullptr;
@@ -13158,6 +13223,11 @@ public:
         ++b.gen;
         values_[impl_key(b.base)] = {next, b.gen};
         ++mutations_;
+    }
+
+    void on_alloc(const Tensor& t) override {
+        keep_.push_back(t);  // its address must stay unique while tracing
+        fresh_.insert(storage_key(t));
     }
 
     void on_read(std::string_view what, const Tensor& t) override {
@@ -13230,6 +13300,7 @@ private:
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
+    std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
     std::size_t mutations_ = 0;
 };
 

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include <unordered_map>
+
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/view_meta.hpp"
 
@@ -81,6 +83,35 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     });
 }
 
+/// For graph capture: the row-major index in a base-sized tensor of each element of
+/// the view (shaped like the view), so these ops are recorded as take/put.
+[[nodiscard]] inline Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
+    const auto walk = [](const strided_geometry& g, auto&& visit) {
+        std::int64_t n = 1;
+        for (auto s : g.sizes) n *= s;
+        std::vector<std::int64_t> i(g.sizes.size(), 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+            std::int64_t p = g.offset;
+            for (std::size_t d = 0; d < i.size(); ++d) p += i[d] * g.strides[d];
+            visit(k, p);
+            for (std::size_t d = i.size(); d-- > 0;) {
+                if (++i[d] < g.sizes[d]) break;
+                i[d] = 0;
+            }
+        }
+    };
+    std::unordered_map<std::int64_t, std::int64_t> logical;
+    walk(base, [&](std::int64_t k, std::int64_t p) { logical.emplace(p, k); });
+    Tensor idx = empty(view.sizes, dtype::int64);
+    auto* out = idx.data_ptr<std::int64_t>();
+    walk(view, [&](std::int64_t k, std::int64_t p) {
+        auto it = logical.find(p);
+        graft::detail::check(it != logical.end(), "capture: a view reaches outside its base");
+        out[k] = it->second;
+    });
+    return idx;
+}
+
 // ---------------------------------------------------------------- differentiable strided ops
 
 inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view);
@@ -91,9 +122,11 @@ inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strid
 /// The values of the view's region of `x` (x has the base's sizes, any layout):
 /// the forward of as_strided, as a contiguous copy.
 inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as take(x, index) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
     Tensor out = graft::detail::raw::clone(region_of(buffer, base, view));
+    if (obs.active()) obs.record("take", {x, view_index(base, view)}, out);
     auto node = make_node("AsStridedBackward0", x);
     if (!node) return out;
     node->backward = [base, view](function_node&, const tensor_list& g) -> tensor_list {
@@ -106,11 +139,14 @@ inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, c
 /// A base-sized zero tensor with `g` added at the view's positions (summed where the
 /// view overlaps itself): the backward of as_strided.
 inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as put(zeros, index, g, accumulate) by graph capture
     Tensor buffer = make_base_layout(g.type(), base, true);
     const Tensor region = region_of(buffer, base, view);
     if (is_non_overlapping(view)) graft::detail::copy_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
     else add_elements(region, graft::detail::raw::broadcast_to(g, view.sizes));
     Tensor out = plain(buffer);
+    if (obs.active())
+        obs.record("put", {zeros(base.sizes, g.type()), view_index(base, view), g}, out, {{"accumulate", true}});
     auto node = make_node("AsStridedBackwardBackward0", g);
     if (!node) return out;
     node->backward = [base, view](function_node&, const tensor_list& gg) -> tensor_list {
@@ -124,10 +160,12 @@ inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, co
 /// must not overlap itself): how CopySlices writes the in-place op's gradient back.
 inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
                                  const strided_geometry& view) {
+    const graft::detail::observed_op obs;  // recorded as put(x, index, src) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
     graft::detail::copy_elements(region_of(buffer, base, view), graft::detail::raw::broadcast_to(src, view.sizes));
     Tensor out = plain(buffer);
+    if (obs.active()) obs.record("put", {x, view_index(base, view), src}, out);
     auto node = make_node("AsStridedScatterBackward0", x, src);
     if (!node) return out;
     const dtype src_type = src.type();

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -131,9 +132,15 @@ public:
     }
 
     /// The IR value holding t's current contents (recorded as a constant if t is not traced).
-    ir::Value* value_of(const Tensor& t) {
+    /// `about_to_be_written`: t is the destination of a write, so fresh memory is fine.
+    ir::Value* value_of(const Tensor& t, bool about_to_be_written = false) {
         auto bit = bases_.find(storage_key(t));
         if (bit == bases_.end()) {
+            graft::detail::check(about_to_be_written || !fresh_.count(storage_key(t)),
+                                 "capture::trace: a tensor (sizes ", t.sizes(), ", ", t.type(),
+                                 ") was filled by code graph capture cannot see (memory from empty() written "
+                                 "element by element, or a raw kernel call); use graft ops so the graph records "
+                                 "the computation");
             // A tensor made outside the traced computation: its value becomes a constant.
             Tensor base = t;
             const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
@@ -183,7 +190,7 @@ public:
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override {
         const bool src_traced = src.tensor && traced(*src.tensor);
         if (!traced(dst) && !src_traced) return;  // initialising a constant
-        (void)value_of(dst);                      // registers an untraced destination as a constant first
+        (void)value_of(dst, true);                // registers an untraced destination as a constant first
         base_state& b = bases_.at(storage_key(dst));
         ir::Value* s = src.tensor ? value_of(*src.tensor) : number(src.number);
         ir::Value* next = nullptr;
@@ -202,6 +209,11 @@ public:
         ++b.gen;
         values_[impl_key(b.base)] = {next, b.gen};
         ++mutations_;
+    }
+
+    void on_alloc(const Tensor& t) override {
+        keep_.push_back(t);  // its address must stay unique while tracing
+        fresh_.insert(storage_key(t));
     }
 
     void on_read(std::string_view what, const Tensor& t) override {
@@ -274,6 +286,7 @@ private:
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
+    std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
     std::size_t mutations_ = 0;
 };
 

@@ -13,6 +13,7 @@
 namespace graft {
 
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     Tensor t = empty(sizes, type);
     detail::raw::fill_(t, value);
     return t;
@@ -33,6 +34,7 @@ namespace graft {
 [[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
 
 [[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     const double s = start.to_double(), e = end.to_double(), d = step.to_double();
     detail::check(d != 0.0, "arange: step must be nonzero");
     detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
@@ -67,6 +69,7 @@ namespace graft {
 
 /// `steps` values evenly spaced from start to end inclusive (as torch.linspace).
 [[nodiscard]] inline Tensor linspace(double start, double end, std::int64_t steps, dtype type = default_float_dtype) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
     detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
     Tensor t = empty({steps}, type);
@@ -165,17 +168,20 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 /// Uniform samples in [0, 1).
 [[nodiscard]] inline Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
                                  generator& gen = default_generator()) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
 }
 /// Standard normal samples.
 [[nodiscard]] inline Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
                                   generator& gen = default_generator()) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
 }
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>
 [[nodiscard]] Tensor from_vector(const std::vector<T>& values, int_list sizes = {-1}) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
     sizes = detail::infer_size("from_vector", std::move(sizes), static_cast<std::int64_t>(values.size()),
                                {static_cast<std::int64_t>(values.size())});
     Tensor t = empty(sizes, dtype_of_v<T>);

@@ -217,7 +217,10 @@ private:
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
     impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
-    return Tensor(std::move(impl));
+    Tensor t(std::move(impl));
+    if (detail::tl_op_observer) [[unlikely]]
+        detail::observe_alloc(t);
+    return t;
 }
 
 namespace detail {

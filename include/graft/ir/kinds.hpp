@@ -319,23 +319,26 @@ struct take {
     static constexpr kind_info info{"take", 2, 1, 0, true, false, false, &run};
 };
 
-/// put(base, idx, src): a copy of base whose elements at the positions in idx are
-/// src (broadcast to idx's shape). Graph capture writes into views with it.
+/// put[accumulate=false](base, idx, src): a copy of base whose elements at the positions
+/// in idx are src (broadcast to idx's shape), or have src added with accumulate=true
+/// (repeated positions add up). Graph capture writes into views with it.
 struct put {
-    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
         graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
         const Tensor& base = detail::tensor_arg("put", in, 0);
         const Tensor& idx = detail::tensor_arg("put", in, 1);
         const Tensor& src = detail::tensor_arg("put", in, 2);
         index_detail::check_index("put", idx, base.numel());
         (void)broadcast_shapes(src.sizes(), idx.sizes());
-        Tensor out = index_detail::put_values(base, idx, src, false);
+        const bool accumulate = detail::attr_or<bool>("put", a, "accumulate", false);
+        Tensor out = index_detail::put_values(base, idx, src, accumulate);
         auto node = autograd::detail::make_node("PutBackward0", base, src);
         if (!node) return {out};
-        node->backward = [idx, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
-                                                                         const autograd::tensor_list& g) {
+        node->backward = [idx, accumulate, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                                     const autograd::tensor_list& g) {
             Tensor gb, gs;
-            if (n.needs_input_grad(0)) gb = index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+            if (n.needs_input_grad(0))
+                gb = accumulate ? g[0] : index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
             if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
             return autograd::tensor_list{gb, gs};
         };

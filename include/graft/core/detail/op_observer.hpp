@@ -44,6 +44,9 @@ public:
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
     /// A tensor's value is being read into the program (e.g. item()).
     virtual void on_read(std::string_view what, const Tensor& t) = 0;
+    /// Memory was allocated outside any op or factory (empty() called by user code):
+    /// its contents come from code the observer does not see.
+    virtual void on_alloc(const Tensor&) {}
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -82,6 +85,11 @@ private:
     op_observer* observer_;
     bool outer_ = true;
 };
+
+/// Reports an allocation made outside any observed op or factory, if an observer is installed.
+inline void observe_alloc(const Tensor& t) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_alloc(t);
+}
 
 /// Reports a read of t's value to the installed observer, if any.
 inline void observe_read(std::string_view what, const Tensor& t) {
