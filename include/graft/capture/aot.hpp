@@ -74,14 +74,16 @@ public:
         auto node = std::make_shared<autograd::function_node>("CompiledFunctionBackward");
         for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
         for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
-        std::vector<Tensor> shapes;  // zero gradients for outputs the caller did not differentiate
-        for (std::size_t o : differentiable_outputs) shapes.push_back(outs[o]);
+        // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
+        // for zero gradients of outputs the caller did not differentiate.
+        std::vector<std::pair<int_list, dtype>> shapes;
+        for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
         node->backward = [bwd = backward, n_saved = num_saved, shapes](autograd::function_node& n,
                                                                        const autograd::tensor_list& g) {
             std::vector<Tensor> in;
             for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
             for (std::size_t k = 0; k < shapes.size(); ++k)
-                in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].sizes(), shapes[k].type()));
+                in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
             return ir::interpret(*bwd, in);
         };
         for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
