@@ -7224,7 +7224,7 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
 }
 
 /// For graph capture: the row-major index in a base-sized tensor of each element of
-/// the view (shaped like the view), so these ops are recorded as take/put.
+/// the view (shaped like the view), so strided reads and writes are recorded as take/put.
 [[nodiscard]] inline Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
     const auto walk = [](const strided_geometry& g, auto&& visit) {
         std::int64_t n = 1;
@@ -7246,7 +7246,9 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     auto* out = idx.data_ptr<std::int64_t>();
     walk(view, [&](std::int64_t k, std::int64_t p) {
         auto it = logical.find(p);
-        graft::detail::check(it != logical.end(), "capture: a view reaches outside its base");
+        graft::detail::check(it != logical.end(), "capture: a view (sizes ", view.sizes, ", strides ", view.strides,
+                             ", offset ", view.offset, ") reaches memory outside the tensor it was traced from; "
+                             "not supported");
         out[k] = it->second;
     });
     return idx;
@@ -13036,7 +13038,6 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13094,25 +13095,6 @@ namespace detail {
 [[nodiscard]] inline bool same_geometry(const Tensor& a, const Tensor& b) {
     return a.sizes() == b.sizes() && a.strides() == b.strides() && a.storage_offset() == b.storage_offset() &&
            a.type() == b.type();
-}
-
-/// Storage positions of t's elements in row-major order.
-[[nodiscard]] inline std::vector<std::int64_t> positions(const Tensor& t) {
-    std::vector<std::int64_t> r;
-    r.reserve(static_cast<std::size_t>(t.numel()));
-    if (t.numel() == 0) return r;
-    const auto rank = static_cast<std::size_t>(t.dim());
-    std::vector<std::int64_t> i(rank, 0);
-    for (std::int64_t n = 0; n < t.numel(); ++n) {
-        std::int64_t p = t.storage_offset();
-        for (std::size_t k = 0; k < rank; ++k) p += i[k] * t.strides()[k];
-        r.push_back(p);
-        for (std::size_t k = rank; k-- > 0;) {
-            if (++i[k] < t.sizes()[k]) break;
-            i[k] = 0;
-        }
-    }
-    return r;
 }
 
 [[nodiscard]] inline ir::Type value_type(const Tensor& t) {
@@ -13271,18 +13253,8 @@ private:
 
     /// The row-major positions in b.base of t's elements, as an int64 constant.
     ir::Value* index_constant(const base_state& b, const Tensor& t) {
-        const std::vector<std::int64_t> pb = positions(b.base), pt = positions(t);
-        std::unordered_map<std::int64_t, std::int64_t> where;
-        for (std::size_t k = 0; k < pb.size(); ++k) where.emplace(pb[k], static_cast<std::int64_t>(k));
-        Tensor idx = empty(t.sizes(), dtype::int64);
-        auto* out = idx.data_ptr<std::int64_t>();
-        for (std::size_t k = 0; k < pt.size(); ++k) {
-            auto it = where.find(pt[k]);
-            graft::detail::check(it != where.end(), "capture::trace: a view reaches memory outside the tensor it "
-                                 "was traced from (sizes ", t.sizes(), ", strides ", t.strides(), ", offset ",
-                                 t.storage_offset(), "); not supported");
-            out[k] = it->second;
-        }
+        const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
+                                                        autograd::detail::geometry_of(t));
         ir::Node* c = g_.append<ir::kinds::constant>();
         c->set_attr("value", idx);
         return c->add_output(value_type(idx));

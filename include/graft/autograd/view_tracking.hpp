@@ -84,7 +84,7 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
 }
 
 /// For graph capture: the row-major index in a base-sized tensor of each element of
-/// the view (shaped like the view), so these ops are recorded as take/put.
+/// the view (shaped like the view), so strided reads and writes are recorded as take/put.
 [[nodiscard]] inline Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
     const auto walk = [](const strided_geometry& g, auto&& visit) {
         std::int64_t n = 1;
@@ -106,7 +106,9 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     auto* out = idx.data_ptr<std::int64_t>();
     walk(view, [&](std::int64_t k, std::int64_t p) {
         auto it = logical.find(p);
-        graft::detail::check(it != logical.end(), "capture: a view reaches outside its base");
+        graft::detail::check(it != logical.end(), "capture: a view (sizes ", view.sizes, ", strides ", view.strides,
+                             ", offset ", view.offset, ") reaches memory outside the tensor it was traced from; "
+                             "not supported");
         out[k] = it->second;
     });
     return idx;

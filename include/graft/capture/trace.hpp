@@ -18,10 +18,10 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "graft/autograd/view_tracking.hpp"
 #include "graft/core/detail/op_observer.hpp"
 #include "graft/ir/graph.hpp"
 #include "graft/ir/interpreter.hpp"
@@ -80,25 +80,6 @@ namespace detail {
 [[nodiscard]] inline bool same_geometry(const Tensor& a, const Tensor& b) {
     return a.sizes() == b.sizes() && a.strides() == b.strides() && a.storage_offset() == b.storage_offset() &&
            a.type() == b.type();
-}
-
-/// Storage positions of t's elements in row-major order.
-[[nodiscard]] inline std::vector<std::int64_t> positions(const Tensor& t) {
-    std::vector<std::int64_t> r;
-    r.reserve(static_cast<std::size_t>(t.numel()));
-    if (t.numel() == 0) return r;
-    const auto rank = static_cast<std::size_t>(t.dim());
-    std::vector<std::int64_t> i(rank, 0);
-    for (std::int64_t n = 0; n < t.numel(); ++n) {
-        std::int64_t p = t.storage_offset();
-        for (std::size_t k = 0; k < rank; ++k) p += i[k] * t.strides()[k];
-        r.push_back(p);
-        for (std::size_t k = rank; k-- > 0;) {
-            if (++i[k] < t.sizes()[k]) break;
-            i[k] = 0;
-        }
-    }
-    return r;
 }
 
 [[nodiscard]] inline ir::Type value_type(const Tensor& t) {
@@ -257,18 +238,8 @@ private:
 
     /// The row-major positions in b.base of t's elements, as an int64 constant.
     ir::Value* index_constant(const base_state& b, const Tensor& t) {
-        const std::vector<std::int64_t> pb = positions(b.base), pt = positions(t);
-        std::unordered_map<std::int64_t, std::int64_t> where;
-        for (std::size_t k = 0; k < pb.size(); ++k) where.emplace(pb[k], static_cast<std::int64_t>(k));
-        Tensor idx = empty(t.sizes(), dtype::int64);
-        auto* out = idx.data_ptr<std::int64_t>();
-        for (std::size_t k = 0; k < pt.size(); ++k) {
-            auto it = where.find(pt[k]);
-            graft::detail::check(it != where.end(), "capture::trace: a view reaches memory outside the tensor it "
-                                 "was traced from (sizes ", t.sizes(), ", strides ", t.strides(), ", offset ",
-                                 t.storage_offset(), "); not supported");
-            out[k] = it->second;
-        }
+        const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
+                                                        autograd::detail::geometry_of(t));
         ir::Node* c = g_.append<ir::kinds::constant>();
         c->set_attr("value", idx);
         return c->add_output(value_type(idx));
