@@ -28,4 +28,5 @@
 #include "graft/expr/expr.hpp"
 #include "graft/ir/ir.hpp"
 #include "graft/capture/capture.hpp"
+#include "graft/jit/jit.hpp"
 #include "graft/version.hpp"

@@ -10,6 +10,8 @@
 // (the op table's rules for elementwise ops). The partitioner then decides
 // what the forward saves for the backward (see partition_policy).
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <map>
 #include <memory>
 #include <set>
@@ -47,6 +49,12 @@ public:
     std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
+    /// How the forward and backward graphs run (empty: ir::interpret). The profiling
+    /// executor plugs in its fused plans; a backward that must itself record autograd
+    /// (create_graph) always runs through the interpreter.
+    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
+    /// The name of the recorded autograd node.
+    const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
@@ -56,7 +64,7 @@ public:
         std::vector<Tensor> results;
         {
             autograd::no_grad guard;
-            results = ir::interpret(*forward, inputs);
+            results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
         }
         const std::size_t n_mut = meta.mutated_inputs.size();
         for (std::size_t k = 0; k < n_mut; ++k) {
@@ -71,19 +79,20 @@ public:
         bool any = false;
         for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
         if (!needs_node || !any) return outs;
-        auto node = std::make_shared<autograd::function_node>("CompiledFunctionBackward");
+        auto node = std::make_shared<autograd::function_node>(node_name);
         for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
         for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
         // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
         // for zero gradients of outputs the caller did not differentiate.
         std::vector<std::pair<int_list, dtype>> shapes;
         for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-        node->backward = [bwd = backward, n_saved = num_saved, shapes](autograd::function_node& n,
-                                                                       const autograd::tensor_list& g) {
+        node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
+                             autograd::function_node& n, const autograd::tensor_list& g) {
             std::vector<Tensor> in;
             for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
             for (std::size_t k = 0; k < shapes.size(); ++k)
                 in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+            if (run && !autograd::is_grad_enabled()) return run(in);
             return ir::interpret(*bwd, in);
         };
         for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);

@@ -365,7 +365,14 @@ public:
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
         graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
                              meta_.num_inputs, " inputs, got ", inputs.size());
-        auto outs = ir::interpret(*graph_, inputs);
+        return finish(inputs, ir::interpret(*graph_, inputs));
+    }
+    /// The caller-visible results from the graph's raw outputs (however the graph was run):
+    /// writes mutated inputs back and recreates outputs that alias inputs.
+    std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
+        graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
+                             "capture: the graph gave ", outs.size(), " outputs, expected ",
+                             meta_.num_user_outputs + meta_.mutated_inputs.size());
         for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
             Tensor dst = inputs[meta_.mutated_inputs[k]];
             dst.copy_(outs[meta_.num_user_outputs + k]);

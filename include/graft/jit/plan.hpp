@@ -1,0 +1,649 @@
+#pragma once
+// Execution plans: a graph lowered to a flat list of steps over numbered
+// slots (no name lookups at run time), with values released after their last
+// use so their buffers are reused within the call. A step runs one node
+// through the eager ops, an If with two nested plans, or a fusion group: a
+// maximal run of elementwise float ops executed as one tile loop (each op's
+// Highway kernel over an L1-sized tile, intermediates kept in per-thread tile
+// buffers), so the group reads its inputs and writes its outputs once.
+//
+// A fusion group runs exactly the kernels the eager ops run, element by
+// element in the same order, so its results are bitwise those of the unfused
+// plan. When its run-time preconditions do not hold (an input that is
+// strided, or broadcast other than from one element), it runs its nodes
+// unfused instead.
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "graft/autograd/grad_mode.hpp"
+#include "graft/core/error.hpp"
+#include "graft/core/shape.hpp"
+#include "graft/core/tensor.hpp"
+#include "graft/ir/graph.hpp"
+#include "graft/ir/kinds.hpp"
+#include "graft/ir/print.hpp"
+#include "graft/jit/options.hpp"
+#include "graft/jit/profile.hpp"
+#include "graft/kernels/dispatch.hpp"
+#include "graft/ops/table.hpp"
+
+namespace graft::jit::detail {
+
+using ir::ivalue;
+
+// ---------------------------------------------------------------- fusable ops
+
+/// An elementwise op a fusion group can run: unary or binary float arithmetic.
+struct fusable_op {
+    ops::op_kind kind;
+    int kernel;  // kernels::unary_op or kernels::binary_op
+    std::string_view name;
+};
+
+template <class Op>
+constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
+    if constexpr (Op::kind == ops::op_kind::unary || Op::kind == ops::op_kind::binary)
+        m.emplace(&ir::op_kind_v<Op>, fusable_op{Op::kind, static_cast<int>(Op::kernel), Op::name});
+}
+
+/// The op table's unary and binary ops, by IR kind.
+[[nodiscard]] inline const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
+    static const auto table = [] {
+        std::map<const ir::kind_info*, fusable_op> m;
+        std::apply([&](auto... op) { (add_fusable<decltype(op)>(m), ...); }, ops::all_elementwise_ops{});
+        return m;
+    }();
+    return table;
+}
+
+[[nodiscard]] inline const fusable_op* find_fusable(const ir::Node* n) {
+    const auto& t = fusable_ops();
+    auto it = t.find(&n->kind());
+    return it == t.end() ? nullptr : &it->second;
+}
+
+// ---------------------------------------------------------------- fusion groups
+
+/// A group's instruction: out = op(a[, b]) on registers.
+struct tile_instr {
+    fusable_op op;
+    int a = -1, b = -1;
+    int out = -1;
+};
+
+/// Where a register's values live during a tile.
+enum class reg_kind : std::uint8_t { input, number, temp, output };
+
+struct fusion_group {
+    dtype type = dtype::float32;
+    std::vector<const ir::Node*> nodes;  // in order: the unfused fallback
+    std::vector<int> input_slots;        // group inputs (tensors or numbers)
+    std::vector<int> output_slots;       // values used after the group
+    std::vector<int> output_regs;
+    std::vector<reg_kind> regs;          // [0, inputs) are inputs, then one per node
+    std::vector<tile_instr> code;
+    /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
+    std::optional<int_list> static_sizes;
+    std::size_t num_temps = 0;
+};
+
+inline constexpr std::size_t tile_elements = 1024;
+
+/// Per-thread tile buffers for a group's intermediates (64-byte aligned).
+template <class T>
+[[nodiscard]] T* tile_buffers(std::size_t count) {
+    struct deleter {
+        void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
+    };
+    thread_local std::unique_ptr<void, deleter> buf;
+    thread_local std::size_t cap = 0;
+    const std::size_t bytes = count * tile_elements * sizeof(double);
+    if (bytes > cap) {
+        buf.reset();
+        cap = 0;
+        buf.reset(::operator new(bytes, std::align_val_t{64}));
+        cap = bytes;
+    }
+    return static_cast<T*>(buf.get());
+}
+
+/// Runs tiles [begin, end) of a group: ptr/stride per register (stride 0: one element).
+template <class T>
+void run_tiles(const fusion_group& g, const std::vector<T*>& base, const std::vector<std::ptrdiff_t>& stride,
+               std::size_t begin, std::size_t end) {
+    T* temps = tile_buffers<T>(g.num_temps);
+    std::vector<T*> p(base.size());
+    std::vector<std::ptrdiff_t> s(stride);
+    std::vector<std::size_t> temp_index(g.regs.size(), 0);
+    std::size_t t = 0;
+    for (std::size_t r = 0; r < g.regs.size(); ++r)
+        if (g.regs[r] == reg_kind::temp) temp_index[r] = t++;
+    for (std::size_t r = 0; r < g.regs.size(); ++r)
+        if (g.regs[r] == reg_kind::temp) s[r] = 1;
+    for (std::size_t i = begin; i < end; i += tile_elements) {
+        const std::size_t n = std::min(tile_elements, end - i);
+        for (std::size_t r = 0; r < g.regs.size(); ++r) {
+            if (g.regs[r] == reg_kind::temp) p[r] = temps + temp_index[r] * tile_elements;
+            else p[r] = stride[r] == 0 ? base[r] : base[r] + i;
+        }
+        for (const tile_instr& in : g.code) {
+            if (in.op.kind == ops::op_kind::unary)
+                kernels::unary(static_cast<kernels::unary_op>(in.op.kernel), p[in.a], s[in.a], p[in.out], n);
+            else
+                kernels::binary(static_cast<kernels::binary_op>(in.op.kernel), p[in.a], s[in.a], p[in.b], s[in.b],
+                                p[in.out], n);
+        }
+    }
+}
+
+/// A small pool of worker threads for splitting large fused loops.
+class worker_pool {
+public:
+    explicit worker_pool(std::size_t threads) {
+        for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+    }
+    worker_pool(const worker_pool&) = delete;
+    worker_pool& operator=(const worker_pool&) = delete;
+    ~worker_pool() {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        for (auto& w : workers_) w.join();
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
+
+    /// Runs f(0..parts-1): part 0 on the caller, the others on the workers; waits for all.
+    void run(std::size_t parts, const std::function<void(std::size_t)>& f) {
+        struct batch {
+            std::mutex m;
+            std::condition_variable done;
+            std::size_t left;
+            std::exception_ptr error;
+        };
+        auto b = std::make_shared<batch>();
+        b->left = parts - 1;
+        {
+            std::lock_guard lock(mutex_);
+            for (std::size_t k = 1; k < parts; ++k)
+                queue_.push_back([b, &f, k] {
+                    try {
+                        f(k);
+                    } catch (...) {
+                        std::lock_guard l(b->m);
+                        if (!b->error) b->error = std::current_exception();
+                    }
+                    std::lock_guard l(b->m);
+                    if (--b->left == 0) b->done.notify_all();
+                });
+        }
+        cv_.notify_all();
+        std::exception_ptr mine;
+        try {
+            f(0);
+        } catch (...) {
+            mine = std::current_exception();
+        }
+        std::unique_lock l(b->m);
+        b->done.wait(l, [&] { return b->left == 0; });
+        if (mine) std::rethrow_exception(mine);
+        if (b->error) std::rethrow_exception(b->error);
+    }
+
+    /// The process-wide pool, made on first use with `threads - 1` workers (never resized:
+    /// callers use at most size() + 1 parts).
+    [[nodiscard]] static worker_pool& shared(std::size_t threads) {
+        static worker_pool pool(threads > 1 ? threads - 1 : 1);
+        return pool;
+    }
+
+private:
+    void loop() {
+        for (;;) {
+            std::function<void()> job;
+            {
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+                if (stop_ && queue_.empty()) return;
+                job = std::move(queue_.front());
+                queue_.erase(queue_.begin());
+            }
+            job();
+        }
+    }
+    std::vector<std::thread> workers_;
+    std::vector<std::function<void()>> queue_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+};
+
+// ---------------------------------------------------------------- plans
+
+struct block_plan;
+
+struct step {
+    enum class kind { node, if_, fused };
+    kind what = kind::node;
+    const ir::Node* node = nullptr;
+    std::vector<int> in, out;
+    std::vector<int> release;  // slots to clear after this step
+    std::unique_ptr<block_plan> then_plan, else_plan;
+    std::unique_ptr<fusion_group> group;
+};
+
+struct block_plan {
+    std::vector<step> steps;
+    std::vector<int> outputs;
+};
+
+/// What a plan run reports to a profiling record.
+using observer_fn = std::function<void(const ir::Value*, const ivalue&)>;
+
+/// A graph lowered to steps over slots.
+class plan {
+public:
+    /// How a plan is built: the value types fusion may rely on, and whether to fuse.
+    struct build_options {
+        bool fuse = false;
+        bool static_shapes = false;  // fusion groups precompute their loop bounds from the types
+        std::size_t num_threads = 1;
+        std::size_t parallel_grain = std::size_t{1} << 18;
+    };
+    using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
+
+    plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of)
+        : graph_(std::move(g)), options_(o) {
+        for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
+        top_ = build_block(*graph_->block(), type_of);
+    }
+
+    [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
+    [[nodiscard]] std::size_t num_fusion_groups() const noexcept { return groups_.size(); }
+    [[nodiscard]] const std::vector<const fusion_group*>& fusion_groups() const noexcept { return groups_; }
+
+    /// Runs the plan (autograd records as usual where inputs require grad).
+    [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const {
+        graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
+                             " inputs, got ", inputs.size());
+        std::vector<ivalue> frame(num_slots_);
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
+            if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
+        }
+        return run_block(top_, frame, observe);
+    }
+
+    /// The plan as text: the graph, then each fusion group's members.
+    [[nodiscard]] std::string describe() const {
+        std::ostringstream os;
+        for (std::size_t k = 0; k < groups_.size(); ++k) {
+            const fusion_group& g = *groups_[k];
+            os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
+            if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
+            os << "):";
+            for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
+            os << '\n';
+        }
+        return os.str();
+    }
+
+private:
+    int slot(const ir::Value* v) {
+        auto [it, fresh] = slots_.emplace(v, static_cast<int>(num_slots_));
+        if (fresh) ++num_slots_;
+        return it->second;
+    }
+
+    /// Can n join a group of dtype `type` (float32/float64)?
+    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
+        const fusable_op* op = find_fusable(n);
+        if (!op) return false;
+        const auto t = type_of(n->output());
+        if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
+        const dtype d = *t->tensor.scalar_type;
+        if (d != dtype::float32 && d != dtype::float64) return false;
+        if (type && *type != d) return false;
+        for (const ir::Value* in : n->inputs()) {
+            const auto ti = type_of(in);
+            if (!ti) return false;
+            if (ti->is_tensor()) {
+                if (ti->tensor.scalar_type != d) return false;
+            } else if (ti->kind == ir::type_kind::bool_) {
+                return false;
+            }
+        }
+        type = d;
+        return true;
+    }
+
+    std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
+                                             const std::set<const ir::Value*>& used_later,
+                                             const type_of_fn& type_of) {
+        auto g = std::make_unique<fusion_group>();
+        g->type = type;
+        g->nodes = nodes;
+        std::map<const ir::Value*, int> reg;
+        std::set<const ir::Value*> inside;
+        for (const ir::Node* n : nodes) inside.insert(n->output());
+        for (const ir::Node* n : nodes)
+            for (const ir::Value* v : n->inputs())
+                if (!inside.count(v) && !reg.count(v)) {
+                    reg[v] = static_cast<int>(g->regs.size());
+                    const auto t = type_of(v);
+                    g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
+                    g->input_slots.push_back(slot(v));
+                }
+        for (const ir::Node* n : nodes) {
+            const ir::Value* o = n->output();
+            const bool escapes = used_later.count(o) != 0;
+            reg[o] = static_cast<int>(g->regs.size());
+            g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
+            if (escapes) {
+                g->output_slots.push_back(slot(o));
+                g->output_regs.push_back(reg[o]);
+            } else {
+                ++g->num_temps;
+            }
+            tile_instr ins;
+            ins.op = *find_fusable(n);
+            ins.a = reg.at(n->input(0));
+            if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
+            ins.out = reg[o];
+            g->code.push_back(ins);
+        }
+        if (options_.static_shapes) {
+            // Loop bounds from the types: every output has the same complete sizes.
+            std::optional<int_list> sizes;
+            bool ok = true;
+            for (const ir::Node* n : nodes) {
+                const auto t = type_of(n->output());
+                if (!t || !t->is_tensor() || !t->tensor.sizes) {
+                    ok = false;
+                    break;
+                }
+                int_list s;
+                for (const auto& d : *t->tensor.sizes) {
+                    if (!d) ok = false;
+                    else s.push_back(*d);
+                }
+                if (!ok) break;
+                if (sizes && *sizes != s) ok = false;
+                sizes = s;
+            }
+            if (ok && sizes) g->static_sizes = sizes;
+        }
+        return g;
+    }
+
+    block_plan build_block(const ir::Block& b, const type_of_fn& type_of) {
+        block_plan bp;
+        const std::vector<const ir::Node*> nodes(b.nodes().begin(), b.nodes().end());
+        // Values used at or after node i (and block outputs), for group outputs and releases.
+        std::map<const ir::Value*, std::size_t> last_use;
+        const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
+            for (const ir::Value* v : n->inputs()) last_use[v] = i;
+            for (const ir::Block* sub : n->blocks()) {
+                for (const ir::Node* m : sub->nodes()) self(m, i, self);
+                for (const ir::Value* v : sub->outputs()) last_use[v] = i;
+            }
+        };
+        for (std::size_t i = 0; i < nodes.size(); ++i) note_uses(nodes[i], i, note_uses);
+        const std::size_t end = nodes.size();
+        for (const ir::Value* v : b.outputs()) last_use[v] = end;
+        for (const ir::Value* v : graph_->outputs()) last_use[v] = end;
+
+        const auto releases_after = [&](std::size_t first, std::size_t last) {
+            // Values whose last use is in [first, last] and that this block may drop.
+            std::vector<int> r;
+            for (std::size_t i = first; i <= last; ++i) {
+                for (const ir::Value* v : nodes[i]->inputs())
+                    if (last_use.at(v) == last && slots_.count(v) && defined_in(v, b)) r.push_back(slots_.at(v));
+                for (const ir::Value* o : nodes[i]->outputs())
+                    if (!last_use.count(o) && slots_.count(o)) r.push_back(slots_.at(o));
+            }
+            std::sort(r.begin(), r.end());
+            r.erase(std::unique(r.begin(), r.end()), r.end());
+            return r;
+        };
+
+        std::size_t i = 0;
+        while (i < nodes.size()) {
+            // A fusion group: the longest run of fusable nodes of one dtype.
+            if (options_.fuse) {
+                std::optional<dtype> type;
+                std::size_t j = i;
+                while (j < nodes.size() && fusable(nodes[j], type_of, type)) ++j;
+                if (j - i >= 2) {
+                    std::set<const ir::Value*> later;
+                    for (std::size_t k = i; k < j; ++k) {
+                        const ir::Value* o = nodes[k]->output();
+                        if (last_use.count(o) && last_use.at(o) >= j) later.insert(o);
+                    }
+                    step s;
+                    s.what = step::kind::fused;
+                    s.group = make_group({nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                          nodes.begin() + static_cast<std::ptrdiff_t>(j)},
+                                         *type, later, type_of);
+                    groups_.push_back(s.group.get());
+                    for (std::size_t k = i; k < j; ++k) {
+                        for (const ir::Value* v : nodes[k]->inputs()) s.in.push_back(slot(v));
+                        s.out.push_back(slot(nodes[k]->output()));
+                    }
+                    // Internal values never reach the frame; drop inputs last used here.
+                    std::vector<int> rel;
+                    for (std::size_t k = i; k < j; ++k)
+                        for (const ir::Value* v : nodes[k]->inputs())
+                            if (last_use.at(v) < j && defined_in(v, b) &&
+                                std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                          nodes.begin() + static_cast<std::ptrdiff_t>(j), v->node()) ==
+                                    nodes.begin() + static_cast<std::ptrdiff_t>(j))
+                                rel.push_back(slot(v));
+                    std::sort(rel.begin(), rel.end());
+                    rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
+                    s.release = std::move(rel);
+                    bp.steps.push_back(std::move(s));
+                    i = j;
+                    continue;
+                }
+            }
+            const ir::Node* n = nodes[i];
+            step s;
+            s.node = n;
+            for (const ir::Value* v : n->inputs()) s.in.push_back(slot(v));
+            for (const ir::Value* v : n->outputs()) s.out.push_back(slot(v));
+            if (n->is<ir::kinds::if_>()) {
+                s.what = step::kind::if_;
+                s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
+                s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
+            } else {
+                graft::detail::check(!n->is<ir::kinds::call>(),
+                                     "jit: prim::Call must be inlined before planning (ir::inline_calls)");
+                graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
+            }
+            s.release = releases_after(i, i);
+            bp.steps.push_back(std::move(s));
+            ++i;
+        }
+        for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
+        return bp;
+    }
+
+    /// Is v made by a node of block b (so b's plan may release it)? Graph inputs and
+    /// values of enclosing blocks are released by their own block.
+    [[nodiscard]] static bool defined_in(const ir::Value* v, const ir::Block& b) {
+        return v->node() != nullptr && v->node()->owning_block() == &b;
+    }
+
+    std::vector<ivalue> run_block(const block_plan& bp, std::vector<ivalue>& frame, const observer_fn* observe) const {
+        for (const step& s : bp.steps) {
+            switch (s.what) {
+                case step::kind::node: run_node(s, frame, observe); break;
+                case step::kind::if_: {
+                    const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
+                    const block_plan& taken = truthy(c) ? *s.then_plan : *s.else_plan;
+                    auto out = run_block(taken, frame, observe);
+                    for (std::size_t k = 0; k < out.size(); ++k) {
+                        if (observe) (*observe)(s.node->outputs()[k], out[k]);
+                        frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                    }
+                    break;
+                }
+                case step::kind::fused: run_group(*s.group, frame); break;
+            }
+            for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
+        }
+        std::vector<ivalue> r;
+        r.reserve(bp.outputs.size());
+        for (int o : bp.outputs) r.push_back(frame[static_cast<std::size_t>(o)]);
+        return r;
+    }
+
+    [[nodiscard]] static bool truthy(const ivalue& v) {
+        if (const auto* b = std::get_if<bool>(&v)) return *b;
+        if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
+        if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
+        graft::detail::fail("prim::If: the condition must be a number, not a tensor");
+    }
+
+    void run_node(const step& s, std::vector<ivalue>& frame, const observer_fn* observe) const {
+        const ir::Node* n = s.node;
+        std::array<ivalue, 4> small;
+        std::vector<ivalue> big;
+        std::span<const ivalue> in;
+        if (s.in.size() <= small.size()) {
+            for (std::size_t k = 0; k < s.in.size(); ++k) small[k] = frame[static_cast<std::size_t>(s.in[k])];
+            in = std::span<const ivalue>(small.data(), s.in.size());
+        } else {
+            for (int k : s.in) big.push_back(frame[static_cast<std::size_t>(k)]);
+            in = big;
+        }
+        auto out = n->kind().run(n->attributes(), in);
+        graft::detail::check(out.size() == s.out.size(), "jit: ", n->kind().name, " gave ", out.size(),
+                             " values for ", s.out.size(), " outputs");
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            if (observe) (*observe)(n->outputs()[k], out[k]);
+            frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+        }
+    }
+
+    /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
+    void run_group_unfused(const fusion_group& g, std::vector<ivalue>& frame) const {
+        for (const ir::Node* n : g.nodes) {
+            step s;
+            s.node = n;
+            for (const ir::Value* v : n->inputs()) s.in.push_back(slots_.at(v));
+            s.out.push_back(slots_.at(n->output()));
+            run_node(s, frame, nullptr);
+        }
+    }
+
+    template <class T>
+    void run_group_typed(const fusion_group& g, std::vector<ivalue>& frame) const {
+        const std::size_t nregs = g.regs.size();
+        std::vector<T*> base(nregs, nullptr);
+        std::vector<std::ptrdiff_t> stride(nregs, 1);
+        std::vector<T> numbers(g.input_slots.size());
+        // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
+        int_list sizes;
+        if (g.static_sizes) {
+            sizes = *g.static_sizes;
+        } else {
+            bool first = true;
+            for (std::size_t k = 0; k < g.input_slots.size(); ++k)
+                if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
+                    if (!t->defined()) return run_group_unfused(g, frame);
+                    if (first) sizes = t->sizes();
+                    else if (t->sizes() != sizes) {
+                        try {
+                            sizes = broadcast_shapes(sizes, t->sizes());
+                        } catch (const graft::error&) {
+                            return run_group_unfused(g, frame);  // the eager op reports it
+                        }
+                    }
+                    first = false;
+                }
+            if (first) return run_group_unfused(g, frame);
+        }
+        const std::int64_t numel = graft::detail::numel_of(sizes);
+        for (std::size_t k = 0; k < g.input_slots.size(); ++k) {
+            const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
+            if (const Tensor* t = std::get_if<Tensor>(&v)) {
+                if (!t->defined() || t->type() != g.type) return run_group_unfused(g, frame);
+                if (t->numel() == 1 && (t->sizes().size() <= sizes.size())) {
+                    base[k] = t->data_ptr<T>();
+                    stride[k] = 0;
+                } else if (t->sizes() == sizes && t->is_contiguous()) {
+                    base[k] = t->data_ptr<T>();
+                } else {
+                    return run_group_unfused(g, frame);
+                }
+            } else {
+                if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
+                else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
+                else return run_group_unfused(g, frame);
+                base[k] = &numbers[k];
+                stride[k] = 0;
+            }
+        }
+        std::vector<Tensor> outs;
+        outs.reserve(g.output_regs.size());
+        for (int r : g.output_regs) {
+            outs.push_back(empty(sizes, g.type));
+            base[static_cast<std::size_t>(r)] = outs.back().template data_ptr<T>();
+        }
+        const auto n = static_cast<std::size_t>(numel);
+        const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
+        if (threads >= 2) {
+            // Split on tile boundaries; each thread has its own tile buffers.
+            const std::size_t tiles = (n + tile_elements - 1) / tile_elements;
+            worker_pool& pool = worker_pool::shared(threads);
+            const std::size_t parts = std::min(threads, pool.size() + 1);
+            const std::size_t per_part = (tiles + parts - 1) / parts;
+            pool.run(parts, [&, per = per_part](std::size_t part) {
+                const std::size_t b = std::min(n, part * per * tile_elements);
+                const std::size_t e = std::min(n, (part + 1) * per * tile_elements);
+                if (b < e) run_tiles<T>(g, base, stride, b, e);
+            });
+        } else if (n > 0) {
+            run_tiles<T>(g, base, stride, 0, n);
+        }
+        for (std::size_t k = 0; k < outs.size(); ++k)
+            frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(outs[k]);
+    }
+
+    void run_group(const fusion_group& g, std::vector<ivalue>& frame) const {
+        if (autograd::is_grad_enabled()) {
+            // Fused loops record no autograd history: take the eager path when an input needs it.
+            for (int k : g.input_slots)
+                if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(k)]);
+                    t && t->defined() && t->requires_grad())
+                    return run_group_unfused(g, frame);
+        }
+        if (g.type == dtype::float32) run_group_typed<float>(g, frame);
+        else run_group_typed<double>(g, frame);
+    }
+
+    std::shared_ptr<const ir::Graph> graph_;
+    build_options options_;
+    std::map<const ir::Value*, int> slots_;
+    std::size_t num_slots_ = 0;
+    std::vector<int> input_slots_;
+    block_plan top_;
+    std::vector<const fusion_group*> groups_;
+};
+
+}  // namespace graft::jit::detail

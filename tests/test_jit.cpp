@@ -1,0 +1,350 @@
+// The profiling executor (graft::jit): profiling runs, specialization, fusion,
+// guards, fallbacks and the fusion strategy, checked against the unoptimized
+// interpreter (bitwise) and eager autograd / finite differences.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <graft/graft.hpp>
+
+using namespace graft;
+
+namespace {
+
+Tensor chain(Tensor x, Tensor w, Tensor b) { return tanh(x * w + b) * sigmoid(x); }
+
+/// Same dtype, sizes and bits.
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+    if (a.type() != b.type() || a.sizes() != b.sizes()) return false;
+    const Tensor ca = a.contiguous(), cb = b.contiguous();
+    const auto bytes = static_cast<std::size_t>(a.numel()) * a.element_size();
+    return std::memcmp(ca.raw_data(), cb.raw_data(), bytes) == 0;
+}
+
+jit::options opts(jit::strategy s = jit::default_fusion_strategy::value(), std::size_t profiled = 1) {
+    jit::options o;
+    o.fusion = std::move(s);
+    o.num_profiled_runs = profiled;
+    o.release_profiling_after_optimization = false;
+    return o;
+}
+
+std::vector<Tensor> inputs3(std::int64_t n, dtype t = dtype::float32, bool grad = false) {
+    std::vector<Tensor> r{randn({n}, t), randn({n}, t), randn({n}, t)};
+    if (grad)
+        for (auto& x : r) x.requires_grad_();
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("jit: the fusion strategy's behaviour per remaining depth (getCurrentBehavior)", "[jit]") {
+    const jit::strategy s = jit::fusion_strategy<jit::static_<2>, jit::dynamic_<10>>{};
+    CHECK(jit::bailout_depth(s) == 12);
+    // Depth 12 and 11: the first two specializations are static; 10..1 dynamic.
+    CHECK(jit::current_behavior(s, 12) == jit::fusion_behavior::static_);
+    CHECK(jit::current_behavior(s, 11) == jit::fusion_behavior::static_);
+    CHECK(jit::current_behavior(s, 10) == jit::fusion_behavior::dynamic_);
+    CHECK(jit::current_behavior(s, 1) == jit::fusion_behavior::dynamic_);
+    const jit::strategy p = jit::parse_strategy("dynamic:3,STATIC:1");
+    REQUIRE(p.size() == 2);
+    CHECK(p[0] == std::pair{jit::fusion_behavior::dynamic_, std::size_t{3}});
+    CHECK(p[1] == std::pair{jit::fusion_behavior::static_, std::size_t{1}});
+    CHECK(jit::current_behavior(p, 4) == jit::fusion_behavior::dynamic_);
+    CHECK(jit::current_behavior(p, 1) == jit::fusion_behavior::static_);
+    CHECK_THROWS_WITH(jit::parse_strategy("STATIC=2"), Catch::Contains("cannot parse fusion strategy"));
+    CHECK_THROWS_WITH(jit::parse_strategy("FAST:2"), Catch::Contains("cannot parse fusion strategy"));
+    CHECK_THROWS_AS(jit::set_fusion_strategy({}), graft::error);
+    const jit::strategy old = jit::set_fusion_strategy({{jit::fusion_behavior::dynamic_, 4}});
+    CHECK(jit::default_options().fusion == jit::strategy{{jit::fusion_behavior::dynamic_, 4}});
+    jit::set_fusion_strategy(old);
+}
+
+TEST_CASE("jit: exactly one profiling run by default, then one fused plan", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    const auto in = inputs3(3000);
+    Tensor y1 = fn(in[0], in[1], in[2]);
+    jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() == 1);
+    CHECK(d.levels[0].profiled_runs == 1);
+    CHECK_FALSE(d.levels[0].plan);
+    CHECK(bitwise_equal(y1, chain(in[0], in[1], in[2])));
+
+    const auto in2 = inputs3(3000);
+    Tensor y2 = fn(in2[0], in2[1], in2[2]);
+    d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    const jit::plan_state& p = *d.levels[0].plan;
+    CHECK(d.levels[0].profiled_runs == 1);
+    CHECK(p.kind == jit::plan_kind::fused);
+    CHECK(p.behavior == jit::fusion_behavior::static_);
+    CHECK(p.fusion_groups == 1);
+    CHECK(p.hits == 1);
+    CHECK(p.guard_failures == 0);
+    CHECK(d.compilations == 1);
+    // The fused tile loop runs the eager kernels in the same order: the same bits.
+    CHECK(bitwise_equal(y2, chain(in2[0], in2[1], in2[2])));
+    CHECK(p.guards[0].find("Float(3000, strides=[1], requires_grad=0)") != std::string::npos);
+    CHECK(p.graph.find("FusionGroup_0 (5 ops") != std::string::npos);
+}
+
+TEST_CASE("jit: num_profiled_runs is honoured", "[jit]") {
+    auto fn = jit::script(chain, opts(jit::default_fusion_strategy::value(), 3));
+    for (int i = 0; i < 3; ++i) {
+        const auto in = inputs3(64);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+        CHECK_FALSE(fn.debug_state().levels[0].plan);
+        CHECK(fn.debug_state().levels[0].profiled_runs == static_cast<std::size_t>(i + 1));
+    }
+    const auto in = inputs3(64);
+    CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    REQUIRE(fn.debug_state().levels[0].plan);
+    CHECK(fn.debug_state().levels[0].plan->hits == 1);
+}
+
+TEST_CASE("jit: shape changes bail out to fallbacks; STATIC then DYNAMIC; depth spent means no compiling",
+          "[jit]") {
+    auto fn = jit::script(chain, opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<1>>{}));
+    const auto call = [&](std::int64_t n) {
+        const auto in = inputs3(n);
+        const Tensor y = fn(in[0], in[1], in[2]);
+        CHECK(bitwise_equal(y, chain(in[0], in[1], in[2])));
+    };
+    call(100);  // profile
+    call(100);  // STATIC specialization for 100
+    call(200);  // guard fails: the fallback function profiles 200 (a correct result all the same)
+    jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() == 2);
+    CHECK(d.levels[0].plan->guard_failures == 1);
+    CHECK(d.levels[1].remaining_depth == 2);
+    CHECK(d.levels[1].profiled_runs == 1);
+    call(200);  // the fallback specializes: STATIC again (second of two)
+    call(100);  // still served by the first specialization
+    d = fn.debug_state();
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[0].plan->behavior == jit::fusion_behavior::static_);
+    CHECK(d.levels[1].plan->behavior == jit::fusion_behavior::static_);
+    CHECK(d.levels[0].plan->hits == 2);
+    CHECK(d.levels[1].plan->hits == 1);
+    call(300);  // fails both static guards: profiled by the third executor
+    call(300);  // which specializes DYNAMIC: any size of rank 1
+    call(1234);
+    d = fn.debug_state();
+    REQUIRE(d.levels.size() == 4);
+    REQUIRE(d.levels[2].plan);
+    CHECK(d.levels[2].plan->behavior == jit::fusion_behavior::dynamic_);
+    CHECK(d.levels[2].plan->hits == 2);
+    CHECK(d.levels[2].plan->guards[0].find("Float(*,") != std::string::npos);
+    CHECK(d.compilations == 3);
+    // A rank-2 input fails every guard; the depth is spent: unoptimized from now on.
+    for (int i = 0; i < 3; ++i) {
+        const std::vector<Tensor> in{randn({4, 5}), randn({4, 5}), randn({4, 5})};
+        CHECK(bitwise_equal(fn(in)[0], chain(in[0], in[1], in[2])));
+    }
+    d = fn.debug_state();
+    CHECK(d.compilations == 3);
+    REQUIRE(d.levels.size() == 4);
+    CHECK(d.levels[3].remaining_depth == 0);
+    CHECK(d.levels[3].unoptimized_runs == 3);
+    CHECK_FALSE(d.levels[3].plan);
+}
+
+TEST_CASE("jit: dtype changes fall back and give the eager result", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    for (int i = 0; i < 2; ++i) {
+        const auto in = inputs3(50);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    }
+    for (int i = 0; i < 3; ++i) {
+        const auto in = inputs3(50, dtype::float64);
+        const Tensor y = fn(in[0], in[1], in[2]);
+        CHECK(y.type() == dtype::float64);
+        CHECK(bitwise_equal(y, chain(in[0], in[1], in[2])));
+    }
+    // The top plan, the fallback's plan, and the next fallback (not called yet).
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() == 3);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[0].plan->guard_failures == 3);
+    CHECK(d.levels[2].profiled_runs == 0);
+    CHECK(d.levels[1].plan->guards[0].find("Double(50") != std::string::npos);
+    CHECK(d.levels[1].plan->kind == jit::plan_kind::fused);
+}
+
+TEST_CASE("jit: requires_grad changes give a differentiable plan whose gradients match eager", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    for (int i = 0; i < 2; ++i) {
+        const auto in = inputs3(40, dtype::float64);
+        CHECK_FALSE(fn(in[0], in[1], in[2]).requires_grad());
+    }
+    for (int i = 0; i < 3; ++i) {
+        const auto in = inputs3(40, dtype::float64, true);
+        Tensor y = fn(in[0], in[1], in[2]);
+        REQUIRE(y.requires_grad());
+        const Tensor g = randn({40}, dtype::float64);
+        const auto got = autograd::grad({y}, {in[0], in[1], in[2]}, {g});
+        Tensor ye = chain(in[0], in[1], in[2]);
+        CHECK(bitwise_equal(y.detach(), ye.detach()));
+        const auto want = autograd::grad({ye}, {in[0], in[1], in[2]}, {g});
+        for (std::size_t k = 0; k < 3; ++k) CHECK(allclose(got[k], want[k], 1e-12, 1e-12));
+        if (i == 2) {
+            REQUIRE(y.grad_fn());
+            CHECK(std::string(y.grad_fn()->name()) == "DifferentiableGraphBackward");
+            // Finite differences of the executor itself (central, float64) for dL/dx with L = sum(g*y).
+            for (std::int64_t j : {0, 17, 39}) {
+                const double h = 1e-6;
+                std::vector<Tensor> p{in[0].detach().clone(), in[1].detach(), in[2].detach()};
+                std::vector<Tensor> m{in[0].detach().clone(), in[1].detach(), in[2].detach()};
+                p[0].select(0, j).add_(h);
+                m[0].select(0, j).sub_(h);
+                const double fd = ((chain(p[0], p[1], p[2]) - chain(m[0], m[1], m[2])) * g).sum().item<double>() / (2 * h);
+                CHECK(got[0].select(0, j).item<double>() == Approx(fd).epsilon(1e-6));
+            }
+        }
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() == 3);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[1].plan->kind == jit::plan_kind::differentiable);
+    CHECK(d.levels[1].plan->fusion_groups >= 2);  // forward and backward fused
+    CHECK(d.levels[1].plan->hits == 2);
+}
+
+TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, numbers, 0-dim broadcast)", "[jit]") {
+    const auto f = [](Tensor x, Tensor w, Tensor s) {
+        return exp(-abs(x)) * 0.5 + relu(w) / (s + 2.0) - sqrt(abs(x * w)) + maximum(x, w) * cos(s);
+    };
+    for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1023}, std::int64_t{1025},
+                           std::int64_t{70001}}) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            auto fn = jit::script(f, opts());
+            for (int i = 0; i < 3; ++i) {
+                const std::vector<Tensor> in{randn({n}, t), randn({n}, t), randn({}, t)};
+                const Tensor y = fn(in)[0];
+                const Tensor ref = ir::interpret(*fn.graph(), in)[0];
+                CHECK(bitwise_equal(y, ref));
+                CHECK(bitwise_equal(y, f(in[0], in[1], in[2])));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+        }
+    }
+}
+
+TEST_CASE("jit: inputs the tile loop cannot take run unfused with the same result", "[jit]") {
+    // DYNAMIC: no static sizes; a transposed (strided) input and a broadcast row go the unfused way.
+    auto fn = jit::script([](Tensor a, Tensor b) { return tanh(a * b) + a; },
+                          opts(jit::fusion_strategy<jit::dynamic_<1>>{}));
+    const Tensor a = randn({6, 5}), b = randn({6, 5});
+    CHECK(bitwise_equal(fn(a, b), tanh(a * b) + a));
+    CHECK(bitwise_equal(fn(a, b), tanh(a * b) + a));
+    const Tensor at = randn({5, 6}).t(), bt = randn({5, 6}).t();  // same rank, not contiguous
+    CHECK(bitwise_equal(fn(at, bt), tanh(at * bt) + at));
+    REQUIRE(fn.debug_state().levels[0].plan);
+}
+
+TEST_CASE("jit: bad input gets a graft::error and the executor stays usable", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    const auto in = inputs3(8);
+    CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    // Incompatible shapes: the eager op's message, via the fallback.
+    CHECK_THROWS_WITH(fn(randn({3}), randn({4}), randn({3})), Catch::Contains("must match the size"));
+    // Wrong number of inputs.
+    CHECK_THROWS_WITH(fn(std::vector<Tensor>{in[0], in[1]}), Catch::Contains("captured with 3 inputs"));
+    // Still right afterwards, and still on the optimized plan.
+    const auto in2 = inputs3(8);
+    CHECK(bitwise_equal(fn(in2[0], in2[1], in2[2]), chain(in2[0], in2[1], in2[2])));
+    CHECK(fn.debug_state().levels[0].plan->hits == 2);
+    // Options.
+    jit::options bad = opts();
+    bad.fusion.clear();
+    CHECK_THROWS_WITH(jit::script(chain, bad), Catch::Contains("fusion strategy is empty"));
+}
+
+TEST_CASE("jit: an executor over a hand-written graph with numbers and If", "[jit]") {
+    auto g = ir::parse(R"(graph(%x : Tensor, %k : float, %c : bool):
+  %y : Tensor = prim::If(%c)
+    block0():
+      %a : Tensor = mul(%x, %k)
+      %b : Tensor = tanh(%a)
+      -> (%b)
+    block1():
+      %d : Tensor = neg(%x)
+      -> (%d)
+  %z : Tensor = add(%y, %x)
+  return (%z)
+)");
+    jit::executor ex(*g, opts());
+    const Tensor x = randn({33});
+    for (int i = 0; i < 4; ++i) {
+        const bool c = i % 2 == 0;
+        auto out = ex.run({x, 1.5, c});
+        const Tensor want = c ? tanh(x * 1.5) + x : -x + x;
+        CHECK(bitwise_equal(std::get<Tensor>(out[0]), want));
+    }
+    // The graph's declared number types are checked.
+    CHECK_THROWS_WITH(ex.run({x, std::int64_t{2}, true}), Catch::Contains("input 1 (%k) must be float"));
+    CHECK_THROWS_WITH(ex.run({x, 2.0}), Catch::Contains("takes 3 inputs, got 2"));
+    const jit::debug_state d = ex.state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->guards[1] == "float");
+}
+
+TEST_CASE("jit: debug state, Chrome trace, flushing and releasing the profile", "[jit]") {
+    jit::options o = opts();
+    o.collect_timings = true;
+    o.release_profiling_after_optimization = true;
+    auto fn = jit::script(chain, o);
+    for (int i = 0; i < 4; ++i) {
+        const auto in = inputs3(16);
+        (void)fn(in[0], in[1], in[2]);
+    }
+    jit::debug_state d = fn.debug_state();
+    CHECK(d.levels[0].profiling_released);
+    CHECK(d.levels[0].plan->timed_runs == 3);
+    const std::string text = fn.debug_string();
+    CHECK(text.find("STATIC fused plan") != std::string::npos);
+    CHECK(text.find("3 hit(s)") != std::string::npos);
+    const std::string trace = fn.chrome_trace();
+    CHECK(trace.find("\"traceEvents\"") != std::string::npos);
+    CHECK(trace.find("profiling run") != std::string::npos);
+    CHECK(trace.find("compile STATIC fused") != std::string::npos);
+    CHECK(trace.find("optimized run") != std::string::npos);
+    fn.flush_compilation_cache();
+    d = fn.debug_state();
+    CHECK_FALSE(d.levels[0].plan);
+    CHECK(d.levels[0].profiled_runs == 0);
+    const auto in = inputs3(16);
+    CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    CHECK(fn.debug_state().levels[0].profiled_runs == 1);
+}
+
+TEST_CASE("jit: many threads call one executor", "[jit][threads]") {
+    auto fn = jit::script(chain, opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<2>>{}));
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 60; ++i) {
+                const std::int64_t n = (i + t) % 3 == 0 ? 2048 : 100;
+                const auto in = inputs3(n);
+                if (!bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2]))) ++wrong;
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(wrong == 0);
+    const jit::debug_state d = fn.debug_state();
+    CHECK(d.compilations >= 1);
+    CHECK(d.compilations <= 4);
+    std::uint64_t hits = 0;
+    for (const auto& l : d.levels)
+        if (l.plan) hits += l.plan->hits;
+    CHECK(hits > 0);
+}
