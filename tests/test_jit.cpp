@@ -237,6 +237,19 @@ TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, nu
     }
 }
 
+TEST_CASE("jit: fused loops split across threads give the same bits", "[jit][threads]") {
+    jit::options o = opts();
+    o.num_threads = 3;
+    o.parallel_grain = 1000;  // 70001 elements: three parts
+    auto fn = jit::script(chain, o);
+    for (int i = 0; i < 3; ++i) {
+        const auto in = inputs3(70001);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    }
+    REQUIRE(fn.debug_state().levels[0].plan);
+    CHECK(fn.debug_state().levels[0].plan->hits == 2);
+}
+
 TEST_CASE("jit: inputs the tile loop cannot take run unfused with the same result", "[jit]") {
     // DYNAMIC: no static sizes; a transposed (strided) input and a broadcast row go the unfused way.
     auto fn = jit::script([](Tensor a, Tensor b) { return tanh(a * b) + a; },

@@ -5,6 +5,7 @@
 // data is released. Each can be set in code, process-wide with the setters
 // (like torch.jit.set_fusion_strategy), or by GRAFT_JIT_* environment
 // variables read once at first use.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -134,8 +136,9 @@ struct options {
     /// Time every optimized run for debug_state() and record Chrome-trace events
     /// (costs two clock reads per call).
     bool collect_timings = false;
-    /// Threads a fused loop may use for large tensors (1: the calling thread only).
-    std::size_t num_threads = 1;
+    /// Threads a fused loop may use for large tensors (1: the calling thread only);
+    /// default: the hardware's threads, as PyTorch's intra-op pool.
+    std::size_t num_threads = std::max(1U, std::thread::hardware_concurrency());
     /// Elements per thread below which a fused loop stays on the calling thread.
     std::size_t parallel_grain = std::size_t{1} << 18;
 };

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -26,6 +27,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "graft/autograd/grad_mode.hpp"
 #include "graft/core/error.hpp"
@@ -42,6 +45,10 @@
 namespace graft::jit::detail {
 
 using ir::ivalue;
+/// A plan run's values, one per slot (on the stack for small graphs).
+using frame_t = boost::container::small_vector<ivalue, 24>;
+template <class T>
+using reg_vector = boost::container::small_vector<T, 16>;
 
 // ---------------------------------------------------------------- fusable ops
 
@@ -93,13 +100,17 @@ struct fusion_group {
     std::vector<int> output_slots;       // values used after the group
     std::vector<int> output_regs;
     std::vector<reg_kind> regs;          // [0, inputs) are inputs, then one per node
+    std::vector<std::size_t> temp_index; // per register: its tile buffer (temps only)
     std::vector<tile_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
     std::optional<int_list> static_sizes;
     std::size_t num_temps = 0;
 };
 
-inline constexpr std::size_t tile_elements = 1024;
+/// Elements per tile: 1 KiB of float32 per register. Small tiles keep a group's
+/// registers in L1 and interleave the memory streams with the compute-bound ops
+/// (measured on Zen 4: 256 elements ran the chain 1.6x faster than 1024).
+inline constexpr std::size_t tile_elements = 256;
 
 /// Per-thread tile buffers for a group's intermediates (64-byte aligned).
 template <class T>
@@ -109,7 +120,7 @@ template <class T>
     };
     thread_local std::unique_ptr<void, deleter> buf;
     thread_local std::size_t cap = 0;
-    const std::size_t bytes = count * tile_elements * sizeof(double);
+    const std::size_t bytes = std::max<std::size_t>(count, 1) * tile_elements * sizeof(double);
     if (bytes > cap) {
         buf.reset();
         cap = 0;
@@ -121,23 +132,20 @@ template <class T>
 
 /// Runs tiles [begin, end) of a group: ptr/stride per register (stride 0: one element).
 template <class T>
-void run_tiles(const fusion_group& g, const std::vector<T*>& base, const std::vector<std::ptrdiff_t>& stride,
+void run_tiles(const fusion_group& g, const reg_vector<T*>& base, const reg_vector<std::ptrdiff_t>& stride,
                std::size_t begin, std::size_t end) {
     T* temps = tile_buffers<T>(g.num_temps);
-    std::vector<T*> p(base.size());
-    std::vector<std::ptrdiff_t> s(stride);
-    std::vector<std::size_t> temp_index(g.regs.size(), 0);
-    std::size_t t = 0;
+    reg_vector<T*> p(base.size());
+    reg_vector<std::ptrdiff_t> s(stride);
     for (std::size_t r = 0; r < g.regs.size(); ++r)
-        if (g.regs[r] == reg_kind::temp) temp_index[r] = t++;
-    for (std::size_t r = 0; r < g.regs.size(); ++r)
-        if (g.regs[r] == reg_kind::temp) s[r] = 1;
+        if (g.regs[r] == reg_kind::temp) {
+            s[r] = 1;
+            p[r] = temps + g.temp_index[r] * tile_elements;
+        }
     for (std::size_t i = begin; i < end; i += tile_elements) {
         const std::size_t n = std::min(tile_elements, end - i);
-        for (std::size_t r = 0; r < g.regs.size(); ++r) {
-            if (g.regs[r] == reg_kind::temp) p[r] = temps + temp_index[r] * tile_elements;
-            else p[r] = stride[r] == 0 ? base[r] : base[r] + i;
-        }
+        for (std::size_t r = 0; r < g.regs.size(); ++r)
+            if (g.regs[r] != reg_kind::temp) p[r] = stride[r] == 0 ? base[r] : base[r] + i;
         for (const tile_instr& in : g.code) {
             if (in.op.kind == ops::op_kind::unary)
                 kernels::unary(static_cast<kernels::unary_op>(in.op.kernel), p[in.a], s[in.a], p[in.out], n);
@@ -279,7 +287,7 @@ public:
     [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const {
         graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
                              " inputs, got ", inputs.size());
-        std::vector<ivalue> frame(num_slots_);
+        frame_t frame(num_slots_);
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
             if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
@@ -345,6 +353,7 @@ private:
                     reg[v] = static_cast<int>(g->regs.size());
                     const auto t = type_of(v);
                     g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
+                    g->temp_index.push_back(0);
                     g->input_slots.push_back(slot(v));
                 }
         for (const ir::Node* n : nodes) {
@@ -352,11 +361,11 @@ private:
             const bool escapes = used_later.count(o) != 0;
             reg[o] = static_cast<int>(g->regs.size());
             g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
+            g->temp_index.resize(g->regs.size(), 0);
+            if (!escapes) g->temp_index.back() = g->num_temps++;
             if (escapes) {
                 g->output_slots.push_back(slot(o));
                 g->output_regs.push_back(reg[o]);
-            } else {
-                ++g->num_temps;
             }
             tile_instr ins;
             ins.op = *find_fusable(n);
@@ -488,7 +497,7 @@ private:
         return v->node() != nullptr && v->node()->owning_block() == &b;
     }
 
-    std::vector<ivalue> run_block(const block_plan& bp, std::vector<ivalue>& frame, const observer_fn* observe) const {
+    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const {
         for (const step& s : bp.steps) {
             switch (s.what) {
                 case step::kind::node: run_node(s, frame, observe); break;
@@ -519,7 +528,7 @@ private:
         graft::detail::fail("prim::If: the condition must be a number, not a tensor");
     }
 
-    void run_node(const step& s, std::vector<ivalue>& frame, const observer_fn* observe) const {
+    void run_node(const step& s, frame_t& frame, const observer_fn* observe) const {
         const ir::Node* n = s.node;
         std::array<ivalue, 4> small;
         std::vector<ivalue> big;
@@ -541,7 +550,7 @@ private:
     }
 
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
-    void run_group_unfused(const fusion_group& g, std::vector<ivalue>& frame) const {
+    void run_group_unfused(const fusion_group& g, frame_t& frame) const {
         for (const ir::Node* n : g.nodes) {
             step s;
             s.node = n;
@@ -552,11 +561,11 @@ private:
     }
 
     template <class T>
-    void run_group_typed(const fusion_group& g, std::vector<ivalue>& frame) const {
+    void run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
-        std::vector<T*> base(nregs, nullptr);
-        std::vector<std::ptrdiff_t> stride(nregs, 1);
-        std::vector<T> numbers(g.input_slots.size());
+        reg_vector<T*> base(nregs, nullptr);
+        reg_vector<std::ptrdiff_t> stride(nregs, 1);
+        reg_vector<T> numbers(g.input_slots.size());
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
         int_list sizes;
         if (g.static_sizes) {
@@ -599,8 +608,7 @@ private:
                 stride[k] = 0;
             }
         }
-        std::vector<Tensor> outs;
-        outs.reserve(g.output_regs.size());
+        reg_vector<Tensor> outs;
         for (int r : g.output_regs) {
             outs.push_back(empty(sizes, g.type));
             base[static_cast<std::size_t>(r)] = outs.back().template data_ptr<T>();
@@ -625,7 +633,7 @@ private:
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(outs[k]);
     }
 
-    void run_group(const fusion_group& g, std::vector<ivalue>& frame) const {
+    void run_group(const fusion_group& g, frame_t& frame) const {
         if (autograd::is_grad_enabled()) {
             // Fused loops record no autograd history: take the eager path when an input needs it.
             for (int k : g.input_slots)
