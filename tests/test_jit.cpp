@@ -215,6 +215,20 @@ TEST_CASE("jit: requires_grad changes give a differentiable plan whose gradients
     CHECK(d.levels[1].plan->hits == 2);
 }
 
+TEST_CASE("jit: a double backward through a differentiable plan is refused with a clear error", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    const auto in = inputs3(10, dtype::float64, true);
+    (void)fn(in[0], in[1], in[2]);
+    Tensor y = fn(in[0], in[1], in[2]).sum();
+    REQUIRE(fn.debug_state().levels[0].plan->kind == jit::plan_kind::differentiable);
+    CHECK_THROWS_WITH(autograd::grad({y}, {in[0]}, {}, /*retain_graph=*/true, /*create_graph=*/true),
+                      Catch::Contains("DifferentiableGraphBackward: double backward"));
+    // The graph is intact: a first-order backward still works and matches eager.
+    const auto g = autograd::grad({y}, {in[0]});
+    const auto want = autograd::grad({chain(in[0], in[1], in[2]).sum()}, {in[0]});
+    CHECK(allclose(g[0], want[0], 1e-12, 1e-12));
+}
+
 TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, numbers, 0-dim broadcast)", "[jit]") {
     const auto f = [](Tensor x, Tensor w, Tensor s) {
         return exp(-abs(x)) * 0.5 + relu(w) / (s + 2.0) - sqrt(abs(x * w)) + maximum(x, w) * cos(s);

@@ -50,8 +50,7 @@ public:
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
-    /// executor plugs in its fused plans; a backward that must itself record autograd
-    /// (create_graph) always runs through the interpreter.
+    /// executor plugs in its fused plans.
     std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
@@ -92,8 +91,12 @@ public:
             for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
             for (std::size_t k = 0; k < shapes.size(); ++k)
                 in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
-            if (run && !autograd::is_grad_enabled()) return run(in);
-            return ir::interpret(*bwd, in);
+            // The saved values carry no history, so a backward that records (create_graph)
+            // would silently drop second-order terms: refused, as AOTAutograd does.
+            graft::detail::check(!autograd::is_grad_enabled(), n.name(),
+                                 ": double backward (create_graph=true) through a compiled graph is not supported; "
+                                 "differentiate the eager function instead");
+            return run ? run(in) : ir::interpret(*bwd, in);
         };
         for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
         return outs;

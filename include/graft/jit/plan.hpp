@@ -9,9 +9,10 @@
 //
 // A fusion group runs exactly the kernels the eager ops run, element by
 // element in the same order, so its results are bitwise those of the unfused
-// plan. When its run-time preconditions do not hold (an input that is
-// strided, or broadcast other than from one element), it runs its nodes
-// unfused instead.
+// plan. Inputs broadcast from one element are read in place; other broadcast
+// or strided inputs are first copied to contiguous memory. When an input does
+// not fit at all (undefined, another dtype, shapes that do not broadcast), the
+// group runs its nodes unfused, so the eager op reports the error.
 #include <algorithm>
 #include <array>
 #include <condition_variable>
@@ -566,6 +567,7 @@ private:
         reg_vector<T*> base(nregs, nullptr);
         reg_vector<std::ptrdiff_t> stride(nregs, 1);
         reg_vector<T> numbers(g.input_slots.size());
+        reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
         int_list sizes;
         if (g.static_sizes) {
@@ -598,7 +600,14 @@ private:
                 } else if (t->sizes() == sizes && t->is_contiguous()) {
                     base[k] = t->data_ptr<T>();
                 } else {
-                    return run_group_unfused(g, frame);
+                    // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
+                    try {
+                        autograd::no_grad guard;
+                        held.push_back(t->expand(sizes).contiguous());
+                    } catch (const graft::error&) {
+                        return run_group_unfused(g, frame);  // the eager op reports it
+                    }
+                    base[k] = held.back().template data_ptr<T>();
                 }
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
