@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -105,6 +106,35 @@ TEST_CASE("jit: num_profiled_runs is honoured", "[jit]") {
     CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
     REQUIRE(fn.debug_state().levels[0].plan);
     CHECK(fn.debug_state().levels[0].plan->hits == 1);
+}
+
+TEST_CASE("jit: profiled runs with two sizes merge into a symbolic size", "[jit]") {
+    auto fn = jit::script(chain, opts(jit::default_fusion_strategy::value(), 2));
+    for (std::int64_t n : {100, 200, 300, 7}) {
+        const auto in = inputs3(n);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    // The size is symbolic, so sizes 300 and 7 pass the guard: no fallback was needed.
+    CHECK(d.levels[0].plan->guards[0] == "Float(*, contiguous=1, requires_grad=0)");
+    CHECK(d.levels[0].plan->seen_shapes[0] == "[100], [200]");
+    CHECK(d.levels[0].plan->hits == 2);
+    CHECK(d.levels[0].plan->guard_failures == 0);
+}
+
+TEST_CASE("jit: the profiling record is released after the configured delay", "[jit]") {
+    jit::options o = opts();
+    o.release_profiling_after_optimization = true;
+    o.release_profiling_delay_ms = 20;
+    auto fn = jit::script(chain, o);
+    const auto in = inputs3(16);
+    (void)fn(in[0], in[1], in[2]);
+    (void)fn(in[0], in[1], in[2]);
+    CHECK_FALSE(fn.debug_state().levels[0].profiling_released);
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    (void)fn(in[0], in[1], in[2]);  // the first optimized call after the delay releases it
+    CHECK(fn.debug_state().levels[0].profiling_released);
 }
 
 TEST_CASE("jit: shape changes bail out to fallbacks; STATIC then DYNAMIC; depth spent means no compiling",
@@ -293,6 +323,25 @@ TEST_CASE("jit: bad input gets a graft::error and the executor stays usable", "[
     jit::options bad = opts();
     bad.fusion.clear();
     CHECK_THROWS_WITH(jit::script(chain, bad), Catch::Contains("fusion strategy is empty"));
+}
+
+TEST_CASE("jit: a compile-time expression runs through the executor", "[jit]") {
+    const auto e = expr::trace<3>([](auto x, auto w, auto b) { return tanh(x * w + b) * sigmoid(x) + 0.5; });
+    const auto g = jit::to_ir(e);
+    CHECK(g->inputs().size() == 3);
+    CHECK(g->outputs().size() == 1);
+    jit::executor ex = jit::make_executor(e, opts());
+    for (int i = 0; i < 3; ++i) {
+        const auto in = inputs3(4000);
+        const Tensor y = ex(in)[0];
+        CHECK(bitwise_equal(y, chain(in[0], in[1], in[2]) + 0.5));
+        // The compile-time fused kernel applies the same lane functions.
+        CHECK(allclose(y, expr::evaluate(e, in[0], in[1], in[2]), 1e-6, 1e-6));
+    }
+    const jit::debug_state d = ex.state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->fusion_groups == 1);
+    CHECK(d.levels[0].plan->graph.find("FusionGroup_0 (6 ops") != std::string::npos);
 }
 
 TEST_CASE("jit: an executor over a hand-written graph with numbers and If", "[jit]") {

@@ -126,8 +126,9 @@ struct plan_state {
     plan_kind kind = plan_kind::eager;
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;               // why a plan is eager (or empty)
-    std::vector<std::string> guards;  // one per input
-    std::string graph;                // the specialized graph (types from the profile) and its fusion groups
+    std::vector<std::string> guards;       // one per input
+    std::vector<std::string> seen_shapes;  // per input: the shapes the profiling runs saw, e.g. "[100], [200]"
+    std::string graph;                     // the specialized graph (types from the profile) and its fusion groups
     std::size_t fusion_groups = 0;
     std::uint64_t hits = 0;            // calls that passed the guards
     std::uint64_t guard_failures = 0;  // calls sent to the fallback function
@@ -187,6 +188,9 @@ inline std::ostream& operator<<(std::ostream& os, const debug_state& s) {
         if (p.timed_runs) os << ", " << p.timed_runs << " timed run(s) " << p.run_ms_total / static_cast<double>(p.timed_runs) << " ms each";
         os << "\n  guards:";
         for (std::size_t k = 0; k < p.guards.size(); ++k) os << (k ? ", " : " ") << '%' << k << ": " << p.guards[k];
+        os << "\n  shapes profiled:";
+        for (std::size_t k = 0; k < p.seen_shapes.size(); ++k)
+            os << (k ? "; " : " ") << '%' << k << ": " << (p.seen_shapes[k].empty() ? "-" : p.seen_shapes[k]);
         os << '\n' << p.graph;
     }
     return os;
@@ -234,6 +238,7 @@ struct specialization {
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;
     std::vector<input_guard> guards;
+    std::vector<std::string> seen_shapes;
     std::unique_ptr<plan> run_plan;  // fused or eager
     std::shared_ptr<capture::aot_function> diff;
     std::shared_ptr<plan> forward_plan, backward_plan;
@@ -337,6 +342,7 @@ public:
                 p.behavior = s->behavior;
                 p.reason = s->reason;
                 for (const auto& g : s->guards) p.guards.push_back(g.describe());
+                p.seen_shapes = s->seen_shapes;
                 p.graph = s->graph_text;
                 p.fusion_groups = s->fusion_groups;
                 p.hits = s->hits.load(std::memory_order_relaxed);
@@ -430,7 +436,21 @@ private:
         auto s = std::make_unique<specialization>();
         const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
         s->behavior = behavior;
-        for (const ir::Value* v : graph_->inputs()) s->guards.push_back(make_guard(v, behavior));
+        for (const ir::Value* v : graph_->inputs()) {
+            s->guards.push_back(make_guard(v, behavior));
+            std::ostringstream os;
+            if (const value_profile* p = record_ ? record_->find(v) : nullptr) {
+                bool first = true;
+                for (const auto& shape : p->shapes) {
+                    os << (first ? "[" : ", [");
+                    for (std::size_t k = 0; k < shape.size(); ++k) os << (k ? ", " : "") << shape[k];
+                    os << ']';
+                    first = false;
+                }
+                if (p->shapes_overflow) os << ", ...";
+            }
+            s->seen_shapes.push_back(os.str());
+        }
         const auto type_of = [this](const ir::Value* v) { return profiled_type(v); };
         plan::build_options bo;
         bo.fuse = options_.enable_fusion;
