@@ -315,6 +315,18 @@ TEST_CASE("jit: bad input gets a graft::error and the executor stays usable", "[
     CHECK_THROWS_WITH(fn(randn({3}), randn({4}), randn({3})), Catch::Contains("must match the size"));
     // Wrong number of inputs.
     CHECK_THROWS_WITH(fn(std::vector<Tensor>{in[0], in[1]}), Catch::Contains("captured with 3 inputs"));
+    // A profiling run that throws leaves no trace in the profile.
+    auto g = ir::parse(R"(graph(%x : Tensor, %w : Tensor):
+  %y : Tensor = mul(%x, %w)
+  %z : Tensor = tanh(%y)
+  return (%z)
+)");
+    jit::executor fresh(*g, opts());
+    CHECK_THROWS_WITH(fresh(randn({3}), randn({4})), Catch::Contains("must match the size"));
+    CHECK(fresh.state().levels[0].profiled_runs == 0);
+    for (int i = 0; i < 2; ++i) CHECK(bitwise_equal(fresh(in[0], in[1])[0], tanh(in[0] * in[1])));
+    REQUIRE(fresh.state().levels[0].plan);
+    CHECK(fresh.state().levels[0].plan->guards[0] == "Float(8, strides=[1], requires_grad=0)");
     // Still right afterwards, and still on the optimized plan.
     const auto in2 = inputs3(8);
     CHECK(bitwise_equal(fn(in2[0], in2[1], in2[2]), chain(in2[0], in2[1], in2[2])));

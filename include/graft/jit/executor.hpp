@@ -369,10 +369,12 @@ private:
         const auto t0 = clock::now();
         if (!record_) record_ = std::make_unique<profiling_record>();
         if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
-        profiling_record& rec = *record_;
+        // Observe into a copy: a run that throws (bad input) must not leave its types behind.
+        profiling_record rec = *record_;
         const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
         auto out = profiling_plan_->run(in, &observe);
         rec.finish_run();
+        *record_ = std::move(rec);
         ++profiled_runs_;
         profiling_ms_ += ms_since(t0);
         log_->add("profiling run", "profile", t0, level_);
