@@ -385,6 +385,27 @@ TEST_CASE("jit: an executor over a hand-written graph with numbers and If", "[ji
     CHECK(d.levels[0].plan->guards[1] == "float");
 }
 
+TEST_CASE("jit: an eager plan (number input with requires_grad) records autograd like eager code", "[jit]") {
+    auto g = ir::parse(R"(graph(%x : Tensor, %k : float):
+  %y : Tensor = mul(%x, %k)
+  %z : Tensor = sin(%y)
+  return (%z)
+)");
+    jit::executor ex(*g, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({5}, dtype::float64).requires_grad_();
+        const Tensor z = std::get<Tensor>(ex.run({x, 0.75})[0]);
+        REQUIRE(z.requires_grad());
+        const auto got = autograd::grad({z.sum()}, {x});
+        CHECK(allclose(got[0], cos(x.detach() * 0.75) * 0.75, 1e-14, 1e-14));
+    }
+    const jit::debug_state d = ex.state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->kind == jit::plan_kind::eager);
+    CHECK(d.levels[0].plan->reason == "an input is a number");
+    CHECK(d.levels[0].plan->hits == 2);
+}
+
 TEST_CASE("jit: debug state, Chrome trace, flushing and releasing the profile", "[jit]") {
     jit::options o = opts();
     o.collect_timings = true;

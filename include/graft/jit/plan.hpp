@@ -401,7 +401,12 @@ private:
 
     block_plan build_block(const ir::Block& b, const type_of_fn& type_of) {
         block_plan bp;
-        const std::vector<const ir::Node*> nodes(b.nodes().begin(), b.nodes().end());
+        // Constants first (they read nothing), so they do not split runs of fusable ops.
+        std::vector<const ir::Node*> nodes;
+        for (const ir::Node* n : b.nodes())
+            if (n->is<ir::kinds::constant>()) nodes.push_back(n);
+        for (const ir::Node* n : b.nodes())
+            if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
         // Values used at or after node i (and block outputs), for group outputs and releases.
         std::map<const ir::Value*, std::size_t> last_use;
         const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
