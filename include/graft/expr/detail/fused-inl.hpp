@@ -331,8 +331,9 @@ HWY_NOINLINE void fused_contig(const void* const* in_ptr, char* const* out, std:
     run<G>(d, x.v, lit.v, val.v);
     if constexpr (HasRed) acc.accumulate(d, val.v, r, std::make_index_sequence<NumOut>{});
     finish();
-    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    // Zeroed: GCC cannot see that the vector store fills the lanes read below.
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
     char* tmp[NumOut > 0 ? NumOut : 1];
     [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
         using O = output_ids<typename G::results>;
@@ -380,9 +381,9 @@ HWY_NOINLINE void fused_strided(const char* const* in, const std::int64_t* in_st
                                       out_stride[Os] == (is_mask_v<G, O::ids[Os]> ? 1 : es))),
          ...);
     }(std::make_index_sequence<NumOut>{});
-    HWY_ALIGN T buf[lanes::kMaxLanes<T>];
-    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
+    HWY_ALIGN T buf[lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
     for (std::size_t i = 0; i < n; i += N) {
         const std::size_t r = n - i < N ? n - i : N;
         vec_array<V, NumIn> x;
