@@ -22,6 +22,13 @@ itself, so the output is laid out in three parts:
   3. dispatch part (#if HWY_ONCE plus its own guard): everything after the
      `// graft-amalgamate: foreach-target-end` marker, i.e. the rest of dispatch.hpp
      and all headers included after it.
+
+A header may compile its own per-target file outside foreach_target.h (graft/expr's
+fused evaluator: graft/expr/detail/fused.hpp includes `GRAFT_EXPR_FUSED_INL` once per
+target). Such a file is named by a `// graft-amalgamate: per-target-file <path>` line;
+its body goes into a part of its own, under `#if defined(GRAFT_EXPR_FUSED_PASS)`
+(placed between parts 2 and 3), and GRAFT_EXPR_FUSED_INL is defined as the single
+header itself, which then emits only that body (the other parts are guarded or closed).
 """
 import argparse
 import os
@@ -31,6 +38,7 @@ import sys
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"](graft/[^>"]+)[>"]')
 PRAGMA_ONCE_RE = re.compile(r'^\s*#\s*pragma\s+once\b')
 BEGIN_MARK = "// graft-amalgamate: foreach-target-begin"
+PER_TARGET_FILE_MARK = "// graft-amalgamate: per-target-file "
 END_MARK = "// graft-amalgamate: foreach-target-end"
 PER_TARGET_UMBRELLA = "graft/kernels/all-inl.hpp"
 CONFIG = "graft/kernels/config.hpp"
@@ -65,7 +73,7 @@ class Amalgamator:
     def __init__(self, include_dir):
         self.include_dir = include_dir
         self.seen = set()
-        self.parts = {"prefix": [], "target": [], "suffix": []}
+        self.parts = {"prefix": [], "target": [], "suffix": [], "expr": []}
         self.part = "prefix"
         self.marker_found = False
 
@@ -101,6 +109,15 @@ class Amalgamator:
                 self.out(f"// ---- continuing {rel}")
                 continue
             if skipping:
+                continue
+            if stripped.startswith(PER_TARGET_FILE_MARK):
+                target = stripped[len(PER_TARGET_FILE_MARK):].strip()
+                if self.parts["expr"]:
+                    sys.exit(f"amalgamate: a second {PER_TARGET_FILE_MARK.strip()} ({target} in {rel})")
+                saved = self.part
+                self.part = "expr"
+                self.emit(target, per_target=True)
+                self.part = saved
                 continue
             m = INCLUDE_RE.match(line)
             if m:
@@ -157,6 +174,9 @@ def main():
     o.append("#ifndef GRAFT_SINGLE_HEADER_SELF")
     o.append('#define GRAFT_SINGLE_HEADER_SELF "graft/graft.hpp"')
     o.append("#endif")
+    o.append("#ifndef GRAFT_EXPR_FUSED_INL")
+    o.append("#define GRAFT_EXPR_FUSED_INL GRAFT_SINGLE_HEADER_SELF")
+    o.append("#endif")
     o.append("#undef HWY_TARGET_INCLUDE")
     o.append("#define HWY_TARGET_INCLUDE GRAFT_SINGLE_HEADER_SELF")
     o.append("#include <hwy/foreach_target.h>  // re-includes this file once per target")
@@ -165,6 +185,12 @@ def main():
     o.append("")
     o += am.parts["target"]
     o.append("")
+    if am.parts["expr"]:
+        o.append("// ---- graft/expr per-target part (included once per target by graft/expr/detail/fused.hpp)")
+        o.append("#if defined(GRAFT_EXPR_FUSED_PASS)")
+        o += am.parts["expr"]
+        o.append("#endif  // GRAFT_EXPR_FUSED_PASS")
+        o.append("")
     o.append("#if HWY_ONCE")
     o.append("#ifndef GRAFT_SINGLE_HEADER_ONCE_")
     o.append("#define GRAFT_SINGLE_HEADER_ONCE_")

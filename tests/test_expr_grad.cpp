@@ -143,3 +143,17 @@ TEST_CASE("expr grad: joint save policies trade saved values for recomputation",
     STATIC_REQUIRE(c.num_saved == 1);  // exp(x*w); x+w is recomputed
     CHECK(ex::to_string(c.forward) == "(mul(exp(mul(%0, %1)), add(%0, %1)), exp(mul(%0, %1)))");
 }
+
+TEST_CASE("expr grad: through sum and mean at the root", "[expr][reduce]") {
+    // The output gradient of a reduction is 0-dim; it broadcasts over the domain.
+    auto f = [](auto x, auto w) { return sum(tanh(x * w + 1.0) * sigmoid(x)); };
+    check_gradients<2>(f, std::array{input({6}, 30), input({6}, 31)}, std::array{input({}, 32)});
+    check_gradients<2>(f, std::array{input({4, 1}, 33), input({3}, 34)}, std::array{input({}, 35)});
+    // mean divides by the domain's element count (numel), here 2*3.
+    auto g = [](auto x, auto w) { return ex::outputs_of(mean(exp(x) * w), x - w, sum(w * w)); };
+    check_gradients<2>(g, std::array{input({2, 3}, 36), input({}, 37)},
+                       std::array{input({}, 38), input({2, 3}, 39), input({}, 40)});
+    // mean of an argument alone: its gradient is g / numel broadcast to the argument.
+    auto h = [](auto x) { return mean(x); };
+    check_gradients<1>(h, std::array{input({5}, 41)}, std::array{input({}, 42)});
+}

@@ -2023,648 +2023,13 @@ inline void* scratch(std::size_t bytes) {
 }  // namespace detail
 }  // namespace graft::kernels
 // ---- end graft/kernels/api.hpp
-// The graph vocabulary read by the fused evaluator's per-target loops
-// (graft/expr/detail/fused-inl.hpp, re-included below with the kernels).
-// ---- begin graft/expr/graph.hpp
-// Compile-time graphs: a graph is a type. Its instructions are a type list in
-// SSA order (each instruction names the ids of earlier instructions it reads),
-// its outputs a list of instruction ids. Passes map graph types to graph types;
-// the fused evaluator turns a graph type into one SIMD loop.
-//
-//   graph<instrs<input<0>, input<1>, apply<ops::def::mul_op, 0, 1>,
-//                literal<0>, apply<ops::def::add_op, 2, 3>>,
-//         outputs<4>, 1>
-//
-// is `x * w + c` where c is the first runtime literal (a number written in the
-// user's function; its value travels beside the type, in a std::array<double, 1>).
-// Compile-time constants (`constant<1.0>`) are part of the type, so passes can
-// fold and simplify them; runtime literals never compare equal to each other.
-#include <array>
-#include <cstddef>
-#include <type_traits>
-
-// ---- begin graft/ops/table.hpp
-// The op table: one definition per elementwise op, read by every layer that
-// needs to know about ops. Each definition (a type in graft::ops::def) names
-// the op and its backward node, gives its arity and kernel, a scalar reference
-// for one element, and its derivative written once, generically, with the
-// ops' free functions. The eager engine instantiates the derivative with
-// graft::Tensor (so backward is itself differentiable), the compile-time graphs
-// (graft/expr) with expression types, and the graph IR with its values.
-//
-// `call(values...)` applies the op to values of any type that has the op as a free
-// function (graft::tensor: graft::tanh etc., recorded by autograd).
-// A derivative `grad_<i>(g, inputs..., out)` returns the gradient of input i,
-// of the output's (broadcast) shape: the caller sums it back to the input's
-// shape. `grad_reads<i>` says which of inputs/out that derivative reads, so
-// callers save only what they need (PyTorch's saved-variable rules).
-#include <array>
-#include <cmath>
-#include <cstdint>
-#include <numbers>
-#include <string_view>
-#include <tuple>
-#include <type_traits>
-
-// ---- begin graft/kernels/reference.hpp
-// graft/kernels/reference.hpp: plain scalar reference implementations of every kernel
-// in graft/kernels/dispatch.hpp, templated on the element type, with the same
-// signatures (strides: 0 = broadcast, 1 = contiguous, other = strided) and semantics.
-//
-// * float/double: computed in double (or long double for double sums) and rounded
-//   once, so they serve as the accuracy oracle in tests.
-// * std::int64_t and bool (binary/compare/where/reduce/matmul): the actual
-//   implementation used by the ops layer for integer and boolean tensors.
-//     - int64 add/sub/mul/sum/matmul wrap modulo 2^64 (two's complement, no UB),
-//       like PyTorch on CPU.
-//     - int64 pow: exponentiation by squaring; negative exponents follow ATen's powi
-//       (1 → 1, -1 → ±1, otherwise 0).
-//     - int64 div truncates toward zero and gives 0 for a zero divisor (not used by
-//       graft's ops, which promote integer division to float).
-//     - bool is computed as 0/1 integers and converted back with != 0: add = or,
-//       mul = and, maximum = or, minimum = and (sub/div/pow on bool are rejected by
-//       the ops layer, as in PyTorch).
-//     - reduce on int64/bool returns int64 (sum of bool counts trues, as in PyTorch);
-//       on float/double returns the input type.
-//   maximum/minimum/amax/amin propagate NaN for floating types.
-
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
-
-
-namespace graft::kernels::reference {
-
-namespace detail {
-
-template <class T>
-inline constexpr bool is_fp = std::is_floating_point_v<T>;
-
-// Wider type used for computation.
-template <class T>
-using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
-
-constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-}
-constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-}
-
-constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
-    if (b < 0) {
-        if (a == 1) return 1;
-        if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
-        return 0;
-    }
-    std::int64_t r = 1;
-    while (b != 0) {
-        if (b & 1) r = wrap_mul(r, a);
-        b >>= 1;
-        a = wrap_mul(a, a);
-    }
-    return r;
-}
-
-template <class T>
-inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
-    return p[static_cast<std::ptrdiff_t>(i) * s];
-}
-
-template <class T>
-constexpr T fp_max(T a, T b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return a > b ? a : b;
-}
-template <class T>
-constexpr T fp_min(T a, T b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return a < b ? a : b;
-}
-
-}  // namespace detail
-
-/// Scalar unary op (float/double only), computed in a wider type and rounded once.
-template <class T>
-constexpr T unary_scalar(unary_op op, T x) {
-    static_assert(detail::is_fp<T>, "unary kernels are floating point only");
-    using W = detail::wide_t<T>;
-    const W w = static_cast<W>(x);
-    switch (op) {
-        case unary_op::neg: return -x;
-        case unary_op::abs: return std::fabs(x);
-        case unary_op::exp: return static_cast<T>(std::exp(w));
-        case unary_op::log: return static_cast<T>(std::log(w));
-        case unary_op::sqrt: return std::sqrt(x);
-        case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
-        case unary_op::tanh: return static_cast<T>(std::tanh(w));
-        case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
-        case unary_op::relu: return x < T(0) ? T(0) : x;
-        case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
-        case unary_op::gelu_tanh: {
-            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
-            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
-            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
-            const W kBeta = W(0.797884560802865355879892119868763737L);
-            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
-            if (u > W(0)) {
-                const W e = std::exp(-u);
-                return static_cast<T>(w * e / (W(1) + e));
-            }
-            return static_cast<T>(w / (W(1) + std::exp(u)));
-        }
-        case unary_op::sin: return static_cast<T>(std::sin(w));
-        case unary_op::cos: return static_cast<T>(std::cos(w));
-    }
-    return x;
-}
-
-template <class T>
-inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = unary_scalar(op, detail::get(a, sa, i));
-}
-
-/// Scalar binary op for float, double, std::int64_t and bool.
-template <class T>
-constexpr T binary_scalar(binary_op op, T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) {
-        const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
-        return r != 0;
-    } else if constexpr (detail::is_fp<T>) {
-        switch (op) {
-            case binary_op::add: return a + b;
-            case binary_op::sub: return a - b;
-            case binary_op::mul: return a * b;
-            case binary_op::div: return a / b;
-            case binary_op::pow: return std::pow(a, b);
-            case binary_op::maximum: return detail::fp_max(a, b);
-            case binary_op::minimum: return detail::fp_min(a, b);
-        }
-        return a;
-    } else {
-        static_assert(std::is_same_v<T, std::int64_t>, "reference binary: float, double, int64 or bool");
-        switch (op) {
-            case binary_op::add: return detail::wrap_add(a, b);
-            case binary_op::sub: return detail::wrap_sub(a, b);
-            case binary_op::mul: return detail::wrap_mul(a, b);
-            case binary_op::div:
-                if (b == 0) return 0;
-                if (b == -1) return detail::wrap_sub(0, a);
-                return a / b;
-            case binary_op::pow: return detail::ipow(a, b);
-            case binary_op::maximum: return a > b ? a : b;
-            case binary_op::minimum: return a < b ? a : b;
-        }
-        return a;
-    }
-}
-
-template <class T>
-inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, T* out,
-                   std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = binary_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
-}
-
-template <class T>
-constexpr bool compare_scalar(compare_op op, T a, T b) {
-    switch (op) {
-        case compare_op::eq: return a == b;
-        case compare_op::ne: return a != b;
-        case compare_op::lt: return a < b;
-        case compare_op::le: return a <= b;
-        case compare_op::gt: return a > b;
-        case compare_op::ge: return a >= b;
-    }
-    return false;
-}
-
-template <class T>
-inline void compare(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
-                    std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = compare_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
-}
-
-template <class T>
-inline void where(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
-                  T* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = detail::get(c, sc, i) ? detail::get(a, sa, i) : detail::get(b, sb, i);
-}
-
-/// Result type of reduce<T>: T for float/double, std::int64_t for integers and bool.
-template <class T>
-using reduce_result_t = std::conditional_t<detail::is_fp<T>, T, std::int64_t>;
-
-/// Contiguous reduction. Floating sums accumulate in a wider type (the accuracy
-/// oracle); integer/bool sums wrap in int64. amax/amin need n > 0 (NaN/0 otherwise).
-template <class T>
-inline reduce_result_t<T> reduce(reduce_op op, const T* a, std::size_t n) {
-    using R = reduce_result_t<T>;
-    if constexpr (detail::is_fp<T>) {
-        using W = detail::wide_t<T>;
-        if (op == reduce_op::sum) {
-            W s = 0;
-            for (std::size_t i = 0; i < n; ++i) s += static_cast<W>(a[i]);
-            return static_cast<R>(s);
-        }
-        if (n == 0) return std::numeric_limits<T>::quiet_NaN();
-        T r = a[0];
-        for (std::size_t i = 0; i < n; ++i) r = op == reduce_op::amax ? detail::fp_max(r, a[i]) : detail::fp_min(r, a[i]);
-        return r;
-    } else {
-        if (op == reduce_op::sum) {
-            std::int64_t s = 0;
-            for (std::size_t i = 0; i < n; ++i) s = detail::wrap_add(s, static_cast<std::int64_t>(a[i]));
-            return s;
-        }
-        if (n == 0) return 0;
-        R r = static_cast<R>(a[0]);
-        for (std::size_t i = 0; i < n; ++i) {
-            const R v = static_cast<R>(a[i]);
-            r = op == reduce_op::amax ? (v > r ? v : r) : (v < r ? v : r);
-        }
-        return r;
-    }
-}
-
-/// C[m x n] = A[m x k] * B[k x n] (row-major, element leading dimensions), overwrites C.
-/// float accumulates in double, double in long double, int64 wraps, bool is "any(a and b)".
-template <class T>
-inline void matmul(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
-                   std::size_t m, std::size_t n, std::size_t k) {
-    for (std::size_t i = 0; i < m; ++i) {
-        for (std::size_t j = 0; j < n; ++j) {
-            const auto ai = [&](std::size_t p) { return a[static_cast<std::ptrdiff_t>(i) * lda + static_cast<std::ptrdiff_t>(p)]; };
-            const auto bj = [&](std::size_t p) { return b[static_cast<std::ptrdiff_t>(p) * ldb + static_cast<std::ptrdiff_t>(j)]; };
-            T& out = c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)];
-            if constexpr (std::is_same_v<T, bool>) {
-                bool s = false;
-                for (std::size_t p = 0; p < k; ++p) s = s || (ai(p) && bj(p));
-                out = s;
-            } else if constexpr (detail::is_fp<T>) {
-                detail::wide_t<T> s = 0;
-                for (std::size_t p = 0; p < k; ++p) s += static_cast<detail::wide_t<T>>(ai(p)) * bj(p);
-                out = static_cast<T>(s);
-            } else {
-                std::int64_t s = 0;
-                for (std::size_t p = 0; p < k; ++p) s = detail::wrap_add(s, detail::wrap_mul(ai(p), bj(p)));
-                out = static_cast<T>(s);
-            }
-        }
-    }
-}
-
-/// Row-wise softmax / log_softmax (float/double), computed in a wider type.
-template <class T>
-inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols, bool log) {
-    static_assert(detail::is_fp<T>, "softmax is floating point only");
-    using W = detail::wide_t<T>;
-    for (std::size_t r = 0; r < rows; ++r) {
-        const T* x = in + r * cols;
-        T* y = out + r * cols;
-        if (cols == 0) continue;
-        W m = x[0];
-        for (std::size_t j = 0; j < cols; ++j) m = detail::fp_max<W>(m, x[j]);
-        W s = 0;
-        for (std::size_t j = 0; j < cols; ++j) s += std::exp(static_cast<W>(x[j]) - m);
-        const W ls = std::log(s);
-        for (std::size_t j = 0; j < cols; ++j) {
-            const W z = static_cast<W>(x[j]) - m;
-            y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
-        }
-    }
-}
-
-}  // namespace graft::kernels::reference
-// ---- end graft/kernels/reference.hpp
-
-namespace graft::ops {
-
-/// What an op computes per element: its operands and result categories.
-enum class op_kind {
-    unary,    // one floating-point operand
-    binary,   // two operands, broadcast, promoted to a common dtype
-    compare,  // two operands -> bool, not differentiable
-    where,    // (bool condition, a, b) -> a or b per element
-    logical,  // bool operands -> bool (logical_and), not differentiable
-};
-
-/// Bits of `grad_reads`: which values a derivative reads.
-inline constexpr unsigned reads_input0 = 1U << 0;
-inline constexpr unsigned reads_input1 = 1U << 1;
-inline constexpr unsigned reads_input2 = 1U << 2;
-inline constexpr unsigned reads_output = 1U << 3;
-[[nodiscard]] constexpr unsigned reads_input(int i) noexcept { return 1U << i; }
-
-namespace def {
-
-// Derivatives call the ops' free functions unqualified, found by argument-dependent
-// lookup for the value type (graft::Tensor, expression types, IR values). These
-// deleted declarations stop ordinary lookup here, so graft::ops' raw (non-recording)
-// functions never compete with the value type's own.
-void neg() = delete;
-void abs() = delete;
-void exp() = delete;
-void log() = delete;
-void sqrt() = delete;
-void rsqrt() = delete;
-void tanh() = delete;
-void sigmoid() = delete;
-void relu() = delete;
-void sin() = delete;
-void cos() = delete;
-void sign() = delete;
-void add() = delete;
-void sub() = delete;
-void mul() = delete;
-void div() = delete;
-void pow() = delete;
-void maximum() = delete;
-void minimum() = delete;
-void eq() = delete;
-void ne() = delete;
-void lt() = delete;
-void le() = delete;
-void gt() = delete;
-void ge() = delete;
-void where() = delete;
-void zeros_like() = delete;
-void logical_and() = delete;
-
-// ---------------------------------------------------------------- unary
-
-#define GRAFT_DETAIL_UNARY_DEF(ident, kernel_op, backward_name, reads, ...)                          \
-    struct ident##_op {                                                                               \
-        static constexpr std::string_view name = #ident;                                              \
-        static constexpr const char* node_name = backward_name;                                       \
-        static constexpr op_kind kind = op_kind::unary;                                               \
-        static constexpr int arity = 1;                                                               \
-        static constexpr kernels::unary_op kernel = kernels::unary_op::kernel_op;                     \
-        static constexpr bool differentiable = true;                                                  \
-        static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
-        template <class T>                                                                            \
-        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
-            return kernels::reference::unary_scalar(kernel, x);                                       \
-        }                                                                                             \
-        template <class X>                                                                            \
-        [[nodiscard]] static auto call(const X& x) {                                                  \
-            return ident(x);                                                                          \
-        }                                                                                             \
-        template <class G, class X, class Y>                                                          \
-        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
-                                         [[maybe_unused]] const Y& y) {                               \
-            __VA_ARGS__                                                                               \
-        }                                                                                             \
-    };
-
-GRAFT_DETAIL_UNARY_DEF(neg, neg, "NegBackward0", 0U, return -g;)
-GRAFT_DETAIL_UNARY_DEF(abs, abs, "AbsBackward0", reads_input0, return g * sign(x);)
-GRAFT_DETAIL_UNARY_DEF(exp, exp, "ExpBackward0", reads_output, return g * y;)
-GRAFT_DETAIL_UNARY_DEF(log, log, "LogBackward0", reads_input0, return g / x;)
-GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y * 2.0);)
-GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
-GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
-GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
-GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
-GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
-GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
-#undef GRAFT_DETAIL_UNARY_DEF
-
-// ---------------------------------------------------------------- binary
-
-#define GRAFT_DETAIL_BINARY_DEF(ident, kernel_op, backward_name, reads_a, reads_b, grad_a_body, grad_b_body) \
-    struct ident##_op {                                                                                       \
-        static constexpr std::string_view name = #ident;                                                      \
-        static constexpr const char* node_name = backward_name;                                               \
-        static constexpr op_kind kind = op_kind::binary;                                                      \
-        static constexpr int arity = 2;                                                                       \
-        static constexpr kernels::binary_op kernel = kernels::binary_op::kernel_op;                           \
-        static constexpr bool differentiable = true;                                                          \
-        static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
-        template <class T>                                                                                    \
-        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
-            return kernels::reference::binary_scalar(kernel, a, b);                                           \
-        }                                                                                                     \
-        template <class A, class B>                                                                           \
-        [[nodiscard]] static auto call(const A& a, const B& b) {                                              \
-            return ident(a, b);                                                                               \
-        }                                                                                                     \
-        template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
-                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
-            grad_a_body                                                                                       \
-        }                                                                                                     \
-        template <class G, class A, class B, class Y>                                                         \
-        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
-                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
-            grad_b_body                                                                                       \
-        }                                                                                                     \
-    };
-
-GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
-GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
-GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
-GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
-                        return -g * a / (b * b);)
-// PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
-GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1 | reads_output,
-                        return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
-                        return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
-// Ties split the gradient evenly between the operands, as PyTorch does.
-GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
-GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
-                        reads_input0 | reads_input1,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
-#undef GRAFT_DETAIL_BINARY_DEF
-
-// ---------------------------------------------------------------- comparisons
-
-#define GRAFT_DETAIL_COMPARE_DEF(ident, kernel_op)                             \
-    struct ident##_op {                                                        \
-        static constexpr std::string_view name = #ident;                       \
-        static constexpr const char* node_name = nullptr;                      \
-        static constexpr op_kind kind = op_kind::compare;                      \
-        static constexpr int arity = 2;                                        \
-        static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
-        static constexpr bool differentiable = false;                          \
-        template <class T>                                                     \
-        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
-            return kernels::reference::compare_scalar(kernel, a, b);           \
-        }                                                                      \
-        template <class A, class B>                                            \
-        [[nodiscard]] static auto call(const A& a, const B& b) {               \
-            return ident(a, b);                                                \
-        }                                                                      \
-    };
-GRAFT_DETAIL_COMPARE_DEF(eq, eq)
-GRAFT_DETAIL_COMPARE_DEF(ne, ne)
-GRAFT_DETAIL_COMPARE_DEF(lt, lt)
-GRAFT_DETAIL_COMPARE_DEF(le, le)
-GRAFT_DETAIL_COMPARE_DEF(gt, gt)
-GRAFT_DETAIL_COMPARE_DEF(ge, ge)
-#undef GRAFT_DETAIL_COMPARE_DEF
-
-// ---------------------------------------------------------------- where
-
-/// where(cond, a, b): differentiable in a and b (inputs 1 and 2), not in cond.
-struct where_op {
-    static constexpr std::string_view name = "where";
-    static constexpr const char* node_name = "WhereBackward0";
-    static constexpr op_kind kind = op_kind::where;
-    static constexpr int arity = 3;
-    static constexpr bool differentiable = true;
-    static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
-    template <class T>
-    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
-    template <class C, class A, class B>
-    [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
-        return where(c, a, b);
-    }
-    template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
-        return where(c, g, zeros_like(g));
-    }
-    template <class G, class C, class A, class B, class Y>
-    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
-        return where(c, zeros_like(g), g);
-    }
-};
-
-/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
-/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
-struct sign_op {
-    static constexpr std::string_view name = "sign";
-    static constexpr const char* node_name = "SignBackward0";
-    static constexpr op_kind kind = op_kind::unary;
-    static constexpr int arity = 1;
-    static constexpr bool differentiable = true;
-    static constexpr std::array<unsigned, 1> grad_reads{0U};
-    template <class T>
-    [[nodiscard]] static constexpr T scalar(T x) {
-        if (x != x) return x;
-        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
-    }
-    template <class X>
-    [[nodiscard]] static auto call(const X& x) {
-        return sign(x);
-    }
-    template <class G, class X, class Y>
-    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
-        return zeros_like(g);
-    }
-};
-
-/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
-struct logical_and_op {
-    static constexpr std::string_view name = "logical_and";
-    static constexpr const char* node_name = nullptr;
-    static constexpr op_kind kind = op_kind::logical;
-    static constexpr int arity = 2;
-    static constexpr bool differentiable = false;
-    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
-    template <class A, class B>
-    [[nodiscard]] static auto call(const A& a, const B& b) {
-        return logical_and(a, b);
-    }
-};
-
-}  // namespace def
-
-/// Every op in the table, for code that iterates over all of them.
-using all_elementwise_ops =
-    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
-
-/// An op-table entry: what every layer may rely on.
-template <class Op>
-concept op_definition = requires {
-    { Op::name } -> std::convertible_to<std::string_view>;
-    { Op::kind } -> std::convertible_to<op_kind>;
-    { Op::arity } -> std::convertible_to<int>;
-    { Op::differentiable } -> std::convertible_to<bool>;
-};
-
-/// Does input `i`'s derivative of `Op` read value `bit` (reads_input0.., reads_output)?
-template <class Op>
-[[nodiscard]] constexpr bool grad_reads(int i, unsigned bit) {
-    if constexpr (requires { Op::grad_reads; }) return (Op::grad_reads[static_cast<std::size_t>(i)] & bit) != 0;
-    else return false;
-}
-
-}  // namespace graft::ops
-// ---- end graft/ops/table.hpp
-
-namespace graft::expr {
-
-/// The I-th argument of the graph: a tensor, or a number broadcast to every element.
-template <std::size_t I>
-struct input {
-    static constexpr std::size_t index = I;
-};
-
-/// A number known at compile time (part of the type).
-template <double V>
-struct constant {
-    static constexpr double value = V;
-};
-
-/// The K-th runtime number of the graph (its value is stored beside the type).
-template <std::size_t K>
-struct literal {
-    static constexpr std::size_t index = K;
-};
-
-/// Op `Op` (a definition from graft::ops::def) applied to earlier instructions.
-template <class Op, std::size_t... Operands>
-struct apply {
-    using op = Op;
-    static constexpr std::size_t arity = sizeof...(Operands);
-};
-
-/// The instructions of a graph, in SSA order: instruction i reads only ids < i.
-template <class... Instrs>
-struct instrs {
-    static constexpr std::size_t size = sizeof...(Instrs);
-};
-
-/// The instruction ids a graph returns, in order.
-template <std::size_t... Ids>
-struct outputs {
-    static constexpr std::size_t size = sizeof...(Ids);
-};
-
-/// A whole graph: instructions, outputs, and how many runtime literals it carries.
-template <class Instrs, class Outputs, std::size_t NumLiterals = 0>
-struct graph {
-    using instructions = Instrs;
-    using results = Outputs;
-    static constexpr std::size_t num_literals = NumLiterals;
-};
-
-/// A traced function: its graph type plus the values of its runtime literals.
-/// Every expr API takes and returns traced objects.
-template <class G>
-struct traced {
-    using graph_type = G;
-    std::array<double, G::num_literals> literals{};
-};
-
-}  // namespace graft::expr
-// ---- end graft/expr/graph.hpp
 
 
 #ifndef GRAFT_SINGLE_HEADER_SELF
 #define GRAFT_SINGLE_HEADER_SELF "graft/graft.hpp"
+#endif
+#ifndef GRAFT_EXPR_FUSED_INL
+#define GRAFT_EXPR_FUSED_INL GRAFT_SINGLE_HEADER_SELF
 #endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE GRAFT_SINGLE_HEADER_SELF
@@ -2683,9 +2048,9 @@ struct traced {
 
 #include <hwy/highway.h>
 
-// Lane functors and the fused expression evaluator's loops (templates only): in every
-// TU, also in extern-kernels mode, because the evaluator is instantiated for each
-// expression type where that expression is evaluated.
+// Lane functors (templates only): in every TU, also in extern-kernels mode, so that
+// code built on the kernels in upper layers (the fused expression evaluator, which
+// compiles its own per-target loops from graft/expr) can instantiate them.
 // ---- begin graft/kernels/lanes-inl.hpp
 // graft/kernels/lanes-inl.hpp: per-target lane functors, one per op of the op table
 // (graft/ops/table.hpp): u_<op>(d, v), b_<op>(d, a, b) on vectors, c_<op>(a, b) -> mask.
@@ -3099,380 +2464,6 @@ HWY_AFTER_NAMESPACE();
 
 #endif  // toggle guard
 // ---- end graft/kernels/lanes-inl.hpp
-// ---- begin graft/expr/detail/fused-inl.hpp
-// graft/expr/detail/fused-inl.hpp: the fused evaluator's per-target loops. For a graph
-// type G (graft/expr/graph.hpp) and an element type T, one pass over memory evaluates
-// every instruction on one SIMD vector at a time (the SSA values live in registers) and
-// stores every output. Re-included once per SIMD target through
-// graft/kernels/all-inl.hpp (outside the GRAFT_KERNELS_EXTERN guard: templates only,
-// instantiated where an expression is evaluated, with this target's attributes);
-// graft/expr/eval.hpp picks the instantiation of the current target at run time.
-//
-// Values are vectors of T; a comparison's mask is kept as a vector (VecFromMask), so
-// the program is an array of one vector type (fine for x86 and NEON; sizeless SVE/RVV
-// vectors would need a tuple instead).
-
-
-#include <hwy/highway.h>
-
-// Target-independent facts (defined once).
-#ifndef GRAFT_EXPR_DETAIL_FUSED_COMMON_
-#define GRAFT_EXPR_DETAIL_FUSED_COMMON_
-namespace graft::expr::detail {
-
-/// Does op `Op` produce a bool (a mask in the fused program)?
-template <class Op>
-inline constexpr bool op_yields_bool = Op::kind == ops::op_kind::compare || Op::name == "logical_and";
-
-/// Does instruction `Instr` produce a bool (a mask in the fused program)?
-template <class Instr>
-struct yields_mask : std::false_type {};
-template <class Op, std::size_t... A>
-struct yields_mask<expr::apply<Op, A...>> : std::bool_constant<op_yields_bool<Op>> {};
-
-template <class Instrs, std::size_t Id>
-struct instr_at;
-template <class I0, class... Is>
-struct instr_at<expr::instrs<I0, Is...>, 0> {
-    using type = I0;
-};
-template <class I0, class... Is, std::size_t Id>
-struct instr_at<expr::instrs<I0, Is...>, Id> : instr_at<expr::instrs<Is...>, Id - 1> {};
-
-/// Is value `Id` of graph G a bool (mask)?
-template <class G, std::size_t Id>
-inline constexpr bool is_mask_v = yields_mask<typename instr_at<typename G::instructions, Id>::type>::value;
-
-}  // namespace graft::expr::detail
-#endif
-
-// graft-amalgamate: per-target
-#if defined(GRAFT_EXPR_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GRAFT_EXPR_FUSED_INL_H_
-#undef GRAFT_EXPR_FUSED_INL_H_
-#else
-#define GRAFT_EXPR_FUSED_INL_H_
-#endif
-
-HWY_BEFORE_NAMESPACE();
-namespace graft {
-namespace expr {
-namespace detail {
-namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
-namespace lanes = graft::kernels::HWY_NAMESPACE;
-
-/// Lanes of a vector of T on this target (used by tests to check which target ran).
-template <class T>
-HWY_NOINLINE std::size_t fused_lanes() {
-    const hn::ScalableTag<T> d;
-    return hn::Lanes(d);
-}
-
-// ---------------------------------------------------------------- one op on vectors
-
-template <class D, class V, class Op>
-HWY_INLINE V apply_unary(D d, Op, V x) {
-    using kernels::unary_op;
-    if constexpr (Op::name == std::string_view("sign")) {
-        return lanes::u_sign{}(d, x);
-    } else {
-        constexpr unary_op k = Op::kernel;
-        if constexpr (k == unary_op::neg) return lanes::u_neg{}(d, x);
-        else if constexpr (k == unary_op::abs) return lanes::u_abs{}(d, x);
-        else if constexpr (k == unary_op::exp) return lanes::u_exp{}(d, x);
-        else if constexpr (k == unary_op::log) return lanes::u_log{}(d, x);
-        else if constexpr (k == unary_op::sqrt) return lanes::u_sqrt{}(d, x);
-        else if constexpr (k == unary_op::rsqrt) return lanes::u_rsqrt{}(d, x);
-        else if constexpr (k == unary_op::tanh) return lanes::u_tanh{}(d, x);
-        else if constexpr (k == unary_op::sigmoid) return lanes::u_sigmoid{}(d, x);
-        else if constexpr (k == unary_op::relu) return lanes::u_relu{}(d, x);
-        else if constexpr (k == unary_op::gelu_tanh) return lanes::u_gelu_tanh{}(d, x);
-        else if constexpr (k == unary_op::sin) return lanes::u_sin{}(d, x);
-        else if constexpr (k == unary_op::cos) return lanes::u_cos{}(d, x);
-        else if constexpr (k == unary_op::gelu) {
-            if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
-            else return lanes::u_gelu_f64{}(d, x);
-        }
-    }
-}
-
-template <class D, class V, class Op>
-HWY_INLINE V apply_binary(D d, Op, V a, V b) {
-    using kernels::binary_op;
-    constexpr binary_op k = Op::kernel;
-    if constexpr (k == binary_op::add) return lanes::b_add{}(d, a, b);
-    else if constexpr (k == binary_op::sub) return lanes::b_sub{}(d, a, b);
-    else if constexpr (k == binary_op::mul) return lanes::b_mul{}(d, a, b);
-    else if constexpr (k == binary_op::div) return lanes::b_div{}(d, a, b);
-    else if constexpr (k == binary_op::pow) return lanes::b_pow{}(d, a, b);
-    else if constexpr (k == binary_op::maximum) return lanes::b_max{}(d, a, b);
-    else return lanes::b_min{}(d, a, b);
-}
-
-template <class D, class V, class Op>
-HWY_INLINE auto apply_compare(D, Op, V a, V b) {
-    using kernels::compare_op;
-    constexpr compare_op k = Op::kernel;
-    if constexpr (k == compare_op::eq) return lanes::c_eq{}(a, b);
-    else if constexpr (k == compare_op::ne) return lanes::c_ne{}(a, b);
-    else if constexpr (k == compare_op::lt) return lanes::c_lt{}(a, b);
-    else if constexpr (k == compare_op::le) return lanes::c_le{}(a, b);
-    else if constexpr (k == compare_op::gt) return lanes::c_gt{}(a, b);
-    else return lanes::c_ge{}(a, b);
-}
-
-// ---------------------------------------------------------------- the program
-
-// A value used as a condition: masks are all-ones/all-zeros vectors, other values
-// (a bool tensor given as 0/1) are true where nonzero.
-template <class G, std::size_t Id, class D, class V>
-HWY_INLINE auto as_mask(D d, V v) {
-    if constexpr (detail::is_mask_v<G, Id>) {
-        (void)d;
-        return hn::MaskFromVec(v);
-    } else {
-        return hn::Ne(v, hn::Zero(d));
-    }
-}
-
-template <class G, class D, class V, std::size_t I>
-HWY_INLINE V instr(D, expr::input<I>, const V* in, const V*, const V*) {
-    return in[I];
-}
-template <class G, class D, class V, double C>
-HWY_INLINE V instr(D d, expr::constant<C>, const V*, const V*, const V*) {
-    return hn::Set(d, static_cast<hn::TFromD<D>>(C));
-}
-template <class G, class D, class V, std::size_t K>
-HWY_INLINE V instr(D, expr::literal<K>, const V*, const V* lit, const V*) {
-    return lit[K];
-}
-template <class G, class D, class V, class Op, std::size_t... A>
-HWY_INLINE V instr(D d, expr::apply<Op, A...>, const V*, const V*, const V* val) {
-    constexpr auto kind = Op::kind;
-    if constexpr (kind == ops::op_kind::unary) {
-        return apply_unary(d, Op{}, val[A]...);
-    } else if constexpr (kind == ops::op_kind::binary) {
-        return apply_binary(d, Op{}, val[A]...);
-    } else if constexpr (kind == ops::op_kind::compare) {
-        return hn::VecFromMask(d, apply_compare(d, Op{}, val[A]...));
-    } else if constexpr (Op::name == "logical_and") {
-        constexpr std::size_t ids[] = {A...};
-        return hn::VecFromMask(d, hn::And(as_mask<G, ids[0]>(d, val[ids[0]]), as_mask<G, ids[1]>(d, val[ids[1]])));
-    } else {
-        static_assert(kind == ops::op_kind::where, "graft::expr: op kind not supported by the fused evaluator");
-        constexpr std::size_t ids[] = {A...};
-        return hn::IfThenElse(as_mask<G, ids[0]>(d, val[ids[0]]), val[ids[1]], val[ids[2]]);
-    }
-}
-
-template <class G, class D, class V, class... Is, std::size_t... Ks>
-HWY_INLINE void run_program(D d, expr::instrs<Is...>, std::index_sequence<Ks...>, const V* in, const V* lit,
-                            V* val) {
-    ((val[Ks] = instr<G>(d, Is{}, in, lit, val)), ...);
-}
-
-// Evaluates every instruction of G on one vector of inputs.
-template <class G, class D, class V>
-HWY_INLINE void run(D d, const V* in, const V* lit, V* val) {
-    using Instrs = typename G::instructions;
-    run_program<G>(d, Instrs{}, std::make_index_sequence<Instrs::size>{}, in, lit, val);
-}
-
-template <class Outputs>
-struct output_ids;
-template <std::size_t... Ids>
-struct output_ids<expr::outputs<Ids...>> {
-    static constexpr std::size_t size = sizeof...(Ids);
-    static constexpr std::size_t ids[sizeof...(Ids) > 0 ? sizeof...(Ids) : 1] = {Ids...};
-};
-
-// Storage for the program's values (at least one element).
-template <class V, std::size_t N>
-struct vec_array {
-    V v[N > 0 ? N : 1];
-};
-
-// Mask -> 0/1 bytes, Lanes(d) of them (graft::kernels' layout of bool tensors).
-template <class D, class V>
-HWY_INLINE void store_bools(D d, V m, bool* out) {
-    lanes::store_mask_bytes(d, hn::MaskFromVec(m), out);
-}
-
-template <class G, class D, class V, std::size_t... Os>
-HWY_INLINE void store_outputs(D d, const V* val, char* const* out, std::size_t i, std::index_sequence<Os...>) {
-    using T = hn::TFromD<D>;
-    using O = output_ids<typename G::results>;
-    (
-        [&] {
-            constexpr std::size_t id = O::ids[Os];
-            if constexpr (is_mask_v<G, id>) {
-                store_bools(d, val[id], reinterpret_cast<bool*>(out[Os]) + i);
-            } else {
-                hn::StoreU(val[id], d, reinterpret_cast<T*>(out[Os]) + i);
-            }
-        }(),
-        ...);
-}
-
-// ---------------------------------------------------------------- loops
-
-/// Every operand is contiguous or a broadcast scalar: input k is broadcast when bit k
-/// of `Bcast` is set (then in[k] points to one T), else contiguous over n elements.
-/// `out[j]` are contiguous outputs of n elements (T, or bool for comparisons).
-/// `StaticN` > 0: n == StaticN is a compile-time bound (unrolled, no tail if divisible).
-template <class G, class T, std::size_t NumIn, std::uint64_t Bcast, std::size_t StaticN = 0>
-HWY_NOINLINE void fused_contig(const void* const* in_ptr, char* const* out, std::size_t n_runtime,
-                               const double* literals) {
-    const hn::ScalableTag<T> d;
-    using V = hn::Vec<decltype(d)>;
-    constexpr std::size_t NumLit = G::num_literals;
-    constexpr std::size_t NumInstr = G::instructions::size;
-    constexpr std::size_t NumOut = G::results::size;
-    const std::size_t n = StaticN > 0 ? StaticN : n_runtime;
-    const T* in[NumIn > 0 ? NumIn : 1];
-    vec_array<V, NumIn> bc;
-    for (std::size_t k = 0; k < NumIn; ++k) {
-        in[k] = static_cast<const T*>(in_ptr[k]);
-        if ((Bcast >> k) & 1U) bc.v[k] = hn::Set(d, in[k][0]);
-    }
-    vec_array<V, NumLit> lit;
-    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
-    constexpr std::size_t L = hn::MaxLanes(d);
-    const std::size_t N = hn::Lanes(d);
-    std::size_t i = 0;
-    const auto body = [&](std::size_t at) HWY_ATTR {
-        vec_array<V, NumIn> x;
-        [&]<std::size_t... Ks>(std::index_sequence<Ks...>) HWY_ATTR {
-            ((x.v[Ks] = ((Bcast >> Ks) & 1U) ? bc.v[Ks] : hn::LoadU(d, in[Ks] + at)), ...);
-        }(std::make_index_sequence<NumIn>{});
-        vec_array<V, NumInstr> val;
-        run<G>(d, x.v, lit.v, val.v);
-        store_outputs<G>(d, val.v, out, at, std::make_index_sequence<NumOut>{});
-    };
-    if constexpr (StaticN > 0) {
-        constexpr std::size_t full = StaticN / L * L;
-#pragma GCC unroll 4
-        for (std::size_t j = 0; j < full; j += L) body(j);
-        i = full;
-        if constexpr (full == StaticN) return;
-    } else {
-        for (; i + N <= n; i += N) body(i);
-    }
-    if (i == n) return;
-    // Tail: through aligned buffers padded with 1 (same vector code as full vectors).
-    const std::size_t r = n - i;
-    HWY_ALIGN T buf[NumIn > 0 ? NumIn : 1][lanes::kMaxLanes<T>];
-    vec_array<V, NumIn> x;
-    for (std::size_t k = 0; k < NumIn; ++k) {
-        if ((Bcast >> k) & 1U) {
-            x.v[k] = bc.v[k];
-        } else {
-            for (std::size_t j = 0; j < N; ++j) buf[k][j] = j < r ? in[k][i + j] : T(1);
-            x.v[k] = hn::Load(d, buf[k]);
-        }
-    }
-    vec_array<V, NumInstr> val;
-    run<G>(d, x.v, lit.v, val.v);
-    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    char* tmp[NumOut > 0 ? NumOut : 1];
-    [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
-        ((tmp[Os] = is_mask_v<G, output_ids<typename G::results>::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os])
-                                                                            : reinterpret_cast<char*>(obuf[Os])),
-         ...);
-        store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
-        (
-            [&] {
-                if constexpr (is_mask_v<G, output_ids<typename G::results>::ids[Os]>) {
-                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<bool*>(out[Os])[i + j] = bbuf[Os][j];
-                } else {
-                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<T*>(out[Os])[i + j] = obuf[Os][j];
-                }
-            }(),
-            ...);
-    }(std::make_index_sequence<NumOut>{});
-}
-
-/// One row of the general (broadcast / strided) case: input k at in[k] with byte
-/// stride in_stride[k] (0: broadcast, sizeof(T): contiguous, other: gathered);
-/// output j at out[j] with byte stride out_stride[j].
-template <class G, class T, std::size_t NumIn>
-HWY_NOINLINE void fused_strided(const char* const* in, const std::int64_t* in_stride, char* const* out,
-                                const std::int64_t* out_stride, std::size_t n, const double* literals) {
-    const hn::ScalableTag<T> d;
-    using V = hn::Vec<decltype(d)>;
-    constexpr std::size_t NumLit = G::num_literals;
-    constexpr std::size_t NumInstr = G::instructions::size;
-    constexpr std::size_t NumOut = G::results::size;
-    using O = output_ids<typename G::results>;
-    const std::size_t N = hn::Lanes(d);
-    vec_array<V, NumLit> lit;
-    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
-    constexpr std::int64_t es = sizeof(T);
-    // Outputs are usually fresh contiguous tensors: store whole vectors directly.
-    bool out_contig = true;
-    [&]<std::size_t... Os>(std::index_sequence<Os...>) {
-        ((out_contig = out_contig && out_stride[Os] == (is_mask_v<G, O::ids[Os]> ? 1 : es)), ...);
-    }(std::make_index_sequence<NumOut>{});
-    HWY_ALIGN T buf[lanes::kMaxLanes<T>];
-    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>];
-    for (std::size_t i = 0; i < n; i += N) {
-        const std::size_t r = n - i < N ? n - i : N;
-        vec_array<V, NumIn> x;
-        for (std::size_t k = 0; k < NumIn; ++k) {
-            const std::int64_t s = in_stride[k];
-            const char* p = in[k] + static_cast<std::int64_t>(i) * s;
-            if (s == 0) {
-                x.v[k] = hn::Set(d, *reinterpret_cast<const T*>(p));
-            } else if (s == es && r == N) {
-                x.v[k] = hn::LoadU(d, reinterpret_cast<const T*>(p));
-            } else {
-                for (std::size_t j = 0; j < N; ++j)
-                    buf[j] = j < r ? *reinterpret_cast<const T*>(p + static_cast<std::int64_t>(j) * s) : T(1);
-                x.v[k] = hn::Load(d, buf);
-            }
-        }
-        vec_array<V, NumInstr> val;
-        run<G>(d, x.v, lit.v, val.v);
-        if (out_contig && r == N) {
-            char* o[NumOut > 0 ? NumOut : 1];
-            for (std::size_t j = 0; j < NumOut; ++j) o[j] = out[j];
-            store_outputs<G>(d, val.v, o, i, std::make_index_sequence<NumOut>{});
-            continue;
-        }
-        char* tmp[NumOut > 0 ? NumOut : 1];
-        [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
-            ((tmp[Os] = is_mask_v<G, O::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os])
-                                                 : reinterpret_cast<char*>(obuf[Os])),
-             ...);
-            store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
-            (
-                [&] {
-                    char* o = out[Os] + static_cast<std::int64_t>(i) * out_stride[Os];
-                    if constexpr (is_mask_v<G, O::ids[Os]>) {
-                        for (std::size_t j = 0; j < r; ++j)
-                            *reinterpret_cast<bool*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = bbuf[Os][j];
-                    } else {
-                        for (std::size_t j = 0; j < r; ++j)
-                            *reinterpret_cast<T*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = obuf[Os][j];
-                    }
-                }(),
-                ...);
-        }(std::make_index_sequence<NumOut>{});
-    }
-}
-
-}  // namespace HWY_NAMESPACE
-}  // namespace detail
-}  // namespace expr
-}  // namespace graft
-HWY_AFTER_NAMESPACE();
-
-#endif  // toggle guard
-// ---- end graft/expr/detail/fused-inl.hpp
 
 // With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
 // that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
@@ -4218,6 +3209,453 @@ inline constexpr detail::kernel_table table = {
 #endif  // toggle guard
 // ---- end graft/kernels/all-inl.hpp
 
+// ---- graft/expr per-target part (included once per target by graft/expr/detail/fused.hpp)
+#if defined(GRAFT_EXPR_FUSED_PASS)
+// ---- begin graft/expr/detail/fused-inl.hpp
+// graft/expr/detail/fused-inl.hpp: the fused evaluator's per-target loops. For a graph
+// type G (graft/expr/graph.hpp) and an element type T, one pass over memory evaluates
+// every instruction on one SIMD vector at a time (the SSA values live in registers),
+// stores every elementwise output and accumulates every reduction output (sum/mean).
+//
+// No include guard: graft/expr/detail/fused.hpp includes this file once per SIMD target
+// after setting HWY_TARGET and Highway's per-target macros (templates only, instantiated
+// where an expression is evaluated, with this target's attributes); graft/expr/eval.hpp
+// picks the instantiation of the current target at run time.
+//
+// Values are vectors of T; a comparison's mask is kept as a vector (VecFromMask), so
+// the program is an array of one vector type (fine for x86 and NEON; sizeless SVE/RVV
+// vectors would need a tuple instead). A reduction instruction's value is its operand's;
+// the loops add the operand's lanes (masked in a tail) into float64 per-lane sums.
+
+#ifndef GRAFT_EXPR_FUSED_PASS
+#error "graft/expr/detail/fused-inl.hpp is included per target by graft/expr/detail/fused.hpp only"
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace expr {
+namespace detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace lanes = graft::kernels::HWY_NAMESPACE;
+
+/// Lanes of a vector of T on this target (used by tests to check which target ran).
+template <class T>
+HWY_NOINLINE std::size_t fused_lanes() {
+    const hn::ScalableTag<T> d;
+    return hn::Lanes(d);
+}
+
+// ---------------------------------------------------------------- one op on vectors
+
+template <class D, class V, class Op>
+HWY_INLINE V apply_unary(D d, Op, V x) {
+    using kernels::unary_op;
+    if constexpr (Op::name == std::string_view("sign")) {
+        return lanes::u_sign{}(d, x);
+    } else {
+        constexpr unary_op k = Op::kernel;
+        if constexpr (k == unary_op::neg) return lanes::u_neg{}(d, x);
+        else if constexpr (k == unary_op::abs) return lanes::u_abs{}(d, x);
+        else if constexpr (k == unary_op::exp) return lanes::u_exp{}(d, x);
+        else if constexpr (k == unary_op::log) return lanes::u_log{}(d, x);
+        else if constexpr (k == unary_op::sqrt) return lanes::u_sqrt{}(d, x);
+        else if constexpr (k == unary_op::rsqrt) return lanes::u_rsqrt{}(d, x);
+        else if constexpr (k == unary_op::tanh) return lanes::u_tanh{}(d, x);
+        else if constexpr (k == unary_op::sigmoid) return lanes::u_sigmoid{}(d, x);
+        else if constexpr (k == unary_op::relu) return lanes::u_relu{}(d, x);
+        else if constexpr (k == unary_op::gelu_tanh) return lanes::u_gelu_tanh{}(d, x);
+        else if constexpr (k == unary_op::sin) return lanes::u_sin{}(d, x);
+        else if constexpr (k == unary_op::cos) return lanes::u_cos{}(d, x);
+        else if constexpr (k == unary_op::gelu) {
+            if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
+            else return lanes::u_gelu_f64{}(d, x);
+        }
+    }
+}
+
+template <class D, class V, class Op>
+HWY_INLINE V apply_binary(D d, Op, V a, V b) {
+    using kernels::binary_op;
+    constexpr binary_op k = Op::kernel;
+    if constexpr (k == binary_op::add) return lanes::b_add{}(d, a, b);
+    else if constexpr (k == binary_op::sub) return lanes::b_sub{}(d, a, b);
+    else if constexpr (k == binary_op::mul) return lanes::b_mul{}(d, a, b);
+    else if constexpr (k == binary_op::div) return lanes::b_div{}(d, a, b);
+    else if constexpr (k == binary_op::pow) return lanes::b_pow{}(d, a, b);
+    else if constexpr (k == binary_op::maximum) return lanes::b_max{}(d, a, b);
+    else return lanes::b_min{}(d, a, b);
+}
+
+template <class D, class V, class Op>
+HWY_INLINE auto apply_compare(D, Op, V a, V b) {
+    using kernels::compare_op;
+    constexpr compare_op k = Op::kernel;
+    if constexpr (k == compare_op::eq) return lanes::c_eq{}(a, b);
+    else if constexpr (k == compare_op::ne) return lanes::c_ne{}(a, b);
+    else if constexpr (k == compare_op::lt) return lanes::c_lt{}(a, b);
+    else if constexpr (k == compare_op::le) return lanes::c_le{}(a, b);
+    else if constexpr (k == compare_op::gt) return lanes::c_gt{}(a, b);
+    else return lanes::c_ge{}(a, b);
+}
+
+// ---------------------------------------------------------------- the program
+
+// A value used as a condition: masks are all-ones/all-zeros vectors, other values
+// (a bool tensor given as 0/1) are true where nonzero.
+template <class G, std::size_t Id, class D, class V>
+HWY_INLINE auto as_mask(D d, V v) {
+    if constexpr (detail::is_mask_v<G, Id>) {
+        (void)d;
+        return hn::MaskFromVec(v);
+    } else {
+        return hn::Ne(v, hn::Zero(d));
+    }
+}
+
+template <class G, class D, class V, std::size_t I>
+HWY_INLINE V instr(D, expr::input<I>, const V* in, const V*, const V*) {
+    return in[I];
+}
+template <class G, class D, class V, double C>
+HWY_INLINE V instr(D d, expr::constant<C>, const V*, const V*, const V*) {
+    return hn::Set(d, static_cast<hn::TFromD<D>>(C));
+}
+template <class G, class D, class V, std::size_t K>
+HWY_INLINE V instr(D, expr::literal<K>, const V*, const V* lit, const V*) {
+    return lit[K];
+}
+// The element count of the evaluation domain: the slot after the literals.
+template <class G, class D, class V>
+HWY_INLINE V instr(D, expr::numel, const V*, const V* lit, const V*) {
+    return lit[G::num_literals];
+}
+template <class G, class D, class V, class Op, std::size_t... A>
+HWY_INLINE V instr(D d, expr::apply<Op, A...>, const V*, const V*, const V* val) {
+    if constexpr (reduction_op<Op>) {
+        // The operand's value; the loops accumulate it (a reduction is only an output).
+        constexpr std::size_t ids[] = {A...};
+        return val[ids[0]];
+    } else if constexpr (Op::kind == ops::op_kind::unary) {
+        return apply_unary(d, Op{}, val[A]...);
+    } else if constexpr (Op::kind == ops::op_kind::binary) {
+        return apply_binary(d, Op{}, val[A]...);
+    } else if constexpr (Op::kind == ops::op_kind::compare) {
+        return hn::VecFromMask(d, apply_compare(d, Op{}, val[A]...));
+    } else if constexpr (Op::kind == ops::op_kind::logical) {
+        constexpr std::size_t ids[] = {A...};
+        return hn::VecFromMask(d, hn::And(as_mask<G, ids[0]>(d, val[ids[0]]), as_mask<G, ids[1]>(d, val[ids[1]])));
+    } else {
+        static_assert(Op::kind == ops::op_kind::where, "graft::expr: op kind not supported by the fused evaluator");
+        constexpr std::size_t ids[] = {A...};
+        return hn::IfThenElse(as_mask<G, ids[0]>(d, val[ids[0]]), val[ids[1]], val[ids[2]]);
+    }
+}
+
+template <class G, class D, class V, class... Is, std::size_t... Ks>
+HWY_INLINE void run_program(D d, expr::instrs<Is...>, std::index_sequence<Ks...>, const V* in, const V* lit,
+                            V* val) {
+    ((val[Ks] = instr<G>(d, Is{}, in, lit, val)), ...);
+}
+
+// Evaluates every instruction of G on one vector of inputs.
+template <class G, class D, class V>
+HWY_INLINE void run(D d, const V* in, const V* lit, V* val) {
+    using Instrs = typename G::instructions;
+    run_program<G>(d, Instrs{}, std::make_index_sequence<Instrs::size>{}, in, lit, val);
+}
+
+// Storage for the program's values (at least one element).
+template <class V, std::size_t N>
+struct vec_array {
+    V v[N > 0 ? N : 1];
+};
+
+// Mask -> 0/1 bytes, Lanes(d) of them (graft::kernels' layout of bool tensors).
+template <class D, class V>
+HWY_INLINE void store_bools(D d, V m, bool* out) {
+    lanes::store_mask_bytes(d, hn::MaskFromVec(m), out);
+}
+
+// Stores the elementwise outputs (reductions are accumulated instead).
+template <class G, class D, class V, std::size_t... Os>
+HWY_INLINE void store_outputs(D d, const V* val, char* const* out, std::size_t i, std::index_sequence<Os...>) {
+    using T = hn::TFromD<D>;
+    using O = output_ids<typename G::results>;
+    (
+        [&] {
+            constexpr std::size_t id = O::ids[Os];
+            if constexpr (is_reduction_v<G, id>) {
+                // accumulated by the loops
+            } else if constexpr (is_mask_v<G, id>) {
+                store_bools(d, val[id], reinterpret_cast<bool*>(out[Os]) + i);
+            } else {
+                hn::StoreU(val[id], d, reinterpret_cast<T*>(out[Os]) + i);
+            }
+        }(),
+        ...);
+}
+
+// ---------------------------------------------------------------- reductions
+
+// Per-lane float64 partial sums of every reduction output of G. float32 lanes are
+// widened before they are added (two float64 vectors per float32 vector), so the only
+// float32 rounding is the final one; the order of the float64 additions is per lane,
+// then across lanes, which is why results differ from eager sum() in the last bits.
+template <class G, class D>
+struct reduction_sums {
+    using T = hn::TFromD<D>;
+    static constexpr bool kWiden = sizeof(T) == 4;
+#if HWY_TARGET == HWY_SCALAR
+    static constexpr bool kSplit = false;  // one lane: widen it directly
+#else
+    static constexpr bool kSplit = kWiden && hn::MaxLanes(D()) > 1;
+#endif
+    // float64 tag: the same vector size (two per float32 vector) or, on one-lane targets,
+    // one float64 lane.
+    using DW = std::conditional_t<!kWiden, D, std::conditional_t<kSplit, hn::Repartition<double, D>, hn::Rebind<double, D>>>;
+    using VW = hn::Vec<DW>;
+    static constexpr std::size_t kCount = reduction_slots<G>::count;
+    vec_array<VW, kCount> lo, hi;
+
+    HWY_INLINE reduction_sums() {
+        const DW dw;
+        for (std::size_t r = 0; r < kCount; ++r) lo.v[r] = hi.v[r] = hn::Zero(dw);
+    }
+
+    // Adds v (all lanes) into slot r.
+    template <class V>
+    HWY_INLINE void add(std::size_t r, V v) {
+        const DW dw;
+        if constexpr (!kWiden) {
+            lo.v[r] = hn::Add(lo.v[r], v);
+        } else if constexpr (!kSplit) {
+            lo.v[r] = hn::Add(lo.v[r], hn::PromoteTo(dw, v));
+        } else {
+#if HWY_TARGET != HWY_SCALAR
+            const hn::Half<D> dh;
+            lo.v[r] = hn::Add(lo.v[r], hn::PromoteTo(dw, hn::LowerHalf(dh, v)));
+            hi.v[r] = hn::Add(hi.v[r], hn::PromoteTo(dw, hn::UpperHalf(dh, v)));
+#endif
+        }
+    }
+
+    // Adds the lanes of value `val[id]` of every reduction output into its slot;
+    // only the first `valid` lanes when valid < Lanes(d) (a tail).
+    template <class V, std::size_t... Os>
+    HWY_INLINE void accumulate(D d, const V* val, std::size_t valid, std::index_sequence<Os...>) {
+        using O = output_ids<typename G::results>;
+        const bool full = valid >= hn::Lanes(d);
+        (
+            [&] {
+                constexpr std::size_t id = O::ids[Os];
+                if constexpr (is_reduction_v<G, id>) {
+                    constexpr std::size_t slot = reduction_slots<G>::slot[Os];
+                    add(slot, full ? val[id] : hn::IfThenElseZero(hn::FirstN(d, valid), val[id]));
+                }
+            }(),
+            ...);
+    }
+
+    // Adds every slot's lanes into sums[slot].
+    HWY_INLINE void flush(double* sums) const {
+        const DW dw;
+        HWY_ALIGN double buf[lanes::kMaxLanes<double>];
+        for (std::size_t r = 0; r < kCount; ++r) {
+            hn::Store(kSplit ? hn::Add(lo.v[r], hi.v[r]) : lo.v[r], dw, buf);
+            double s = 0;
+            for (std::size_t j = 0; j < hn::Lanes(dw); ++j) s += buf[j];
+            sums[r] += s;
+        }
+    }
+};
+
+// ---------------------------------------------------------------- loops
+
+/// Every operand is contiguous or a broadcast scalar: input k is broadcast when bit k
+/// of `Bcast` is set (then in[k] points to one T), else contiguous over n elements.
+/// `out[j]` are contiguous outputs of n elements (T, or bool for comparisons; unused
+/// for reductions). `literals` holds G's literals then the element count n (numel).
+/// Reduction output j adds its sum into sums[reduction_slots<G>::slot[j]].
+/// `StaticN` > 0: n == StaticN is a compile-time bound (unrolled, no tail if divisible).
+template <class G, class T, std::size_t NumIn, std::uint64_t Bcast, std::size_t StaticN = 0>
+HWY_NOINLINE void fused_contig(const void* const* in_ptr, char* const* out, std::size_t n_runtime,
+                               const double* literals, double* sums) {
+    const hn::ScalableTag<T> d;
+    using V = hn::Vec<decltype(d)>;
+    constexpr std::size_t NumLit = G::num_literals + 1;
+    constexpr std::size_t NumInstr = G::instructions::size;
+    constexpr std::size_t NumOut = G::results::size;
+    constexpr bool HasRed = reduction_slots<G>::count > 0;
+    const std::size_t n = StaticN > 0 ? StaticN : n_runtime;
+    const T* in[NumIn > 0 ? NumIn : 1];
+    vec_array<V, NumIn> bc;
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        in[k] = static_cast<const T*>(in_ptr[k]);
+        if ((Bcast >> k) & 1U) bc.v[k] = hn::Set(d, in[k][0]);
+    }
+    vec_array<V, NumLit> lit;
+    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
+    reduction_sums<G, decltype(d)> acc;
+    constexpr std::size_t L = hn::MaxLanes(d);
+    const std::size_t N = hn::Lanes(d);
+    std::size_t i = 0;
+    const auto body = [&](std::size_t at) HWY_ATTR {
+        vec_array<V, NumIn> x;
+        [&]<std::size_t... Ks>(std::index_sequence<Ks...>) HWY_ATTR {
+            ((x.v[Ks] = ((Bcast >> Ks) & 1U) ? bc.v[Ks] : hn::LoadU(d, in[Ks] + at)), ...);
+        }(std::make_index_sequence<NumIn>{});
+        vec_array<V, NumInstr> val;
+        run<G>(d, x.v, lit.v, val.v);
+        store_outputs<G>(d, val.v, out, at, std::make_index_sequence<NumOut>{});
+        if constexpr (HasRed) acc.accumulate(d, val.v, N, std::make_index_sequence<NumOut>{});
+    };
+    const auto finish = [&]() HWY_ATTR {
+        if constexpr (HasRed) acc.flush(sums);
+    };
+    if constexpr (StaticN > 0) {
+        constexpr std::size_t full = StaticN / L * L;
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < full; j += L) body(j);
+        i = full;
+        if constexpr (full == StaticN) {
+            finish();
+            return;
+        }
+    } else {
+        for (; i + N <= n; i += N) body(i);
+    }
+    if (i == n) {
+        finish();
+        return;
+    }
+    // Tail: through aligned buffers padded with 1 (same vector code as full vectors).
+    const std::size_t r = n - i;
+    HWY_ALIGN T buf[NumIn > 0 ? NumIn : 1][lanes::kMaxLanes<T>] = {};
+    vec_array<V, NumIn> x;
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if ((Bcast >> k) & 1U) {
+            x.v[k] = bc.v[k];
+        } else {
+            for (std::size_t j = 0; j < N; ++j) buf[k][j] = j < r ? in[k][i + j] : T(1);
+            x.v[k] = hn::Load(d, buf[k]);
+        }
+    }
+    vec_array<V, NumInstr> val;
+    run<G>(d, x.v, lit.v, val.v);
+    if constexpr (HasRed) acc.accumulate(d, val.v, r, std::make_index_sequence<NumOut>{});
+    finish();
+    // Zeroed: GCC cannot see that the vector store fills the lanes read below.
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    char* tmp[NumOut > 0 ? NumOut : 1];
+    [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
+        using O = output_ids<typename G::results>;
+        ((tmp[Os] = is_mask_v<G, O::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os]) : reinterpret_cast<char*>(obuf[Os])),
+         ...);
+        store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
+        (
+            [&] {
+                if constexpr (is_reduction_v<G, O::ids[Os]>) {
+                    // accumulated above
+                } else if constexpr (is_mask_v<G, O::ids[Os]>) {
+                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<bool*>(out[Os])[i + j] = bbuf[Os][j];
+                } else {
+                    for (std::size_t j = 0; j < r; ++j) reinterpret_cast<T*>(out[Os])[i + j] = obuf[Os][j];
+                }
+            }(),
+            ...);
+    }(std::make_index_sequence<NumOut>{});
+}
+
+/// One row of the general (broadcast / strided) case: input k at in[k] with byte
+/// stride in_stride[k] (0: broadcast, sizeof(T): contiguous, other: gathered);
+/// output j at out[j] with byte stride out_stride[j] (unused for reductions).
+/// `literals` and `sums` as for fused_contig (sums accumulate over the rows).
+template <class G, class T, std::size_t NumIn>
+HWY_NOINLINE void fused_strided(const char* const* in, const std::int64_t* in_stride, char* const* out,
+                                const std::int64_t* out_stride, std::size_t n, const double* literals,
+                                double* sums) {
+    const hn::ScalableTag<T> d;
+    using V = hn::Vec<decltype(d)>;
+    constexpr std::size_t NumLit = G::num_literals + 1;
+    constexpr std::size_t NumInstr = G::instructions::size;
+    constexpr std::size_t NumOut = G::results::size;
+    constexpr bool HasRed = reduction_slots<G>::count > 0;
+    using O = output_ids<typename G::results>;
+    const std::size_t N = hn::Lanes(d);
+    vec_array<V, NumLit> lit;
+    for (std::size_t k = 0; k < NumLit; ++k) lit.v[k] = hn::Set(d, static_cast<T>(literals[k]));
+    reduction_sums<G, decltype(d)> acc;
+    constexpr std::int64_t es = sizeof(T);
+    // Outputs are usually fresh contiguous tensors: store whole vectors directly.
+    bool out_contig = true;
+    [&]<std::size_t... Os>(std::index_sequence<Os...>) {
+        ((out_contig = out_contig && (is_reduction_v<G, O::ids[Os]> ||
+                                      out_stride[Os] == (is_mask_v<G, O::ids[Os]> ? 1 : es))),
+         ...);
+    }(std::make_index_sequence<NumOut>{});
+    HWY_ALIGN T buf[lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN T obuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    HWY_ALIGN bool bbuf[NumOut > 0 ? NumOut : 1][lanes::kMaxLanes<T>] = {};
+    for (std::size_t i = 0; i < n; i += N) {
+        const std::size_t r = n - i < N ? n - i : N;
+        vec_array<V, NumIn> x;
+        for (std::size_t k = 0; k < NumIn; ++k) {
+            const std::int64_t s = in_stride[k];
+            const char* p = in[k] + static_cast<std::int64_t>(i) * s;
+            if (s == 0) {
+                x.v[k] = hn::Set(d, *reinterpret_cast<const T*>(p));
+            } else if (s == es && r == N) {
+                x.v[k] = hn::LoadU(d, reinterpret_cast<const T*>(p));
+            } else {
+                for (std::size_t j = 0; j < N; ++j)
+                    buf[j] = j < r ? *reinterpret_cast<const T*>(p + static_cast<std::int64_t>(j) * s) : T(1);
+                x.v[k] = hn::Load(d, buf);
+            }
+        }
+        vec_array<V, NumInstr> val;
+        run<G>(d, x.v, lit.v, val.v);
+        if constexpr (HasRed) acc.accumulate(d, val.v, r, std::make_index_sequence<NumOut>{});
+        if (out_contig && r == N) {
+            char* o[NumOut > 0 ? NumOut : 1];
+            for (std::size_t j = 0; j < NumOut; ++j) o[j] = out[j];
+            store_outputs<G>(d, val.v, o, i, std::make_index_sequence<NumOut>{});
+            continue;
+        }
+        char* tmp[NumOut > 0 ? NumOut : 1];
+        [&]<std::size_t... Os>(std::index_sequence<Os...>) HWY_ATTR {
+            ((tmp[Os] = is_mask_v<G, O::ids[Os]> ? reinterpret_cast<char*>(bbuf[Os])
+                                                 : reinterpret_cast<char*>(obuf[Os])),
+             ...);
+            store_outputs<G>(d, val.v, tmp, 0, std::index_sequence<Os...>{});
+            (
+                [&] {
+                    char* o = out[Os] + static_cast<std::int64_t>(i) * out_stride[Os];
+                    if constexpr (is_reduction_v<G, O::ids[Os]>) {
+                        (void)o;  // accumulated above
+                    } else if constexpr (is_mask_v<G, O::ids[Os]>) {
+                        for (std::size_t j = 0; j < r; ++j)
+                            *reinterpret_cast<bool*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = bbuf[Os][j];
+                    } else {
+                        for (std::size_t j = 0; j < r; ++j)
+                            *reinterpret_cast<T*>(o + static_cast<std::int64_t>(j) * out_stride[Os]) = obuf[Os][j];
+                    }
+                }(),
+                ...);
+        }(std::make_index_sequence<NumOut>{});
+    }
+    if constexpr (HasRed) acc.flush(sums);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace detail
+}  // namespace expr
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+// ---- end graft/expr/detail/fused-inl.hpp
+#endif  // GRAFT_EXPR_FUSED_PASS
+
 #if HWY_ONCE
 #ifndef GRAFT_SINGLE_HEADER_ONCE_
 #define GRAFT_SINGLE_HEADER_ONCE_
@@ -4539,6 +3977,283 @@ namespace graft {
 #include <cstring>
 #include <string_view>
 
+// ---- begin graft/kernels/reference.hpp
+// graft/kernels/reference.hpp: plain scalar reference implementations of every kernel
+// in graft/kernels/dispatch.hpp, templated on the element type, with the same
+// signatures (strides: 0 = broadcast, 1 = contiguous, other = strided) and semantics.
+//
+// * float/double: computed in double (or long double for double sums) and rounded
+//   once, so they serve as the accuracy oracle in tests.
+// * std::int64_t and bool (binary/compare/where/reduce/matmul): the actual
+//   implementation used by the ops layer for integer and boolean tensors.
+//     - int64 add/sub/mul/sum/matmul wrap modulo 2^64 (two's complement, no UB),
+//       like PyTorch on CPU.
+//     - int64 pow: exponentiation by squaring; negative exponents follow ATen's powi
+//       (1 → 1, -1 → ±1, otherwise 0).
+//     - int64 div truncates toward zero and gives 0 for a zero divisor (not used by
+//       graft's ops, which promote integer division to float).
+//     - bool is computed as 0/1 integers and converted back with != 0: add = or,
+//       mul = and, maximum = or, minimum = and (sub/div/pow on bool are rejected by
+//       the ops layer, as in PyTorch).
+//     - reduce on int64/bool returns int64 (sum of bool counts trues, as in PyTorch);
+//       on float/double returns the input type.
+//   maximum/minimum/amax/amin propagate NaN for floating types.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+
+namespace graft::kernels::reference {
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_fp = std::is_floating_point_v<T>;
+
+// Wider type used for computation.
+template <class T>
+using wide_t = std::conditional_t<is_fp<T>, std::conditional_t<sizeof(T) <= 4, double, long double>, std::int64_t>;
+
+constexpr std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+constexpr std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+constexpr std::int64_t wrap_mul(std::int64_t a, std::int64_t b) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+
+constexpr std::int64_t ipow(std::int64_t a, std::int64_t b) {
+    if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (-(b % 2)) != 0 ? -1 : 1;
+        return 0;
+    }
+    std::int64_t r = 1;
+    while (b != 0) {
+        if (b & 1) r = wrap_mul(r, a);
+        b >>= 1;
+        a = wrap_mul(a, a);
+    }
+    return r;
+}
+
+template <class T>
+inline T get(const T* p, std::ptrdiff_t s, std::size_t i) {
+    return p[static_cast<std::ptrdiff_t>(i) * s];
+}
+
+template <class T>
+constexpr T fp_max(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a > b ? a : b;
+}
+template <class T>
+constexpr T fp_min(T a, T b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a < b ? a : b;
+}
+
+}  // namespace detail
+
+/// Scalar unary op (float/double only), computed in a wider type and rounded once.
+template <class T>
+constexpr T unary_scalar(unary_op op, T x) {
+    static_assert(detail::is_fp<T>, "unary kernels are floating point only");
+    using W = detail::wide_t<T>;
+    const W w = static_cast<W>(x);
+    switch (op) {
+        case unary_op::neg: return -x;
+        case unary_op::abs: return std::fabs(x);
+        case unary_op::exp: return static_cast<T>(std::exp(w));
+        case unary_op::log: return static_cast<T>(std::log(w));
+        case unary_op::sqrt: return std::sqrt(x);
+        case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
+        case unary_op::tanh: return static_cast<T>(std::tanh(w));
+        case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
+        case unary_op::relu: return x < T(0) ? T(0) : x;
+        case unary_op::gelu: return static_cast<T>(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849L)));
+        case unary_op::gelu_tanh: {
+            // 0.5*x*(1+tanh(z)) == x*sigmoid(2z), z = sqrt(2/pi)*(x+0.044715*x^3); the
+            // sigmoid form has no cancellation for negative x (1+tanh(z) does, even in
+            // double: 1+tanh(-43.6) is 0 in double but 1.6e-38 exactly).
+            const W kBeta = W(0.797884560802865355879892119868763737L);
+            const W u = W(-2) * kBeta * (w + W(0.044715L) * w * w * w);  // -2z
+            if (u > W(0)) {
+                const W e = std::exp(-u);
+                return static_cast<T>(w * e / (W(1) + e));
+            }
+            return static_cast<T>(w / (W(1) + std::exp(u)));
+        }
+        case unary_op::sin: return static_cast<T>(std::sin(w));
+        case unary_op::cos: return static_cast<T>(std::cos(w));
+    }
+    return x;
+}
+
+template <class T>
+inline void unary(unary_op op, const T* a, std::ptrdiff_t sa, T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = unary_scalar(op, detail::get(a, sa, i));
+}
+
+/// Scalar binary op for float, double, std::int64_t and bool.
+template <class T>
+constexpr T binary_scalar(binary_op op, T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        const auto r = binary_scalar<std::int64_t>(op, a ? 1 : 0, b ? 1 : 0);
+        return r != 0;
+    } else if constexpr (detail::is_fp<T>) {
+        switch (op) {
+            case binary_op::add: return a + b;
+            case binary_op::sub: return a - b;
+            case binary_op::mul: return a * b;
+            case binary_op::div: return a / b;
+            case binary_op::pow: return std::pow(a, b);
+            case binary_op::maximum: return detail::fp_max(a, b);
+            case binary_op::minimum: return detail::fp_min(a, b);
+        }
+        return a;
+    } else {
+        static_assert(std::is_same_v<T, std::int64_t>, "reference binary: float, double, int64 or bool");
+        switch (op) {
+            case binary_op::add: return detail::wrap_add(a, b);
+            case binary_op::sub: return detail::wrap_sub(a, b);
+            case binary_op::mul: return detail::wrap_mul(a, b);
+            case binary_op::div:
+                if (b == 0) return 0;
+                if (b == -1) return detail::wrap_sub(0, a);
+                return a / b;
+            case binary_op::pow: return detail::ipow(a, b);
+            case binary_op::maximum: return a > b ? a : b;
+            case binary_op::minimum: return a < b ? a : b;
+        }
+        return a;
+    }
+}
+
+template <class T>
+inline void binary(binary_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, T* out,
+                   std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = binary_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+constexpr bool compare_scalar(compare_op op, T a, T b) {
+    switch (op) {
+        case compare_op::eq: return a == b;
+        case compare_op::ne: return a != b;
+        case compare_op::lt: return a < b;
+        case compare_op::le: return a <= b;
+        case compare_op::gt: return a > b;
+        case compare_op::ge: return a >= b;
+    }
+    return false;
+}
+
+template <class T>
+inline void compare(compare_op op, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb, bool* out,
+                    std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = compare_scalar(op, detail::get(a, sa, i), detail::get(b, sb, i));
+}
+
+template <class T>
+inline void where(const bool* c, std::ptrdiff_t sc, const T* a, std::ptrdiff_t sa, const T* b, std::ptrdiff_t sb,
+                  T* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = detail::get(c, sc, i) ? detail::get(a, sa, i) : detail::get(b, sb, i);
+}
+
+/// Result type of reduce<T>: T for float/double, std::int64_t for integers and bool.
+template <class T>
+using reduce_result_t = std::conditional_t<detail::is_fp<T>, T, std::int64_t>;
+
+/// Contiguous reduction. Floating sums accumulate in a wider type (the accuracy
+/// oracle); integer/bool sums wrap in int64. amax/amin need n > 0 (NaN/0 otherwise).
+template <class T>
+inline reduce_result_t<T> reduce(reduce_op op, const T* a, std::size_t n) {
+    using R = reduce_result_t<T>;
+    if constexpr (detail::is_fp<T>) {
+        using W = detail::wide_t<T>;
+        if (op == reduce_op::sum) {
+            W s = 0;
+            for (std::size_t i = 0; i < n; ++i) s += static_cast<W>(a[i]);
+            return static_cast<R>(s);
+        }
+        if (n == 0) return std::numeric_limits<T>::quiet_NaN();
+        T r = a[0];
+        for (std::size_t i = 0; i < n; ++i) r = op == reduce_op::amax ? detail::fp_max(r, a[i]) : detail::fp_min(r, a[i]);
+        return r;
+    } else {
+        if (op == reduce_op::sum) {
+            std::int64_t s = 0;
+            for (std::size_t i = 0; i < n; ++i) s = detail::wrap_add(s, static_cast<std::int64_t>(a[i]));
+            return s;
+        }
+        if (n == 0) return 0;
+        R r = static_cast<R>(a[0]);
+        for (std::size_t i = 0; i < n; ++i) {
+            const R v = static_cast<R>(a[i]);
+            r = op == reduce_op::amax ? (v > r ? v : r) : (v < r ? v : r);
+        }
+        return r;
+    }
+}
+
+/// C[m x n] = A[m x k] * B[k x n] (row-major, element leading dimensions), overwrites C.
+/// float accumulates in double, double in long double, int64 wraps, bool is "any(a and b)".
+template <class T>
+inline void matmul(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
+                   std::size_t m, std::size_t n, std::size_t k) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const auto ai = [&](std::size_t p) { return a[static_cast<std::ptrdiff_t>(i) * lda + static_cast<std::ptrdiff_t>(p)]; };
+            const auto bj = [&](std::size_t p) { return b[static_cast<std::ptrdiff_t>(p) * ldb + static_cast<std::ptrdiff_t>(j)]; };
+            T& out = c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)];
+            if constexpr (std::is_same_v<T, bool>) {
+                bool s = false;
+                for (std::size_t p = 0; p < k; ++p) s = s || (ai(p) && bj(p));
+                out = s;
+            } else if constexpr (detail::is_fp<T>) {
+                detail::wide_t<T> s = 0;
+                for (std::size_t p = 0; p < k; ++p) s += static_cast<detail::wide_t<T>>(ai(p)) * bj(p);
+                out = static_cast<T>(s);
+            } else {
+                std::int64_t s = 0;
+                for (std::size_t p = 0; p < k; ++p) s = detail::wrap_add(s, detail::wrap_mul(ai(p), bj(p)));
+                out = static_cast<T>(s);
+            }
+        }
+    }
+}
+
+/// Row-wise softmax / log_softmax (float/double), computed in a wider type.
+template <class T>
+inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols, bool log) {
+    static_assert(detail::is_fp<T>, "softmax is floating point only");
+    using W = detail::wide_t<T>;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const T* x = in + r * cols;
+        T* y = out + r * cols;
+        if (cols == 0) continue;
+        W m = x[0];
+        for (std::size_t j = 0; j < cols; ++j) m = detail::fp_max<W>(m, x[j]);
+        W s = 0;
+        for (std::size_t j = 0; j < cols; ++j) s += std::exp(static_cast<W>(x[j]) - m);
+        const W ls = std::log(s);
+        for (std::size_t j = 0; j < cols; ++j) {
+            const W z = static_cast<W>(x[j]) - m;
+            y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
+        }
+    }
+}
+
+}  // namespace graft::kernels::reference
+// ---- end graft/kernels/reference.hpp
 
 namespace graft {
 namespace detail {
@@ -5344,6 +5059,289 @@ namespace ops {
 }  // namespace ops
 }  // namespace graft
 // ---- end graft/ops/softmax.hpp
+// ---- begin graft/ops/table.hpp
+// The op table: one definition per elementwise op, read by every layer that
+// needs to know about ops. Each definition (a type in graft::ops::def) names
+// the op and its backward node, gives its arity and kernel, a scalar reference
+// for one element, and its derivative written once, generically, with the
+// ops' free functions. The eager engine instantiates the derivative with
+// graft::Tensor (so backward is itself differentiable), the compile-time graphs
+// (graft/expr) with expression types, and the graph IR with its values.
+//
+// `call(values...)` applies the op to values of any type that has the op as a free
+// function (graft::tensor: graft::tanh etc., recorded by autograd).
+// A derivative `grad_<i>(g, inputs..., out)` returns the gradient of input i,
+// of the output's (broadcast) shape: the caller sums it back to the input's
+// shape. `grad_reads<i>` says which of inputs/out that derivative reads, so
+// callers save only what they need (PyTorch's saved-variable rules).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace graft::ops {
+
+/// What an op computes per element: its operands and result categories.
+enum class op_kind {
+    unary,    // one floating-point operand
+    binary,   // two operands, broadcast, promoted to a common dtype
+    compare,  // two operands -> bool, not differentiable
+    where,    // (bool condition, a, b) -> a or b per element
+    logical,  // bool operands -> bool (logical_and), not differentiable
+};
+
+/// Bits of `grad_reads`: which values a derivative reads.
+inline constexpr unsigned reads_input0 = 1U << 0;
+inline constexpr unsigned reads_input1 = 1U << 1;
+inline constexpr unsigned reads_input2 = 1U << 2;
+inline constexpr unsigned reads_output = 1U << 3;
+[[nodiscard]] constexpr unsigned reads_input(int i) noexcept { return 1U << i; }
+
+namespace def {
+
+// Derivatives call the ops' free functions unqualified, found by argument-dependent
+// lookup for the value type (graft::Tensor, expression types, IR values). These
+// deleted declarations stop ordinary lookup here, so graft::ops' raw (non-recording)
+// functions never compete with the value type's own.
+void neg() = delete;
+void abs() = delete;
+void exp() = delete;
+void log() = delete;
+void sqrt() = delete;
+void rsqrt() = delete;
+void tanh() = delete;
+void sigmoid() = delete;
+void relu() = delete;
+void sin() = delete;
+void cos() = delete;
+void sign() = delete;
+void add() = delete;
+void sub() = delete;
+void mul() = delete;
+void div() = delete;
+void pow() = delete;
+void maximum() = delete;
+void minimum() = delete;
+void eq() = delete;
+void ne() = delete;
+void lt() = delete;
+void le() = delete;
+void gt() = delete;
+void ge() = delete;
+void where() = delete;
+void zeros_like() = delete;
+void logical_and() = delete;
+
+// ---------------------------------------------------------------- unary
+
+#define GRAFT_DETAIL_UNARY_DEF(ident, kernel_op, backward_name, reads, ...)                          \
+    struct ident##_op {                                                                               \
+        static constexpr std::string_view name = #ident;                                              \
+        static constexpr const char* node_name = backward_name;                                       \
+        static constexpr op_kind kind = op_kind::unary;                                               \
+        static constexpr int arity = 1;                                                               \
+        static constexpr kernels::unary_op kernel = kernels::unary_op::kernel_op;                     \
+        static constexpr bool differentiable = true;                                                  \
+        static constexpr std::array<unsigned, 1> grad_reads{reads};                                   \
+        template <class T>                                                                            \
+        [[nodiscard]] static constexpr T scalar(T x) {                                                          \
+            return kernels::reference::unary_scalar(kernel, x);                                       \
+        }                                                                                             \
+        template <class X>                                                                            \
+        [[nodiscard]] static auto call(const X& x) {                                                  \
+            return ident(x);                                                                          \
+        }                                                                                             \
+        template <class G, class X, class Y>                                                          \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const X& x,    \
+                                         [[maybe_unused]] const Y& y) {                               \
+            __VA_ARGS__                                                                               \
+        }                                                                                             \
+    };
+
+GRAFT_DETAIL_UNARY_DEF(neg, neg, "NegBackward0", 0U, return -g;)
+GRAFT_DETAIL_UNARY_DEF(abs, abs, "AbsBackward0", reads_input0, return g * sign(x);)
+GRAFT_DETAIL_UNARY_DEF(exp, exp, "ExpBackward0", reads_output, return g * y;)
+GRAFT_DETAIL_UNARY_DEF(log, log, "LogBackward0", reads_input0, return g / x;)
+GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y * 2.0);)
+GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
+GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
+GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
+GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
+GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
+GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
+#undef GRAFT_DETAIL_UNARY_DEF
+
+// ---------------------------------------------------------------- binary
+
+#define GRAFT_DETAIL_BINARY_DEF(ident, kernel_op, backward_name, reads_a, reads_b, grad_a_body, grad_b_body) \
+    struct ident##_op {                                                                                       \
+        static constexpr std::string_view name = #ident;                                                      \
+        static constexpr const char* node_name = backward_name;                                               \
+        static constexpr op_kind kind = op_kind::binary;                                                      \
+        static constexpr int arity = 2;                                                                       \
+        static constexpr kernels::binary_op kernel = kernels::binary_op::kernel_op;                           \
+        static constexpr bool differentiable = true;                                                          \
+        static constexpr std::array<unsigned, 2> grad_reads{reads_a, reads_b};                                \
+        template <class T>                                                                                    \
+        [[nodiscard]] static constexpr T scalar(T a, T b) {                                                             \
+            return kernels::reference::binary_scalar(kernel, a, b);                                           \
+        }                                                                                                     \
+        template <class A, class B>                                                                           \
+        [[nodiscard]] static auto call(const A& a, const B& b) {                                              \
+            return ident(a, b);                                                                               \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static constexpr auto grad_0([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_a_body                                                                                       \
+        }                                                                                                     \
+        template <class G, class A, class B, class Y>                                                         \
+        [[nodiscard]] static constexpr auto grad_1([[maybe_unused]] const G& g, [[maybe_unused]] const A& a,            \
+                                         [[maybe_unused]] const B& b, [[maybe_unused]] const Y& y) {          \
+            grad_b_body                                                                                       \
+        }                                                                                                     \
+    };
+
+GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
+GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
+GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
+GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
+                        return -g * a / (b * b);)
+// PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
+GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1 | reads_output,
+                        return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
+                        return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
+// Ties split the gradient evenly between the operands, as PyTorch does.
+GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
+GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
+                        reads_input0 | reads_input1,
+                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
+                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
+#undef GRAFT_DETAIL_BINARY_DEF
+
+// ---------------------------------------------------------------- comparisons
+
+#define GRAFT_DETAIL_COMPARE_DEF(ident, kernel_op)                             \
+    struct ident##_op {                                                        \
+        static constexpr std::string_view name = #ident;                       \
+        static constexpr const char* node_name = nullptr;                      \
+        static constexpr op_kind kind = op_kind::compare;                      \
+        static constexpr int arity = 2;                                        \
+        static constexpr kernels::compare_op kernel = kernels::compare_op::kernel_op; \
+        static constexpr bool differentiable = false;                          \
+        template <class T>                                                     \
+        [[nodiscard]] static constexpr bool scalar(T a, T b) {                           \
+            return kernels::reference::compare_scalar(kernel, a, b);           \
+        }                                                                      \
+        template <class A, class B>                                            \
+        [[nodiscard]] static auto call(const A& a, const B& b) {               \
+            return ident(a, b);                                                \
+        }                                                                      \
+    };
+GRAFT_DETAIL_COMPARE_DEF(eq, eq)
+GRAFT_DETAIL_COMPARE_DEF(ne, ne)
+GRAFT_DETAIL_COMPARE_DEF(lt, lt)
+GRAFT_DETAIL_COMPARE_DEF(le, le)
+GRAFT_DETAIL_COMPARE_DEF(gt, gt)
+GRAFT_DETAIL_COMPARE_DEF(ge, ge)
+#undef GRAFT_DETAIL_COMPARE_DEF
+
+// ---------------------------------------------------------------- where
+
+/// where(cond, a, b): differentiable in a and b (inputs 1 and 2), not in cond.
+struct where_op {
+    static constexpr std::string_view name = "where";
+    static constexpr const char* node_name = "WhereBackward0";
+    static constexpr op_kind kind = op_kind::where;
+    static constexpr int arity = 3;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 3> grad_reads{0U, reads_input0, reads_input0};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(bool c, T a, T b) { return c ? a : b; }
+    template <class C, class A, class B>
+    [[nodiscard]] static auto call(const C& c, const A& a, const B& b) {
+        return where(c, a, b);
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static constexpr auto grad_1(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, g, zeros_like(g));
+    }
+    template <class G, class C, class A, class B, class Y>
+    [[nodiscard]] static constexpr auto grad_2(const G& g, const C& c, const A&, const B&, const Y&) {
+        return where(c, zeros_like(g), g);
+    }
+};
+
+/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
+/// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
+struct sign_op {
+    static constexpr std::string_view name = "sign";
+    static constexpr const char* node_name = "SignBackward0";
+    static constexpr op_kind kind = op_kind::unary;
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr std::array<unsigned, 1> grad_reads{0U};
+    template <class T>
+    [[nodiscard]] static constexpr T scalar(T x) {
+        if (x != x) return x;
+        return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    }
+    template <class X>
+    [[nodiscard]] static auto call(const X& x) {
+        return sign(x);
+    }
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return zeros_like(g);
+    }
+};
+
+/// logical_and(a, b) of two bool values (used by pow's derivative); not differentiable.
+struct logical_and_op {
+    static constexpr std::string_view name = "logical_and";
+    static constexpr const char* node_name = nullptr;
+    static constexpr op_kind kind = op_kind::logical;
+    static constexpr int arity = 2;
+    static constexpr bool differentiable = false;
+    [[nodiscard]] static constexpr bool scalar(bool a, bool b) { return a && b; }
+    template <class A, class B>
+    [[nodiscard]] static auto call(const A& a, const B& b) {
+        return logical_and(a, b);
+    }
+};
+
+}  // namespace def
+
+/// Every op in the table, for code that iterates over all of them.
+using all_elementwise_ops =
+    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
+
+/// An op-table entry: what every layer may rely on.
+template <class Op>
+concept op_definition = requires {
+    { Op::name } -> std::convertible_to<std::string_view>;
+    { Op::kind } -> std::convertible_to<op_kind>;
+    { Op::arity } -> std::convertible_to<int>;
+    { Op::differentiable } -> std::convertible_to<bool>;
+};
+
+/// Does input `i`'s derivative of `Op` read value `bit` (reads_input0.., reads_output)?
+template <class Op>
+[[nodiscard]] constexpr bool grad_reads(int i, unsigned bit) {
+    if constexpr (requires { Op::grad_reads; }) return (Op::grad_reads[static_cast<std::size_t>(i)] & bit) != 0;
+    else return false;
+}
+
+}  // namespace graft::ops
+// ---- end graft/ops/table.hpp
 // ---- begin graft/autograd/engine.hpp
 // The reverse-mode engine: runs the backward graph from root gradients in
 // dependency order (later-created nodes first), with PyTorch's hook order.
@@ -8514,6 +8512,132 @@ namespace detail {
 // ---- begin graft/expr/expr.hpp
 // graft::expr: compile-time graphs. Trace a generic lambda into a graph type,
 // optimize it with passes that are types, differentiate it at compile time.
+// ---- begin graft/expr/graph.hpp
+// Compile-time graphs: a graph is a type. Its instructions are a type list in
+// SSA order (each instruction names the ids of earlier instructions it reads),
+// its outputs a list of instruction ids. Passes map graph types to graph types;
+// the fused evaluator turns a graph type into one SIMD loop.
+//
+//   graph<instrs<input<0>, input<1>, apply<ops::def::mul_op, 0, 1>,
+//                literal<0>, apply<ops::def::add_op, 2, 3>>,
+//         outputs<4>, 1>
+//
+// is `x * w + c` where c is the first runtime literal (a number written in the
+// user's function; its value travels beside the type, in a std::array<double, 1>).
+// Compile-time constants (`constant<1.0>`) are part of the type, so passes can
+// fold and simplify them; runtime literals never compare equal to each other.
+//
+// Reductions (`apply<sum_op, id>`, `apply<mean_op, id>`) sum their operand over the
+// evaluation domain (the broadcast shape of all the graph's arguments) to a 0-dim
+// value. They may only be outputs: no instruction reads a reduction.
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+
+
+namespace graft::expr {
+
+/// The I-th argument of the graph: a tensor, or a number broadcast to every element.
+template <std::size_t I>
+struct input {
+    static constexpr std::size_t index = I;
+};
+
+/// A number known at compile time (part of the type).
+template <double V>
+struct constant {
+    static constexpr double value = V;
+};
+
+/// The K-th runtime number of the graph (its value is stored beside the type).
+template <std::size_t K>
+struct literal {
+    static constexpr std::size_t index = K;
+};
+
+/// The number of elements of the evaluation domain, as a number (used by mean's derivative).
+struct numel {};
+
+/// Op `Op` (a definition from graft::ops::def, or a reduction below) applied to earlier
+/// instructions.
+template <class Op, std::size_t... Operands>
+struct apply {
+    using op = Op;
+    static constexpr std::size_t arity = sizeof...(Operands);
+};
+
+/// The instructions of a graph, in SSA order: instruction i reads only ids < i.
+template <class... Instrs>
+struct instrs {
+    static constexpr std::size_t size = sizeof...(Instrs);
+};
+
+/// The instruction ids a graph returns, in order.
+template <std::size_t... Ids>
+struct outputs {
+    static constexpr std::size_t size = sizeof...(Ids);
+};
+
+/// A whole graph: instructions, outputs, and how many runtime literals it carries.
+template <class Instrs, class Outputs, std::size_t NumLiterals = 0>
+struct graph {
+    using instructions = Instrs;
+    using results = Outputs;
+    static constexpr std::size_t num_literals = NumLiterals;
+};
+
+/// A traced function: its graph type plus the values of its runtime literals.
+/// Every expr API takes and returns traced objects.
+template <class G>
+struct traced {
+    using graph_type = G;
+    std::array<double, G::num_literals> literals{};
+};
+
+// ---------------------------------------------------------------- reductions
+
+// Full reductions, laid out like the op table's entries (graft/ops/table.hpp), which has
+// no reduction kind: the graphs' own definitions. `grad_0(g, x, y)` is the gradient of
+// the operand, of the evaluation domain's shape (g, the 0-dim output gradient, broadcasts).
+
+/// sum(x): the sum of x over the evaluation domain.
+struct sum_op {
+    static constexpr std::string_view name = "sum";
+    static constexpr const char* node_name = "SumBackward0";
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr bool reduction = true;
+    static constexpr bool divides_by_numel = false;
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return g;
+    }
+};
+
+/// mean(x): sum(x) / numel (NaN over an empty domain, as 0/0).
+struct mean_op {
+    static constexpr std::string_view name = "mean";
+    static constexpr const char* node_name = "MeanBackward0";
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr bool reduction = true;
+    static constexpr bool divides_by_numel = true;
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return g / numel{};
+    }
+};
+
+/// Is `Op` a reduction (sum_op, mean_op)?
+template <class Op>
+concept reduction_op = requires {
+    { Op::reduction } -> std::convertible_to<bool>;
+} && Op::reduction;
+
+}  // namespace graft::expr
+// ---- end graft/expr/graph.hpp
 // ---- begin graft/expr/program.hpp
 // A graph type's value form: `program`, a constexpr-friendly list of instructions
 // (std::vector, usable in constant evaluation), and the two conversions
@@ -8541,7 +8665,8 @@ using op_list = std::tuple<ops::def::neg_op, ops::def::abs_op, ops::def::exp_op,
                            ops::def::sin_op, ops::def::cos_op, ops::def::sign_op, ops::def::add_op, ops::def::sub_op,
                            ops::def::mul_op, ops::def::div_op, ops::def::pow_op, ops::def::maximum_op,
                            ops::def::minimum_op, ops::def::eq_op, ops::def::ne_op, ops::def::lt_op, ops::def::le_op,
-                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op>;
+                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op,
+                           sum_op, mean_op>;
 
 inline constexpr std::size_t num_ops = std::tuple_size_v<op_list>;
 
@@ -8580,9 +8705,9 @@ constexpr void visit_op(std::size_t i, F&& f) {
 }
 
 /// Instruction kinds of a program.
-enum class instr_kind : unsigned char { input, constant, literal, apply };
+enum class instr_kind : unsigned char { input, constant, literal, apply, numel };
 
-/// One instruction: input<index>, constant<value>, literal<index> or apply<op_at<index>, args...>.
+/// One instruction: input<index>, constant<value>, literal<index>, numel or apply<op_at<index>, args...>.
 struct instr_data {
     instr_kind kind = instr_kind::constant;
     std::size_t index = 0;  // input number, literal number or op index
@@ -8603,6 +8728,7 @@ struct instr_data {
 [[nodiscard]] constexpr instr_data make_input(std::size_t i) { return {instr_kind::input, i, 0.0, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_constant(double v) { return {instr_kind::constant, 0, v, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_literal(std::size_t k) { return {instr_kind::literal, k, 0.0, 0, {}}; }
+[[nodiscard]] constexpr instr_data make_numel() { return {instr_kind::numel, 0, 0.0, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a) { return {instr_kind::apply, op, 0.0, 1, {a, 0, 0}}; }
 [[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a, std::size_t b) {
     return {instr_kind::apply, op, 0.0, 2, {a, b, 0}};
@@ -8633,9 +8759,20 @@ struct program {
         visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::name; });
         return r;
     }
+    /// The op kind of apply instruction `id` (reductions: unary, their one operand).
     [[nodiscard]] constexpr ops::op_kind op_kind(std::size_t id) const {
         ops::op_kind r{};
-        visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::kind; });
+        visit_op(nodes[id].index, [&](auto op) {
+            if constexpr (reduction_op<decltype(op)>) r = ops::op_kind::unary;
+            else r = decltype(op)::kind;
+        });
+        return r;
+    }
+    /// Is instruction `id` a reduction (sum, mean)?
+    [[nodiscard]] constexpr bool is_reduction(std::size_t id) const {
+        if (!is_apply(id)) return false;
+        bool r = false;
+        visit_op(nodes[id].index, [&](auto op) { r = reduction_op<decltype(op)>; });
         return r;
     }
     [[nodiscard]] constexpr bool is_apply(std::size_t id) const { return nodes[id].kind == instr_kind::apply; }
@@ -8648,7 +8785,7 @@ struct program {
     }
     /// Does instruction `id` produce a bool (a comparison or logical result)?
     [[nodiscard]] constexpr bool is_bool(std::size_t id) const {
-        if (!is_apply(id)) return false;
+        if (!is_apply(id) || is_reduction(id)) return false;
         const auto k = op_kind(id);
         return k == ops::op_kind::compare || k == ops::op_kind::logical;
     }
@@ -8680,7 +8817,8 @@ namespace detail {
 template <class I>
 struct instr_encode {
     static_assert(sizeof(I) == 0,
-                  "graft::expr: a graph instruction must be input<I>, constant<V>, literal<K> or apply<Op, ids...>");
+                  "graft::expr: a graph instruction must be input<I>, constant<V>, literal<K>, numel or "
+                  "apply<Op, ids...>");
 };
 template <std::size_t I>
 struct instr_encode<input<I>> {
@@ -8693,6 +8831,10 @@ struct instr_encode<constant<V>> {
 template <std::size_t K>
 struct instr_encode<literal<K>> {
     static constexpr instr_data value = make_literal(K);
+};
+template <>
+struct instr_encode<numel> {
+    static constexpr instr_data value = make_numel();
 };
 template <class Op, std::size_t... A>
 struct instr_encode<apply<Op, A...>> {
@@ -8734,6 +8876,23 @@ struct graph_encode<graph<instrs<Is...>, outputs<O...>, L>> {
     }();
     static_assert(well_formed, "graft::expr: graph is not in SSA order (an operand or output id is not an earlier "
                                "instruction) or uses literal<K> with K >= NumLiterals");
+    static constexpr bool reductions_at_root = [] {
+        const program p = make();
+        for (std::size_t i = 0; i < p.nodes.size(); ++i)
+            for (std::size_t k = 0; k < p.nodes[i].nargs; ++k)
+                if (p.nodes[i].args[k] < i && p.is_reduction(p.nodes[i].args[k])) return false;
+        return true;
+    }();
+    static_assert(reductions_at_root, "graft::expr: a reduction (sum/mean) may only be an output of a graph; no "
+                                      "instruction may read its result");
+    static constexpr bool reductions_of_numbers = [] {
+        const program p = make();
+        for (std::size_t i = 0; i < p.nodes.size(); ++i)
+            if (p.is_reduction(i) && p.nodes[i].args[0] < i && p.is_bool(p.nodes[i].args[0])) return false;
+        return true;
+    }();
+    static_assert(reductions_of_numbers, "graft::expr: sum/mean of a comparison or logical (bool) value is not "
+                                         "supported; sum where(c, 1.0, 0.0) instead");
 };
 }  // namespace detail
 
@@ -8767,6 +8926,7 @@ consteval auto instr_type() {
     if constexpr (D.kind == instr_kind::input) return std::type_identity<input<D.index>>{};
     else if constexpr (D.kind == instr_kind::constant) return std::type_identity<constant<D.value>>{};
     else if constexpr (D.kind == instr_kind::literal) return std::type_identity<literal<D.index>>{};
+    else if constexpr (D.kind == instr_kind::numel) return std::type_identity<numel>{};
     else if constexpr (D.nargs == 1) return std::type_identity<apply<op_at<D.index>, D.args[0]>>{};
     else if constexpr (D.nargs == 2) return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1]>>{};
     else return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1], D.args[2]>>{};
@@ -8830,6 +8990,8 @@ using program_graph_t = typename detail::materialize<Builder>::type;
 //                   are not applied to comparison results (bool * 1 is a float).
 //   dce             drops instructions no output reads (inputs are always kept:
 //                   they are the graph's signature).
+// Reductions (sum, mean) are outputs like any other: cse merges identical ones, dce
+// keeps them and what they read; fold and simplify leave them alone.
 // Every pass keeps the literal array unchanged.
 #include <boost/hana/basic_tuple.hpp>
 #include <boost/hana/fold_left.hpp>
@@ -8923,9 +9085,13 @@ namespace detail {
         double v = 0.0;
         visit_op(d.index, [&](auto op) {
             using Op = decltype(op);
-            if constexpr (Op::kind == ops::op_kind::unary) v = Op::scalar(r.nodes[d.args[0]].value);
-            else if constexpr (Op::kind == ops::op_kind::binary)
+            if constexpr (reduction_op<Op>) {
+                // never folded (not in the foldable list: the value depends on the domain)
+            } else if constexpr (Op::kind == ops::op_kind::unary) {
+                v = Op::scalar(r.nodes[d.args[0]].value);
+            } else if constexpr (Op::kind == ops::op_kind::binary) {
                 v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
+            }
         });
         r.nodes[i] = make_constant(v);
     }
@@ -9056,6 +9222,10 @@ using default_pipeline = pipeline<cse, fold_constants, simplify, cse, dce>;
 // Operands: expressions, plain numbers (runtime literals: `#k`, value in
 // e.literals) and compile-time constants `expr::c<1.0>` / `expr::constant<1.0>{}`
 // (part of the type: the passes can fold and simplify them).
+//
+// Full reductions `sum(e)` / `mean(e)` (to a 0-dim value, over the evaluation domain:
+// the broadcast shape of all arguments) may only be outputs: the function's result or
+// an element of outputs_of. Using one as an operand stops at a static_assert.
 #include <concepts>
 #include <cstddef>
 #include <tuple>
@@ -9102,6 +9272,12 @@ struct node<Op, A, B, C> {
     C c;
 };
 
+/// A full reduction (sum_op or mean_op) of an expression: only an output, never an operand.
+template <class Op, class E>
+struct reduced {
+    E a;
+};
+
 /// A compile-time constant usable inside traced functions: `x * expr::c<2.0>`.
 template <double V>
 inline constexpr constant<V> c{};
@@ -9117,13 +9293,31 @@ template <>
 struct is_expression<ref> : std::true_type {};
 template <double V>
 struct is_expression<constant<V>> : std::true_type {};
+template <>
+struct is_expression<numel> : std::true_type {};
 template <class Op, class... Ch>
 struct is_expression<node<Op, Ch...>> : std::true_type {};
+
+template <class T>
+struct is_reduced : std::false_type {};
+template <class Op, class E>
+struct is_reduced<reduced<Op, E>> : std::true_type {};
+
+/// Is T an op node that yields a bool (a comparison or logical_and)?
+template <class T>
+struct is_bool_node : std::false_type {};
+template <class Op, class... Ch>
+struct is_bool_node<node<Op, Ch...>>
+    : std::bool_constant<Op::kind == ops::op_kind::compare || Op::kind == ops::op_kind::logical> {};
 }  // namespace detail
 
 /// An expression value (placeholder, number, constant or op node).
 template <class T>
 concept expression = detail::is_expression<std::remove_cvref_t<T>>::value;
+
+/// A full reduction sum(e) / mean(e): a valid output, not an operand.
+template <class T>
+concept reduced_expression = detail::is_reduced<std::remove_cvref_t<T>>::value;
 
 /// What an operator accepts next to an expression: an expression or a number.
 template <class T>
@@ -9133,7 +9327,7 @@ concept operand = expression<T> || (std::is_arithmetic_v<std::remove_cvref_t<T>>
 namespace detail {
 template <class T>
 constexpr auto to_expr(const T& x) {
-    if constexpr (expression<T>) return x;
+    if constexpr (expression<T> || reduced_expression<T>) return x;
     else return number{static_cast<double>(x)};
 }
 template <class T>
@@ -9142,11 +9336,18 @@ using expr_t = decltype(to_expr(std::declval<const T&>()));
 template <class A, class B>
 concept binary_operands = (expression<A> || expression<B>) && operand<A> && operand<B>;
 template <class A, class B>
-concept bad_binary_operands = (expression<A> && !operand<B>) || (expression<B> && !operand<A>);
+concept reduced_operands = reduced_expression<A> || reduced_expression<B>;
+template <class A, class B>
+concept bad_binary_operands =
+    !reduced_operands<A, B> && ((expression<A> && !operand<B>) || (expression<B> && !operand<A>));
 
 template <class T>
 inline constexpr bool always_false = false;
 }  // namespace detail
+
+#define GRAFT_EXPR_REDUCTION_OPERAND_MSG                                                                       \
+    "graft::expr: a reduction (sum or mean) may only be an output of a traced function (its result or an " \
+    "element of outputs_of), not an operand of another op"
 
 #define GRAFT_EXPR_BAD_OPERAND_MSG                                                                              \
     "graft::expr: unsupported operand type in a traced expression: operands must be expressions (the lambda's " \
@@ -9157,6 +9358,10 @@ inline constexpr bool always_false = false;
     template <expression E>                                                    \
     [[nodiscard]] constexpr node<ops::def::fn##_op, E> fn(const E& e) {        \
         return {e};                                                            \
+    }                                                                          \
+    template <reduced_expression R>                                            \
+    void fn(const R&) {                                                        \
+        static_assert(detail::always_false<R>, GRAFT_EXPR_REDUCTION_OPERAND_MSG); \
     }
 GRAFT_EXPR_UNARY(neg)
 GRAFT_EXPR_UNARY(abs)
@@ -9176,6 +9381,10 @@ template <expression E>
 [[nodiscard]] constexpr node<ops::def::neg_op, E> operator-(const E& e) {
     return {e};
 }
+template <reduced_expression R>
+void operator-(const R&) {
+    static_assert(detail::always_false<R>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+}
 
 /// zeros_like(e): the compile-time constant 0 (broadcast like any scalar).
 template <expression E>
@@ -9194,6 +9403,11 @@ template <expression E>
         requires detail::bad_binary_operands<A, B>                                                  \
     void fn(const A&, const B&) {                                                                   \
         static_assert(detail::always_false<A>, GRAFT_EXPR_BAD_OPERAND_MSG);                         \
+    }                                                                                               \
+    template <class A, class B>                                                                     \
+        requires detail::reduced_operands<A, B>                                                     \
+    void fn(const A&, const B&) {                                                                   \
+        static_assert(detail::always_false<A>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);                   \
     }
 GRAFT_EXPR_BINARY(add, ops::def::add_op)
 GRAFT_EXPR_BINARY(sub, ops::def::sub_op)
@@ -9228,6 +9442,50 @@ template <class C, class A, class B>
     const C& cond, const A& a, const B& b) {
     return {detail::to_expr(cond), detail::to_expr(a), detail::to_expr(b)};
 }
+template <class C, class A, class B>
+    requires reduced_expression<C> || reduced_expression<A> || reduced_expression<B>
+void where(const C&, const A&, const B&) {
+    static_assert(detail::always_false<C>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+}
+
+namespace detail {
+template <class Op, class E>
+constexpr auto make_reduction(const E& e) {
+    static_assert(!reduced_expression<E>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+    static_assert(!is_bool_node<E>::value,
+                  "graft::expr: sum/mean of a comparison or logical (bool) value is not supported in a traced "
+                  "function; sum where(c, 1.0, 0.0) instead");
+    if constexpr (!reduced_expression<E> && !is_bool_node<E>::value) return reduced<Op, E>{e};
+}
+}  // namespace detail
+
+/// sum(e): the sum of e over the evaluation domain (the broadcast shape of all arguments),
+/// a 0-dim value. Only as an output of the traced function.
+template <class E>
+    requires expression<E> || reduced_expression<E>
+constexpr auto sum(const E& e) {
+    return detail::make_reduction<sum_op>(e);
+}
+
+/// mean(e): sum(e) divided by the number of elements of the evaluation domain.
+template <class E>
+    requires expression<E> || reduced_expression<E>
+constexpr auto mean(const E& e) {
+    return detail::make_reduction<mean_op>(e);
+}
+
+// Reductions over some dims (or with keepdim) cannot be fused into one 0-dim result.
+#define GRAFT_EXPR_PARTIAL_REDUCTION(fn)                                                                    \
+    template <class E, class D0, class... Rest>                                                             \
+        requires expression<E> || reduced_expression<E>                                                     \
+    void fn(const E&, const D0&, const Rest&...) {                                                          \
+        static_assert(detail::always_false<E>,                                                              \
+                      "graft::expr: only full reductions are fusable: " #fn "(e) reduces every element to a " \
+                      "0-dim value; " #fn " over dims (or with keepdim) is not supported in a traced function"); \
+    }
+GRAFT_EXPR_PARTIAL_REDUCTION(sum)
+GRAFT_EXPR_PARTIAL_REDUCTION(mean)
+#undef GRAFT_EXPR_PARTIAL_REDUCTION
 
 // Ops that exist for tensors but are not elementwise table ops: a readable error.
 #define GRAFT_EXPR_NOT_FUSABLE(fn)                                                                          \
@@ -9235,21 +9493,21 @@ template <class C, class A, class B>
     void fn(const E&, const Rest&...) {                                                                     \
         static_assert(detail::always_false<E>,                                                              \
                       "graft::expr: " #fn " is not fusable: a traced function may use only the elementwise " \
-                      "ops of the op table (unary, binary, comparisons, where)");                           \
+                      "ops of the op table (unary, binary, comparisons, where) and sum/mean as outputs");   \
     }
 GRAFT_EXPR_NOT_FUSABLE(matmul)
 GRAFT_EXPR_NOT_FUSABLE(softmax)
 GRAFT_EXPR_NOT_FUSABLE(log_softmax)
-GRAFT_EXPR_NOT_FUSABLE(sum)
-GRAFT_EXPR_NOT_FUSABLE(mean)
 GRAFT_EXPR_NOT_FUSABLE(amax)
 GRAFT_EXPR_NOT_FUSABLE(amin)
 GRAFT_EXPR_NOT_FUSABLE(gelu)
 GRAFT_EXPR_NOT_FUSABLE(sum_to_size)
 #undef GRAFT_EXPR_NOT_FUSABLE
 
-/// Several outputs of one traced function (they share common subexpressions).
-template <operand... E>
+/// Several outputs of one traced function (they share common subexpressions); each is an
+/// expression, a number or a reduction sum(e) / mean(e).
+template <class... E>
+    requires((operand<E> || reduced_expression<E>) && ...)
 [[nodiscard]] constexpr std::tuple<detail::expr_t<E>...> outputs_of(const E&... e) {
     return {detail::to_expr(e)...};
 }
@@ -9269,6 +9527,12 @@ struct emitter {
         return I;
     }
     constexpr std::size_t operator()(const ref& r) const { return r.id; }
+    constexpr std::size_t operator()(const numel&) const { return p.push(make_numel()); }
+    template <class Op, class A>
+    constexpr std::size_t operator()(const reduced<Op, A>& e) const {
+        const std::size_t a = (*this)(e.a);
+        return p.push(make_apply(op_index_v<Op>, a));
+    }
     template <double V>
     constexpr std::size_t operator()(const constant<V>&) const {
         return p.push(make_constant(V));
@@ -9331,10 +9595,10 @@ template <class R>
 inline constexpr bool valid_result = [] {
     if constexpr (is_tuple<R>::value) {
         return []<class... E>(std::type_identity<std::tuple<E...>>) {
-            return sizeof...(E) > 0 && (expression<E> && ...);
+            return sizeof...(E) > 0 && ((expression<E> || reduced_expression<E>) && ...);
         }(std::type_identity<R>{});
     } else {
-        return expression<R>;
+        return expression<R> || reduced_expression<R>;
     }
 }();
 
@@ -9386,13 +9650,15 @@ using traced_graph_t = typename decltype(trace<N>(std::declval<F>()))::graph_typ
 }  // namespace graft::expr
 
 #undef GRAFT_EXPR_BAD_OPERAND_MSG
+#undef GRAFT_EXPR_REDUCTION_OPERAND_MSG
 // ---- end graft/expr/trace.hpp
 // ---- begin graft/expr/print.hpp
 // Printing graphs, at compile time (`name_v<G>`, `listing_v<G>`: std::string_view
 // into static constexpr char arrays) and at run time (`to_string`).
 //   name_v:    the outputs as nested expressions: "mul(tanh(add(mul(%0, %1), #0)), sigmoid(%0))";
 //              several outputs print as "(e0, e1)". %i is input i, #k literal k,
-//              numbers are compile-time constants.
+//              numbers are compile-time constants, `numel` the domain's element count;
+//              reductions print as "sum(...)" / "mean(...)".
 //   listing_v: one instruction per line in SSA form ("%2 = mul(%0, %1)"), then
 //              "return %7" - compact for graphs with much sharing (gradients).
 #include <array>
@@ -9488,6 +9754,7 @@ constexpr void append_leaf(text& s, const program& p, std::size_t id) {
             append_uint(s, d.index);
             return;
         case instr_kind::constant: append_double(s, d.value); return;
+        case instr_kind::numel: s += "numel"; return;
         case instr_kind::apply: return;
     }
 }
@@ -9886,6 +10153,9 @@ template <class G, class Policy>
 // the op table's `call` on graft::Tensor values (so autograd records it when an
 // argument requires grad). It is the reference the fused evaluator is tested
 // against, and how the graph and gradient tests check graphs numerically.
+// Reductions run graft::sum / graft::mean over the evaluation domain (the broadcast
+// shape of all tensor arguments: the operand is expanded to it first), and `numel` is
+// that domain's element count, as in the fused evaluator.
 #include <array>
 #include <cstddef>
 #include <type_traits>
@@ -9913,62 +10183,108 @@ void first_tensor_type(const A& a, dtype& t, bool& found) {
     }
 }
 
+/// What every instruction may read: argument tensors, literal values, the dtype of
+/// numbers, and the evaluation domain (the broadcast shape of all arguments).
+template <std::size_t L>
+struct interpret_context {
+    const std::vector<Tensor>& args;
+    const std::array<double, L>& lits;
+    dtype type;
+    const int_list& domain;
+};
+
 template <class I>
 struct interpret_instr;
 template <std::size_t I>
 struct interpret_instr<input<I>> {
-    template <std::size_t L>
-    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>& args, const std::array<double, L>&,
-                      dtype) {
-        return args[I];
+    template <class Ctx>
+    static Tensor run(const std::vector<Tensor>&, const Ctx& c) {
+        return c.args[I];
     }
 };
 template <double V>
 struct interpret_instr<constant<V>> {
-    template <std::size_t L>
-    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::array<double, L>&, dtype t) {
-        return scalar_tensor(V, t);
+    template <class Ctx>
+    static Tensor run(const std::vector<Tensor>&, const Ctx& c) {
+        return scalar_tensor(V, c.type);
     }
 };
 template <std::size_t K>
 struct interpret_instr<literal<K>> {
-    template <std::size_t L>
-    static Tensor run(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::array<double, L>& lits,
-                      dtype t) {
-        return scalar_tensor(lits[K], t);
+    template <class Ctx>
+    static Tensor run(const std::vector<Tensor>&, const Ctx& c) {
+        return scalar_tensor(c.lits[K], c.type);
+    }
+};
+template <>
+struct interpret_instr<numel> {
+    template <class Ctx>
+    static Tensor run(const std::vector<Tensor>&, const Ctx& c) {
+        return scalar_tensor(static_cast<double>(graft::detail::numel_of(c.domain)), c.type);
     }
 };
 template <class Op, std::size_t... A>
 struct interpret_instr<apply<Op, A...>> {
-    template <std::size_t L>
-    static Tensor run(const std::vector<Tensor>& vals, const std::vector<Tensor>&, const std::array<double, L>&,
-                      dtype) {
-        return Op::call(vals[A]...);
+    template <class Ctx>
+    static Tensor run(const std::vector<Tensor>& vals, const Ctx& c) {
+        if constexpr (reduction_op<Op>) {
+            // Over the domain, as the fused evaluator: the operand broadcast to it first.
+            constexpr std::size_t ids[] = {A...};
+            const Tensor& v = vals[ids[0]];
+            const Tensor x = v.sizes() == c.domain ? v : v.expand(c.domain);
+            if constexpr (Op::divides_by_numel) return graft::mean(x);
+            else return graft::sum(x);
+        } else {
+            return Op::call(vals[A]...);
+        }
     }
 };
 
+/// The broadcast shape of the tensor arguments (and of `domain`, if given).
+template <class... Args>
+int_list interpret_domain(const int_list* domain, const Args&... args) {
+    int_list shape = domain != nullptr ? *domain : int_list{};
+    (
+        [&] {
+            if constexpr (std::is_same_v<std::remove_cvref_t<Args>, Tensor>) shape = broadcast_shapes(shape, args.sizes());
+        }(),
+        ...);
+    return shape;
+}
+
 template <class... Is, std::size_t... O, std::size_t L, class... Args>
 std::array<Tensor, sizeof...(O)> interpret_graph(graph<instrs<Is...>, outputs<O...>, L>*,
-                                                 const std::array<double, L>& lits, const Args&... args) {
+                                                 const std::array<double, L>& lits, const int_list* domain,
+                                                 const Args&... args) {
     dtype type = default_float_dtype;
     bool found = false;
     (first_tensor_type(args, type, found), ...);
     const std::vector<Tensor> in{interpret_arg(args, type)...};
+    const int_list shape = interpret_domain(domain, args...);
+    const interpret_context<L> ctx{in, lits, type, shape};
     std::vector<Tensor> vals;
     vals.reserve(sizeof...(Is));
-    (vals.push_back(interpret_instr<Is>::run(vals, in, lits, type)), ...);
+    (vals.push_back(interpret_instr<Is>::run(vals, ctx)), ...);
     return {vals[O]...};
+}
+
+/// interpret_all over the evaluation domain `domain` (broadcast with the arguments'
+/// shapes): used for backward graphs, whose domain is their forward's.
+template <class G, class... Args>
+[[nodiscard]] auto interpret_all_in(const int_list& domain, const traced<G>& e, const Args&... args) {
+    return interpret_graph(static_cast<G*>(nullptr), e.literals, &domain, args...);
 }
 
 }  // namespace detail
 
 /// Every output of `e` computed eagerly from `args` (Tensors or numbers; numbers
-/// and constants become 0-dim tensors of the first Tensor argument's dtype).
+/// and constants become 0-dim tensors of the first Tensor argument's dtype;
+/// reductions are 0-dim tensors).
 template <class G, class... Args>
 [[nodiscard]] auto interpret_all(const traced<G>& e, const Args&... args) {
     static_assert(((std::is_same_v<Args, Tensor> || std::is_arithmetic_v<Args>) && ...),
                   "graft::expr::interpret(e, args...): arguments must be graft::Tensor or numbers");
-    return detail::interpret_graph(static_cast<G*>(nullptr), e.literals, args...);
+    return detail::interpret_graph(static_cast<G*>(nullptr), e.literals, nullptr, args...);
 }
 
 /// The single output of `e` computed eagerly from `args`.
@@ -9999,6 +10315,7 @@ template <class G, class... Args>
 //   Tensor y = ex::evaluate(e, x, w);                       // one output
 //   auto [a, b] = ex::evaluate_all(e2, x, 2.0);            // every output, std::array<Tensor, M>
 //   Tensor z = ex::evaluate(ex::static_shape<1024>{}, e, x, w);  // compile-time bounds
+//   Tensor s = ex::evaluate(ex::trace<2>([](auto x, auto w) { return sum(tanh(x * w)); }), x, w);  // 0-dim
 //
 // * Arguments: graft::Tensor or C++ numbers (broadcast scalars). The computation dtype
 //   is graft's type promotion of all arguments (numbers do not raise float32 to
@@ -10009,8 +10326,12 @@ template <class G, class... Args>
 //   otherwise (broadcasting, 0-dim tensors, non-contiguous views) the rows of the
 //   broadcast iteration (graft::detail::for_each_row) run the same vector program with
 //   broadcast / contiguous / gathered operands.
+// * Reductions (sum/mean outputs) are 0-dim tensors. They sum over the broadcast shape
+//   (the evaluation domain) in the same pass, per SIMD lane in float64 (float32 values are
+//   widened first), then across lanes: the elementwise operand is never stored. The
+//   summation order differs from eager sum(), so results agree to rounding, not bit for bit.
 // * SIMD target: the instantiation of graft::kernels::current_target() (same lane math
-//   as the eager kernels, graft/kernels/lanes-inl.hpp).
+//   as the eager kernels, graft/kernels/lanes-inl.hpp); see graft/expr/detail/fused.hpp.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -10019,6 +10340,176 @@ template <class G, class... Args>
 #include <type_traits>
 #include <utility>
 
+// ---- begin graft/expr/detail/fused.hpp
+// graft/expr/detail/fused.hpp: compiles the fused evaluator's loops
+// (graft/expr/detail/fused-inl.hpp) once per SIMD target, from the expr layer.
+//
+// Why not a second hwy/foreach_target.h pass: Highway 1.0.3's foreach_target.h has an
+// include guard and its toggle is one global parity, so a translation unit gets exactly
+// one pass, which graft/kernels/dispatch.hpp uses for the kernels. That pass has already
+// defined Highway's ops (hwy::N_<TARGET>) and graft's lane functors
+// (graft::kernels::N_<TARGET>) for every compiled target. fused-inl.hpp only adds
+// templates on top of them, so each target needs only Highway's per-target macros
+// (HWY_NAMESPACE, HWY_BEFORE_NAMESPACE, HWY_ATTR, ...), which hwy/ops/set_macros-inl.h
+// (re)defines for the current HWY_TARGET every time it is included. Below, for every
+// target the kernels pass compiled (the same condition foreach_target.h uses), HWY_TARGET
+// is set, the macros are set, and fused-inl.hpp is included; the static target comes
+// last, so the macros end as they were.
+//
+// Include at file scope, outside any per-target region (as graft/kernels/dispatch.hpp).
+// In the single header (scripts/amalgamate.py), GRAFT_EXPR_FUSED_INL names the single
+// header itself, which then emits only fused-inl.hpp's body (GRAFT_EXPR_FUSED_PASS).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+#include <hwy/highway.h>
+
+#if HWY_TARGET != HWY_STATIC_TARGET
+#error "graft/expr/detail/fused.hpp must be included outside per-target code (HWY_TARGET is not the static target)"
+#endif
+
+// ---------------------------------------------------------------- target-independent facts
+
+namespace graft::expr::detail {
+
+/// Does op `Op` produce a bool (a mask in the fused program)?
+template <class Op>
+inline constexpr bool op_yields_bool = [] {
+    if constexpr (reduction_op<Op>) return false;
+    else return Op::kind == ops::op_kind::compare || Op::kind == ops::op_kind::logical;
+}();
+
+/// Does instruction `Instr` produce a bool (a mask in the fused program)?
+template <class Instr>
+struct yields_mask : std::false_type {};
+template <class Op, std::size_t... A>
+struct yields_mask<expr::apply<Op, A...>> : std::bool_constant<op_yields_bool<Op>> {};
+
+/// Is instruction `Instr` a reduction (its value in the program is its operand's)?
+template <class Instr>
+struct is_reduction_instr : std::false_type {};
+template <class Op, std::size_t A>
+struct is_reduction_instr<expr::apply<Op, A>> : std::bool_constant<reduction_op<Op>> {};
+
+template <class Instrs, std::size_t Id>
+struct instr_at;
+template <class I0, class... Is>
+struct instr_at<expr::instrs<I0, Is...>, 0> {
+    using type = I0;
+};
+template <class I0, class... Is, std::size_t Id>
+struct instr_at<expr::instrs<I0, Is...>, Id> : instr_at<expr::instrs<Is...>, Id - 1> {};
+
+/// Is value `Id` of graph G a bool (mask)?
+template <class G, std::size_t Id>
+inline constexpr bool is_mask_v = yields_mask<typename instr_at<typename G::instructions, Id>::type>::value;
+
+/// Is value `Id` of graph G a reduction (sum/mean over the evaluation domain)?
+template <class G, std::size_t Id>
+inline constexpr bool is_reduction_v = is_reduction_instr<typename instr_at<typename G::instructions, Id>::type>::value;
+
+template <class Outputs>
+struct output_ids;
+template <std::size_t... Ids>
+struct output_ids<expr::outputs<Ids...>> {
+    static constexpr std::size_t size = sizeof...(Ids);
+    static constexpr std::size_t ids[sizeof...(Ids) > 0 ? sizeof...(Ids) : 1] = {Ids...};
+};
+
+/// Which outputs of G are reductions: `count` of them; output j accumulates into
+/// slot `slot[j]` (outputs that are not reductions have slot == count).
+template <class G>
+struct reduction_slots {
+    using O = output_ids<typename G::results>;
+    static constexpr std::size_t count = [] {
+        std::size_t c = 0;
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+            ((c += is_reduction_v<G, O::ids[J]> ? 1 : 0), ...);
+        }(std::make_index_sequence<O::size>{});
+        return c;
+    }();
+    static constexpr auto slot = [] {
+        std::array<std::size_t, O::size> s{};
+        std::size_t c = 0;
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+            ((s[J] = is_reduction_v<G, O::ids[J]> ? c++ : count), ...);
+        }(std::make_index_sequence<O::size>{});
+        return s;
+    }();
+};
+
+}  // namespace graft::expr::detail
+
+// ---------------------------------------------------------------- one instantiation per target
+
+#ifndef GRAFT_EXPR_FUSED_INL
+#define GRAFT_EXPR_FUSED_INL "graft/expr/detail/fused-inl.hpp"
+#endif
+#define GRAFT_EXPR_FUSED_PASS
+
+// The targets the fused evaluator supports (fixed-size vectors; see fused-inl.hpp), when
+// the kernels pass compiled them. Order does not matter; the static target comes last.
+#if (HWY_TARGETS & HWY_AVX3_DL) && (HWY_STATIC_TARGET != HWY_AVX3_DL)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_AVX3_DL
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_AVX3) && (HWY_STATIC_TARGET != HWY_AVX3)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_AVX3
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_AVX2) && (HWY_STATIC_TARGET != HWY_AVX2)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_AVX2
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_SSE4) && (HWY_STATIC_TARGET != HWY_SSE4)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_SSE4
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_SSSE3) && (HWY_STATIC_TARGET != HWY_SSSE3)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_SSSE3
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_NEON) && (HWY_STATIC_TARGET != HWY_NEON)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_NEON
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_EMU128) && (HWY_STATIC_TARGET != HWY_EMU128)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_EMU128
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+#if (HWY_TARGETS & HWY_SCALAR) && (HWY_STATIC_TARGET != HWY_SCALAR)
+#undef HWY_TARGET
+#define HWY_TARGET HWY_SCALAR
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+#endif
+// The static target last: HWY_TARGET and Highway's macros are restored.
+#undef HWY_TARGET
+#define HWY_TARGET HWY_STATIC_TARGET
+#include <hwy/ops/set_macros-inl.h>
+#include GRAFT_EXPR_FUSED_INL
+
+#undef GRAFT_EXPR_FUSED_PASS
+// ---- end graft/expr/detail/fused.hpp
 
 namespace graft::expr {
 
@@ -10059,6 +10550,28 @@ struct graph_facts<graph<instrs<Is...>, outputs<Os...>, L>> {
 template <class G, std::size_t J>
 inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J]>;
 
+/// Is output J of G a reduction (a 0-dim result)?
+template <class G, std::size_t J>
+inline constexpr bool output_is_reduction = is_reduction_v<G, graph_facts<G>::output_ids[J]>;
+
+/// Does output J of G divide its sum by the element count (mean)?
+template <class G, std::size_t J>
+inline constexpr bool output_is_mean = [] {
+    if constexpr (output_is_reduction<G, J>) {
+        using I = typename instr_at<typename G::instructions, graph_facts<G>::output_ids[J]>::type;
+        return I::op::divides_by_numel;
+    } else {
+        return false;
+    }
+}();
+
+/// The shape of output J for the evaluation domain `shape`.
+template <class G, std::size_t J>
+[[nodiscard]] int_list output_shape(const int_list& shape) {
+    if constexpr (output_is_reduction<G, J>) return {};
+    else return shape;
+}
+
 /// The graph's printed form, for error messages.
 template <class G>
 [[nodiscard]] constexpr std::string_view expr_name() {
@@ -10067,9 +10580,9 @@ template <class G>
 
 // ---------------------------------------------------------------- per-target selection
 
-using contig_fn = void (*)(const void* const*, char* const*, std::size_t, const double*);
+using contig_fn = void (*)(const void* const*, char* const*, std::size_t, const double*, double*);
 using strided_fn = void (*)(const char* const*, const std::int64_t*, char* const*, const std::int64_t*, std::size_t,
-                            const double*);
+                            const double*, double*);
 
 struct fused_fns {
     contig_fn contig;
@@ -10182,6 +10695,31 @@ template <class G, class... Args>
     return t;
 }
 
+/// The graph's literals followed by the domain's element count (the `numel` slot).
+template <class G>
+[[nodiscard]] std::array<double, G::num_literals + 1> literals_and_numel(const double* lits, std::size_t n) {
+    std::array<double, G::num_literals + 1> a{};
+    for (std::size_t k = 0; k < G::num_literals; ++k) a[k] = lits[k];
+    a[G::num_literals] = static_cast<double>(n);
+    return a;
+}
+
+/// Writes the reduction outputs from their float64 sums over n elements.
+template <class G, class T, std::size_t M>
+void write_reductions(const std::array<Tensor, M>& out, const double* sums, std::size_t n) {
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                if constexpr (output_is_reduction<G, Js>) {
+                    double v = sums[reduction_slots<G>::slot[Js]];
+                    if constexpr (output_is_mean<G, Js>) v /= static_cast<double>(n);  // 0/0: NaN
+                    *static_cast<T*>(out[Js].raw_data()) = static_cast<T>(v);
+                }
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+}
+
 /// New output tensors; outputs that name the same value share one tensor.
 template <class G, class T, std::size_t M>
 [[nodiscard]] std::array<Tensor, M> allocate_outputs(const int_list& shape) {
@@ -10195,24 +10733,26 @@ template <class G, class T, std::size_t M>
                         out[Js] = out[q];
                         return;
                     }
-                out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
+                out[Js] = empty(output_shape<G, Js>(shape), output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
             }(),
             ...);
     }(std::make_index_sequence<M>{});
     return out;
 }
 
-/// Caller-provided outputs: defined, of the broadcast shape and the result dtype.
+/// Caller-provided outputs: defined, of the broadcast shape (0-dim for reductions) and
+/// the result dtype.
 template <class G, class T, std::size_t M>
 [[nodiscard]] std::array<Tensor, M> check_outputs(const std::array<Tensor, M>& out, const int_list& shape) {
     [&]<std::size_t... Js>(std::index_sequence<Js...>) {
         (
             [&] {
                 const dtype want = output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>;
-                if (!(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want))
+                const int_list want_shape = output_shape<G, Js>(shape);
+                if (!(out[Js].defined() && out[Js].sizes() == want_shape && out[Js].type() == want))
                     graft::detail::fail(graft::detail::concat(
                         "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ", name(want),
-                        " tensor of shape ", shape, ", got ",
+                        " tensor of shape ", want_shape, ", got ",
                         out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
                                           : std::string("an undefined tensor")));
             }(),
@@ -10221,9 +10761,69 @@ template <class G, class T, std::size_t M>
     return out;
 }
 
+/// The fused loops over the domain `shape` (n > 0 elements).
+/// Argument k is a number when bit k of `Numbers` is set.
+template <class G, class T, std::uint64_t Numbers, std::size_t M, std::size_t NumIn>
+void run_loops(const double* lits, double* sums, std::array<prepared<T>, NumIn>& in,
+               const std::array<Tensor, M>& out, const int_list& shape, std::size_t n) {
+    std::array<char*, M> optr{};
+    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    bool flat = true;
+    for (std::size_t k = 0; k < NumIn; ++k)
+        if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
+    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
+    if (flat) {
+        const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
+        std::array<const void*, NumIn + 1> iptr{};
+        for (std::size_t k = 0; k < NumIn; ++k)
+            iptr[k] = in[k].t.defined() ? in[k].t.raw_data() : static_cast<const void*>(&in[k].value);
+        f.contig(iptr.data(), optr.data(), n, lits, sums);
+        return;
+    }
+    // General case: rows of the broadcast iteration, operands with byte strides.
+    const fused_fns f = select_fused<G, T, NumIn, 0, 0>();
+    std::array<int_list, M + NumIn> strides;
+    std::array<char*, M + NumIn> ptrs{};
+    std::array<const int_list*, M + NumIn> sp{};
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                // A reduction's 0-dim output is not indexed by the loops: stride 0.
+                if constexpr (output_is_reduction<G, Js>) strides[Js] = int_list(shape.size(), 0);
+                else strides[Js] = graft::detail::byte_strides(out[Js]);
+                ptrs[Js] = optr[Js];
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if (in[k].t.defined()) {
+            const Tensor e = graft::detail::raw::expand(in[k].t, shape);
+            strides[M + k] = graft::detail::byte_strides(e);
+            ptrs[M + k] = static_cast<char*>(e.raw_data());
+        } else {
+            strides[M + k] = int_list(shape.size(), 0);
+            ptrs[M + k] = reinterpret_cast<char*>(&in[k].value);
+        }
+    }
+    for (std::size_t q = 0; q < M + NumIn; ++q) sp[q] = &strides[q];
+    graft::detail::for_each_row<M + NumIn>(
+        shape, sp, ptrs, [&](std::array<char*, M + NumIn> p, std::array<std::int64_t, M + NumIn> st, std::int64_t len) {
+            std::array<const char*, NumIn + 1> ip{};
+            std::array<std::int64_t, NumIn + 1> is{};
+            for (std::size_t k = 0; k < NumIn; ++k) {
+                ip[k] = p[M + k];
+                is[k] = st[M + k];
+            }
+            f.strided(ip.data(), is.data(), p.data(), st.data(), static_cast<std::size_t>(len), lits, sums);
+        });
+}
+
+/// Evaluates G on args. `domain` (optional) is a shape the arguments' shapes are
+/// broadcast with: the evaluation domain of a backward graph is its forward's, even when
+/// it reads none of the arguments that have that shape.
 template <class G, class T, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const std::array<Tensor, M>* into,
-                                              const Args&... args) {
+                                              const int_list* domain, const Args&... args) {
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
@@ -10244,6 +10844,10 @@ template <class G, class T, std::size_t M, class... Args>
     // The broadcast shape of the tensor arguments.
     int_list shape;
     bool first = true;
+    if (domain != nullptr) {
+        shape = *domain;
+        first = false;
+    }
     for (std::size_t k = 0; k < NumIn; ++k) {
         if (!in[k].t.defined()) continue;
         if (first) {
@@ -10262,52 +10866,10 @@ template <class G, class T, std::size_t M, class... Args>
     }
     std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
     const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
-    if (n == 0) return out;
-
-    std::array<char*, M> optr{};
-    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
-    bool flat = true;
-    for (std::size_t k = 0; k < NumIn; ++k)
-        if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
-    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
-    if (flat) {
-        const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
-        std::array<const void*, NumIn + 1> iptr{};
-        for (std::size_t k = 0; k < NumIn; ++k)
-            iptr[k] = in[k].t.defined() ? in[k].t.raw_data() : static_cast<const void*>(&in[k].value);
-        f.contig(iptr.data(), optr.data(), n, lits);
-        return out;
-    }
-    // General case: rows of the broadcast iteration, operands with byte strides.
-    const fused_fns f = select_fused<G, T, NumIn, 0, 0>();
-    std::array<int_list, M + NumIn> strides;
-    std::array<char*, M + NumIn> ptrs{};
-    std::array<const int_list*, M + NumIn> sp{};
-    for (std::size_t j = 0; j < M; ++j) {
-        strides[j] = graft::detail::byte_strides(out[j]);
-        ptrs[j] = optr[j];
-    }
-    for (std::size_t k = 0; k < NumIn; ++k) {
-        if (in[k].t.defined()) {
-            const Tensor e = graft::detail::raw::expand(in[k].t, shape);
-            strides[M + k] = graft::detail::byte_strides(e);
-            ptrs[M + k] = static_cast<char*>(e.raw_data());
-        } else {
-            strides[M + k] = int_list(shape.size(), 0);
-            ptrs[M + k] = reinterpret_cast<char*>(&in[k].value);
-        }
-    }
-    for (std::size_t q = 0; q < M + NumIn; ++q) sp[q] = &strides[q];
-    graft::detail::for_each_row<M + NumIn>(
-        shape, sp, ptrs, [&](std::array<char*, M + NumIn> p, std::array<std::int64_t, M + NumIn> st, std::int64_t len) {
-            std::array<const char*, NumIn + 1> ip{};
-            std::array<std::int64_t, NumIn + 1> is{};
-            for (std::size_t k = 0; k < NumIn; ++k) {
-                ip[k] = p[M + k];
-                is[k] = st[M + k];
-            }
-            f.strided(ip.data(), is.data(), p.data(), st.data(), static_cast<std::size_t>(len), lits);
-        });
+    const auto lit = literals_and_numel<G>(lits, n);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
+    if (n > 0) run_loops<G, T, Numbers>(lit.data(), sums.data(), in, out, shape, n);
+    write_reductions<G, T, M>(out, sums.data(), n);
     return out;
 }
 
@@ -10339,18 +10901,21 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
     std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
     std::array<char*, M> optr{};
     for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    const auto lit = literals_and_numel<G>(lits, Shape::numel);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
     if constexpr (Shape::numel > 0) {
         const fused_fns f = select_fused<G, T, NumIn, Numbers, Shape::numel>();
-        f.contig(iptr.data(), optr.data(), Shape::numel, lits);
+        f.contig(iptr.data(), optr.data(), Shape::numel, lit.data(), sums.data());
     }
+    write_reductions<G, T, M>(out, sums.data(), Shape::numel);
     return out;
 }
 
 template <class G, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
-                                                   const Args&... args) {
-    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, args...);
-    return run_graph<G, double, M>(lits, into, args...);
+                                                   const int_list* domain, const Args&... args) {
+    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
+    return run_graph<G, double, M>(lits, into, domain, args...);
 }
 
 template <class G, class Shape, std::size_t M, class... Args>
@@ -10387,7 +10952,7 @@ template <detail::traced_expression E, detail::argument... Args>
 [[nodiscard]] auto evaluate_all(const E& e, const Args&... args) {
     using G = typename E::graph_type;
     detail::check_arity<E, sizeof...(Args)>();
-    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, args...);
+    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, nullptr, args...);
 }
 
 /// Every output, with compile-time shape `Shape` (every tensor argument must have it).
@@ -10407,7 +10972,7 @@ void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... 
     static_assert(M == G::results::size,
                   "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
     detail::check_arity<E, sizeof...(Args)>();
-    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, args...);
+    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
     for (const Tensor& t : out) t.bump_version();
 }
 
@@ -10455,6 +11020,9 @@ template <std::int64_t... Dims, detail::traced_expression E, detail::argument...
 // * Double backward (create_graph = true): the backward graph is interpreted with eager
 //   graft ops (ex::interpret_all), so the gradients are themselves differentiable.
 // * Several outputs: f(...) returns std::array<Tensor, M>; one output: a Tensor.
+// * Reductions (sum/mean outputs) are 0-dim outputs; the backward runs over the forward's
+//   evaluation domain (the broadcast shape of the arguments), so a 0-dim output gradient
+//   broadcasts over it like a number.
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -10577,8 +11145,12 @@ private:
             out_sizes[j] = outs[j].sizes();
             out_types[j] = outs[j].type();
         }
+        // The forward's evaluation domain: the broadcast shape of the tensor arguments.
+        int_list domain;
+        for (std::size_t q = 0; q < N; ++q) domain = broadcast_shapes(domain, in_sizes[q]);
         node->backward = backward_fn<Args...>{j_.backward, r_, std::make_tuple(number_or_zero(args)...),
-                                              std::move(in_sizes), in_types, std::move(out_sizes), out_types};
+                                              std::move(in_sizes), in_types, std::move(out_sizes), out_types,
+                                              std::move(domain)};
         return outs;
     }
 
@@ -10613,6 +11185,7 @@ private:
         std::array<dtype, N> in_types;
         std::array<int_list, M> out_sizes;
         std::array<dtype, M> out_types;
+        int_list domain;
 
         autograd::tensor_list operator()(autograd::function_node& n, const autograd::tensor_list& g) const {
             // Unpack saved tensors in save order.
@@ -10639,15 +11212,19 @@ private:
                 if (create_graph) {
                     // Differentiable backward: the recomputing gradient graph with eager ops
                     // (saved forward values would be constants to a second differentiation).
-                    return interpret_all(rec, arg_for<Ks, R>(saved_in)..., grads[Js]...);
+                    return detail::interpret_all_in(domain, rec, arg_for<Ks, R>(saved_in)..., grads[Js]...);
                 }
-                return evaluate_all(bwd, arg_for<Ks, B>(saved_in)..., grads[Js]..., saved_vals[Ss]...);
+                // Over the forward's domain: arguments the graph does not read are numbers here.
+                return detail::evaluate_graph<B, N>(bwd.literals.data(), nullptr, &domain,
+                                                    arg_for<Ks, B>(saved_in)..., grads[Js]..., saved_vals[Ss]...);
             }(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, std::make_index_sequence<S>{});
 
             autograd::tensor_list out(N);
             for (std::size_t k = 0; k < N; ++k) {
                 if (!n.needs_input_grad(k) || !din[k].defined()) continue;
-                Tensor gk = sum_to_size(din[k], in_sizes[k]);
+                // A gradient smaller than the domain (e.g. 0-dim: d sum(x)/dx = g) broadcasts first.
+                const Tensor dk = din[k].sizes() == domain ? din[k] : din[k].expand(domain);
+                Tensor gk = dk.sizes() == in_sizes[k] ? dk : sum_to_size(dk, in_sizes[k]);
                 out[k] = gk.type() == in_types[k] ? gk : gk.to(in_types[k]);
             }
             return out;

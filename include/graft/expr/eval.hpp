@@ -7,6 +7,7 @@
 //   Tensor y = ex::evaluate(e, x, w);                       // one output
 //   auto [a, b] = ex::evaluate_all(e2, x, 2.0);            // every output, std::array<Tensor, M>
 //   Tensor z = ex::evaluate(ex::static_shape<1024>{}, e, x, w);  // compile-time bounds
+//   Tensor s = ex::evaluate(ex::trace<2>([](auto x, auto w) { return sum(tanh(x * w)); }), x, w);  // 0-dim
 //
 // * Arguments: graft::Tensor or C++ numbers (broadcast scalars). The computation dtype
 //   is graft's type promotion of all arguments (numbers do not raise float32 to
@@ -17,8 +18,12 @@
 //   otherwise (broadcasting, 0-dim tensors, non-contiguous views) the rows of the
 //   broadcast iteration (graft::detail::for_each_row) run the same vector program with
 //   broadcast / contiguous / gathered operands.
+// * Reductions (sum/mean outputs) are 0-dim tensors. They sum over the broadcast shape
+//   (the evaluation domain) in the same pass, per SIMD lane in float64 (float32 values are
+//   widened first), then across lanes: the elementwise operand is never stored. The
+//   summation order differs from eager sum(), so results agree to rounding, not bit for bit.
 // * SIMD target: the instantiation of graft::kernels::current_target() (same lane math
-//   as the eager kernels, graft/kernels/lanes-inl.hpp).
+//   as the eager kernels, graft/kernels/lanes-inl.hpp); see graft/expr/detail/fused.hpp.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +35,7 @@
 #include "graft/core/error.hpp"
 #include "graft/core/shape.hpp"
 #include "graft/core/tensor.hpp"
+#include "graft/expr/detail/fused.hpp"
 #include "graft/expr/graph.hpp"
 #include "graft/expr/print.hpp"
 #include "graft/kernels/dispatch.hpp"
@@ -74,6 +80,28 @@ struct graph_facts<graph<instrs<Is...>, outputs<Os...>, L>> {
 template <class G, std::size_t J>
 inline constexpr bool output_is_bool = is_mask_v<G, graph_facts<G>::output_ids[J]>;
 
+/// Is output J of G a reduction (a 0-dim result)?
+template <class G, std::size_t J>
+inline constexpr bool output_is_reduction = is_reduction_v<G, graph_facts<G>::output_ids[J]>;
+
+/// Does output J of G divide its sum by the element count (mean)?
+template <class G, std::size_t J>
+inline constexpr bool output_is_mean = [] {
+    if constexpr (output_is_reduction<G, J>) {
+        using I = typename instr_at<typename G::instructions, graph_facts<G>::output_ids[J]>::type;
+        return I::op::divides_by_numel;
+    } else {
+        return false;
+    }
+}();
+
+/// The shape of output J for the evaluation domain `shape`.
+template <class G, std::size_t J>
+[[nodiscard]] int_list output_shape(const int_list& shape) {
+    if constexpr (output_is_reduction<G, J>) return {};
+    else return shape;
+}
+
 /// The graph's printed form, for error messages.
 template <class G>
 [[nodiscard]] constexpr std::string_view expr_name() {
@@ -82,9 +110,9 @@ template <class G>
 
 // ---------------------------------------------------------------- per-target selection
 
-using contig_fn = void (*)(const void* const*, char* const*, std::size_t, const double*);
+using contig_fn = void (*)(const void* const*, char* const*, std::size_t, const double*, double*);
 using strided_fn = void (*)(const char* const*, const std::int64_t*, char* const*, const std::int64_t*, std::size_t,
-                            const double*);
+                            const double*, double*);
 
 struct fused_fns {
     contig_fn contig;
@@ -197,6 +225,31 @@ template <class G, class... Args>
     return t;
 }
 
+/// The graph's literals followed by the domain's element count (the `numel` slot).
+template <class G>
+[[nodiscard]] std::array<double, G::num_literals + 1> literals_and_numel(const double* lits, std::size_t n) {
+    std::array<double, G::num_literals + 1> a{};
+    for (std::size_t k = 0; k < G::num_literals; ++k) a[k] = lits[k];
+    a[G::num_literals] = static_cast<double>(n);
+    return a;
+}
+
+/// Writes the reduction outputs from their float64 sums over n elements.
+template <class G, class T, std::size_t M>
+void write_reductions(const std::array<Tensor, M>& out, const double* sums, std::size_t n) {
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                if constexpr (output_is_reduction<G, Js>) {
+                    double v = sums[reduction_slots<G>::slot[Js]];
+                    if constexpr (output_is_mean<G, Js>) v /= static_cast<double>(n);  // 0/0: NaN
+                    *static_cast<T*>(out[Js].raw_data()) = static_cast<T>(v);
+                }
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+}
+
 /// New output tensors; outputs that name the same value share one tensor.
 template <class G, class T, std::size_t M>
 [[nodiscard]] std::array<Tensor, M> allocate_outputs(const int_list& shape) {
@@ -210,24 +263,26 @@ template <class G, class T, std::size_t M>
                         out[Js] = out[q];
                         return;
                     }
-                out[Js] = empty(shape, output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
+                out[Js] = empty(output_shape<G, Js>(shape), output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>);
             }(),
             ...);
     }(std::make_index_sequence<M>{});
     return out;
 }
 
-/// Caller-provided outputs: defined, of the broadcast shape and the result dtype.
+/// Caller-provided outputs: defined, of the broadcast shape (0-dim for reductions) and
+/// the result dtype.
 template <class G, class T, std::size_t M>
 [[nodiscard]] std::array<Tensor, M> check_outputs(const std::array<Tensor, M>& out, const int_list& shape) {
     [&]<std::size_t... Js>(std::index_sequence<Js...>) {
         (
             [&] {
                 const dtype want = output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>;
-                if (!(out[Js].defined() && out[Js].sizes() == shape && out[Js].type() == want))
+                const int_list want_shape = output_shape<G, Js>(shape);
+                if (!(out[Js].defined() && out[Js].sizes() == want_shape && out[Js].type() == want))
                     graft::detail::fail(graft::detail::concat(
                         "expr::evaluate_into(", expr_name<G>(), "): output ", Js, " must be a ", name(want),
-                        " tensor of shape ", shape, ", got ",
+                        " tensor of shape ", want_shape, ", got ",
                         out[Js].defined() ? graft::detail::concat(name(out[Js].type()), out[Js].sizes())
                                           : std::string("an undefined tensor")));
             }(),
@@ -236,9 +291,69 @@ template <class G, class T, std::size_t M>
     return out;
 }
 
+/// The fused loops over the domain `shape` (n > 0 elements).
+/// Argument k is a number when bit k of `Numbers` is set.
+template <class G, class T, std::uint64_t Numbers, std::size_t M, std::size_t NumIn>
+void run_loops(const double* lits, double* sums, std::array<prepared<T>, NumIn>& in,
+               const std::array<Tensor, M>& out, const int_list& shape, std::size_t n) {
+    std::array<char*, M> optr{};
+    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    bool flat = true;
+    for (std::size_t k = 0; k < NumIn; ++k)
+        if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
+    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
+    if (flat) {
+        const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
+        std::array<const void*, NumIn + 1> iptr{};
+        for (std::size_t k = 0; k < NumIn; ++k)
+            iptr[k] = in[k].t.defined() ? in[k].t.raw_data() : static_cast<const void*>(&in[k].value);
+        f.contig(iptr.data(), optr.data(), n, lits, sums);
+        return;
+    }
+    // General case: rows of the broadcast iteration, operands with byte strides.
+    const fused_fns f = select_fused<G, T, NumIn, 0, 0>();
+    std::array<int_list, M + NumIn> strides;
+    std::array<char*, M + NumIn> ptrs{};
+    std::array<const int_list*, M + NumIn> sp{};
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        (
+            [&] {
+                // A reduction's 0-dim output is not indexed by the loops: stride 0.
+                if constexpr (output_is_reduction<G, Js>) strides[Js] = int_list(shape.size(), 0);
+                else strides[Js] = graft::detail::byte_strides(out[Js]);
+                ptrs[Js] = optr[Js];
+            }(),
+            ...);
+    }(std::make_index_sequence<M>{});
+    for (std::size_t k = 0; k < NumIn; ++k) {
+        if (in[k].t.defined()) {
+            const Tensor e = graft::detail::raw::expand(in[k].t, shape);
+            strides[M + k] = graft::detail::byte_strides(e);
+            ptrs[M + k] = static_cast<char*>(e.raw_data());
+        } else {
+            strides[M + k] = int_list(shape.size(), 0);
+            ptrs[M + k] = reinterpret_cast<char*>(&in[k].value);
+        }
+    }
+    for (std::size_t q = 0; q < M + NumIn; ++q) sp[q] = &strides[q];
+    graft::detail::for_each_row<M + NumIn>(
+        shape, sp, ptrs, [&](std::array<char*, M + NumIn> p, std::array<std::int64_t, M + NumIn> st, std::int64_t len) {
+            std::array<const char*, NumIn + 1> ip{};
+            std::array<std::int64_t, NumIn + 1> is{};
+            for (std::size_t k = 0; k < NumIn; ++k) {
+                ip[k] = p[M + k];
+                is[k] = st[M + k];
+            }
+            f.strided(ip.data(), is.data(), p.data(), st.data(), static_cast<std::size_t>(len), lits, sums);
+        });
+}
+
+/// Evaluates G on args. `domain` (optional) is a shape the arguments' shapes are
+/// broadcast with: the evaluation domain of a backward graph is its forward's, even when
+/// it reads none of the arguments that have that shape.
 template <class G, class T, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> run_graph(const double* lits, const std::array<Tensor, M>* into,
-                                              const Args&... args) {
+                                              const int_list* domain, const Args&... args) {
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
@@ -259,6 +374,10 @@ template <class G, class T, std::size_t M, class... Args>
     // The broadcast shape of the tensor arguments.
     int_list shape;
     bool first = true;
+    if (domain != nullptr) {
+        shape = *domain;
+        first = false;
+    }
     for (std::size_t k = 0; k < NumIn; ++k) {
         if (!in[k].t.defined()) continue;
         if (first) {
@@ -277,52 +396,10 @@ template <class G, class T, std::size_t M, class... Args>
     }
     std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
     const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
-    if (n == 0) return out;
-
-    std::array<char*, M> optr{};
-    for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
-    bool flat = true;
-    for (std::size_t k = 0; k < NumIn; ++k)
-        if (in[k].t.defined()) flat = flat && in[k].t.sizes() == shape && in[k].t.is_contiguous();
-    for (std::size_t j = 0; j < M; ++j) flat = flat && out[j].is_contiguous();
-    if (flat) {
-        const fused_fns f = select_fused<G, T, NumIn, Numbers, 0>();
-        std::array<const void*, NumIn + 1> iptr{};
-        for (std::size_t k = 0; k < NumIn; ++k)
-            iptr[k] = in[k].t.defined() ? in[k].t.raw_data() : static_cast<const void*>(&in[k].value);
-        f.contig(iptr.data(), optr.data(), n, lits);
-        return out;
-    }
-    // General case: rows of the broadcast iteration, operands with byte strides.
-    const fused_fns f = select_fused<G, T, NumIn, 0, 0>();
-    std::array<int_list, M + NumIn> strides;
-    std::array<char*, M + NumIn> ptrs{};
-    std::array<const int_list*, M + NumIn> sp{};
-    for (std::size_t j = 0; j < M; ++j) {
-        strides[j] = graft::detail::byte_strides(out[j]);
-        ptrs[j] = optr[j];
-    }
-    for (std::size_t k = 0; k < NumIn; ++k) {
-        if (in[k].t.defined()) {
-            const Tensor e = graft::detail::raw::expand(in[k].t, shape);
-            strides[M + k] = graft::detail::byte_strides(e);
-            ptrs[M + k] = static_cast<char*>(e.raw_data());
-        } else {
-            strides[M + k] = int_list(shape.size(), 0);
-            ptrs[M + k] = reinterpret_cast<char*>(&in[k].value);
-        }
-    }
-    for (std::size_t q = 0; q < M + NumIn; ++q) sp[q] = &strides[q];
-    graft::detail::for_each_row<M + NumIn>(
-        shape, sp, ptrs, [&](std::array<char*, M + NumIn> p, std::array<std::int64_t, M + NumIn> st, std::int64_t len) {
-            std::array<const char*, NumIn + 1> ip{};
-            std::array<std::int64_t, NumIn + 1> is{};
-            for (std::size_t k = 0; k < NumIn; ++k) {
-                ip[k] = p[M + k];
-                is[k] = st[M + k];
-            }
-            f.strided(ip.data(), is.data(), p.data(), st.data(), static_cast<std::size_t>(len), lits);
-        });
+    const auto lit = literals_and_numel<G>(lits, n);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
+    if (n > 0) run_loops<G, T, Numbers>(lit.data(), sums.data(), in, out, shape, n);
+    write_reductions<G, T, M>(out, sums.data(), n);
     return out;
 }
 
@@ -354,18 +431,21 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
     std::array<Tensor, M> out = allocate_outputs<G, T, M>(shape);
     std::array<char*, M> optr{};
     for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+    const auto lit = literals_and_numel<G>(lits, Shape::numel);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
     if constexpr (Shape::numel > 0) {
         const fused_fns f = select_fused<G, T, NumIn, Numbers, Shape::numel>();
-        f.contig(iptr.data(), optr.data(), Shape::numel, lits);
+        f.contig(iptr.data(), optr.data(), Shape::numel, lit.data(), sums.data());
     }
+    write_reductions<G, T, M>(out, sums.data(), Shape::numel);
     return out;
 }
 
 template <class G, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
-                                                   const Args&... args) {
-    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, args...);
-    return run_graph<G, double, M>(lits, into, args...);
+                                                   const int_list* domain, const Args&... args) {
+    if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
+    return run_graph<G, double, M>(lits, into, domain, args...);
 }
 
 template <class G, class Shape, std::size_t M, class... Args>
@@ -402,7 +482,7 @@ template <detail::traced_expression E, detail::argument... Args>
 [[nodiscard]] auto evaluate_all(const E& e, const Args&... args) {
     using G = typename E::graph_type;
     detail::check_arity<E, sizeof...(Args)>();
-    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, args...);
+    return detail::evaluate_graph<G, G::results::size>(e.literals.data(), nullptr, nullptr, args...);
 }
 
 /// Every output, with compile-time shape `Shape` (every tensor argument must have it).
@@ -422,7 +502,7 @@ void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... 
     static_assert(M == G::results::size,
                   "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
     detail::check_arity<E, sizeof...(Args)>();
-    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, args...);
+    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
     for (const Tensor& t : out) t.bump_version();
 }
 

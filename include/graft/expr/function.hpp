@@ -16,6 +16,9 @@
 // * Double backward (create_graph = true): the backward graph is interpreted with eager
 //   graft ops (ex::interpret_all), so the gradients are themselves differentiable.
 // * Several outputs: f(...) returns std::array<Tensor, M>; one output: a Tensor.
+// * Reductions (sum/mean outputs) are 0-dim outputs; the backward runs over the forward's
+//   evaluation domain (the broadcast shape of the arguments), so a 0-dim output gradient
+//   broadcasts over it like a number.
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -145,8 +148,12 @@ private:
             out_sizes[j] = outs[j].sizes();
             out_types[j] = outs[j].type();
         }
+        // The forward's evaluation domain: the broadcast shape of the tensor arguments.
+        int_list domain;
+        for (std::size_t q = 0; q < N; ++q) domain = broadcast_shapes(domain, in_sizes[q]);
         node->backward = backward_fn<Args...>{j_.backward, r_, std::make_tuple(number_or_zero(args)...),
-                                              std::move(in_sizes), in_types, std::move(out_sizes), out_types};
+                                              std::move(in_sizes), in_types, std::move(out_sizes), out_types,
+                                              std::move(domain)};
         return outs;
     }
 
@@ -181,6 +188,7 @@ private:
         std::array<dtype, N> in_types;
         std::array<int_list, M> out_sizes;
         std::array<dtype, M> out_types;
+        int_list domain;
 
         autograd::tensor_list operator()(autograd::function_node& n, const autograd::tensor_list& g) const {
             // Unpack saved tensors in save order.
@@ -207,15 +215,19 @@ private:
                 if (create_graph) {
                     // Differentiable backward: the recomputing gradient graph with eager ops
                     // (saved forward values would be constants to a second differentiation).
-                    return interpret_all(rec, arg_for<Ks, R>(saved_in)..., grads[Js]...);
+                    return detail::interpret_all_in(domain, rec, arg_for<Ks, R>(saved_in)..., grads[Js]...);
                 }
-                return evaluate_all(bwd, arg_for<Ks, B>(saved_in)..., grads[Js]..., saved_vals[Ss]...);
+                // Over the forward's domain: arguments the graph does not read are numbers here.
+                return detail::evaluate_graph<B, N>(bwd.literals.data(), nullptr, &domain,
+                                                    arg_for<Ks, B>(saved_in)..., grads[Js]..., saved_vals[Ss]...);
             }(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, std::make_index_sequence<S>{});
 
             autograd::tensor_list out(N);
             for (std::size_t k = 0; k < N; ++k) {
                 if (!n.needs_input_grad(k) || !din[k].defined()) continue;
-                Tensor gk = sum_to_size(din[k], in_sizes[k]);
+                // A gradient smaller than the domain (e.g. 0-dim: d sum(x)/dx = g) broadcasts first.
+                const Tensor dk = din[k].sizes() == domain ? din[k] : din[k].expand(domain);
+                Tensor gk = dk.sizes() == in_sizes[k] ? dk : sum_to_size(dk, in_sizes[k]);
                 out[k] = gk.type() == in_types[k] ? gk : gk.to(in_types[k]);
             }
             return out;

@@ -12,8 +12,14 @@
 // user's function; its value travels beside the type, in a std::array<double, 1>).
 // Compile-time constants (`constant<1.0>`) are part of the type, so passes can
 // fold and simplify them; runtime literals never compare equal to each other.
+//
+// Reductions (`apply<sum_op, id>`, `apply<mean_op, id>`) sum their operand over the
+// evaluation domain (the broadcast shape of all the graph's arguments) to a 0-dim
+// value. They may only be outputs: no instruction reads a reduction.
 #include <array>
+#include <concepts>
 #include <cstddef>
+#include <string_view>
 #include <type_traits>
 
 #include "graft/ops/table.hpp"
@@ -38,7 +44,11 @@ struct literal {
     static constexpr std::size_t index = K;
 };
 
-/// Op `Op` (a definition from graft::ops::def) applied to earlier instructions.
+/// The number of elements of the evaluation domain, as a number (used by mean's derivative).
+struct numel {};
+
+/// Op `Op` (a definition from graft::ops::def, or a reduction below) applied to earlier
+/// instructions.
 template <class Op, std::size_t... Operands>
 struct apply {
     using op = Op;
@@ -72,5 +82,45 @@ struct traced {
     using graph_type = G;
     std::array<double, G::num_literals> literals{};
 };
+
+// ---------------------------------------------------------------- reductions
+
+// Full reductions, laid out like the op table's entries (graft/ops/table.hpp), which has
+// no reduction kind: the graphs' own definitions. `grad_0(g, x, y)` is the gradient of
+// the operand, of the evaluation domain's shape (g, the 0-dim output gradient, broadcasts).
+
+/// sum(x): the sum of x over the evaluation domain.
+struct sum_op {
+    static constexpr std::string_view name = "sum";
+    static constexpr const char* node_name = "SumBackward0";
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr bool reduction = true;
+    static constexpr bool divides_by_numel = false;
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return g;
+    }
+};
+
+/// mean(x): sum(x) / numel (NaN over an empty domain, as 0/0).
+struct mean_op {
+    static constexpr std::string_view name = "mean";
+    static constexpr const char* node_name = "MeanBackward0";
+    static constexpr int arity = 1;
+    static constexpr bool differentiable = true;
+    static constexpr bool reduction = true;
+    static constexpr bool divides_by_numel = true;
+    template <class G, class X, class Y>
+    [[nodiscard]] static constexpr auto grad_0(const G& g, const X&, const Y&) {
+        return g / numel{};
+    }
+};
+
+/// Is `Op` a reduction (sum_op, mean_op)?
+template <class Op>
+concept reduction_op = requires {
+    { Op::reduction } -> std::convertible_to<bool>;
+} && Op::reduction;
 
 }  // namespace graft::expr

@@ -28,6 +28,8 @@
 //                   are not applied to comparison results (bool * 1 is a float).
 //   dce             drops instructions no output reads (inputs are always kept:
 //                   they are the graph's signature).
+// Reductions (sum, mean) are outputs like any other: cse merges identical ones, dce
+// keeps them and what they read; fold and simplify leave them alone.
 // Every pass keeps the literal array unchanged.
 #include <boost/hana/basic_tuple.hpp>
 #include <boost/hana/fold_left.hpp>
@@ -123,9 +125,13 @@ namespace detail {
         double v = 0.0;
         visit_op(d.index, [&](auto op) {
             using Op = decltype(op);
-            if constexpr (Op::kind == ops::op_kind::unary) v = Op::scalar(r.nodes[d.args[0]].value);
-            else if constexpr (Op::kind == ops::op_kind::binary)
+            if constexpr (reduction_op<Op>) {
+                // never folded (not in the foldable list: the value depends on the domain)
+            } else if constexpr (Op::kind == ops::op_kind::unary) {
+                v = Op::scalar(r.nodes[d.args[0]].value);
+            } else if constexpr (Op::kind == ops::op_kind::binary) {
                 v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
+            }
         });
         r.nodes[i] = make_constant(v);
     }

@@ -3,7 +3,8 @@
 // into static constexpr char arrays) and at run time (`to_string`).
 //   name_v:    the outputs as nested expressions: "mul(tanh(add(mul(%0, %1), #0)), sigmoid(%0))";
 //              several outputs print as "(e0, e1)". %i is input i, #k literal k,
-//              numbers are compile-time constants.
+//              numbers are compile-time constants, `numel` the domain's element count;
+//              reductions print as "sum(...)" / "mean(...)".
 //   listing_v: one instruction per line in SSA form ("%2 = mul(%0, %1)"), then
 //              "return %7" - compact for graphs with much sharing (gradients).
 #include <array>
@@ -101,6 +102,7 @@ constexpr void append_leaf(text& s, const program& p, std::size_t id) {
             append_uint(s, d.index);
             return;
         case instr_kind::constant: append_double(s, d.value); return;
+        case instr_kind::numel: s += "numel"; return;
         case instr_kind::apply: return;
     }
 }

@@ -27,7 +27,8 @@ using op_list = std::tuple<ops::def::neg_op, ops::def::abs_op, ops::def::exp_op,
                            ops::def::sin_op, ops::def::cos_op, ops::def::sign_op, ops::def::add_op, ops::def::sub_op,
                            ops::def::mul_op, ops::def::div_op, ops::def::pow_op, ops::def::maximum_op,
                            ops::def::minimum_op, ops::def::eq_op, ops::def::ne_op, ops::def::lt_op, ops::def::le_op,
-                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op>;
+                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op,
+                           sum_op, mean_op>;
 
 inline constexpr std::size_t num_ops = std::tuple_size_v<op_list>;
 
@@ -66,9 +67,9 @@ constexpr void visit_op(std::size_t i, F&& f) {
 }
 
 /// Instruction kinds of a program.
-enum class instr_kind : unsigned char { input, constant, literal, apply };
+enum class instr_kind : unsigned char { input, constant, literal, apply, numel };
 
-/// One instruction: input<index>, constant<value>, literal<index> or apply<op_at<index>, args...>.
+/// One instruction: input<index>, constant<value>, literal<index>, numel or apply<op_at<index>, args...>.
 struct instr_data {
     instr_kind kind = instr_kind::constant;
     std::size_t index = 0;  // input number, literal number or op index
@@ -89,6 +90,7 @@ struct instr_data {
 [[nodiscard]] constexpr instr_data make_input(std::size_t i) { return {instr_kind::input, i, 0.0, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_constant(double v) { return {instr_kind::constant, 0, v, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_literal(std::size_t k) { return {instr_kind::literal, k, 0.0, 0, {}}; }
+[[nodiscard]] constexpr instr_data make_numel() { return {instr_kind::numel, 0, 0.0, 0, {}}; }
 [[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a) { return {instr_kind::apply, op, 0.0, 1, {a, 0, 0}}; }
 [[nodiscard]] constexpr instr_data make_apply(std::size_t op, std::size_t a, std::size_t b) {
     return {instr_kind::apply, op, 0.0, 2, {a, b, 0}};
@@ -119,9 +121,20 @@ struct program {
         visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::name; });
         return r;
     }
+    /// The op kind of apply instruction `id` (reductions: unary, their one operand).
     [[nodiscard]] constexpr ops::op_kind op_kind(std::size_t id) const {
         ops::op_kind r{};
-        visit_op(nodes[id].index, [&](auto op) { r = decltype(op)::kind; });
+        visit_op(nodes[id].index, [&](auto op) {
+            if constexpr (reduction_op<decltype(op)>) r = ops::op_kind::unary;
+            else r = decltype(op)::kind;
+        });
+        return r;
+    }
+    /// Is instruction `id` a reduction (sum, mean)?
+    [[nodiscard]] constexpr bool is_reduction(std::size_t id) const {
+        if (!is_apply(id)) return false;
+        bool r = false;
+        visit_op(nodes[id].index, [&](auto op) { r = reduction_op<decltype(op)>; });
         return r;
     }
     [[nodiscard]] constexpr bool is_apply(std::size_t id) const { return nodes[id].kind == instr_kind::apply; }
@@ -134,7 +147,7 @@ struct program {
     }
     /// Does instruction `id` produce a bool (a comparison or logical result)?
     [[nodiscard]] constexpr bool is_bool(std::size_t id) const {
-        if (!is_apply(id)) return false;
+        if (!is_apply(id) || is_reduction(id)) return false;
         const auto k = op_kind(id);
         return k == ops::op_kind::compare || k == ops::op_kind::logical;
     }
@@ -166,7 +179,8 @@ namespace detail {
 template <class I>
 struct instr_encode {
     static_assert(sizeof(I) == 0,
-                  "graft::expr: a graph instruction must be input<I>, constant<V>, literal<K> or apply<Op, ids...>");
+                  "graft::expr: a graph instruction must be input<I>, constant<V>, literal<K>, numel or "
+                  "apply<Op, ids...>");
 };
 template <std::size_t I>
 struct instr_encode<input<I>> {
@@ -179,6 +193,10 @@ struct instr_encode<constant<V>> {
 template <std::size_t K>
 struct instr_encode<literal<K>> {
     static constexpr instr_data value = make_literal(K);
+};
+template <>
+struct instr_encode<numel> {
+    static constexpr instr_data value = make_numel();
 };
 template <class Op, std::size_t... A>
 struct instr_encode<apply<Op, A...>> {
@@ -220,6 +238,23 @@ struct graph_encode<graph<instrs<Is...>, outputs<O...>, L>> {
     }();
     static_assert(well_formed, "graft::expr: graph is not in SSA order (an operand or output id is not an earlier "
                                "instruction) or uses literal<K> with K >= NumLiterals");
+    static constexpr bool reductions_at_root = [] {
+        const program p = make();
+        for (std::size_t i = 0; i < p.nodes.size(); ++i)
+            for (std::size_t k = 0; k < p.nodes[i].nargs; ++k)
+                if (p.nodes[i].args[k] < i && p.is_reduction(p.nodes[i].args[k])) return false;
+        return true;
+    }();
+    static_assert(reductions_at_root, "graft::expr: a reduction (sum/mean) may only be an output of a graph; no "
+                                      "instruction may read its result");
+    static constexpr bool reductions_of_numbers = [] {
+        const program p = make();
+        for (std::size_t i = 0; i < p.nodes.size(); ++i)
+            if (p.is_reduction(i) && p.nodes[i].args[0] < i && p.is_bool(p.nodes[i].args[0])) return false;
+        return true;
+    }();
+    static_assert(reductions_of_numbers, "graft::expr: sum/mean of a comparison or logical (bool) value is not "
+                                         "supported; sum where(c, 1.0, 0.0) instead");
 };
 }  // namespace detail
 
@@ -253,6 +288,7 @@ consteval auto instr_type() {
     if constexpr (D.kind == instr_kind::input) return std::type_identity<input<D.index>>{};
     else if constexpr (D.kind == instr_kind::constant) return std::type_identity<constant<D.value>>{};
     else if constexpr (D.kind == instr_kind::literal) return std::type_identity<literal<D.index>>{};
+    else if constexpr (D.kind == instr_kind::numel) return std::type_identity<numel>{};
     else if constexpr (D.nargs == 1) return std::type_identity<apply<op_at<D.index>, D.args[0]>>{};
     else if constexpr (D.nargs == 2) return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1]>>{};
     else return std::type_identity<apply<op_at<D.index>, D.args[0], D.args[1], D.args[2]>>{};

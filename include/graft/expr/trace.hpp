@@ -8,6 +8,10 @@
 // Operands: expressions, plain numbers (runtime literals: `#k`, value in
 // e.literals) and compile-time constants `expr::c<1.0>` / `expr::constant<1.0>{}`
 // (part of the type: the passes can fold and simplify them).
+//
+// Full reductions `sum(e)` / `mean(e)` (to a 0-dim value, over the evaluation domain:
+// the broadcast shape of all arguments) may only be outputs: the function's result or
+// an element of outputs_of. Using one as an operand stops at a static_assert.
 #include <concepts>
 #include <cstddef>
 #include <tuple>
@@ -58,6 +62,12 @@ struct node<Op, A, B, C> {
     C c;
 };
 
+/// A full reduction (sum_op or mean_op) of an expression: only an output, never an operand.
+template <class Op, class E>
+struct reduced {
+    E a;
+};
+
 /// A compile-time constant usable inside traced functions: `x * expr::c<2.0>`.
 template <double V>
 inline constexpr constant<V> c{};
@@ -73,13 +83,31 @@ template <>
 struct is_expression<ref> : std::true_type {};
 template <double V>
 struct is_expression<constant<V>> : std::true_type {};
+template <>
+struct is_expression<numel> : std::true_type {};
 template <class Op, class... Ch>
 struct is_expression<node<Op, Ch...>> : std::true_type {};
+
+template <class T>
+struct is_reduced : std::false_type {};
+template <class Op, class E>
+struct is_reduced<reduced<Op, E>> : std::true_type {};
+
+/// Is T an op node that yields a bool (a comparison or logical_and)?
+template <class T>
+struct is_bool_node : std::false_type {};
+template <class Op, class... Ch>
+struct is_bool_node<node<Op, Ch...>>
+    : std::bool_constant<Op::kind == ops::op_kind::compare || Op::kind == ops::op_kind::logical> {};
 }  // namespace detail
 
 /// An expression value (placeholder, number, constant or op node).
 template <class T>
 concept expression = detail::is_expression<std::remove_cvref_t<T>>::value;
+
+/// A full reduction sum(e) / mean(e): a valid output, not an operand.
+template <class T>
+concept reduced_expression = detail::is_reduced<std::remove_cvref_t<T>>::value;
 
 /// What an operator accepts next to an expression: an expression or a number.
 template <class T>
@@ -89,7 +117,7 @@ concept operand = expression<T> || (std::is_arithmetic_v<std::remove_cvref_t<T>>
 namespace detail {
 template <class T>
 constexpr auto to_expr(const T& x) {
-    if constexpr (expression<T>) return x;
+    if constexpr (expression<T> || reduced_expression<T>) return x;
     else return number{static_cast<double>(x)};
 }
 template <class T>
@@ -98,11 +126,18 @@ using expr_t = decltype(to_expr(std::declval<const T&>()));
 template <class A, class B>
 concept binary_operands = (expression<A> || expression<B>) && operand<A> && operand<B>;
 template <class A, class B>
-concept bad_binary_operands = (expression<A> && !operand<B>) || (expression<B> && !operand<A>);
+concept reduced_operands = reduced_expression<A> || reduced_expression<B>;
+template <class A, class B>
+concept bad_binary_operands =
+    !reduced_operands<A, B> && ((expression<A> && !operand<B>) || (expression<B> && !operand<A>));
 
 template <class T>
 inline constexpr bool always_false = false;
 }  // namespace detail
+
+#define GRAFT_EXPR_REDUCTION_OPERAND_MSG                                                                       \
+    "graft::expr: a reduction (sum or mean) may only be an output of a traced function (its result or an " \
+    "element of outputs_of), not an operand of another op"
 
 #define GRAFT_EXPR_BAD_OPERAND_MSG                                                                              \
     "graft::expr: unsupported operand type in a traced expression: operands must be expressions (the lambda's " \
@@ -113,6 +148,10 @@ inline constexpr bool always_false = false;
     template <expression E>                                                    \
     [[nodiscard]] constexpr node<ops::def::fn##_op, E> fn(const E& e) {        \
         return {e};                                                            \
+    }                                                                          \
+    template <reduced_expression R>                                            \
+    void fn(const R&) {                                                        \
+        static_assert(detail::always_false<R>, GRAFT_EXPR_REDUCTION_OPERAND_MSG); \
     }
 GRAFT_EXPR_UNARY(neg)
 GRAFT_EXPR_UNARY(abs)
@@ -132,6 +171,10 @@ template <expression E>
 [[nodiscard]] constexpr node<ops::def::neg_op, E> operator-(const E& e) {
     return {e};
 }
+template <reduced_expression R>
+void operator-(const R&) {
+    static_assert(detail::always_false<R>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+}
 
 /// zeros_like(e): the compile-time constant 0 (broadcast like any scalar).
 template <expression E>
@@ -150,6 +193,11 @@ template <expression E>
         requires detail::bad_binary_operands<A, B>                                                  \
     void fn(const A&, const B&) {                                                                   \
         static_assert(detail::always_false<A>, GRAFT_EXPR_BAD_OPERAND_MSG);                         \
+    }                                                                                               \
+    template <class A, class B>                                                                     \
+        requires detail::reduced_operands<A, B>                                                     \
+    void fn(const A&, const B&) {                                                                   \
+        static_assert(detail::always_false<A>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);                   \
     }
 GRAFT_EXPR_BINARY(add, ops::def::add_op)
 GRAFT_EXPR_BINARY(sub, ops::def::sub_op)
@@ -184,6 +232,50 @@ template <class C, class A, class B>
     const C& cond, const A& a, const B& b) {
     return {detail::to_expr(cond), detail::to_expr(a), detail::to_expr(b)};
 }
+template <class C, class A, class B>
+    requires reduced_expression<C> || reduced_expression<A> || reduced_expression<B>
+void where(const C&, const A&, const B&) {
+    static_assert(detail::always_false<C>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+}
+
+namespace detail {
+template <class Op, class E>
+constexpr auto make_reduction(const E& e) {
+    static_assert(!reduced_expression<E>, GRAFT_EXPR_REDUCTION_OPERAND_MSG);
+    static_assert(!is_bool_node<E>::value,
+                  "graft::expr: sum/mean of a comparison or logical (bool) value is not supported in a traced "
+                  "function; sum where(c, 1.0, 0.0) instead");
+    if constexpr (!reduced_expression<E> && !is_bool_node<E>::value) return reduced<Op, E>{e};
+}
+}  // namespace detail
+
+/// sum(e): the sum of e over the evaluation domain (the broadcast shape of all arguments),
+/// a 0-dim value. Only as an output of the traced function.
+template <class E>
+    requires expression<E> || reduced_expression<E>
+constexpr auto sum(const E& e) {
+    return detail::make_reduction<sum_op>(e);
+}
+
+/// mean(e): sum(e) divided by the number of elements of the evaluation domain.
+template <class E>
+    requires expression<E> || reduced_expression<E>
+constexpr auto mean(const E& e) {
+    return detail::make_reduction<mean_op>(e);
+}
+
+// Reductions over some dims (or with keepdim) cannot be fused into one 0-dim result.
+#define GRAFT_EXPR_PARTIAL_REDUCTION(fn)                                                                    \
+    template <class E, class D0, class... Rest>                                                             \
+        requires expression<E> || reduced_expression<E>                                                     \
+    void fn(const E&, const D0&, const Rest&...) {                                                          \
+        static_assert(detail::always_false<E>,                                                              \
+                      "graft::expr: only full reductions are fusable: " #fn "(e) reduces every element to a " \
+                      "0-dim value; " #fn " over dims (or with keepdim) is not supported in a traced function"); \
+    }
+GRAFT_EXPR_PARTIAL_REDUCTION(sum)
+GRAFT_EXPR_PARTIAL_REDUCTION(mean)
+#undef GRAFT_EXPR_PARTIAL_REDUCTION
 
 // Ops that exist for tensors but are not elementwise table ops: a readable error.
 #define GRAFT_EXPR_NOT_FUSABLE(fn)                                                                          \
@@ -191,21 +283,21 @@ template <class C, class A, class B>
     void fn(const E&, const Rest&...) {                                                                     \
         static_assert(detail::always_false<E>,                                                              \
                       "graft::expr: " #fn " is not fusable: a traced function may use only the elementwise " \
-                      "ops of the op table (unary, binary, comparisons, where)");                           \
+                      "ops of the op table (unary, binary, comparisons, where) and sum/mean as outputs");   \
     }
 GRAFT_EXPR_NOT_FUSABLE(matmul)
 GRAFT_EXPR_NOT_FUSABLE(softmax)
 GRAFT_EXPR_NOT_FUSABLE(log_softmax)
-GRAFT_EXPR_NOT_FUSABLE(sum)
-GRAFT_EXPR_NOT_FUSABLE(mean)
 GRAFT_EXPR_NOT_FUSABLE(amax)
 GRAFT_EXPR_NOT_FUSABLE(amin)
 GRAFT_EXPR_NOT_FUSABLE(gelu)
 GRAFT_EXPR_NOT_FUSABLE(sum_to_size)
 #undef GRAFT_EXPR_NOT_FUSABLE
 
-/// Several outputs of one traced function (they share common subexpressions).
-template <operand... E>
+/// Several outputs of one traced function (they share common subexpressions); each is an
+/// expression, a number or a reduction sum(e) / mean(e).
+template <class... E>
+    requires((operand<E> || reduced_expression<E>) && ...)
 [[nodiscard]] constexpr std::tuple<detail::expr_t<E>...> outputs_of(const E&... e) {
     return {detail::to_expr(e)...};
 }
@@ -225,6 +317,12 @@ struct emitter {
         return I;
     }
     constexpr std::size_t operator()(const ref& r) const { return r.id; }
+    constexpr std::size_t operator()(const numel&) const { return p.push(make_numel()); }
+    template <class Op, class A>
+    constexpr std::size_t operator()(const reduced<Op, A>& e) const {
+        const std::size_t a = (*this)(e.a);
+        return p.push(make_apply(op_index_v<Op>, a));
+    }
     template <double V>
     constexpr std::size_t operator()(const constant<V>&) const {
         return p.push(make_constant(V));
@@ -287,10 +385,10 @@ template <class R>
 inline constexpr bool valid_result = [] {
     if constexpr (is_tuple<R>::value) {
         return []<class... E>(std::type_identity<std::tuple<E...>>) {
-            return sizeof...(E) > 0 && (expression<E> && ...);
+            return sizeof...(E) > 0 && ((expression<E> || reduced_expression<E>) && ...);
         }(std::type_identity<R>{});
     } else {
-        return expression<R>;
+        return expression<R> || reduced_expression<R>;
     }
 }();
 
@@ -342,3 +440,4 @@ using traced_graph_t = typename decltype(trace<N>(std::declval<F>()))::graph_typ
 }  // namespace graft::expr
 
 #undef GRAFT_EXPR_BAD_OPERAND_MSG
+#undef GRAFT_EXPR_REDUCTION_OPERAND_MSG

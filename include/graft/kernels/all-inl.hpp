@@ -8,11 +8,10 @@
 
 #include <hwy/highway.h>
 
-// Lane functors and the fused expression evaluator's loops (templates only): in every
-// TU, also in extern-kernels mode, because the evaluator is instantiated for each
-// expression type where that expression is evaluated.
+// Lane functors (templates only): in every TU, also in extern-kernels mode, so that
+// code built on the kernels in upper layers (the fused expression evaluator, which
+// compiles its own per-target loops from graft/expr) can instantiate them.
 #include "graft/kernels/lanes-inl.hpp"
-#include "graft/expr/detail/fused-inl.hpp"
 
 // With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
 // that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).

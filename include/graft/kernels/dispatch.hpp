@@ -34,9 +34,6 @@
 
 #include "graft/core/error.hpp"
 #include "graft/kernels/api.hpp"
-// The graph vocabulary read by the fused evaluator's per-target loops
-// (graft/expr/detail/fused-inl.hpp, re-included below with the kernels).
-#include "graft/expr/graph.hpp"
 
 // graft-amalgamate: foreach-target-begin
 #undef HWY_TARGET_INCLUDE
