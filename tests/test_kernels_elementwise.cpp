@@ -186,6 +186,127 @@ TEST_CASE("kernels: float32 gelu and gelu_tanh ULP bounds over a dense sweep of 
     }
 }
 
+namespace {
+
+// Every `step`-th float32 bit pattern with |x| <= lim (both signs), through the kernel on the
+// current target: max ULP distance to the reference where both are finite, and how many
+// inputs get a result of another class (NaN / infinite / finite, or the sign of a zero).
+struct sweep_result {
+    double ulp = 0;
+    float worst_x = 0;
+    std::size_t class_mismatch = 0;
+};
+sweep_result ulp_sweep(unary_op op, std::uint32_t step, float lim) {
+    std::uint32_t lim_bits;
+    std::memcpy(&lim_bits, &lim, 4);
+    std::vector<float> xs;
+    for (std::uint32_t b = 0; b <= lim_bits; b += step)
+        for (std::uint32_t sgn : {0u, 0x80000000u}) {
+            float f;
+            const std::uint32_t bits = b | sgn;
+            std::memcpy(&f, &bits, 4);
+            xs.push_back(f);
+        }
+    std::vector<float> got(xs.size());
+    gk::unary(op, xs.data(), 1, got.data(), xs.size());
+    sweep_result r;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        const float want = gk::reference::unary_scalar(op, xs[i]);
+        const float y = got[i];
+        if (std::isnan(want) || std::isnan(y) || std::isinf(want) || std::isinf(y) ||
+            (want == 0 && y == 0 && std::signbit(want) != std::signbit(y))) {
+            if (!(std::isnan(want) && std::isnan(y)) && !(want == y && std::signbit(want) == std::signbit(y)))
+                ++r.class_mismatch;
+            continue;
+        }
+        const double u = ulp_distance(y, want);
+        if (u > r.ulp) {
+            r.ulp = u;
+            r.worst_x = xs[i];
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: float32 exp, tanh and sigmoid ULP bounds over dense sweeps", "[kernels][unary]") {
+    // Bounds measured over all 2^32 float32 inputs on SCALAR, AVX2 and AVX3 (see the contract
+    // in elementwise-inl.hpp); ranges reach past overflow / saturation / underflow to 0.
+    struct item {
+        unary_op op;
+        float lim;
+        double ulps;
+    };
+    const item items[] = {{unary_op::exp, 110.f, 1}, {unary_op::tanh, 12.f, 3}, {unary_op::sigmoid, 110.f, 2}};
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (const item& it : items) {
+            const sweep_result r = ulp_sweep(it.op, 613, it.lim);  // ~3.7M points for lim 110
+            INFO("target " << gk::target_name(t) << " op " << unary_name(it.op) << " max ulp " << r.ulp << " at x="
+                           << r.worst_x);
+            CHECK(r.ulp <= it.ulps);
+            CHECK(r.class_mismatch == 0);
+        }
+    }
+}
+
+TEST_CASE("kernels: float32 exp, tanh and sigmoid at the edges", "[kernels][unary]") {
+    using L = std::numeric_limits<float>;
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        auto f = [](unary_op op, float x) {
+            float y;
+            gk::unary(op, &x, 1, &y, 1);
+            return y;
+        };
+        auto ref = [](unary_op op, float x) { return gk::reference::unary_scalar(op, x); };
+        // exp: the largest finite argument, overflow, results down to the last subnormal.
+        const float max_arg = 88.72283172607421875f;
+        CHECK(std::isfinite(f(unary_op::exp, max_arg)));
+        CHECK(ulp_distance(f(unary_op::exp, max_arg), ref(unary_op::exp, max_arg)) <= 1);
+        CHECK(f(unary_op::exp, std::nextafter(max_arg, 100.f)) == L::infinity());
+        CHECK(f(unary_op::exp, L::max()) == L::infinity());
+        CHECK(f(unary_op::exp, -103.5f) == L::denorm_min());  // e^-103.5 = 1.12e-45
+        CHECK(f(unary_op::exp, -104.f) == 0.f);
+        CHECK(f(unary_op::exp, -L::max()) == 0.f);
+        CHECK(f(unary_op::exp, -0.f) == 1.f);
+        CHECK(f(unary_op::exp, L::denorm_min()) == 1.f);
+        for (float x : {-87.f, -88.f, -95.5f, -100.f, -102.9f})  // subnormal results, rounded once
+            CHECK(ulp_distance(f(unary_op::exp, x), ref(unary_op::exp, x)) <= 1);
+        // tanh: signed zeros, subnormal inputs returned exactly, saturation to exactly ±1.
+        CHECK(std::signbit(f(unary_op::tanh, -0.f)));
+        CHECK(f(unary_op::tanh, -0.f) == 0.f);
+        CHECK(!std::signbit(f(unary_op::tanh, 0.f)));
+        CHECK(f(unary_op::tanh, L::denorm_min()) == L::denorm_min());
+        CHECK(f(unary_op::tanh, -L::min()) == -L::min());
+        CHECK(f(unary_op::tanh, 1e-30f) == 1e-30f);
+        CHECK(ulp_distance(f(unary_op::tanh, 9.f), ref(unary_op::tanh, 9.f)) <= 1);  // 0.99999994 (near a tie)
+        CHECK(f(unary_op::tanh, 9.1f) == 1.f);
+        CHECK(f(unary_op::tanh, 9.5f) == 1.f);
+        CHECK(f(unary_op::tanh, -9.5f) == -1.f);
+        CHECK(f(unary_op::tanh, -L::max()) == -1.f);
+        // sigmoid: 0.5 at ±0, tiny results kept down to the subnormal range, exact 1 and 0.
+        CHECK(f(unary_op::sigmoid, -0.f) == 0.5f);
+        CHECK(f(unary_op::sigmoid, 0.f) == 0.5f);
+        for (float x : {-20.f, -87.f, -90.f, -100.f, -103.f})
+            CHECK(ulp_distance(f(unary_op::sigmoid, x), ref(unary_op::sigmoid, x)) <= 1);
+        CHECK(f(unary_op::sigmoid, -100.f) > 0.f);
+        CHECK(f(unary_op::sigmoid, -104.f) == 0.f);
+        CHECK(f(unary_op::sigmoid, 17.5f) == 1.f);
+        CHECK(f(unary_op::sigmoid, L::max()) == 1.f);
+        CHECK(f(unary_op::sigmoid, -L::max()) == 0.f);
+        // NaN of either sign stays NaN.
+        for (unary_op op : {unary_op::exp, unary_op::tanh, unary_op::sigmoid}) {
+            CHECK(std::isnan(f(op, L::quiet_NaN())));
+            CHECK(std::isnan(f(op, -L::quiet_NaN())));
+        }
+    }
+}
+
 TEST_CASE("kernels: gelu_tanh has no cancellation in the negative tail", "[kernels][unary][gelu]") {
     target_guard guard;
     for (gk::target t : gk::available_targets()) {

@@ -33,25 +33,171 @@ inline constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T) > 0 ? HWY_MAX
 
 // ---------------------------------------------------------------- math helpers
 
-// exp with IEEE special values. Highway's Exp is valid on [-FLT_MAX, 104]
-// (float64: 706) and returns garbage for NaN/+inf and for x in (ln(max), 104].
+// ---- float32 exp family (graft's own; float64 lanes keep Highway's Exp and Tanh)
+//
+// Range reduction x = n*ln2 + r, |r| <= ln2/2 (a little more where MulAdd is not fused):
+// n = round(x*log2(e)) by the round-to-nearest "magic number" add (x*log2e + 1.5*2^23 leaves
+// n, plus any bias folded into the constant, in the low mantissa bits, so 2^n is those bits
+// shifted into the exponent field). exp and sigmoid split ln2 = hi + lo, hi with 15
+// significant bits, so n*hi and x - n*hi are exact for |n| < 512 (Cody-Waite); tanh uses
+// ln2 rounded to float (its error n*2e-9 is multiplied by e^-2|x| <= 2^-n, negligible).
+// Polynomial: e^r = 1 + r*h(r), h(r) = 1 + G0 r + ... + G4 r^5: G0..G4 are the Chebyshev
+// interpolant of (e^r - 1 - r)/r^2 on |r| <= 1.02*ln2/2 (mpmath.chebyfit with 5 terms, then
+// rounded to float32). Relative error of the rounded fit in exact arithmetic: 1.1e-8 for e^r,
+// 2.7e-8 for expm1(r) = r*h(r) (< 0.25 ULP). All three evaluate h with Horner's rule.
+namespace f32c {
+inline constexpr float kLog2e = 0x1.715476p+0f;
+inline constexpr float kLn2Hi = 0x1.62e4p-1f;
+inline constexpr float kLn2Lo = 0x1.7f7d1cp-20f;
+inline constexpr float kLn2 = 0x1.62e430p-1f;
+inline constexpr float kMagic = 0x1.8p23f;  // 1.5*2^23: y + kMagic rounds y to an integer
+inline constexpr float kG0 = 0x1p-1f;
+inline constexpr float kG1 = 0x1.5554d4p-3f;
+inline constexpr float kG2 = 0x1.555514p-5f;
+inline constexpr float kG3 = 0x1.121582p-7f;
+inline constexpr float kG4 = 0x1.6d1b1cp-10f;
+// Largest x with a finite exp(x) in float32.
+inline constexpr float kExpMaxArg = 88.72283172607421875f;
+}  // namespace f32c
+
+// max(c, v) and min(c, v) that return v when v is NaN, so NaN flows through the clamps of
+// the exp family and needs no blend at the end. x86 maxps/minps return their second operand
+// when either is NaN; other targets (SCALAR: IEEE maxNum) get an explicit blend.
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#define GRAFT_LANES_X86_MINMAX_NAN 1
+#else
+#define GRAFT_LANES_X86_MINMAX_NAN 0
+#endif
+template <class V>
+HWY_INLINE V max_keep_nan(V c, V v) {
+#if GRAFT_LANES_X86_MINMAX_NAN
+    return hn::Max(c, v);
+#else
+    return hn::IfThenElse(hn::IsNaN(v), v, hn::Max(c, v));
+#endif
+}
+template <class V>
+HWY_INLINE V min_keep_nan(V c, V v) {
+#if GRAFT_LANES_X86_MINMAX_NAN
+    return hn::Min(c, v);
+#else
+    return hn::IfThenElse(hn::IsNaN(v), v, hn::Min(c, v));
+#endif
+}
+#undef GRAFT_LANES_X86_MINMAX_NAN
+
+// Cody-Waite reduction of x (|x| <= ~150) to r; kf = x*log2e + magic carries n (+ the
+// bias folded into magic) in its low mantissa bits.
+template <class D, class V>
+HWY_INLINE V f32_exp_reduce(D d, V x, float magic, V& kf) {
+    const V vm = hn::Set(d, magic);
+    kf = hn::MulAdd(x, hn::Set(d, f32c::kLog2e), vm);
+    const V n = hn::Sub(kf, vm);
+    const V r = hn::MulAdd(n, hn::Set(d, -f32c::kLn2Hi), x);
+    return hn::MulAdd(n, hn::Set(d, -f32c::kLn2Lo), r);
+}
+
+// k*h(t*rho) with h(r) = (e^r - 1)/r (Horner). k and t are powers of two: the coefficients
+// are scaled exactly, so every intermediate is the k = t = 1 value times a power of two (no
+// extra rounding, as long as nothing leaves the normal range).
+template <class D, class V>
+HWY_INLINE V f32_expm1_ratio(D d, V rho, float k = 1.0f, float t = 1.0f) {
+    const float t2 = t * t, t3 = t2 * t, t4 = t3 * t, t5 = t4 * t;
+    V h = hn::Set(d, k * t5 * f32c::kG4);
+    h = hn::MulAdd(h, rho, hn::Set(d, k * t4 * f32c::kG3));
+    h = hn::MulAdd(h, rho, hn::Set(d, k * t3 * f32c::kG2));
+    h = hn::MulAdd(h, rho, hn::Set(d, k * t2 * f32c::kG1));
+    h = hn::MulAdd(h, rho, hn::Set(d, k * t * f32c::kG0));
+    return hn::MulAdd(h, rho, hn::Set(d, k));
+}
+
+// The float whose exponent field is the low bits of kf (bias already folded into magic).
+template <class D, class V>
+HWY_INLINE V f32_pow2_bits(D d, V kf) {
+    const hn::RebindToSigned<D> di;
+    return hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(di, kf)));
+}
+
+// float32 exp. x is clamped to [-104, kExpMaxArg] (exp(-104) < 2^-150 rounds to 0);
+// 2^n (n in [-151, 128]) is applied as 2^(n>>1) * 2^(n-(n>>1)), both normal: p*2^(n>>1)
+// is exact and the second product rounds once, also into the subnormal range (no flush)
+// and without overflowing at n = 128. NaN: p is NaN (clamps keep it), so y is NaN.
+template <class D, class V>
+HWY_INLINE V exp_f32(D d, V x) {
+    const hn::RebindToSigned<D> di;
+    const V xc = min_keep_nan(hn::Set(d, f32c::kExpMaxArg), max_keep_nan(hn::Set(d, -104.0f), x));
+    V kf;
+    const V r = f32_exp_reduce(d, xc, f32c::kMagic, kf);
+    const V p = hn::MulAdd(f32_expm1_ratio(d, r), r, hn::Set(d, 1.0f));
+    const auto n = hn::Sub(hn::BitCast(di, kf), hn::BitCast(di, hn::Set(d, f32c::kMagic)));
+    const auto n1 = hn::ShiftRight<1>(n);
+    const auto n2 = hn::Sub(n, n1);
+    const auto bias = hn::Set(di, 127);
+    const V s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
+    const V s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n2, bias)));
+    const V y = hn::Mul(hn::Mul(p, s1), s2);
+    return hn::IfThenElse(hn::Gt(x, hn::Set(d, f32c::kExpMaxArg)), hn::Set(d, std::numeric_limits<float>::infinity()), y);
+}
+
+// float32 sigmoid, as 1/(1 + e^-x) without overflow or flushing: with x = m*ln2 + r
+// (x clamped to [-104, 20]: beyond, the result rounds to 0 or 1), e^-x = 2^-m e^-r and
+//   sigmoid(x) = 2^m / (2^m + e^-r) = N / (N + c e^-r),  N = c 2^m, c = 2^32,
+// where N (m in [-150, 29]) and c e^-r (coefficients scaled exactly by c, evaluated at -r)
+// are normal floats. Two roundings (denominator, quotient); a subnormal result (x < -87.3)
+// comes straight from the division, rounded once (no flush). NaN flows through (c e^-r is
+// NaN).
+template <class D, class V>
+HWY_INLINE V sigmoid_f32(D d, V x) {
+    constexpr float c = 0x1p32f;
+    const V xc = min_keep_nan(hn::Set(d, 20.0f), max_keep_nan(hn::Set(d, -104.0f), x));
+    V kf;
+    const V r = f32_exp_reduce(d, xc, f32c::kMagic + float(127 + 32), kf);
+    const V ce = hn::NegMulAdd(f32_expm1_ratio(d, r, c, -1.0f), r, hn::Set(d, c));  // c*e^-r
+    const V N = f32_pow2_bits(d, kf);                                                  // c*2^m
+    return hn::Div(N, hn::Add(N, ce));
+}
+
+// float32 tanh: with u = -2|x| = n*ln2 + r and m = expm1(u), tanh(-|x|) = m/(2 + m), then
+// x's sign. m = 2^n*r*h(r) + (2^n - 1) in one MulAdd (n in [-29, 0]; for n = 0 this is
+// expm1(r) itself, so small |x| keep full relative accuracy, down to subnormal x where the
+// result is x exactly). Reduced as rho = r/2 = -|x| - n*ln2/2, so u is never formed; h is
+// evaluated as 2*h(2 rho) (exactly scaled coefficients). |x| is clamped at 10 (tanh rounds
+// to 1 from 9.01 on). NaN flows through (m is NaN).
+template <class D, class V>
+HWY_INLINE V tanh_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V na = max_keep_nan(hn::Set(d, -10.0f), hn::Or(x, hn::SignBit(d)));  // -|x|
+    const V vm = hn::Set(d, f32c::kMagic + 127.0f);
+    const V kf = hn::MulAdd(na, hn::Set(d, 2.0f * f32c::kLog2e), vm);
+    const V rho = hn::MulAdd(hn::Sub(kf, vm), hn::Set(d, -0.5f * f32c::kLn2), na);
+    const V h2 = f32_expm1_ratio(d, rho, 2.0f, 2.0f);  // 2*h(r)
+    const V s = f32_pow2_bits(d, kf);                    // 2^n
+    const V m = hn::MulAdd(hn::Mul(s, rho), h2, hn::Sub(s, one));
+    return hn::CopySign(hn::Div(m, hn::Add(hn::Set(d, 2.0f), m)), x);
+}
+
+// exp with IEEE special values: x > ln(max) -> +inf, -inf -> 0, NaN -> NaN, subnormal
+// results kept. float32: exp_f32. float64: Highway's Exp, valid on [-FLT_MAX, 706], which
+// returns garbage for NaN/+inf and for x in (ln(max), 706] and flushes subnormal results.
 template <class D, class V>
 HWY_INLINE V exp_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    // Largest x with a finite exp: float 88.72283172607421875, double 709.782712893384.
-    const T kMaxArg = sizeof(T) == 4 ? static_cast<T>(88.72283172607421875) : static_cast<T>(709.782712893384);
-    // Below this x the result is subnormal; Highway flushes it to zero.
-    const T kMinNormalArg = sizeof(T) == 4 ? static_cast<T>(-87.33654) : static_cast<T>(-708.3964185322641);
-    V y = hn::Exp(d, x);
-    const auto sub = hn::Lt(x, hn::Set(d, kMinNormalArg));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        // exp(x) = exp(x/2)^2: x/2 is exact and exp(x/2) is normal; the final multiply
-        // rounds once into the subnormal range (<= ~2 subnormal ULP).
-        const V h = hn::Exp(d, hn::Mul(x, hn::Set(d, T(0.5))));
-        y = hn::IfThenElse(sub, hn::Mul(h, h), y);
+    if constexpr (sizeof(T) == 4) {
+        return exp_f32(d, x);
+    } else {
+        const T kMaxArg = static_cast<T>(709.782712893384);  // largest x with a finite exp
+        const T kMinNormalArg = static_cast<T>(-708.3964185322641);  // below: subnormal result
+        V y = hn::Exp(d, x);
+        const auto sub = hn::Lt(x, hn::Set(d, kMinNormalArg));
+        if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
+            // exp(x) = exp(x/2)^2: x/2 is exact and exp(x/2) is normal; the final multiply
+            // rounds once into the subnormal range (<= ~2 subnormal ULP).
+            const V h = hn::Exp(d, hn::Mul(x, hn::Set(d, T(0.5))));
+            y = hn::IfThenElse(sub, hn::Mul(h, h), y);
+        }
+        y = hn::IfThenElse(hn::Gt(x, hn::Set(d, kMaxArg)), hn::Set(d, std::numeric_limits<T>::infinity()), y);
+        return hn::IfThenElse(hn::IsNaN(x), x, y);
     }
-    y = hn::IfThenElse(hn::Gt(x, hn::Set(d, kMaxArg)), hn::Set(d, std::numeric_limits<T>::infinity()), y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
 template <class D, class V>
@@ -84,11 +230,15 @@ HWY_INLINE V log_ieee(D d, V x) {
 template <class D, class V>
 HWY_INLINE V tanh_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    V y = hn::Tanh(d, x);
-    // Tanh saturates to ±1 for large |x|; make ±inf exact and keep NaN.
-    const auto big = hn::Gt(hn::Abs(x), hn::Set(d, static_cast<T>(sizeof(T) == 4 ? 9.0 : 19.0)));
-    y = hn::IfThenElse(big, hn::CopySign(hn::Set(d, T(1)), x), y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
+    if constexpr (sizeof(T) == 4) {
+        return tanh_f32(d, x);
+    } else {
+        V y = hn::Tanh(d, x);
+        // Tanh saturates to ±1 for large |x|; make ±inf exact and keep NaN.
+        const auto big = hn::Gt(hn::Abs(x), hn::Set(d, T(19)));
+        y = hn::IfThenElse(big, hn::CopySign(hn::Set(d, T(1)), x), y);
+        return hn::IfThenElse(hn::IsNaN(x), x, y);
+    }
 }
 
 // Lanes where the vector result is not trusted are recomputed by a scalar function.
@@ -268,12 +418,16 @@ struct u_rsqrt {
 struct u_tanh { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return tanh_ieee(d, x); } };
 struct u_sigmoid {
     template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
-        // e = exp(-|x|) never overflows; x >= 0: 1/(1+e), x < 0: e/(1+e) (keeps
-        // tiny/subnormal results for very negative x instead of 1/(1+inf) = 0).
-        const V one = hn::Set(d, hn::TFromD<D>(1));
-        const V e = exp_ieee(d, hn::Neg(hn::Abs(x)));
-        const V num = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one);
-        return hn::Div(num, hn::Add(one, e));
+        if constexpr (sizeof(hn::TFromD<D>) == 4) {
+            return sigmoid_f32(d, x);
+        } else {
+            // e = exp(-|x|) never overflows; x >= 0: 1/(1+e), x < 0: e/(1+e) (keeps
+            // tiny/subnormal results for very negative x instead of 1/(1+inf) = 0).
+            const V one = hn::Set(d, hn::TFromD<D>(1));
+            const V e = exp_ieee(d, hn::Neg(hn::Abs(x)));
+            const V num = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one);
+            return hn::Div(num, hn::Add(one, e));
+        }
     }
 };
 struct u_relu {
