@@ -14967,10 +14967,10 @@ struct fusion_group {
     std::size_t num_temps = 0;
 };
 
-/// Elements per tile: 1 KiB of float32 per register. Small tiles keep a group's
+/// Elements per tile: 512 bytes of float32 per register. Small tiles keep a group's
 /// registers in L1 and interleave the memory streams with the compute-bound ops
-/// (measured on Zen 4: 256 elements ran the chain 1.6x faster than 1024).
-inline constexpr std::size_t tile_elements = 256;
+/// (measured on Zen 4, bench/README.md: 128 elements ran the chain 1.8x faster than 1024).
+inline constexpr std::size_t tile_elements = 128;
 
 /// Per-thread tile buffers for a group's intermediates (64-byte aligned).
 template <class T>
