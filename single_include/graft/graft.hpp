@@ -14956,6 +14956,8 @@ enum class reg_kind : std::uint8_t { input, number, temp, output };
 struct fusion_group {
     dtype type = dtype::float32;
     std::vector<const ir::Node*> nodes;  // in order: the unfused fallback
+    std::vector<std::vector<int>> node_inputs;  // per node: its input slots
+    std::vector<int> node_outputs;              // per node: its output slot
     std::vector<int> input_slots;        // group inputs (tensors or numbers)
     std::vector<int> output_slots;       // values used after the group
     std::vector<int> output_regs;
@@ -15217,6 +15219,12 @@ private:
                     g->input_slots.push_back(slot(v));
                 }
         for (const ir::Node* n : nodes) {
+            std::vector<int> in;
+            for (const ir::Value* v : n->inputs()) in.push_back(slot(v));
+            g->node_inputs.push_back(std::move(in));
+            g->node_outputs.push_back(slot(n->output()));
+        }
+        for (const ir::Node* n : nodes) {
             const ir::Value* o = n->output();
             const bool escapes = used_later.count(o) != 0;
             reg[o] = static_cast<int>(g->regs.size());
@@ -15365,10 +15373,10 @@ private:
     std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const {
         for (const step& s : bp.steps) {
             switch (s.what) {
-                case step::kind::node: run_node(s, frame, observe); break;
+                case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
                 case step::kind::if_: {
                     const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
-                    const block_plan& taken = truthy(c) ? *s.then_plan : *s.else_plan;
+                    const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
                     auto out = run_block(taken, frame, observe);
                     for (std::size_t k = 0; k < out.size(); ++k) {
                         if (observe) (*observe)(s.node->outputs()[k], out[k]);
@@ -15386,43 +15394,32 @@ private:
         return r;
     }
 
-    [[nodiscard]] static bool truthy(const ivalue& v) {
-        if (const auto* b = std::get_if<bool>(&v)) return *b;
-        if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
-        if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
-        graft::detail::fail("prim::If: the condition must be a number, not a tensor");
-    }
-
-    void run_node(const step& s, frame_t& frame, const observer_fn* observe) const {
-        const ir::Node* n = s.node;
+    /// Runs node n on the frame's values in slots `in`, storing its results in slots `out`.
+    static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
+                         frame_t& frame, const observer_fn* observe) {
         std::array<ivalue, 4> small;
         std::vector<ivalue> big;
         std::span<const ivalue> in;
-        if (s.in.size() <= small.size()) {
-            for (std::size_t k = 0; k < s.in.size(); ++k) small[k] = frame[static_cast<std::size_t>(s.in[k])];
-            in = std::span<const ivalue>(small.data(), s.in.size());
+        if (in_slots.size() <= small.size()) {
+            for (std::size_t k = 0; k < in_slots.size(); ++k) small[k] = frame[static_cast<std::size_t>(in_slots[k])];
+            in = std::span<const ivalue>(small.data(), in_slots.size());
         } else {
-            for (int k : s.in) big.push_back(frame[static_cast<std::size_t>(k)]);
+            for (int k : in_slots) big.push_back(frame[static_cast<std::size_t>(k)]);
             in = big;
         }
         auto out = n->kind().run(n->attributes(), in);
-        graft::detail::check(out.size() == s.out.size(), "jit: ", n->kind().name, " gave ", out.size(),
-                             " values for ", s.out.size(), " outputs");
+        graft::detail::check(out.size() == out_slots.size(), "jit: ", n->kind().name, " gave ", out.size(),
+                             " values for ", out_slots.size(), " outputs");
         for (std::size_t k = 0; k < out.size(); ++k) {
             if (observe) (*observe)(n->outputs()[k], out[k]);
-            frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+            frame[static_cast<std::size_t>(out_slots[k])] = std::move(out[k]);
         }
     }
 
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
-    void run_group_unfused(const fusion_group& g, frame_t& frame) const {
-        for (const ir::Node* n : g.nodes) {
-            step s;
-            s.node = n;
-            for (const ir::Value* v : n->inputs()) s.in.push_back(slots_.at(v));
-            s.out.push_back(slots_.at(n->output()));
-            run_node(s, frame, nullptr);
-        }
+    static void run_group_unfused(const fusion_group& g, frame_t& frame) {
+        for (std::size_t k = 0; k < g.nodes.size(); ++k)
+            run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
     }
 
     template <class T>
