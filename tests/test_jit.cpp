@@ -350,7 +350,7 @@ TEST_CASE("jit: a compile-time expression runs through the executor", "[jit]") {
         // The compile-time fused kernel applies the same lane functions.
         CHECK(allclose(y, expr::evaluate(e, in[0], in[1], in[2]), 1e-6, 1e-6));
     }
-    const jit::debug_state d = ex.state();
+    const jit::debug_state d = ex.debug_state();
     REQUIRE(d.levels[0].plan);
     CHECK(d.levels[0].plan->fusion_groups == 1);
     CHECK(d.levels[0].plan->graph.find("FusionGroup_0 (6 ops") != std::string::npos);

@@ -16125,8 +16125,10 @@ public:
     }
 
     /// Plans, guards, counts and timings of the executor and its fallbacks.
-    [[nodiscard]] debug_state state() const {
-        debug_state d;
+    [[nodiscard]] jit::debug_state debug_state() const { return state(); }
+    /// The same as debug_state().
+    [[nodiscard]] jit::debug_state state() const {
+        jit::debug_state d;
         d.fusion = strategy_;
         d.bailout_depth = depth_;
         d.compilations = compilations_->load(std::memory_order_relaxed);
