@@ -161,6 +161,16 @@ TEST_CASE("large freed buffers are reused through the buffer cache", "[core][sto
     REQUIRE(buffer_cache_size() == 0);
     Tensor small = empty({16});  // small buffers never enter the cache
     (void)small;
+    { Tensor below = empty({1 << 14}); }  // 64 KiB: below the 128 KiB threshold (glibc's heap serves it)
+    REQUIRE(buffer_cache_size() == 0);
+    {
+        Tensor mid = empty({1 << 16});  // 256 KiB: glibc would map it fresh every time
+        first = mid.raw_data();
+    }
+    REQUIRE(buffer_cache_size() >= (std::size_t{256} << 10));
+    Tensor mid_again = empty({1 << 16});
+    REQUIRE(mid_again.raw_data() == first);
+    REQUIRE(buffer_cache_size() == 0);
     set_buffer_cache_limit(0);  // disabling empties the cache and stops caching
     { Tensor t = empty({1 << 20}); }
     REQUIRE(buffer_cache_size() == 0);
