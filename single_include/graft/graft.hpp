@@ -791,7 +791,9 @@ namespace detail {
 /// them; reuse avoids that (measured in bench/). Thread-safe.
 class buffer_cache {
 public:
-    static constexpr std::size_t min_bytes = std::size_t{1} << 20;
+    /// glibc serves requests from 128 KiB up with mmap (and unmaps them on free), so a
+    /// fresh buffer of that size page-faults on every touch: those are worth keeping.
+    static constexpr std::size_t min_bytes = std::size_t{128} << 10;
 
     static buffer_cache& instance() {
         static buffer_cache* cache = new buffer_cache;  // never destroyed: storages may outlive static teardown
@@ -800,7 +802,9 @@ public:
 
     /// Rounds large sizes up so that similar requests share cached blocks.
     [[nodiscard]] static std::size_t round(std::size_t nbytes) noexcept {
-        const std::size_t unit = nbytes >= min_bytes ? (std::size_t{1} << 16) : storage_alignment;
+        const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16)
+                                 : nbytes >= min_bytes           ? (std::size_t{1} << 12)
+                                                                 : storage_alignment;
         const std::size_t r = (nbytes + unit - 1) / unit * unit;
         return r == 0 ? storage_alignment : r;
     }
@@ -910,7 +914,7 @@ private:
 
 }  // namespace detail
 
-/// Freed tensor buffers of 1 MiB and more are kept for reuse, up to this many
+/// Freed tensor buffers of 128 KiB and more are kept for reuse, up to this many
 /// bytes in total (default 1 GiB, 0 under AddressSanitizer; the environment
 /// variable GRAFT_BUFFER_CACHE_MB overrides). 0 disables the cache.
 inline void set_buffer_cache_limit(std::size_t bytes) { detail::buffer_cache::instance().set_limit(bytes); }
