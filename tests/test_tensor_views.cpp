@@ -176,3 +176,39 @@ TEST_CASE("large freed buffers are reused through the buffer cache", "[core][sto
     REQUIRE(buffer_cache_size() == 0);
     set_buffer_cache_limit(std::size_t{1} << 30);
 }
+
+TEST_CASE("small buffer size classes cover every size exactly once", "[core][storage]") {
+    using C = detail::small_buffer_classes;
+    std::size_t prev_block = 0;
+    for (std::size_t c = 0; c < C::count; ++c) {
+        const std::size_t b = C::block_size(c);
+        REQUIRE(b > prev_block);
+        REQUIRE(b % storage_alignment == 0);
+        REQUIRE(C::class_of(b) == c);              // a block's own size maps to its class
+        REQUIRE(C::class_of(prev_block + 1) == c);  // so does the smallest size it serves
+        REQUIRE(C::round(prev_block + 1) == b);
+        REQUIRE(b - (prev_block + 1) <= b / 4 + storage_alignment);  // at most ~25% rounding
+        prev_block = b;
+    }
+    REQUIRE(prev_block == C::max_block);
+}
+
+TEST_CASE("small freed buffers are reused by the same thread", "[core][storage]") {
+    empty_buffer_cache();  // also drains this thread's small-buffer lists
+    REQUIRE(detail::small_buffer_pool::local_bytes() == 0);
+    const void* first = nullptr;
+    {
+        Tensor t = empty({1000});  // 4000 B: a small buffer (not inline, below 128 KiB)
+        first = t.raw_data();
+    }
+    Tensor again = empty({1000});
+    REQUIRE(reinterpret_cast<std::uintptr_t>(again.raw_data()) % storage_alignment == 0);
+    if (GRAFT_DETAIL_POOL_ENABLED) {
+        REQUIRE(again.raw_data() == first);
+        { Tensor other = empty({900}); }  // 3600 B rounds to the same 4 KiB class
+        REQUIRE(detail::small_buffer_pool::local_bytes() == 4096);
+        empty_buffer_cache();
+        REQUIRE(detail::small_buffer_pool::local_bytes() == 0);
+    }
+    REQUIRE(buffer_cache_size() == 0);  // the shared cache holds only large buffers
+}

@@ -2,6 +2,7 @@
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views,
 // with a small cache that reuses large freed buffers instead of returning them to the OS.
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +21,42 @@ inline constexpr std::size_t storage_alignment = 64;
 
 namespace detail {
 
+/// Tensor buffers below the buffer cache's threshold (65 B to 112 KiB): 64-byte
+/// classes up to 1 KiB, then four classes per power of two (at most 25% rounding),
+/// 64-byte aligned, up to 4 MiB kept per thread. Reusing them spares glibc's
+/// aligned-allocation and consolidating free paths (hundreds of instructions for a
+/// 4 KiB buffer), which dominate a small tensor's cost.
+struct small_buffer_classes {
+    static constexpr std::size_t granule = 64;
+    static constexpr std::size_t linear_max = 1024;  // 64-byte steps up to here
+    static constexpr std::size_t max_block = std::size_t{112} << 10;
+    static constexpr std::size_t count = linear_max / granule + 7 * 4 - 1;  // 7 octaves from 1 KiB, to 112 KiB
+    static constexpr std::size_t alignment = 64;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+
+    /// Smallest class block >= n (n <= max_block).
+    [[nodiscard]] static constexpr std::size_t round(std::size_t n) noexcept {
+        if (n <= linear_max) return n == 0 ? granule : (n + granule - 1) / granule * granule;
+        const std::size_t step = std::bit_floor(n - 1) / 4;
+        return (n + step - 1) / step * step;
+    }
+    [[nodiscard]] static constexpr std::size_t class_of(std::size_t n) noexcept {
+        if (n <= linear_max) return n == 0 ? 0 : (n - 1) / granule;
+        const std::size_t octave = std::bit_floor(n - 1);  // n in (octave, 2 * octave]
+        const std::size_t step = octave / 4;
+        return linear_max / granule + (static_cast<std::size_t>(std::countr_zero(octave)) - 10) * 4 +
+               (round(n) - octave) / step - 1;
+    }
+    [[nodiscard]] static constexpr std::size_t block_size(std::size_t c) noexcept {
+        if (c < linear_max / granule) return (c + 1) * granule;
+        const std::size_t k = c - linear_max / granule;
+        const std::size_t octave = std::size_t{1} << (10 + k / 4);
+        return octave + (k % 4 + 1) * (octave / 4);
+    }
+};
+
+using small_buffer_pool = thread_free_lists<small_buffer_classes>;
+
 /// Keeps freed buffers of at least `min_bytes` for reuse by the next allocation
 /// of the same rounded size. Fresh multi-megabyte buffers come from the OS and
 /// page-fault on first touch, which costs as much as an elementwise pass over
@@ -35,17 +72,18 @@ public:
         return *cache;
     }
 
-    /// Rounds large sizes up so that similar requests share cached blocks.
-    [[nodiscard]] static std::size_t round(std::size_t nbytes) noexcept {
-        const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16)
-                                 : nbytes >= min_bytes           ? (std::size_t{1} << 12)
-                                                                 : storage_alignment;
-        const std::size_t r = (nbytes + unit - 1) / unit * unit;
-        return r == 0 ? storage_alignment : r;
-    }
+    /// Rounds sizes up so that similar requests share cached blocks: small sizes to
+    /// their small_buffer_classes block, large ones to 4 KiB (64 KiB from 1 MiB).
+    [[nodiscard]] static std::size_t round(std::size_t nbytes) noexcept;
 
-    [[nodiscard]] void* allocate(std::size_t rounded) {
-        if (rounded >= min_bytes) {
+    [[nodiscard]] void* allocate(std::size_t rounded);
+    void release(void* p, std::size_t rounded) noexcept;
+
+    /// Returns every cached buffer to the system (and the calling thread's small ones).
+    void empty() noexcept;
+
+    [[nodiscard]] void* allocate_large(std::size_t rounded) {
+        {
             std::lock_guard lock(mutex_);
             if (auto it = free_.find(rounded); it != free_.end()) {
                 void* p = it->second;
@@ -57,8 +95,8 @@ public:
         return ::operator new(rounded, std::align_val_t{storage_alignment});
     }
 
-    void release(void* p, std::size_t rounded) noexcept {
-        if (rounded >= min_bytes) {
+    void release_large(void* p, std::size_t rounded) noexcept {
+        {
             std::lock_guard lock(mutex_);
             if (cached_ + rounded <= limit_) {
                 free_.emplace(rounded, p);
@@ -69,8 +107,7 @@ public:
         ::operator delete(p, std::align_val_t{storage_alignment});
     }
 
-    /// Returns every cached buffer to the system.
-    void empty() noexcept {
+    void empty_large() noexcept {
         std::lock_guard lock(mutex_);
         for (auto& [size, p] : free_) ::operator delete(p, std::align_val_t{storage_alignment});
         free_.clear();
@@ -82,7 +119,7 @@ public:
             std::lock_guard lock(mutex_);
             limit_ = bytes;
         }
-        if (bytes == 0) empty();
+        if (bytes == 0) empty_large();
     }
     [[nodiscard]] std::size_t limit() const noexcept {
         std::lock_guard lock(mutex_);
@@ -106,6 +143,27 @@ private:
     std::size_t cached_ = 0;
     std::size_t limit_ = std::size_t{1} << 30;
 };
+
+inline std::size_t buffer_cache::round(std::size_t nbytes) noexcept {
+    if (nbytes <= small_buffer_classes::max_block) return small_buffer_classes::round(nbytes);
+    const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16) : (std::size_t{1} << 12);
+    return (nbytes + unit - 1) / unit * unit;
+}
+
+inline void* buffer_cache::allocate(std::size_t rounded) {
+    if (rounded < min_bytes) return small_buffer_pool::allocate(rounded);
+    return allocate_large(rounded);
+}
+
+inline void buffer_cache::release(void* p, std::size_t rounded) noexcept {
+    if (rounded < min_bytes) small_buffer_pool::deallocate(p, rounded);
+    else release_large(p, rounded);
+}
+
+inline void buffer_cache::empty() noexcept {
+    small_buffer_pool::release_local();
+    empty_large();
+}
 
 /// A block of raw memory, never null even when empty, plus the version counter
 /// of the tensors viewing it. Buffers of up to 64 bytes live inside the object,

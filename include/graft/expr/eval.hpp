@@ -348,6 +348,78 @@ void run_loops(const double* lits, double* sums, std::array<prepared<T>, NumIn>&
         });
 }
 
+/// Is `t` of dtype `type`, of sizes `shape` and contiguous? (the flat path's test)
+[[nodiscard]] inline bool fits_flat(const Tensor& t, dtype type, const int_list& shape) noexcept {
+    if (t.type() != type) return false;
+    const int_list& sizes = t.sizes();
+    const std::size_t rank = sizes.size();
+    if (rank != shape.size()) return false;
+    for (std::size_t i = 0; i < rank; ++i)
+        if (sizes[i] != shape[i]) return false;
+    return rank <= 1 ? (rank == 0 || t.strides()[0] == 1 || sizes[0] <= 1) : t.is_contiguous();
+}
+
+/// Caller-provided outputs that the flat path can write: exactly the result dtype and
+/// shape, contiguous (anything else goes down the general path, which reports mismatches).
+template <class G, class T, std::size_t M>
+[[nodiscard]] bool outputs_fit_flat(const std::array<Tensor, M>& out, const int_list& shape) {
+    static const int_list scalar_shape{};
+    bool ok = true;
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        ((ok = ok && out[Js].defined() &&
+               fits_flat(out[Js], output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>,
+                         output_is_reduction<G, Js> ? scalar_shape : shape)),
+         ...);
+    }(std::make_index_sequence<M>{});
+    return ok;
+}
+
+/// The common case, without copies of the arguments or broadcasting: every tensor
+/// argument of dtype T, contiguous and of one shape. Writes into `*into` when given,
+/// else allocates `*result`. Returns false, having done nothing, when the call needs
+/// the general path.
+template <class G, class T, std::size_t M, class... Args>
+[[nodiscard]] bool run_graph_flat(const double* lits, const std::array<Tensor, M>* into,
+                                  std::array<Tensor, M>* result, const Args&... args) {
+    constexpr std::size_t NumIn = sizeof...(Args);
+    constexpr std::uint64_t Numbers = number_mask<Args...>();
+    const int_list* shape = nullptr;
+    bool ok = true;
+    std::array<T, NumIn + 1> values{};
+    std::array<const void*, NumIn + 1> iptr{};
+    std::size_t k = 0;
+    (
+        [&] {
+            if constexpr (is_number_v<Args>) {
+                values[k] = static_cast<T>(args);
+                iptr[k] = &values[k];
+            } else {
+                if (shape == nullptr) {
+                    shape = &args.sizes();
+                    ok = args.type() == dtype_of_v<T> && args.is_contiguous();
+                } else {
+                    ok = ok && fits_flat(args, dtype_of_v<T>, *shape);
+                }
+                iptr[k] = args.raw_data();
+            }
+            ++k;
+        }(),
+        ...);
+    if (!ok || shape == nullptr) return false;
+    if (into != nullptr && !outputs_fit_flat<G, T, M>(*into, *shape)) return false;
+    const std::array<Tensor, M>& out = into != nullptr ? *into : (*result = allocate_outputs<G, T, M>(*shape));
+    const auto n = static_cast<std::size_t>(graft::detail::numel_of(*shape));
+    const auto lit = literals_and_numel<G>(lits, n);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
+    if (n > 0) {
+        std::array<char*, M> optr{};
+        for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+        select_fused<G, T, NumIn, Numbers, 0>().contig(iptr.data(), optr.data(), n, lit.data(), sums.data());
+    }
+    write_reductions<G, T, M>(out, sums.data(), n);
+    return true;
+}
+
 /// Evaluates G on args. `domain` (optional) is a shape the arguments' shapes are
 /// broadcast with: the evaluation domain of a backward graph is its forward's, even when
 /// it reads none of the arguments that have that shape.
@@ -357,6 +429,10 @@ template <class G, class T, std::size_t M, class... Args>
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
+    if (domain == nullptr) {
+        std::array<Tensor, M> out;
+        if (run_graph_flat<G, T, M>(lits, into, &out, args...)) return into != nullptr ? *into : out;
+    }
     std::array<prepared<T>, NumIn> in{};
     {
         std::size_t k = 0;
@@ -441,9 +517,36 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
     return out;
 }
 
+/// The dtype every tensor argument shares, when they are all defined and of one
+/// floating type (numbers then never change the promoted type); false otherwise.
+template <class... Args>
+[[nodiscard]] bool uniform_float_type(dtype& t, const Args&... args) {
+    bool any = false, ok = true;
+    (
+        [&] {
+            if constexpr (!is_number_v<Args>) {
+                if (!args.defined()) {
+                    ok = false;
+                } else if (!any) {
+                    t = args.type();
+                    any = true;
+                } else {
+                    ok = ok && args.type() == t;
+                }
+            }
+        }(),
+        ...);
+    return ok && any && is_floating_point(t);
+}
+
 template <class G, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
                                                    const int_list* domain, const Args&... args) {
+    dtype uniform{};
+    if (uniform_float_type(uniform, args...)) {
+        if (uniform == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
+        return run_graph<G, double, M>(lits, into, domain, args...);
+    }
     if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
     return run_graph<G, double, M>(lits, into, domain, args...);
 }
@@ -502,7 +605,12 @@ void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... 
     static_assert(M == G::results::size,
                   "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
     detail::check_arity<E, sizeof...(Args)>();
-    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
+    dtype uniform{};
+    const bool flat = detail::uniform_float_type(uniform, args...) &&
+                      (uniform == dtype::float32
+                           ? detail::run_graph_flat<G, float, M>(e.literals.data(), &out, nullptr, args...)
+                           : detail::run_graph_flat<G, double, M>(e.literals.data(), &out, nullptr, args...));
+    if (!flat) (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
     for (const Tensor& t : out) t.bump_version();
 }
 
