@@ -425,3 +425,46 @@ TEST_CASE("expr::evaluate_into and value_and_grad", "[expr]") {
     CHECK(max_rel_err(graft::sum_to_size(r[2], {8}), w2.grad()) < 1e-5);
     CHECK(max_rel_err(graft::sum_to_size(r[3], {5, 1}), b2.grad()) < 1e-5);
 }
+
+TEST_CASE("expr::evaluate: the flat path and the general path agree bit for bit", "[expr]") {
+    // Same-shape contiguous arguments of one dtype take the flat path; a transposed
+    // output, a non-contiguous input or a second dtype sends the same call down the
+    // general path. Both run the same per-element program.
+    const auto e = ex::trace<3>([](auto x, auto w, auto b) { return std::make_tuple(tanh(x * w + b), sum(x * w)); });
+    const Tensor x = graft::randn({6, 7}), w = graft::randn({6, 7}), b = graft::randn({6, 7});
+    const auto flat = ex::evaluate_all(e, x, w, b);
+    const auto ref = ex::interpret_all(e, x, w, b);
+    CHECK(max_rel_err(flat[0], ref[0]) < tol<float>());
+    CHECK(std::fabs(flat[1].item<double>() - ref[1].item<double>()) < 1e-4 * (1 + std::fabs(ref[1].item<double>())));
+    // Non-contiguous input with the same values: the general (strided) path.
+    const Tensor wt = w.t().contiguous().t();
+    REQUIRE_FALSE(wt.is_contiguous());
+    const auto general = ex::evaluate_all(e, x, wt, b);
+    CHECK(graft::equal(general[0], flat[0]));
+    CHECK(std::fabs(general[1].item<double>() - flat[1].item<double>()) < 1e-5 * (1 + std::fabs(flat[1].item<double>())));
+    // Into contiguous outputs (flat) and into a transposed output (general).
+    const std::array<Tensor, 2> into_flat{graft::empty({6, 7}), graft::empty({})};
+    ex::evaluate_into(into_flat, e, x, w, b);
+    CHECK(graft::equal(into_flat[0], flat[0]));
+    CHECK(into_flat[1].item<double>() == flat[1].item<double>());
+    const std::array<Tensor, 2> into_t{graft::empty({7, 6}).t(), graft::empty({})};
+    ex::evaluate_into(into_t, e, x, w, b);
+    CHECK(graft::equal(into_t[0], flat[0]));
+    // A float64 argument promotes the whole call (general dtype path); numbers do not.
+    const auto promoted = ex::evaluate_all(e, x, w.to(graft::dtype::float64), b);
+    CHECK(promoted[0].type() == graft::dtype::float64);
+    const auto e2 = ex::trace<2>([](auto x, auto s) { return x * s; });
+    CHECK(ex::evaluate(e2, x, 2.0).type() == graft::dtype::float32);
+    CHECK(graft::equal(ex::evaluate(e2, x, 2.0), x * 2.0));
+    // Outputs the flat path cannot take are reported by the general path, unchanged.
+    CHECK_THROWS_WITH(ex::evaluate_into(std::array<Tensor, 2>{graft::empty({6, 7}, graft::dtype::float64), graft::empty({})},
+                                        e, x, w, b),
+                      Catch::Contains("output 0 must be a float32 tensor of shape [6, 7]"));
+    CHECK_THROWS_WITH(ex::evaluate_into(std::array<Tensor, 2>{graft::empty({6, 7}), graft::empty({1})}, e, x, w, b),
+                      Catch::Contains("output 1 must be a float32 tensor of shape []"));
+    CHECK_THROWS_WITH(ex::evaluate(e2, Tensor{}, 1.0), Catch::Contains("argument 0 is an undefined tensor"));
+    // Empty tensors: nothing to compute; the sum of nothing is 0.
+    const auto none = ex::evaluate_all(e, graft::empty({0, 7}), graft::empty({0, 7}), graft::empty({0, 7}));
+    CHECK(none[0].sizes() == graft::int_list{0, 7});
+    CHECK(none[1].item<double>() == 0.0);
+}

@@ -635,6 +635,7 @@ inline void observe_read(std::string_view what, const Tensor& t) {
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views,
 // with a small cache that reuses large freed buffers instead of returning them to the OS.
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -646,9 +647,10 @@ inline void observe_read(std::string_view what, const Tensor& t) {
 
 // ---- begin graft/core/detail/pool.hpp
 // Per-thread free lists for the small objects every recorded op allocates
-// (tensor_impl, storage, autograd_meta, backward node). A 100-op graph frees
-// hundreds of such blocks at once; glibc keeps only 7 per size in its thread
-// cache and sends the rest through its slow consolidating free path.
+// (tensor_impl, storage, autograd_meta, backward node) and, with other size classes,
+// for small tensor buffers (graft/core/storage.hpp). A 100-op graph frees hundreds of
+// such blocks at once; glibc keeps only 7 per size in its thread cache and sends the
+// rest through its slow consolidating free path.
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -669,52 +671,60 @@ namespace graft::detail {
 #define GRAFT_DETAIL_POOL_ENABLED 1
 #endif
 
-/// Blocks of up to 1 KiB in 64-byte size classes; each thread keeps up to
-/// `max_bytes` of freed blocks for reuse and returns them to the system when it
-/// exits. A block freed on another thread than the one that allocated it joins
-/// the freeing thread's lists. Blocks come from ::operator new.
-class block_pool {
+/// Per-thread free lists of blocks in size classes. `Classes` describes them:
+/// `count`, `class_of(n)` (n <= max_block), `block_size(c)`, `max_block`, `alignment`
+/// and `max_bytes`, the most a thread keeps. Each thread keeps freed blocks for reuse
+/// and returns them to the system when it exits. A block freed on another thread than
+/// the one that allocated it joins the freeing thread's lists. Larger requests, and
+/// every request when the pool is disabled, go straight to ::operator new.
+template <class Classes>
+class thread_free_lists {
 public:
-    static constexpr std::size_t granule = 64;
-    static constexpr std::size_t classes = 16;
-    static constexpr std::size_t max_block = granule * classes;
-    static constexpr std::size_t max_bytes = std::size_t{2} << 20;
+    static constexpr std::size_t max_block = Classes::max_block;
 
     [[nodiscard]] static void* allocate(std::size_t n) {
         if constexpr (GRAFT_DETAIL_POOL_ENABLED) {
             if (n <= max_block) {
-                const std::size_t c = class_of(n);
+                const std::size_t c = Classes::class_of(n);
                 lists& l = local();
                 if (free_block* b = l.head[c]) {
                     l.head[c] = b->next;
-                    l.bytes -= block_size(c);
+                    l.bytes -= Classes::block_size(c);
                     return b;
                 }
-                return ::operator new(block_size(c));
+                return system_new(Classes::block_size(c));
             }
         }
-        return ::operator new(n);
+        return system_new(n);
     }
 
     static void deallocate(void* p, std::size_t n) noexcept {
         if constexpr (GRAFT_DETAIL_POOL_ENABLED) {
             if (n <= max_block) {
-                const std::size_t c = class_of(n);
+                const std::size_t c = Classes::class_of(n);
                 lists& l = local();
                 if (l.state == state_t::fresh) register_drain(l);
-                if (l.state == state_t::active && l.bytes + block_size(c) <= max_bytes) {
+                if (l.state == state_t::active && l.bytes + Classes::block_size(c) <= Classes::max_bytes) {
                     auto* b = static_cast<free_block*>(p);
                     b->next = l.head[c];
                     l.head[c] = b;
-                    l.bytes += block_size(c);
+                    l.bytes += Classes::block_size(c);
                     return;
                 }
-                ::operator delete(p, block_size(c));
+                system_delete(p, Classes::block_size(c));
                 return;
             }
         }
-        ::operator delete(p, n);
+        system_delete(p, n);
     }
+
+    /// Returns the calling thread's cached blocks to the system.
+    static void release_local() noexcept {
+        if constexpr (GRAFT_DETAIL_POOL_ENABLED) drain_lists(local());
+    }
+
+    /// Bytes the calling thread keeps for reuse.
+    [[nodiscard]] static std::size_t local_bytes() noexcept { return local().bytes; }
 
 private:
     struct free_block {
@@ -723,7 +733,7 @@ private:
     enum class state_t : std::uint8_t { fresh, active, exited };
     // Trivially destructible, so it stays usable during and after thread exit.
     struct lists {
-        free_block* head[classes];
+        free_block* head[Classes::count];
         std::size_t bytes;
         state_t state;
     };
@@ -731,20 +741,32 @@ private:
     struct drain {
         lists* l;
         ~drain() {
-            for (std::size_t c = 0; c < classes; ++c)
-                while (free_block* b = l->head[c]) {
-                    l->head[c] = b->next;
-                    ::operator delete(b, block_size(c));
-                }
-            l->bytes = 0;
+            drain_lists(*l);
             l->state = state_t::exited;  // later frees on this thread go straight to the system
         }
     };
 
-    [[nodiscard]] static constexpr std::size_t class_of(std::size_t n) noexcept {
-        return n == 0 ? 0 : (n - 1) / granule;
+    static void drain_lists(lists& l) noexcept {
+        for (std::size_t c = 0; c < Classes::count; ++c)
+            while (free_block* b = l.head[c]) {
+                l.head[c] = b->next;
+                system_delete(b, Classes::block_size(c));
+            }
+        l.bytes = 0;
     }
-    [[nodiscard]] static constexpr std::size_t block_size(std::size_t c) noexcept { return (c + 1) * granule; }
+
+    [[nodiscard]] static void* system_new(std::size_t n) {
+        if constexpr (Classes::alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
+            return ::operator new(n, std::align_val_t{Classes::alignment});
+        else
+            return ::operator new(n);
+    }
+    static void system_delete(void* p, std::size_t n) noexcept {
+        if constexpr (Classes::alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
+            ::operator delete(p, n, std::align_val_t{Classes::alignment});
+        else
+            ::operator delete(p, n);
+    }
 
     [[nodiscard]] static lists& local() noexcept {
         thread_local constinit lists l{};
@@ -756,6 +778,22 @@ private:
         l.state = state_t::active;
     }
 };
+
+/// Small objects: blocks of up to 1 KiB in 64-byte classes, new's alignment, up to
+/// 2 MiB per thread.
+struct small_object_classes {
+    static constexpr std::size_t granule = 64;
+    static constexpr std::size_t count = 16;
+    static constexpr std::size_t max_block = granule * count;
+    static constexpr std::size_t alignment = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+    static constexpr std::size_t max_bytes = std::size_t{2} << 20;
+    [[nodiscard]] static constexpr std::size_t class_of(std::size_t n) noexcept {
+        return n == 0 ? 0 : (n - 1) / granule;
+    }
+    [[nodiscard]] static constexpr std::size_t block_size(std::size_t c) noexcept { return (c + 1) * granule; }
+};
+
+using block_pool = thread_free_lists<small_object_classes>;
 
 /// An allocator over block_pool, for std::allocate_shared of graft's small objects.
 template <class T>
@@ -785,6 +823,42 @@ inline constexpr std::size_t storage_alignment = 64;
 
 namespace detail {
 
+/// Tensor buffers below the buffer cache's threshold (65 B to 112 KiB): 64-byte
+/// classes up to 1 KiB, then four classes per power of two (at most 25% rounding),
+/// 64-byte aligned, up to 4 MiB kept per thread. Reusing them spares glibc's
+/// aligned-allocation and consolidating free paths (hundreds of instructions for a
+/// 4 KiB buffer), which dominate a small tensor's cost.
+struct small_buffer_classes {
+    static constexpr std::size_t granule = 64;
+    static constexpr std::size_t linear_max = 1024;  // 64-byte steps up to here
+    static constexpr std::size_t max_block = std::size_t{112} << 10;
+    static constexpr std::size_t count = linear_max / granule + 7 * 4 - 1;  // 7 octaves from 1 KiB, to 112 KiB
+    static constexpr std::size_t alignment = 64;
+    static constexpr std::size_t max_bytes = std::size_t{4} << 20;
+
+    /// Smallest class block >= n (n <= max_block).
+    [[nodiscard]] static constexpr std::size_t round(std::size_t n) noexcept {
+        if (n <= linear_max) return n == 0 ? granule : (n + granule - 1) / granule * granule;
+        const std::size_t step = std::bit_floor(n - 1) / 4;
+        return (n + step - 1) / step * step;
+    }
+    [[nodiscard]] static constexpr std::size_t class_of(std::size_t n) noexcept {
+        if (n <= linear_max) return n == 0 ? 0 : (n - 1) / granule;
+        const std::size_t octave = std::bit_floor(n - 1);  // n in (octave, 2 * octave]
+        const std::size_t step = octave / 4;
+        return linear_max / granule + (static_cast<std::size_t>(std::countr_zero(octave)) - 10) * 4 +
+               (round(n) - octave) / step - 1;
+    }
+    [[nodiscard]] static constexpr std::size_t block_size(std::size_t c) noexcept {
+        if (c < linear_max / granule) return (c + 1) * granule;
+        const std::size_t k = c - linear_max / granule;
+        const std::size_t octave = std::size_t{1} << (10 + k / 4);
+        return octave + (k % 4 + 1) * (octave / 4);
+    }
+};
+
+using small_buffer_pool = thread_free_lists<small_buffer_classes>;
+
 /// Keeps freed buffers of at least `min_bytes` for reuse by the next allocation
 /// of the same rounded size. Fresh multi-megabyte buffers come from the OS and
 /// page-fault on first touch, which costs as much as an elementwise pass over
@@ -800,17 +874,18 @@ public:
         return *cache;
     }
 
-    /// Rounds large sizes up so that similar requests share cached blocks.
-    [[nodiscard]] static std::size_t round(std::size_t nbytes) noexcept {
-        const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16)
-                                 : nbytes >= min_bytes           ? (std::size_t{1} << 12)
-                                                                 : storage_alignment;
-        const std::size_t r = (nbytes + unit - 1) / unit * unit;
-        return r == 0 ? storage_alignment : r;
-    }
+    /// Rounds sizes up so that similar requests share cached blocks: small sizes to
+    /// their small_buffer_classes block, large ones to 4 KiB (64 KiB from 1 MiB).
+    [[nodiscard]] static std::size_t round(std::size_t nbytes) noexcept;
 
-    [[nodiscard]] void* allocate(std::size_t rounded) {
-        if (rounded >= min_bytes) {
+    [[nodiscard]] void* allocate(std::size_t rounded);
+    void release(void* p, std::size_t rounded) noexcept;
+
+    /// Returns every cached buffer to the system (and the calling thread's small ones).
+    void empty() noexcept;
+
+    [[nodiscard]] void* allocate_large(std::size_t rounded) {
+        {
             std::lock_guard lock(mutex_);
             if (auto it = free_.find(rounded); it != free_.end()) {
                 void* p = it->second;
@@ -822,8 +897,8 @@ public:
         return ::operator new(rounded, std::align_val_t{storage_alignment});
     }
 
-    void release(void* p, std::size_t rounded) noexcept {
-        if (rounded >= min_bytes) {
+    void release_large(void* p, std::size_t rounded) noexcept {
+        {
             std::lock_guard lock(mutex_);
             if (cached_ + rounded <= limit_) {
                 free_.emplace(rounded, p);
@@ -834,8 +909,7 @@ public:
         ::operator delete(p, std::align_val_t{storage_alignment});
     }
 
-    /// Returns every cached buffer to the system.
-    void empty() noexcept {
+    void empty_large() noexcept {
         std::lock_guard lock(mutex_);
         for (auto& [size, p] : free_) ::operator delete(p, std::align_val_t{storage_alignment});
         free_.clear();
@@ -847,7 +921,7 @@ public:
             std::lock_guard lock(mutex_);
             limit_ = bytes;
         }
-        if (bytes == 0) empty();
+        if (bytes == 0) empty_large();
     }
     [[nodiscard]] std::size_t limit() const noexcept {
         std::lock_guard lock(mutex_);
@@ -871,6 +945,27 @@ private:
     std::size_t cached_ = 0;
     std::size_t limit_ = std::size_t{1} << 30;
 };
+
+inline std::size_t buffer_cache::round(std::size_t nbytes) noexcept {
+    if (nbytes <= small_buffer_classes::max_block) return small_buffer_classes::round(nbytes);
+    const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16) : (std::size_t{1} << 12);
+    return (nbytes + unit - 1) / unit * unit;
+}
+
+inline void* buffer_cache::allocate(std::size_t rounded) {
+    if (rounded < min_bytes) return small_buffer_pool::allocate(rounded);
+    return allocate_large(rounded);
+}
+
+inline void buffer_cache::release(void* p, std::size_t rounded) noexcept {
+    if (rounded < min_bytes) small_buffer_pool::deallocate(p, rounded);
+    else release_large(p, rounded);
+}
+
+inline void buffer_cache::empty() noexcept {
+    small_buffer_pool::release_local();
+    empty_large();
+}
 
 /// A block of raw memory, never null even when empty, plus the version counter
 /// of the tensors viewing it. Buffers of up to 64 bytes live inside the object,
@@ -10986,6 +11081,78 @@ void run_loops(const double* lits, double* sums, std::array<prepared<T>, NumIn>&
         });
 }
 
+/// Is `t` of dtype `type`, of sizes `shape` and contiguous? (the flat path's test)
+[[nodiscard]] inline bool fits_flat(const Tensor& t, dtype type, const int_list& shape) noexcept {
+    if (t.type() != type) return false;
+    const int_list& sizes = t.sizes();
+    const std::size_t rank = sizes.size();
+    if (rank != shape.size()) return false;
+    for (std::size_t i = 0; i < rank; ++i)
+        if (sizes[i] != shape[i]) return false;
+    return rank <= 1 ? (rank == 0 || t.strides()[0] == 1 || sizes[0] <= 1) : t.is_contiguous();
+}
+
+/// Caller-provided outputs that the flat path can write: exactly the result dtype and
+/// shape, contiguous (anything else goes down the general path, which reports mismatches).
+template <class G, class T, std::size_t M>
+[[nodiscard]] bool outputs_fit_flat(const std::array<Tensor, M>& out, const int_list& shape) {
+    static const int_list scalar_shape{};
+    bool ok = true;
+    [&]<std::size_t... Js>(std::index_sequence<Js...>) {
+        ((ok = ok && out[Js].defined() &&
+               fits_flat(out[Js], output_is_bool<G, Js> ? dtype::bool_ : dtype_of_v<T>,
+                         output_is_reduction<G, Js> ? scalar_shape : shape)),
+         ...);
+    }(std::make_index_sequence<M>{});
+    return ok;
+}
+
+/// The common case, without copies of the arguments or broadcasting: every tensor
+/// argument of dtype T, contiguous and of one shape. Writes into `*into` when given,
+/// else allocates `*result`. Returns false, having done nothing, when the call needs
+/// the general path.
+template <class G, class T, std::size_t M, class... Args>
+[[nodiscard]] bool run_graph_flat(const double* lits, const std::array<Tensor, M>* into,
+                                  std::array<Tensor, M>* result, const Args&... args) {
+    constexpr std::size_t NumIn = sizeof...(Args);
+    constexpr std::uint64_t Numbers = number_mask<Args...>();
+    const int_list* shape = nullptr;
+    bool ok = true;
+    std::array<T, NumIn + 1> values{};
+    std::array<const void*, NumIn + 1> iptr{};
+    std::size_t k = 0;
+    (
+        [&] {
+            if constexpr (is_number_v<Args>) {
+                values[k] = static_cast<T>(args);
+                iptr[k] = &values[k];
+            } else {
+                if (shape == nullptr) {
+                    shape = &args.sizes();
+                    ok = args.type() == dtype_of_v<T> && args.is_contiguous();
+                } else {
+                    ok = ok && fits_flat(args, dtype_of_v<T>, *shape);
+                }
+                iptr[k] = args.raw_data();
+            }
+            ++k;
+        }(),
+        ...);
+    if (!ok || shape == nullptr) return false;
+    if (into != nullptr && !outputs_fit_flat<G, T, M>(*into, *shape)) return false;
+    const std::array<Tensor, M>& out = into != nullptr ? *into : (*result = allocate_outputs<G, T, M>(*shape));
+    const auto n = static_cast<std::size_t>(graft::detail::numel_of(*shape));
+    const auto lit = literals_and_numel<G>(lits, n);
+    std::array<double, reduction_slots<G>::count + 1> sums{};
+    if (n > 0) {
+        std::array<char*, M> optr{};
+        for (std::size_t j = 0; j < M; ++j) optr[j] = static_cast<char*>(out[j].raw_data());
+        select_fused<G, T, NumIn, Numbers, 0>().contig(iptr.data(), optr.data(), n, lit.data(), sums.data());
+    }
+    write_reductions<G, T, M>(out, sums.data(), n);
+    return true;
+}
+
 /// Evaluates G on args. `domain` (optional) is a shape the arguments' shapes are
 /// broadcast with: the evaluation domain of a backward graph is its forward's, even when
 /// it reads none of the arguments that have that shape.
@@ -10995,6 +11162,10 @@ template <class G, class T, std::size_t M, class... Args>
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
+    if (domain == nullptr) {
+        std::array<Tensor, M> out;
+        if (run_graph_flat<G, T, M>(lits, into, &out, args...)) return into != nullptr ? *into : out;
+    }
     std::array<prepared<T>, NumIn> in{};
     {
         std::size_t k = 0;
@@ -11079,9 +11250,36 @@ template <class G, class Shape, class T, std::size_t M, class... Args>
     return out;
 }
 
+/// The dtype every tensor argument shares, when they are all defined and of one
+/// floating type (numbers then never change the promoted type); false otherwise.
+template <class... Args>
+[[nodiscard]] bool uniform_float_type(dtype& t, const Args&... args) {
+    bool any = false, ok = true;
+    (
+        [&] {
+            if constexpr (!is_number_v<Args>) {
+                if (!args.defined()) {
+                    ok = false;
+                } else if (!any) {
+                    t = args.type();
+                    any = true;
+                } else {
+                    ok = ok && args.type() == t;
+                }
+            }
+        }(),
+        ...);
+    return ok && any && is_floating_point(t);
+}
+
 template <class G, std::size_t M, class... Args>
 [[nodiscard]] std::array<Tensor, M> evaluate_graph(const double* lits, const std::array<Tensor, M>* into,
                                                    const int_list* domain, const Args&... args) {
+    dtype uniform{};
+    if (uniform_float_type(uniform, args...)) {
+        if (uniform == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
+        return run_graph<G, double, M>(lits, into, domain, args...);
+    }
     if (compute_type<G>(args...) == dtype::float32) return run_graph<G, float, M>(lits, into, domain, args...);
     return run_graph<G, double, M>(lits, into, domain, args...);
 }
@@ -11140,7 +11338,12 @@ void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... 
     static_assert(M == G::results::size,
                   "graft::expr::evaluate_into(out, e, args...): out must hold one tensor per output of e");
     detail::check_arity<E, sizeof...(Args)>();
-    (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
+    dtype uniform{};
+    const bool flat = detail::uniform_float_type(uniform, args...) &&
+                      (uniform == dtype::float32
+                           ? detail::run_graph_flat<G, float, M>(e.literals.data(), &out, nullptr, args...)
+                           : detail::run_graph_flat<G, double, M>(e.literals.data(), &out, nullptr, args...));
+    if (!flat) (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
     for (const Tensor& t : out) t.bump_version();
 }
 
