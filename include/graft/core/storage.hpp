@@ -1,6 +1,7 @@
 #pragma once
-// Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views,
-// with a small cache that reuses large freed buffers instead of returning them to the OS.
+// Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views.
+// Freed buffers are kept for reuse: large ones (128 KiB and more) in a process-wide
+// cache, small ones in per-thread free lists.
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -82,6 +83,23 @@ public:
     /// Returns every cached buffer to the system (and the calling thread's small ones).
     void empty() noexcept;
 
+    void set_limit(std::size_t bytes) noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            limit_ = bytes;
+        }
+        if (bytes == 0) empty_large();
+    }
+    [[nodiscard]] std::size_t limit() const noexcept {
+        std::lock_guard lock(mutex_);
+        return limit_;
+    }
+    [[nodiscard]] std::size_t cached_bytes() const noexcept {
+        std::lock_guard lock(mutex_);
+        return cached_;
+    }
+
+private:
     [[nodiscard]] void* allocate_large(std::size_t rounded) {
         {
             std::lock_guard lock(mutex_);
@@ -114,23 +132,6 @@ public:
         cached_ = 0;
     }
 
-    void set_limit(std::size_t bytes) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            limit_ = bytes;
-        }
-        if (bytes == 0) empty_large();
-    }
-    [[nodiscard]] std::size_t limit() const noexcept {
-        std::lock_guard lock(mutex_);
-        return limit_;
-    }
-    [[nodiscard]] std::size_t cached_bytes() const noexcept {
-        std::lock_guard lock(mutex_);
-        return cached_;
-    }
-
-private:
     buffer_cache() {
 #if defined(__SANITIZE_ADDRESS__)
         limit_ = 0;  // let AddressSanitizer see every use after free
@@ -209,11 +210,13 @@ private:
 
 /// Freed tensor buffers of 128 KiB and more are kept for reuse, up to this many
 /// bytes in total (default 1 GiB, 0 under AddressSanitizer; the environment
-/// variable GRAFT_BUFFER_CACHE_MB overrides). 0 disables the cache.
+/// variable GRAFT_BUFFER_CACHE_MB overrides). 0 disables the cache. Smaller buffers
+/// are kept per thread (at most 4 MiB a thread) and are not counted here.
 inline void set_buffer_cache_limit(std::size_t bytes) { detail::buffer_cache::instance().set_limit(bytes); }
-/// Bytes currently held by the buffer cache, not in use by any tensor.
+/// Bytes currently held by the buffer cache (buffers of 128 KiB and more), not in use.
 [[nodiscard]] inline std::size_t buffer_cache_size() { return detail::buffer_cache::instance().cached_bytes(); }
-/// Returns all cached buffers to the system (like torch.cuda.empty_cache for CPU memory).
+/// Returns all cached buffers to the system (like torch.cuda.empty_cache for CPU
+/// memory): the shared large ones and the calling thread's small ones.
 inline void empty_buffer_cache() { detail::buffer_cache::instance().empty(); }
 
 }  // namespace graft
