@@ -375,12 +375,13 @@ template <class G, class T, std::size_t M>
 }
 
 /// The common case, without copies of the arguments or broadcasting: every tensor
-/// argument of dtype T, contiguous and of one shape. Writes into `*into` when given,
+/// argument of dtype T, contiguous and of one shape (equal to `*domain` when given).
+/// Writes into `*into` when given,
 /// else allocates `*result`. Returns false, having done nothing, when the call needs
 /// the general path.
 template <class G, class T, std::size_t M, class... Args>
 [[nodiscard]] bool run_graph_flat(const double* lits, const std::array<Tensor, M>* into,
-                                  std::array<Tensor, M>* result, const Args&... args) {
+                                  std::array<Tensor, M>* result, const int_list* domain, const Args&... args) {
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     const int_list* shape = nullptr;
@@ -405,7 +406,7 @@ template <class G, class T, std::size_t M, class... Args>
             ++k;
         }(),
         ...);
-    if (!ok || shape == nullptr) return false;
+    if (!ok || shape == nullptr || (domain != nullptr && !(*domain == *shape))) return false;
     if (into != nullptr && !outputs_fit_flat<G, T, M>(*into, *shape)) return false;
     const std::array<Tensor, M>& out = into != nullptr ? *into : (*result = allocate_outputs<G, T, M>(*shape));
     const auto n = static_cast<std::size_t>(graft::detail::numel_of(*shape));
@@ -429,9 +430,9 @@ template <class G, class T, std::size_t M, class... Args>
     constexpr std::size_t NumIn = sizeof...(Args);
     constexpr std::uint64_t Numbers = number_mask<Args...>();
     static_assert(NumIn <= 64, "graft::expr::evaluate: at most 64 arguments");
-    if (domain == nullptr) {
+    {
         std::array<Tensor, M> out;
-        if (run_graph_flat<G, T, M>(lits, into, &out, args...)) return into != nullptr ? *into : out;
+        if (run_graph_flat<G, T, M>(lits, into, &out, domain, args...)) return into != nullptr ? *into : out;
     }
     std::array<prepared<T>, NumIn> in{};
     {
@@ -608,8 +609,8 @@ void evaluate_into(const std::array<Tensor, M>& out, const E& e, const Args&... 
     dtype uniform{};
     const bool flat = detail::uniform_float_type(uniform, args...) &&
                       (uniform == dtype::float32
-                           ? detail::run_graph_flat<G, float, M>(e.literals.data(), &out, nullptr, args...)
-                           : detail::run_graph_flat<G, double, M>(e.literals.data(), &out, nullptr, args...));
+                           ? detail::run_graph_flat<G, float, M>(e.literals.data(), &out, nullptr, nullptr, args...)
+                           : detail::run_graph_flat<G, double, M>(e.literals.data(), &out, nullptr, nullptr, args...));
     if (!flat) (void)detail::evaluate_graph<G, M>(e.literals.data(), &out, nullptr, args...);
     for (const Tensor& t : out) t.bump_version();
 }
