@@ -13,7 +13,7 @@ itself, so the output is laid out in three parts:
 
   1. main part (normal include guard): graft/kernels/config.hpp first, then everything
      that precedes the `// graft-amalgamate: foreach-target-begin` marker in
-     graft/kernels/dispatch.hpp; it ends by setting
+     graft/kernels/simd.hpp (first included by graft/kernels/dispatch.hpp); it ends by setting
      HWY_TARGET_INCLUDE to GRAFT_SINGLE_HEADER_SELF (default "graft/graft.hpp", so
      the directory holding graft/graft.hpp must be on the include path) and including
      hwy/foreach_target.h and hwy/highway.h;
@@ -22,6 +22,10 @@ itself, so the output is laid out in three parts:
   3. dispatch part (#if HWY_ONCE plus its own guard): everything after the
      `// graft-amalgamate: foreach-target-end` marker, i.e. the rest of dispatch.hpp
      and all headers included after it.
+
+Lines between `// graft-amalgamate: skip-begin` and `skip-end` are dropped (simd.hpp's
+run-the-pass-once conditions, which the single header's layout makes unnecessary: its
+pass always runs, and in compiled mode all-inl.hpp then compiles only the lane functors).
 
 A header may compile its own per-target file outside foreach_target.h (graft/expr's
 fused evaluator: graft/expr/detail/fused.hpp includes `GRAFT_EXPR_FUSED_INL` once per
@@ -40,6 +44,8 @@ PRAGMA_ONCE_RE = re.compile(r'^\s*#\s*pragma\s+once\b')
 BEGIN_MARK = "// graft-amalgamate: foreach-target-begin"
 PER_TARGET_FILE_MARK = "// graft-amalgamate: per-target-file "
 END_MARK = "// graft-amalgamate: foreach-target-end"
+SKIP_BEGIN = "// graft-amalgamate: skip-begin"
+SKIP_END = "// graft-amalgamate: skip-end"
 PER_TARGET_UMBRELLA = "graft/kernels/all-inl.hpp"
 CONFIG = "graft/kernels/config.hpp"
 
@@ -92,8 +98,19 @@ class Amalgamator:
         lines = strip_guard([l for l in self.read(rel) if not PRAGMA_ONCE_RE.match(l)])
         self.out(f"// ---- begin {rel}")
         skipping = False
+        dropping = False
         for line in lines:
             stripped = line.strip()
+            # Lines that only the multi-header layout needs (the single header's layout
+            # already runs the pass exactly once).
+            if stripped == SKIP_BEGIN:
+                dropping = True
+                continue
+            if stripped == SKIP_END:
+                dropping = False
+                continue
+            if dropping:
+                continue
             if stripped == BEGIN_MARK:
                 if per_target or self.part != "prefix":
                     sys.exit(f"amalgamate: unexpected {BEGIN_MARK} in {rel}")

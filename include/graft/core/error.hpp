@@ -1,5 +1,7 @@
 #pragma once
 // graft::error: the one exception type graft throws for bad input and API misuse.
+#include "graft/config.hpp"
+
 #include <sstream>
 #include <stdexcept>
 #include <string>

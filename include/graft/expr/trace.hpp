@@ -120,8 +120,24 @@ constexpr auto to_expr(const T& x) {
     if constexpr (expression<T> || reduced_expression<T>) return x;
     else return number{static_cast<double>(x)};
 }
+// The expression type of an operand; no member for anything else, so that the operators'
+// return types fail softly (SFINAE) for the std types that reach them through ADL
+// (iterators of std::vector<instr_data>, ...): clang substitutes the return type before it
+// checks the requires-clause.
 template <class T>
-using expr_t = decltype(to_expr(std::declval<const T&>()));
+struct to_expr_type {};
+template <class T>
+    requires(expression<T> || reduced_expression<T>)
+struct to_expr_type<T> {
+    using type = std::remove_cvref_t<T>;
+};
+template <class T>
+    requires std::is_arithmetic_v<T>
+struct to_expr_type<T> {
+    using type = number;
+};
+template <class T>
+using expr_t = typename to_expr_type<std::remove_cvref_t<T>>::type;
 
 template <class A, class B>
 concept binary_operands = (expression<A> || expression<B>) && operand<A> && operand<B>;

@@ -8,14 +8,14 @@
 
 #include <hwy/highway.h>
 
-// Lane functors (templates only): in every TU, also in extern-kernels mode, so that
+// Lane functors (templates only): in every pass, also in compiled mode, so that
 // code built on the kernels in upper layers (the fused expression evaluator, which
 // compiles its own per-target loops from graft/expr) can instantiate them.
 #include "graft/kernels/lanes-inl.hpp"
 
-// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
-// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
-#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+// In compiled mode the kernels are compiled only in the graft library (GRAFT_HAS_KERNELS,
+// graft/config.hpp).
+#if GRAFT_HAS_KERNELS
 #include "graft/kernels/elementwise-inl.hpp"
 #include "graft/kernels/reduce-inl.hpp"
 #include "graft/kernels/matmul-inl.hpp"
@@ -29,7 +29,7 @@
 #define GRAFT_KERNELS_ALL_INL_H_
 #endif
 
-#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+#if GRAFT_HAS_KERNELS
 namespace graft {
 namespace kernels {
 namespace HWY_NAMESPACE {

@@ -5,6 +5,8 @@
 // Include graft/kernels/dispatch.hpp to use the kernels; this header alone only
 // declares the enums and the per-target function table.
 
+#include "graft/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

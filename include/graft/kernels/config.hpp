@@ -15,6 +15,8 @@
 //  * include graft (or this header) before any Highway header, and do not include
 //    hwy/foreach_target.h yourself in a TU that includes graft (Highway 1.0.3 allows
 //    only one foreach_target pass per TU).
+#include "graft/config.hpp"
+
 #if !defined(HWY_DISABLED_TARGETS) && !defined(GRAFT_KERNELS_ALL_TARGETS)
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
 #endif

@@ -13,10 +13,9 @@
 //   name is ignored with one warning on stderr. set_target() overrides at run time.
 // * Strides are element strides: 0 = broadcast one value, 1 = contiguous (both
 //   vectorized), anything else = strided (gathered through a small buffer).
-// * Build time: every TU that uses graft compiles the kernels (about 10 s at -O2).
-//   Define GRAFT_KERNELS_EXTERN in every TU of a program and, in exactly one TU,
-//   also GRAFT_KERNELS_IMPLEMENTATION before including graft: only that TU then
-//   compiles the kernels (the test suite builds this way). Not for the single header.
+// * Build time: in header-only mode every TU that includes this header compiles the
+//   kernels for every target; in compiled mode (GRAFT_COMPILED_LIB, graft/config.hpp)
+//   they are compiled once, in the graft library.
 // * Numeric contracts are documented in elementwise-inl.hpp, reduce-inl.hpp and
 //   matmul-inl.hpp; graft/kernels/reference.hpp holds the scalar reference.
 
@@ -35,13 +34,9 @@
 #include "graft/core/error.hpp"
 #include "graft/kernels/api.hpp"
 
-// graft-amalgamate: foreach-target-begin
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "graft/kernels/all-inl.hpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/highway.h>
-#include "graft/kernels/all-inl.hpp"
-// graft-amalgamate: foreach-target-end
+// The per-target Highway pass: only where the kernels are compiled (header-only mode, or
+// the library TU in compiled mode). Elsewhere this header needs no Highway header at all.
+#include "graft/kernels/simd.hpp"
 
 namespace graft::kernels {
 
@@ -80,9 +75,8 @@ struct target_entries {
     [[nodiscard]] const target_entry* end() const noexcept { return data + size; }
 };
 
-#if defined(GRAFT_KERNELS_EXTERN) && !defined(GRAFT_KERNELS_IMPLEMENTATION)
-// Extern mode: the kernels and this table live in the one TU that defines
-// GRAFT_KERNELS_IMPLEMENTATION; every other TU only calls through it.
+#if !GRAFT_HAS_KERNELS
+// Compiled mode: the kernels and this table live in the graft library (src/kernels.cpp).
 target_entries compiled_entries() noexcept;
 #else
 inline constexpr target_entry compiled_table[] = {
@@ -128,12 +122,8 @@ inline constexpr target_entry compiled_table[] = {
 #endif
 };
 
-#if defined(GRAFT_KERNELS_IMPLEMENTATION)
-target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
-#else
-inline target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
-#endif
-#endif  // GRAFT_KERNELS_EXTERN && !GRAFT_KERNELS_IMPLEMENTATION
+GRAFT_INLINE target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
+#endif  // GRAFT_HAS_KERNELS
 
 inline const kernel_table* find_compiled(target t) noexcept {
     for (const auto& e : compiled_entries())

@@ -5,7 +5,7 @@
 // same bits. Numeric contracts: see elementwise-inl.hpp.
 //
 // Re-included once per SIMD target through graft/kernels/all-inl.hpp, OUTSIDE the
-// GRAFT_KERNELS_EXTERN guard: these are templates only (no code unless instantiated), so
+// GRAFT_HAS_KERNELS guard: these are templates only (no code unless instantiated), so
 // every translation unit has them, also those that do not compile the kernels.
 
 #include "graft/kernels/api.hpp"

@@ -26,6 +26,9 @@
 
 #include "graft/expr/graph.hpp"
 #include "graft/kernels/dispatch.hpp"
+// The TU's Highway pass (lane functors for every target), also in compiled mode.
+#define GRAFT_KERNELS_SIMD_PASS
+#include "graft/kernels/simd.hpp"
 
 #include <hwy/highway.h>
 

@@ -1,0 +1,32 @@
+#pragma once
+// graft/tensor.hpp: tensors, ops and eager autograd (layers core, kernels, ops,
+// autograd). A program that only computes and trains eagerly needs nothing more; it
+// does not parse the compile-time graphs, the IR, capture or the executor.
+// Manual: docs/tensor.md, docs/kernels.md, docs/autograd.md.
+#include "graft/config.hpp"
+#include "graft/version.hpp"
+#include "graft/core/dtype.hpp"
+#include "graft/core/error.hpp"
+#include "graft/core/factories.hpp"
+#include "graft/core/print.hpp"
+#include "graft/core/scalar.hpp"
+#include "graft/core/shape.hpp"
+#include "graft/core/storage.hpp"
+#include "graft/core/tensor.hpp"
+#include "graft/kernels/dispatch.hpp"
+#include "graft/ops/compare.hpp"
+#include "graft/ops/elementwise.hpp"
+#include "graft/ops/linalg.hpp"
+#include "graft/ops/reduce.hpp"
+#include "graft/ops/softmax.hpp"
+#include "graft/ops/table.hpp"
+#include "graft/autograd/engine.hpp"
+#include "graft/autograd/functions.hpp"
+#include "graft/autograd/grad_mode.hpp"
+#include "graft/autograd/gradcheck.hpp"
+#include "graft/autograd/graph.hpp"
+#include "graft/autograd/node.hpp"
+#include "graft/autograd/saved_variable.hpp"
+#include "graft/autograd/tensor_methods.hpp"
+#include "graft/autograd/view_meta.hpp"
+#include "graft/autograd/view_tracking.hpp"
