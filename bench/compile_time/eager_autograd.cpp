@@ -1,3 +1,0 @@
-// Compile-time baseline with autograd: one eager op recorded and a backward pass.
-#include <graft/graft.hpp>
-int main() { graft::Tensor x = graft::ones({4}); x.requires_grad_(); graft::Tensor y = graft::tanh(x * x); y.sum().backward(); return x.grad().sum().item<float>() > 0 ? 0 : 1; }
