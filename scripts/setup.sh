@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what graft needs to build, test and benchmark on Debian 12 / Ubuntu.
 # Idempotent: calls apt-get only if a package is missing. Uses sudo only when
-# not root and sudo exists.
+# not root and sudo exists. Extra Debian packages may be named as arguments, e.g.
+# `./scripts/setup.sh clang-19` (what CI's clang stage adds).
 set -euo pipefail
 
-packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3)
+packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3 "$@")
 
 missing=()
 for p in "${packages[@]}"; do
