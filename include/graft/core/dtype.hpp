@@ -2,7 +2,7 @@
 // Element types of graft tensors and PyTorch's type-promotion rules.
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
@@ -23,7 +23,7 @@ enum class dtype : std::uint8_t { bool_, int64, float32, float64 };
     return "?";
 }
 
-inline std::ostream& operator<<(std::ostream& os, dtype t) { return os << name(t); }
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t);
 
 [[nodiscard]] constexpr std::size_t element_size(dtype t) noexcept {
     switch (t) {
@@ -79,3 +79,7 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/dtype.ipp"
+#endif

@@ -31,7 +31,11 @@ void check(bool ok, const Parts&... parts) {
     if (!ok) throw error(concat(parts...));
 }
 
-[[noreturn]] inline void fail(const std::string& message) { throw error(message); }
+[[noreturn]] GRAFT_INLINE void fail(const std::string& message);
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/error.ipp"
+#endif

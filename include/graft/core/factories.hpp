@@ -12,12 +12,7 @@
 
 namespace graft {
 
-[[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    Tensor t = empty(sizes, type);
-    detail::raw::fill_(t, value);
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor full(const int_list& sizes, const scalar& value, dtype type);
 /// Without a dtype, the value's category decides: bool, int64 or float32 (as torch.full).
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value) {
     return full(sizes, value, value.is_floating_point() ? default_float_dtype : value.kind());
@@ -33,33 +28,7 @@ namespace graft {
 [[nodiscard]] inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.type()); }
 [[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
 
-[[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    const double s = start.to_double(), e = end.to_double(), d = step.to_double();
-    detail::check(d != 0.0, "arange: step must be nonzero");
-    detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
-    detail::check((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound and larger bound inconsistent with "
-                  "step sign (start ", start, ", end ", end, ", step ", step, ")");
-    std::int64_t n = 0;
-    if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
-        const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
-        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
-    } else {
-        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
-    }
-    Tensor t = empty({n}, type);
-    detail::visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        T* p = t.data_ptr<T>();
-        for (std::int64_t i = 0; i < n; ++i) {
-            if constexpr (std::is_same_v<T, std::int64_t>)
-                p[i] = start.to_int64() + i * step.to_int64();
-            else
-                p[i] = detail::convert_element<T>(s + static_cast<double>(i) * d);
-        }
-    });
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type);
 /// Values start, start+step, ... below end. int64 when all arguments are integers, else float32.
 [[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step = 1) {
     const bool integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
@@ -68,37 +37,15 @@ namespace graft {
 [[nodiscard]] inline Tensor arange(const scalar& end) { return arange(0, end, 1); }
 
 /// `steps` values evenly spaced from start to end inclusive (as torch.linspace).
-[[nodiscard]] inline Tensor linspace(double start, double end, std::int64_t steps, dtype type = default_float_dtype) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
-    Tensor t = empty({steps}, type);
-    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-    const std::int64_t half = steps / 2;
-    detail::visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        T* p = t.data_ptr<T>();
-        // Like PyTorch: the first half counts up from start, the second half down from end.
-        for (std::int64_t i = 0; i < steps; ++i) {
-            const double v = steps == 1 ? start : i < half ? start + step * static_cast<double>(i)
-                                      : end - step * static_cast<double>(steps - 1 - i);
-            p[i] = static_cast<T>(v);
-        }
-    });
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor linspace(double start, double end, std::int64_t steps,
+                                           dtype type = default_float_dtype);
 
 /// A seeded pseudo-random generator (64-bit Mersenne Twister): the same seed
 /// gives the same sequence of tensors on every platform.
 class generator {
 public:
-    explicit generator(std::uint64_t seed = default_seed) : engine_(seed), seed_(seed) {}
-    void manual_seed(std::uint64_t seed) {
-        std::lock_guard lock(mutex_);
-        engine_.seed(seed);
-        seed_ = seed;
-        has_spare_ = false;
-    }
+    explicit generator(std::uint64_t seed = default_seed);
+    void manual_seed(std::uint64_t seed);
     [[nodiscard]] std::uint64_t initial_seed() const { return seed_; }
 
     /// Uniform in [0, 1) with 53 random bits.
@@ -107,21 +54,7 @@ public:
         return uniform_unlocked();
     }
     /// Standard normal (Box-Muller; the second value of each pair is kept).
-    double normal() {
-        std::lock_guard lock(mutex_);
-        if (has_spare_) {
-            has_spare_ = false;
-            return spare_;
-        }
-        double u1 = 0.0;
-        do u1 = uniform_unlocked(); while (u1 == 0.0);
-        const double u2 = uniform_unlocked();
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        constexpr double two_pi = 6.283185307179586476925286766559;
-        spare_ = r * std::sin(two_pi * u2);
-        has_spare_ = true;
-        return r * std::cos(two_pi * u2);
-    }
+    double normal();
 
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
@@ -136,10 +69,7 @@ private:
 };
 
 /// The process-wide generator used when none is passed.
-[[nodiscard]] inline generator& default_generator() {
-    static generator g;
-    return g;
-}
+[[nodiscard]] GRAFT_INLINE generator& default_generator();
 /// Seeds the default generator, as torch.manual_seed.
 inline void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 
@@ -166,17 +96,11 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 }  // namespace detail
 
 /// Uniform samples in [0, 1).
-[[nodiscard]] inline Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
-                                 generator& gen = default_generator()) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
-}
+[[nodiscard]] GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
+                                       generator& gen = default_generator());
 /// Standard normal samples.
-[[nodiscard]] inline Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
-                                  generator& gen = default_generator()) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
-}
+[[nodiscard]] GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
+                                        generator& gen = default_generator());
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>
@@ -220,3 +144,7 @@ template <class T>
 [[nodiscard]] inline Tensor scalar_tensor(const scalar& value, dtype type) { return full({}, value, type); }
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/factories.ipp"
+#endif

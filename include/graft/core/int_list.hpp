@@ -1,6 +1,8 @@
 #pragma once
 // graft::int_list: sizes, strides and dimension lists. A vector of int64 that
 // keeps up to six values inline, so tensors of rank <= 6 never allocate for them.
+#include "graft/config.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -75,35 +77,13 @@ public:
         data()[size_++] = v;
     }
     iterator insert(const_iterator pos, std::int64_t v) { return insert(pos, {v}); }
-    iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values) {
-        const auto at = static_cast<size_type>(pos - begin());
-        const size_type n = values.size();
-        reserve(size_ + n);
-        std::int64_t* p = data();
-        std::move_backward(p + at, p + size_, p + size_ + n);
-        std::copy(values.begin(), values.end(), p + at);
-        size_ += n;
-        return p + at;
-    }
-    iterator erase(const_iterator pos) {
-        const auto at = static_cast<size_type>(pos - begin());
-        std::int64_t* p = data();
-        std::move(p + at + 1, p + size_, p + at);
-        --size_;
-        return p + at;
-    }
-    void reserve(size_type n) {
-        if (n <= capacity()) return;
-        const size_type cap = std::max(n, 2 * capacity());
-        auto fresh = std::make_unique<std::int64_t[]>(cap);
-        std::copy(begin(), end(), fresh.get());
-        heap_ = std::move(fresh);
-        heap_capacity_ = cap;
-    }
+    iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values);
+    iterator erase(const_iterator pos);
+    void reserve(size_type n);
     [[nodiscard]] size_type capacity() const noexcept { return heap_ ? heap_capacity_ : inline_capacity; }
 
     /// A std::vector copy, for APIs that want one.
-    [[nodiscard]] std::vector<std::int64_t> vec() const { return {begin(), end()}; }
+    [[nodiscard]] std::vector<std::int64_t> vec() const;
 
     friend bool operator==(const int_list& a, const int_list& b) noexcept {
         return std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -156,3 +136,7 @@ private:
 };
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/int_list.ipp"
+#endif

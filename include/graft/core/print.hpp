@@ -1,8 +1,5 @@
 #pragma once
 // operator<< for tensors, formatted as PyTorch prints them: tensor([[1., 2.], ...]).
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -16,47 +13,13 @@ namespace detail {
 /// scientific notation from the values shown (PyTorch's _Formatter).
 class element_formatter {
 public:
-    element_formatter(dtype type, const std::vector<double>& shown) : type_(type) {
-        if (is_floating_point(type)) {
-            double lo = INFINITY, hi = 0.0;
-            bool all_int = true;
-            for (double v : shown) {
-                if (!std::isfinite(v) || v == 0.0) continue;
-                lo = std::min(lo, std::fabs(v));
-                hi = std::max(hi, std::fabs(v));
-                all_int = all_int && std::ceil(v) == v;
-            }
-            int_mode_ = all_int;
-            const bool any = hi > 0.0;
-            sci_ = any && (int_mode_ ? hi > 1e8 : (hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4));
-        }
-        // Like PyTorch, floats are aligned on their nonzero finite values only.
-        for (double v : shown)
-            if (!is_floating_point(type) || (std::isfinite(v) && v != 0.0))
-                width_ = std::max(width_, format_raw(v).size());
-    }
+    element_formatter(dtype type, const std::vector<double>& shown);
 
-    [[nodiscard]] std::string format(double v) const {
-        std::string s = format_raw(v);
-        return std::string(width_ - std::min(width_, s.size()), ' ') + s;
-    }
+    [[nodiscard]] std::string format(double v) const;
     [[nodiscard]] std::size_t width() const noexcept { return width_; }
 
 private:
-    [[nodiscard]] std::string format_raw(double v) const {
-        char buf[64];
-        if (type_ == dtype::bool_) return v != 0.0 ? "True" : "False";
-        if (type_ == dtype::int64) {
-            std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-            return buf;
-        }
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-        if (sci_) std::snprintf(buf, sizeof buf, "%.4e", v);
-        else if (int_mode_) std::snprintf(buf, sizeof buf, "%.0f.", v);
-        else std::snprintf(buf, sizeof buf, "%.4f", v);
-        return buf;
-    }
+    [[nodiscard]] std::string format_raw(double v) const;
 
     dtype type_;
     bool int_mode_ = true;
@@ -70,91 +33,18 @@ struct print_options {
     std::int64_t linewidth = 80;
 };
 
-inline void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out) {
-    if (t.dim() == 0) {
-        out.push_back(t.item<double>());
-        return;
-    }
-    const std::int64_t n = t.size(0);
-    auto visit = [&](std::int64_t i) {
-        if (t.dim() == 1) out.push_back(raw::select(t, 0, i).item<double>());
-        else collect_shown(raw::select(t, 0, i), summarize, o, out);
-    };
-    if (summarize && n > 2 * o.edgeitems) {
-        for (std::int64_t i = 0; i < o.edgeitems; ++i) visit(i);
-        for (std::int64_t i = n - o.edgeitems; i < n; ++i) visit(i);
-    } else {
-        for (std::int64_t i = 0; i < n; ++i) visit(i);
-    }
-}
+GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out);
 
-inline std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
-                                 const print_options& o) {
-    if (t.dim() == 0) return f.format(t.item<double>());
-    const std::int64_t n = t.size(0);
-    std::vector<std::int64_t> idx;
-    bool ellipsis = summarize && n > 2 * o.edgeitems;
-    if (ellipsis) {
-        for (std::int64_t i = 0; i < o.edgeitems; ++i) idx.push_back(i);
-        for (std::int64_t i = n - o.edgeitems; i < n; ++i) idx.push_back(i);
-    } else {
-        for (std::int64_t i = 0; i < n; ++i) idx.push_back(i);
-    }
-    if (t.dim() == 1) {
-        std::vector<std::string> items;
-        for (std::size_t k = 0; k < idx.size(); ++k) {
-            if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) items.emplace_back(" ...");
-            items.push_back(f.format(raw::select(t, 0, idx[k]).item<double>()));
-        }
-        const auto elem_len = static_cast<std::int64_t>(f.width() + 2);
-        const std::int64_t per_line =
-            std::max<std::int64_t>(1, (o.linewidth - static_cast<std::int64_t>(indent)) / elem_len);
-        std::string s = "[";
-        for (std::size_t k = 0; k < items.size(); ++k) {
-            if (k > 0) {
-                s += ",";
-                s += (k % static_cast<std::size_t>(per_line) == 0) ? "\n" + std::string(indent + 1, ' ') : " ";
-            }
-            s += items[k];
-        }
-        return s + "]";
-    }
-    const std::string sep = "," + std::string(static_cast<std::size_t>(t.dim() - 1), '\n') + std::string(indent + 1, ' ');
-    std::string s = "[";
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-        if (k > 0) s += sep;
-        if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) s += "..." + sep;
-        s += format_tensor(raw::select(t, 0, idx[k]), f, indent + 1, summarize, o);
-    }
-    return s + "]";
-}
+GRAFT_INLINE std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
+                                       const print_options& o);
 
 }  // namespace detail
 
 /// Prints like PyTorch: `tensor([1.5000, 2.0000])`, with `dtype=` for float64.
-inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-    if (!t.defined()) return os << "tensor(undefined)";
-    const detail::print_options o;
-    std::string body;
-    bool show_size = false;
-    if (t.numel() == 0) {
-        body = "[]";
-        show_size = t.dim() != 1;
-    } else {
-        const bool summarize = t.numel() > o.threshold;
-        std::vector<double> shown;
-        detail::collect_shown(t, summarize, o, shown);
-        const detail::element_formatter f(t.type(), shown);
-        body = detail::format_tensor(t, f, 7, summarize, o);
-    }
-    os << "tensor(" << body;
-    if (show_size) {
-        os << ", size=(";
-        for (std::size_t i = 0; i < t.sizes().size(); ++i) os << (i ? ", " : "") << t.sizes()[i];
-        os << (t.sizes().size() == 1 ? ",)" : ")");
-    }
-    if (t.type() == dtype::float64) os << ", dtype=float64";
-    return os << ")";
-}
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/print.ipp"
+#endif

@@ -2,12 +2,12 @@
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views.
 // Freed buffers are kept for reuse: large ones (128 KiB and more) in a process-wide
 // cache, small ones in per-thread free lists.
+#include "graft/config.hpp"
+
 #include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,10 +68,7 @@ public:
     /// fresh buffer of that size page-faults on every touch: those are worth keeping.
     static constexpr std::size_t min_bytes = std::size_t{128} << 10;
 
-    static buffer_cache& instance() {
-        static buffer_cache* cache = new buffer_cache;  // never destroyed: storages may outlive static teardown
-        return *cache;
-    }
+    static buffer_cache& instance();
 
     /// Rounds sizes up so that similar requests share cached blocks: small sizes to
     /// their small_buffer_classes block, large ones to 4 KiB (64 KiB from 1 MiB).
@@ -83,13 +80,7 @@ public:
     /// Returns every cached buffer to the system (and the calling thread's small ones).
     void empty() noexcept;
 
-    void set_limit(std::size_t bytes) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            limit_ = bytes;
-        }
-        if (bytes == 0) empty_large();
-    }
+    void set_limit(std::size_t bytes) noexcept;
     [[nodiscard]] std::size_t limit() const noexcept {
         std::lock_guard lock(mutex_);
         return limit_;
@@ -100,71 +91,17 @@ public:
     }
 
 private:
-    [[nodiscard]] void* allocate_large(std::size_t rounded) {
-        {
-            std::lock_guard lock(mutex_);
-            if (auto it = free_.find(rounded); it != free_.end()) {
-                void* p = it->second;
-                free_.erase(it);
-                cached_ -= rounded;
-                return p;
-            }
-        }
-        return ::operator new(rounded, std::align_val_t{storage_alignment});
-    }
+    [[nodiscard]] void* allocate_large(std::size_t rounded);
+    void release_large(void* p, std::size_t rounded) noexcept;
+    void empty_large() noexcept;
 
-    void release_large(void* p, std::size_t rounded) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            if (cached_ + rounded <= limit_) {
-                free_.emplace(rounded, p);
-                cached_ += rounded;
-                return;
-            }
-        }
-        ::operator delete(p, std::align_val_t{storage_alignment});
-    }
-
-    void empty_large() noexcept {
-        std::lock_guard lock(mutex_);
-        for (auto& [size, p] : free_) ::operator delete(p, std::align_val_t{storage_alignment});
-        free_.clear();
-        cached_ = 0;
-    }
-
-    buffer_cache() {
-#if defined(__SANITIZE_ADDRESS__)
-        limit_ = 0;  // let AddressSanitizer see every use after free
-#endif
-        if (const char* env = std::getenv("GRAFT_BUFFER_CACHE_MB")) limit_ = std::strtoull(env, nullptr, 10) << 20;
-    }
+    buffer_cache();
 
     mutable std::mutex mutex_;
     std::multimap<std::size_t, void*> free_;
     std::size_t cached_ = 0;
     std::size_t limit_ = std::size_t{1} << 30;
 };
-
-inline std::size_t buffer_cache::round(std::size_t nbytes) noexcept {
-    if (nbytes <= small_buffer_classes::max_block) return small_buffer_classes::round(nbytes);
-    const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16) : (std::size_t{1} << 12);
-    return (nbytes + unit - 1) / unit * unit;
-}
-
-inline void* buffer_cache::allocate(std::size_t rounded) {
-    if (rounded < min_bytes) return small_buffer_pool::allocate(rounded);
-    return allocate_large(rounded);
-}
-
-inline void buffer_cache::release(void* p, std::size_t rounded) noexcept {
-    if (rounded < min_bytes) small_buffer_pool::deallocate(p, rounded);
-    else release_large(p, rounded);
-}
-
-inline void buffer_cache::empty() noexcept {
-    small_buffer_pool::release_local();
-    empty_large();
-}
 
 /// A block of raw memory, never null even when empty, plus the version counter
 /// of the tensors viewing it. Buffers of up to 64 bytes live inside the object,
@@ -173,21 +110,10 @@ class storage {
 public:
     static constexpr std::size_t inline_bytes = 64;
 
-    explicit storage(std::size_t nbytes) : nbytes_(nbytes) {
-        if (nbytes <= inline_bytes) {
-            auto addr = reinterpret_cast<std::uintptr_t>(inline_);
-            addr = (addr + storage_alignment - 1) / storage_alignment * storage_alignment;
-            data_ = reinterpret_cast<void*>(addr);
-        } else {
-            capacity_ = buffer_cache::round(nbytes);
-            data_ = buffer_cache::instance().allocate(capacity_);
-        }
-    }
+    explicit storage(std::size_t nbytes);
     storage(const storage&) = delete;
     storage& operator=(const storage&) = delete;
-    ~storage() {
-        if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
-    }
+    ~storage();
 
     [[nodiscard]] void* data() const noexcept { return data_; }
     [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
@@ -202,9 +128,7 @@ private:
     unsigned char inline_[inline_bytes + storage_alignment];
 };
 
-[[nodiscard]] inline std::shared_ptr<storage> make_storage(std::size_t nbytes) {
-    return std::allocate_shared<storage>(pool_allocator<storage>{}, nbytes);
-}
+[[nodiscard]] GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes);
 
 }  // namespace detail
 
@@ -220,3 +144,7 @@ inline void set_buffer_cache_limit(std::size_t bytes) { detail::buffer_cache::in
 inline void empty_buffer_cache() { detail::buffer_cache::instance().empty(); }
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/impl/storage.ipp"
+#endif

@@ -46,7 +46,7 @@ public:
     virtual void on_read(std::string_view what, const Tensor& t) = 0;
     /// Memory was allocated outside any op or factory (empty() called by user code):
     /// its contents come from code the observer does not see.
-    virtual void on_alloc(const Tensor&) {}
+    virtual void on_alloc(const Tensor&);
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -102,3 +102,7 @@ inline void observe_read(std::string_view what, const Tensor& t) {
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/core/detail/impl/op_observer.ipp"
+#endif

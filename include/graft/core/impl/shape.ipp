@@ -1,0 +1,57 @@
+#pragma once
+// Definitions for graft/core/shape.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/core/shape.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace graft {
+
+namespace detail {
+
+GRAFT_INLINE std::string to_string(const int_list& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
+    int_list strides(sizes.size());
+    std::int64_t acc = 1;
+    for (std::size_t i = sizes.size(); i-- > 0;) {
+        strides[i] = acc;
+        acc *= sizes[i] > 1 ? sizes[i] : 1;
+    }
+    return strides;
+}
+
+GRAFT_INLINE std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank) {
+    const std::int64_t r = rank == 0 ? 1 : rank;
+    check(dim >= -r && dim < r, op, ": dimension out of range (expected to be in range of [", -r, ", ",
+          r - 1, "], but got ", dim, ")");
+    return dim < 0 ? dim + r : dim;
+}
+
+GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
+    for (auto s : sizes)
+        check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
+    const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
+    int_list out(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+        const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+        const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ",
+                      b, " are not broadcastable (size ", sa, " vs ", sb,
+                      " at non-singleton dimension ", i, ")");
+        out[i] = sa == 1 ? sb : sa;
+    }
+    return out;
+}
+
+}  // namespace graft
