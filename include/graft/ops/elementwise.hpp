@@ -1,9 +1,7 @@
 #pragma once
 // Elementwise tensor operations with PyTorch's broadcasting and type promotion.
 // float32/float64 run on the SIMD kernels; int64 and bool run plain loops.
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 
 #include "graft/core/factories.hpp"
@@ -49,12 +47,10 @@ template <class... Args>
     return s.result();
 }
 
-inline void check_defined(const char* op, const Tensor& t) {
-    check(t.defined(), op, ": got an undefined tensor");
-}
+GRAFT_INLINE void check_defined(const char* op, const Tensor& t);
 
 /// A C++ number as a 0-dim tensor of the computation's dtype.
-[[nodiscard]] inline Tensor as_tensor(const scalar& s, dtype type) { return full({}, s, type); }
+[[nodiscard]] GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type);
 
 template <class T>
 [[nodiscard]] inline T* row_ptr(char* p) noexcept { return reinterpret_cast<T*>(p); }
@@ -91,49 +87,7 @@ Tensor map_broadcast(const Tensor& a, const Tensor& b, dtype type, dtype out_typ
     return out;
 }
 
-inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
-    using kernels::binary_op;
-    const std::string_view name = op_name(op);
-    if (type == dtype::bool_)
-        check(op != binary_op::sub, "sub: subtraction, the `-` operator, with two bool tensors is not supported; "
-                                    "use the `^` or logical_xor() operator instead");
-    int_list shape;
-    try {
-        shape = broadcast_shapes(a.sizes(), b.sizes());
-    } catch (const error&) {
-        fail(concat(name, ": the size of tensor a ", a.sizes(), " must match the size of tensor b ",
-                    b.sizes(), " at every non-singleton dimension (broadcasting failed)"));
-    }
-    if (type == dtype::int64 && op == binary_op::pow) {
-        // PyTorch rejects integer tensors raised to negative integer powers.
-        const Tensor e = raw::to(b, dtype::int64);
-        for (auto v : e.to_vector<std::int64_t>())
-            check(v >= 0, "pow: integers to negative integer powers are not allowed");
-    }
-    return map_broadcast(a, b, type, type, shape,
-                         [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
-                             using T = decltype(z);
-                             constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                             if constexpr (std::is_floating_point_v<T>) {
-                                 if (st[0] == es) {
-                                     kernels::binary(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
-                                                     row_ptr<T>(p[0]), static_cast<std::size_t>(n));
-                                     return;
-                                 }
-                             }
-                             for (std::int64_t i = 0; i < n; ++i) {
-                                 T va, vb;
-                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
-                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                 T r;
-                                 if constexpr (std::is_floating_point_v<T>)
-                                     kernels::binary(op, &va, 0, &vb, 0, &r, 1);
-                                 else
-                                     r = kernels::reference::binary_scalar<T>(op, va, vb);
-                                 std::memcpy(p[0] + i * st[0], &r, sizeof(T));
-                             }
-                         });
-}
+GRAFT_INLINE Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type);
 
 /// dtype of the computation and of the result for arithmetic binary ops.
 [[nodiscard]] inline dtype arithmetic_type(kernels::binary_op op, dtype promoted) {
@@ -142,9 +96,7 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
     return promoted;
 }
 
-inline void check_defined_for(kernels::binary_op op, const Tensor& t) {
-    if (!t.defined()) fail(concat(op_name(op), ": got an undefined tensor"));
-}
+GRAFT_INLINE void check_defined_for(kernels::binary_op op, const Tensor& t);
 
 /// The common case without broadcasting machinery: floating operands of the
 /// result dtype, contiguous, same sizes (or a number). Returns an undefined
@@ -173,34 +125,9 @@ template <class T>
     return out;
 }
 
-inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b) {
-    check_defined_for(op, a);
-    check_defined_for(op, b);
-    const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (is_floating_point(type) && a.type() == type && b.type() == type && a.sizes() == b.sizes() &&
-        a.is_contiguous() && b.is_contiguous()) {
-        if (type == dtype::float32) return binary_fast<float>(op, a, b.data_ptr<float>(), 1, false);
-        return binary_fast<double>(op, a, b.data_ptr<double>(), 1, false);
-    }
-    return run_binary(op, a, b, type);
-}
+GRAFT_INLINE Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b);
 /// A tensor and a C++ number, in either order (`number_first` for number op tensor).
-inline Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first) {
-    check_defined_for(op, t);
-    const dtype type = arithmetic_type(op, number_first ? result_type_of(s, t) : result_type_of(t, s));
-    if (t.type() == type && t.is_contiguous()) {
-        if (type == dtype::float32) {
-            const float v = s.to<float>();
-            return binary_fast<float>(op, t, &v, 0, number_first);
-        }
-        if (type == dtype::float64) {
-            const double v = s.to<double>();
-            return binary_fast<double>(op, t, &v, 0, number_first);
-        }
-    }
-    const Tensor c = as_tensor(s, type);
-    return number_first ? run_binary(op, c, t, type) : run_binary(op, t, c, type);
-}
+GRAFT_INLINE Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first);
 inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
     return binary_with_scalar(op, a, b, false);
 }
@@ -208,30 +135,7 @@ inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b)
     return binary_with_scalar(op, b, a, true);
 }
 
-inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
-    check_defined("comparison", a);
-    check_defined("comparison", b);
-    const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    return map_broadcast(a, b, type, dtype::bool_, shape,
-                         [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
-                             using T = decltype(z);
-                             constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                             if constexpr (std::is_floating_point_v<T>) {
-                                 if (st[0] == 1) {
-                                     kernels::compare(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[2]), st[2] / es,
-                                                      row_ptr<bool>(p[0]), static_cast<std::size_t>(n));
-                                     return;
-                                 }
-                             }
-                             for (std::int64_t i = 0; i < n; ++i) {
-                                 T va, vb;
-                                 std::memcpy(&va, p[1] + i * st[1], sizeof(T));
-                                 std::memcpy(&vb, p[2] + i * st[2], sizeof(T));
-                                 const bool r = kernels::reference::compare_scalar<T>(op, va, vb);
-                                 std::memcpy(p[0] + i * st[0], &r, 1);
-                             }
-                         });
-}
+GRAFT_INLINE Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type);
 
 }  // namespace detail
 
@@ -244,18 +148,9 @@ template <class A, class B>
 namespace ops {
 // The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                  \
-        const detail::observed_op obs;                                                                  \
-        return obs.done(detail::binary_tt(op, a, b), #fn, {a, b});                                      \
-    }                                                                                                   \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                  \
-        const detail::observed_op obs;                                                                  \
-        return obs.done(detail::binary_ts(op, a, b), #fn, {a, b});                                      \
-    }                                                                                                   \
-    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) {                                  \
-        const detail::observed_op obs;                                                                  \
-        return obs.done(detail::binary_st(op, a, b), #fn, {a, b});                                      \
-    }
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b);                             \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b);                             \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const scalar& a, const Tensor& b);
 
 GRAFT_DETAIL_BINARY_OP(add, kernels::binary_op::add)
 GRAFT_DETAIL_BINARY_OP(sub, kernels::binary_op::sub)
@@ -269,15 +164,8 @@ GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 }  // namespace ops
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
-        const detail::observed_op obs;                                                                    \
-        return obs.done(detail::run_compare(op, a, b, detail::result_type_of(a, b)), #fn, {a, b});        \
-    }                                                                                                     \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                    \
-        const detail::observed_op obs;                                                                    \
-        const dtype t = detail::result_type_of(a, b);                                                     \
-        return obs.done(detail::run_compare(op, a, detail::as_tensor(b, t), t), #fn, {a, b});            \
-    }                                                                                                     \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b);                               \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b);                               \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }      \
     [[nodiscard]] inline Tensor operator sym(const Tensor& a, const scalar& b) { return fn(a, b); }
 
@@ -292,70 +180,14 @@ GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 
 /// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
 namespace ops {
-[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
-[[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-    const detail::observed_op obs;
-    return obs.done(where_unobserved(cond, a, b), "where", {cond, a, b});
-}
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 /// where without reporting to an op observer (the body of where).
-[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b) {
-    detail::check_defined("where", cond);
-    detail::check_defined("where", a);
-    detail::check_defined("where", b);
-    detail::check(cond.type() == dtype::bool_, "where: expected condition to be a bool tensor, but got a tensor "
-                  "with dtype ", cond.type());
-    const dtype type = detail::result_type_of(a, b);
-    const int_list shape = broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
-    const Tensor c = detail::raw::expand(cond, shape), x = detail::raw::expand(detail::raw::to(a, type), shape),
-                 y = detail::raw::expand(detail::raw::to(b, type), shape);
-    Tensor out = empty(shape, type);
-    const int_list so = detail::byte_strides(out), sc = detail::byte_strides(c), sx = detail::byte_strides(x),
-                   sy = detail::byte_strides(y);
-    detail::visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        detail::for_each_row<4>(
-            shape, {&so, &sc, &sx, &sy},
-            {static_cast<char*>(out.raw_data()), static_cast<char*>(c.raw_data()), static_cast<char*>(x.raw_data()),
-             static_cast<char*>(y.raw_data())},
-            [&](std::array<char*, 4> p, std::array<std::int64_t, 4> st, std::int64_t n) {
-                constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                if constexpr (std::is_floating_point_v<T>) {
-                    if (st[0] == es) {
-                        kernels::where(detail::row_ptr<bool>(p[1]), st[1], detail::row_ptr<T>(p[2]), st[2] / es,
-                                       detail::row_ptr<T>(p[3]), st[3] / es, detail::row_ptr<T>(p[0]),
-                                       static_cast<std::size_t>(n));
-                        return;
-                    }
-                }
-                for (std::int64_t i = 0; i < n; ++i) {
-                    bool cv;
-                    std::memcpy(&cv, p[1] + i * st[1], 1);
-                    std::memcpy(p[0] + i * st[0], cv ? p[2] + i * st[2] : p[3] + i * st[3], sizeof(T));
-                }
-            });
-    });
-    return out;
-}
+[[nodiscard]] GRAFT_INLINE Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 /// Elementwise logical and of two bool tensors (broadcast); not differentiable.
-[[nodiscard]] inline Tensor logical_and(const Tensor& a, const Tensor& b) {
-    detail::check_defined("logical_and", a);
-    detail::check_defined("logical_and", b);
-    detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
-                  "logical_and: expected two bool tensors, got ", a.type(), " and ", b.type());
-    const detail::observed_op obs;
-    return obs.done(where(a, b, zeros({}, dtype::bool_)), "logical_and", {a, b});
-}
-[[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
-    const detail::observed_op obs;
-    const dtype t = detail::result_type_of(a, b);
-    return obs.done(where(cond, detail::raw::to(a, t), detail::as_tensor(b, t)), "where", {cond, a, b});
-}
-[[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
-    const detail::observed_op obs;
-    const dtype t = detail::result_type_of(a, b);
-    return obs.done(where(cond, detail::as_tensor(a, t), detail::raw::to(b, t)), "where", {cond, a, b});
-}
+[[nodiscard]] GRAFT_INLINE Tensor logical_and(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
 
 }  // namespace ops
 using ops::logical_and;  // not differentiable: the same function with or without autograd
@@ -382,108 +214,28 @@ namespace detail {
     return "?";
 }
 
-inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
-    using kernels::unary_op;
-    const std::string_view name = op_name(op);
-    if (!a.defined()) fail(concat(name, ": got an undefined tensor"));
-    const bool integer_ok = op == unary_op::neg || op == unary_op::abs || op == unary_op::relu;
-    if (integer_ok && !is_floating_point(a.type())) {
-        check(a.type() != dtype::bool_, name, ": not supported for bool tensors",
-              op == unary_op::neg ? " (negation, the `-` operator, on a bool tensor is not supported; use "
-                                    "logical_not() instead)"
-                                  : "");
-        Tensor out = empty(a.sizes(), dtype::int64);
-        const auto in = a.to_vector<std::int64_t>();
-        auto* o = out.data_ptr<std::int64_t>();
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            const std::int64_t v = in[i];
-            o[i] = op == unary_op::neg ? static_cast<std::int64_t>(0ULL - static_cast<std::uint64_t>(v))
-                   : op == unary_op::abs ? (v < 0 ? static_cast<std::int64_t>(0ULL - static_cast<std::uint64_t>(v)) : v)
-                                         : (v < 0 ? 0 : v);
-        }
-        return out;
-    }
-    const dtype type = is_floating_point(a.type()) ? a.type() : default_float_dtype;
-    if (a.type() == type && a.is_contiguous()) {
-        Tensor out = empty(a.sizes(), type);
-        const auto n = static_cast<std::size_t>(a.numel());
-        if (type == dtype::float32) kernels::unary(op, a.data_ptr<float>(), 1, out.data_ptr<float>(), n);
-        else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
-        return out;
-    }
-    const Tensor x = raw::to(a, type);
-    Tensor out = empty(a.sizes(), type);
-    const int_list so = byte_strides(out), sx = byte_strides(x);
-    visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            for_each_row<2>(a.sizes(), {&so, &sx},
-                            {static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data())},
-                            [&](std::array<char*, 2> p, std::array<std::int64_t, 2> st, std::int64_t n) {
-                                constexpr auto es = static_cast<std::int64_t>(sizeof(T));
-                                kernels::unary(op, row_ptr<T>(p[1]), st[1] / es, row_ptr<T>(p[0]),
-                                               static_cast<std::size_t>(n));
-                            });
-        }
-    });
-    return out;
-}
+GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a);
 
 }  // namespace detail
 
 namespace ops {
-[[nodiscard]] inline Tensor neg(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::neg, a), "neg", {a});
-}
-[[nodiscard]] inline Tensor abs(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::abs, a), "abs", {a});
-}
-[[nodiscard]] inline Tensor exp(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::exp, a), "exp", {a});
-}
-[[nodiscard]] inline Tensor log(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::log, a), "log", {a});
-}
-[[nodiscard]] inline Tensor sqrt(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::sqrt, a), "sqrt", {a});
-}
-[[nodiscard]] inline Tensor rsqrt(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::rsqrt, a), "rsqrt", {a});
-}
-[[nodiscard]] inline Tensor tanh(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::tanh, a), "tanh", {a});
-}
-[[nodiscard]] inline Tensor sigmoid(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::sigmoid, a), "sigmoid", {a});
-}
-[[nodiscard]] inline Tensor relu(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::relu, a), "relu", {a});
-}
-[[nodiscard]] inline Tensor sin(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::sin, a), "sin", {a});
-}
-[[nodiscard]] inline Tensor cos(const Tensor& a) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(kernels::unary_op::cos, a), "cos", {a});
-}
+[[nodiscard]] GRAFT_INLINE Tensor neg(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor abs(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor exp(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor log(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sqrt(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor rsqrt(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor tanh(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sigmoid(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor relu(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sin(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor cos(const Tensor& a);
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
-[[nodiscard]] inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
-    detail::check(approximate == "none" || approximate == "tanh",
-                  "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
-    const detail::observed_op obs;
-    return obs.done(detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a),
-                    "gelu", {a}, {{"approximate", std::string(approximate)}});
-}
+[[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
 
 }  // namespace ops
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/ops/impl/elementwise.ipp"
+#endif

@@ -8,9 +8,7 @@ namespace graft {
 namespace detail {
 
 /// A view of `m` (rank 2) whose rows are unit-stride, copying only when needed.
-[[nodiscard]] inline Tensor with_unit_column_stride(const Tensor& m) {
-    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
-}
+[[nodiscard]] GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m);
 
 }  // namespace detail
 
@@ -18,51 +16,12 @@ namespace ops {
 
 /// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
 /// matrix-matrix and batched products with broadcast batch dimensions.
-[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b);
-[[nodiscard]] inline Tensor matmul(const Tensor& a, const Tensor& b) {
-    const detail::observed_op obs;
-    return obs.done(matmul_impl(a, b), "matmul", {a, b});
-}
-[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b) {
-    detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
-    detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
-                  a.dim(), "-D and ", b.dim(), "-D tensors");
-    detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
-                  " and ", b.type());
-    detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
-    const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
-    const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
-    const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
-    detail::check(k == k2, "matmul: shapes ", a.sizes(), " and ", b.sizes(),
-                  " cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
-    const int_list xb(x.sizes().begin(), x.sizes().end() - 2), yb(y.sizes().begin(), y.sizes().end() - 2);
-    const int_list batch = broadcast_shapes(xb, yb);
-    int_list xs = batch, ys = batch, os = batch;
-    xs.insert(xs.end(), {m, k});
-    ys.insert(ys.end(), {k, n});
-    os.insert(os.end(), {m, n});
-    const std::int64_t nbatch = detail::numel_of(batch);
-    const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
-    const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
-    Tensor out = empty(os, a.type());
-    detail::visit_dtype(a.type(), [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            T* o = out.data_ptr<T>();
-            for (std::int64_t i = 0; i < nbatch; ++i) {
-                const Tensor xm = detail::with_unit_column_stride(detail::raw::select(xe, 0, i));
-                const Tensor ym = detail::with_unit_column_stride(detail::raw::select(ye, 0, i));
-                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), ym.data_ptr<T>(), ym.stride(0), o + i * m * n, n,
-                                static_cast<std::size_t>(m), static_cast<std::size_t>(n),
-                                static_cast<std::size_t>(k));
-            }
-        }
-    });
-    if (a.dim() == 1 && b.dim() == 1) return detail::raw::view(out, {});
-    if (a.dim() == 1) return detail::raw::squeeze(out, -2);
-    if (b.dim() == 1) return detail::raw::squeeze(out, -1);
-    return out;
-}
+[[nodiscard]] GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b);
 
 }  // namespace ops
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/ops/impl/linalg.ipp"
+#endif

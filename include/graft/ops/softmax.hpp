@@ -7,24 +7,7 @@
 namespace graft {
 namespace detail {
 
-inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
-    check(t.defined(), op, ": got an undefined tensor");
-    check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
-    const std::int64_t d = wrap_dim(op, dim, t.dim());
-    if (t.dim() == 0) return raw::view(run_softmax(op, raw::view(t, {1}), 0, log), {});
-    const Tensor moved = raw::contiguous(raw::transpose(t, d, -1));
-    const std::int64_t cols = moved.size(-1);
-    const std::int64_t rows = cols == 0 ? 0 : moved.numel() / cols;
-    Tensor out = empty(moved.sizes(), t.type());
-    visit_dtype(t.type(), [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>)
-            if (rows > 0)
-                kernels::softmax_rows(moved.data_ptr<T>(), out.data_ptr<T>(), static_cast<std::size_t>(rows),
-                                      static_cast<std::size_t>(cols), log);
-    });
-    return raw::contiguous(raw::transpose(out, d, -1));
-}
+GRAFT_INLINE Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log);
 
 }  // namespace detail
 
@@ -32,15 +15,13 @@ namespace ops {
 
 /// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
 /// row of only -inf gives NaN, as in PyTorch.
-[[nodiscard]] inline Tensor softmax(const Tensor& t, std::int64_t dim) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_softmax("softmax", t, dim, false), "softmax", {t}, {{"dim", dim}});
-}
+[[nodiscard]] GRAFT_INLINE Tensor softmax(const Tensor& t, std::int64_t dim);
 /// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
-[[nodiscard]] inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
-    const detail::observed_op obs;
-    return obs.done(detail::run_softmax("log_softmax", t, dim, true), "log_softmax", {t}, {{"dim", dim}});
-}
+[[nodiscard]] GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim);
 
 }  // namespace ops
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+#include "graft/ops/impl/softmax.ipp"
+#endif
