@@ -1,20 +1,22 @@
 // Exits 0 only if graft, found with find_package(graft) or added with add_subdirectory(),
-// computes correctly. Shared by the two consumer projects under tests/cmake_*/project/.
-#if __has_include(<graft/graft.hpp>)
+// computes correctly. Shared by the consumer projects under tests/cmake_*/project/, built
+// once against graft::graft (header-only) and once against graft::compiled (compiled
+// mode; the build then defines GRAFT_CONSUMER_EXPECT_COMPILED).
 #include <graft/graft.hpp>
-#endif
-#include <graft/core/error.hpp>
-#include <graft/core/shape.hpp>
-#if __has_include(<graft/kernels/dispatch.hpp>)
-#include <graft/kernels/dispatch.hpp>
-#define GRAFT_CONSUMER_KERNELS 1
-#endif
 
 #include <boost/hana/fold_left.hpp>
 #include <boost/hana/tuple.hpp>
 #include <hwy/base.h>
 
 #include <cstdio>
+#include <vector>
+
+// graft::compiled must bring GRAFT_COMPILED_LIB; graft::graft must not.
+#if defined(GRAFT_CONSUMER_EXPECT_COMPILED) && !defined(GRAFT_COMPILED_LIB)
+#error "linked graft::compiled, but GRAFT_COMPILED_LIB is not defined"
+#elif !defined(GRAFT_CONSUMER_EXPECT_COMPILED) && defined(GRAFT_COMPILED_LIB)
+#error "linked graft::graft (header-only), but GRAFT_COMPILED_LIB is defined"
+#endif
 
 int main() {
     int failures = 0;
@@ -31,7 +33,6 @@ int main() {
     } catch (const graft::error&) {
     }
 
-#ifdef GRAFT_CONSUMER_KERNELS
     // A dispatched SIMD kernel; 37 elements leave a tail on every target.
     float a[37], b[37], out[37];
     for (int i = 0; i < 37; ++i) {
@@ -45,14 +46,34 @@ int main() {
             ++failures;
         }
     }
-#endif
+
+    // The same through Tensor ops: float32 add and sum run on the SIMD kernels.
+    const graft::Tensor x = graft::arange(37).to(graft::dtype::float32);
+    const std::vector<float> twice = (x + x).to_vector<float>();
+    for (int i = 0; i < 37; ++i) {
+        if (twice.size() != 37 || twice[static_cast<std::size_t>(i)] != 2.0f * static_cast<float>(i)) {
+            std::printf("(x + x)[%d] != %g\n", i, 2.0 * i);
+            ++failures;
+            break;
+        }
+    }
+    if (x.sum().item<float>() != 666.0f) {  // 0 + 1 + ... + 36
+        std::printf("arange(37).sum() = %g, expected 666\n", static_cast<double>(x.sum().item<float>()));
+        ++failures;
+    }
 
     // graft's dependencies reach the consumer through graft::graft.
     constexpr int sum = boost::hana::fold_left(boost::hana::make_tuple(1, 2, 3), 0,
-                                               [](int x, int y) { return x + y; });
+                                               [](int p, int q) { return p + q; });
     static_assert(sum == 6);
     static_assert(sizeof(hwy::MakeUnsigned<float>) == 4);
 
-    if (failures == 0) std::puts("graft consumer: OK");
+    std::printf("graft consumer (%s, kernels: %s): %s\n",
+#ifdef GRAFT_COMPILED_LIB
+                "compiled mode",
+#else
+                "header-only",
+#endif
+                graft::kernels::target_name(graft::kernels::current_target()), failures == 0 ? "OK" : "FAILED");
     return failures == 0 ? 0 : 1;
 }

@@ -1,14 +1,13 @@
-// Conan test_package: graft's headers, a dispatched SIMD kernel and Hana work.
-#include <graft/core/shape.hpp>
-#if __has_include(<graft/kernels/dispatch.hpp>)
-#include <graft/kernels/dispatch.hpp>
-#define GRAFT_TEST_PACKAGE_KERNELS 1
-#endif
+// Conan test_package: graft's headers, a Tensor op computed by graft's SIMD kernels
+// and Boost.Hana work. Returns non-zero on a wrong result. Works with both recipe
+// options (header_only=True, and False: GRAFT_COMPILED_LIB, libgraft.a).
+#include <graft/graft.hpp>
 
 #include <boost/hana/fold_left.hpp>
 #include <boost/hana/tuple.hpp>
 
 #include <cstdio>
+#include <vector>
 
 int main() {
     int failures = 0;
@@ -18,26 +17,39 @@ int main() {
         ++failures;
     }
 
-#ifdef GRAFT_TEST_PACKAGE_KERNELS
-    // 19 elements: full vectors plus a tail on every target.
-    float a[19], b[19], out[19];
-    for (int i = 0; i < 19; ++i) {
-        a[i] = static_cast<float>(i);
-        b[i] = 0.5f * static_cast<float>(i);
-    }
-    graft::kernels::binary(graft::kernels::binary_op::add, a, 1, b, 1, out, 19);
-    for (int i = 0; i < 19; ++i) {
-        if (out[i] != 1.5f * static_cast<float>(i)) {
-            std::printf("graft::kernels::binary(add): out[%d] = %g\n", i, static_cast<double>(out[i]));
-            ++failures;
+    // float32 add and sum run on the dispatched SIMD kernels; 19 elements give full
+    // vectors plus a tail on every target. Hand values: (x + x)[i] = 2i, sum = 171.
+    const graft::Tensor x = graft::arange(19).to(graft::dtype::float32);
+    const std::vector<float> twice = (x + x).to_vector<float>();
+    if (twice.size() != 19) {
+        std::printf("x + x has %zu elements, expected 19\n", twice.size());
+        ++failures;
+    } else {
+        for (std::size_t i = 0; i < twice.size(); ++i) {
+            if (twice[i] != 2.0f * static_cast<float>(i)) {
+                std::printf("(x + x)[%zu] = %g, expected %g\n", i, static_cast<double>(twice[i]),
+                            2.0 * static_cast<double>(i));
+                ++failures;
+            }
         }
     }
-#endif
+    const float total = x.sum().item<float>();
+    if (total != 171.0f) {
+        std::printf("arange(19).sum() = %g, expected 171\n", static_cast<double>(total));
+        ++failures;
+    }
 
     constexpr int sum = boost::hana::fold_left(boost::hana::make_tuple(1, 2, 3), 0,
-                                               [](int x, int y) { return x + y; });
+                                               [](int a, int b) { return a + b; });
     static_assert(sum == 6, "Boost.Hana reaches the consumer");
 
-    std::puts(failures == 0 ? "graft test_package: OK" : "graft test_package: FAILED");
+    std::printf("graft test_package (%s, kernels: %s): %s\n",
+#ifdef GRAFT_COMPILED_LIB
+                "compiled mode",
+#else
+                "header-only",
+#endif
+                graft::kernels::target_name(graft::kernels::current_target()),
+                failures == 0 ? "OK" : "FAILED");
     return failures == 0 ? 0 : 1;
 }
