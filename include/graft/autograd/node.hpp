@@ -94,10 +94,10 @@ public:
     explicit Node(const char* name) : name_(name), sequence_nr_(detail::next_sequence_nr()++) {}
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
-    virtual ~Node() = default;
+    virtual ~Node();
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
-    [[nodiscard]] std::string name() const { return name_; }
+    [[nodiscard]] std::string name() const;
     /// The same name without a copy (a static string).
     [[nodiscard]] const char* raw_name() const noexcept { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
@@ -105,10 +105,7 @@ public:
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
-    [[nodiscard]] std::map<std::string, std::any>& metadata() {
-        if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
-        return *metadata_;
-    }
+    [[nodiscard]] std::map<std::string, std::any>& metadata();
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
@@ -116,44 +113,30 @@ public:
     [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
 
     /// fn(grad_inputs, grad_outputs) after the node ran; a returned list replaces grad_inputs.
-    hook_handle register_hook(post_hook fn) { return detail::add_hook(hooks().post, std::move(fn)); }
+    hook_handle register_hook(post_hook fn);
     /// fn(grad_outputs) before the node runs; a returned list replaces grad_outputs.
-    hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
+    hook_handle register_prehook(pre_hook fn);
 
     /// Runs the node; called by the engine.
-    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs) {
-        tensor_list copy = grad_outputs;
-        return apply(std::move(copy));
-    }
+    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs);
     /// As above; `grad_outputs` may be left moved-from, or as it was (the engine reuses its memory).
     [[nodiscard]] tensor_list operator()(tensor_list&& grad_outputs) { return apply(std::move(grad_outputs)); }
     /// Frees saved tensors once backward no longer needs them.
-    virtual void release_variables() {}
+    virtual void release_variables();
     /// Short description of saved tensors, for to_dot.
-    [[nodiscard]] virtual std::vector<std::string> describe_saved() const { return {}; }
+    [[nodiscard]] virtual std::vector<std::string> describe_saved() const;
 
     // Graph construction (used by ops).
-    void add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
-    std::uint32_t add_output(const Tensor& t) {
-        output_meta_.push_back({t.sizes(), t.type()});
-        return static_cast<std::uint32_t>(output_meta_.size() - 1);
-    }
+    void add_next_edge(Edge e);
+    std::uint32_t add_output(const Tensor& t);
 
     // Hook storage read by the engine and by Tensor::register_hook / retain_grad.
     /// False while no hook of any kind was ever registered (the engine's fast path).
     [[nodiscard]] bool has_hooks() const noexcept { return hooks_ != nullptr; }
     detail::hook_list<pre_hook>& pre_hooks() { return hooks().pre; }
     detail::hook_list<post_hook>& post_hooks() { return hooks().post; }
-    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr) {
-        auto& h = hooks();
-        if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
-        return h.tensor.at(output_nr);
-    }
-    std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr) {
-        auto& h = hooks();
-        if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
-        return h.retain.at(output_nr);
-    }
+    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr);
+    std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr);
     /// Serializes concurrent backward passes that share this node.
     std::mutex& mutex() noexcept { return mutex_; }
 
@@ -168,10 +151,7 @@ private:
         boost::container::small_vector<detail::hook_list<tensor_hook>, 1> tensor;
         boost::container::small_vector<std::weak_ptr<graft::detail::tensor_impl>, 1> retain;
     };
-    hook_storage& hooks() {
-        if (!hooks_) hooks_ = std::make_unique<hook_storage>();
-        return *hooks_;
-    }
+    hook_storage& hooks();
 
     const char* name_;
     std::uint64_t sequence_nr_;
@@ -200,12 +180,11 @@ struct autograd_meta {
 [[nodiscard]] inline autograd_meta* meta(const Tensor& t) noexcept {
     return t.defined() ? t.impl().autograd.get() : nullptr;
 }
-[[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
-    (void)t.impl();  // throws on an undefined tensor
-    auto& slot = t.impl_ptr()->autograd;
-    if (!slot) slot = std::allocate_shared<autograd_meta>(graft::detail::pool_allocator<autograd_meta>{});
-    return *slot;
-}
+[[nodiscard]] GRAFT_INLINE autograd_meta& ensure_meta(const Tensor& t);
 
 }  // namespace detail
 }  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+#include "graft/autograd/impl/node.ipp"
+#endif

@@ -75,16 +75,6 @@ GRAFT_INLINE void backward(const tensor_list& outputs, const tensor_list& grad_o
                                             const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = {},
                                             bool create_graph = false, bool allow_unused = false);
 
-namespace detail {
-
-inline Tensor accumulate(const Tensor& a, const Tensor& b) {
-    if (!a.defined()) return b;
-    if (!b.defined()) return a;
-    return a + b;
-}
-
-}  // namespace detail
-
 }  // namespace autograd
 
 // ---------------------------------------------------------------- views

@@ -4,11 +4,8 @@
 // version its grad_fn was computed at. The logic that uses it (rebasing the
 // base's history onto CopySlices after an in-place op on a view, regenerating
 // a stale view's grad_fn) is in graft/autograd/view_tracking.hpp.
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
-#include <utility>
-#include <vector>
 
 #include "graft/core/tensor.hpp"
 
@@ -33,7 +30,7 @@ struct view_meta {
 
 /// Recomputes a view's grad_fn when the shared version counter moved since it
 /// was set (defined in view_tracking.hpp).
-inline void refresh_view_grad_fn(const Tensor& view);
+GRAFT_INLINE void refresh_view_grad_fn(const Tensor& view);
 
 inline void refresh_if_view(const Tensor& t) {
     if (tracked_view(t) != nullptr) refresh_view_grad_fn(t);
@@ -46,35 +43,13 @@ struct strided_geometry {
     std::int64_t offset = 0;
 };
 
-[[nodiscard]] inline strided_geometry geometry_of(const Tensor& t) {
-    return {t.sizes(), t.strides(), t.storage_offset()};
-}
+[[nodiscard]] GRAFT_INLINE strided_geometry geometry_of(const Tensor& t);
 
 /// Largest element position reached relative to the offset, plus one (0 when empty).
-[[nodiscard]] inline std::int64_t storage_extent(const strided_geometry& g) {
-    std::int64_t hi = 0;
-    for (std::size_t i = 0; i < g.sizes.size(); ++i) {
-        if (g.sizes[i] == 0) return 0;
-        hi += (g.sizes[i] - 1) * g.strides[i];
-    }
-    return hi + 1;
-}
+[[nodiscard]] GRAFT_INLINE std::int64_t storage_extent(const strided_geometry& g);
 
 /// True when no two elements of the geometry share a memory location.
-[[nodiscard]] inline bool is_non_overlapping(const strided_geometry& g) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size) of dims with size > 1
-    for (std::size_t i = 0; i < g.sizes.size(); ++i) {
-        if (g.sizes[i] == 0) return true;
-        if (g.sizes[i] > 1) dims.emplace_back(g.strides[i], g.sizes[i]);
-    }
-    std::sort(dims.begin(), dims.end());
-    std::int64_t reach = 0;  // max position reached by the dims seen so far
-    for (const auto& [stride, size] : dims) {
-        if (stride <= reach) return false;
-        reach += (size - 1) * stride;
-    }
-    return true;
-}
+[[nodiscard]] GRAFT_INLINE bool is_non_overlapping(const strided_geometry& g);
 
 /// Non-overlapping and without holes: every position in [offset, offset + extent) is an element.
 [[nodiscard]] inline bool is_dense(const strided_geometry& g) {
@@ -88,3 +63,7 @@ struct strided_geometry {
 }
 
 }  // namespace graft::autograd::detail
+
+#if GRAFT_HAS_CODE
+#include "graft/autograd/impl/view_meta.ipp"
+#endif

@@ -23,13 +23,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <ostream>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "graft/autograd/grad_mode.hpp"
@@ -51,14 +49,7 @@ enum class plan_kind {
     eager,           // specialized, node by node through the eager ops (autograd records)
 };
 
-[[nodiscard]] inline const char* to_string(plan_kind k) noexcept {
-    switch (k) {
-        case plan_kind::fused: return "fused";
-        case plan_kind::differentiable: return "differentiable";
-        case plan_kind::eager: return "eager";
-    }
-    return "?";
-}
+[[nodiscard]] GRAFT_INLINE const char* to_string(plan_kind k) noexcept;
 
 /// One input's guard: the parts of its type a specialization relies on.
 struct input_guard {
@@ -71,54 +62,9 @@ struct input_guard {
     std::optional<bool> contiguous;                    // DYNAMIC
     std::optional<bool> requires_grad;
 
-    [[nodiscard]] bool check(const ir::ivalue& v) const {
-        if (any) return true;
-        const Tensor* t = std::get_if<Tensor>(&v);
-        if (kind != ir::type_kind::tensor) {
-            switch (kind) {
-                case ir::type_kind::float_: return std::holds_alternative<double>(v);
-                case ir::type_kind::int_: return std::holds_alternative<std::int64_t>(v);
-                default: return std::holds_alternative<bool>(v);
-            }
-        }
-        if (!t || !t->defined()) return false;
-        if (scalar_type && *scalar_type != t->type()) return false;
-        if (requires_grad && *requires_grad != t->requires_grad()) return false;
-        if (sizes && !std::equal(sizes->begin(), sizes->end(), t->sizes().begin(), t->sizes().end())) return false;
-        if (strides && !std::equal(strides->begin(), strides->end(), t->strides().begin(), t->strides().end()))
-            return false;
-        if (rank && *rank != t->sizes().size()) return false;
-        if (contiguous && *contiguous != t->is_contiguous()) return false;
-        return true;
-    }
+    [[nodiscard]] bool check(const ir::ivalue& v) const;
 
-    [[nodiscard]] std::string describe() const {
-        if (any) return "any";
-        std::ostringstream os;
-        switch (kind) {
-            case ir::type_kind::float_: return "float";
-            case ir::type_kind::int_: return "int";
-            case ir::type_kind::bool_: return "bool";
-            case ir::type_kind::tensor: break;
-        }
-        os << (scalar_type ? ir::detail::dtype_type_name(*scalar_type) : "Tensor") << '(';
-        if (sizes) {
-            for (std::size_t i = 0; i < sizes->size(); ++i) os << (i ? ", " : "") << (*sizes)[i];
-        } else if (rank) {
-            for (std::size_t i = 0; i < *rank; ++i) os << (i ? ", " : "") << '*';
-        } else {
-            os << "...";
-        }
-        if (strides) {
-            os << ", strides=[";
-            for (std::size_t i = 0; i < strides->size(); ++i) os << (i ? ", " : "") << (*strides)[i];
-            os << ']';
-        }
-        if (contiguous) os << ", contiguous=" << (*contiguous ? 1 : 0);
-        if (requires_grad) os << ", requires_grad=" << (*requires_grad ? 1 : 0);
-        os << ')';
-        return os.str();
-    }
+    [[nodiscard]] std::string describe() const;
 };
 
 /// What debug_state() reports about one optimized plan.
@@ -156,45 +102,10 @@ struct debug_state {
     std::vector<level_state> levels;
     std::string graph;  // after the profiling-insensitive passes
 
-    [[nodiscard]] std::uint64_t total_guard_failures() const {
-        std::uint64_t n = 0;
-        for (const auto& l : levels)
-            if (l.plan) n += l.plan->guard_failures;
-        return n;
-    }
+    [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const debug_state& s) {
-    os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
-       << s.compilations << " compilation(s)\n";
-    for (std::size_t i = 0; i < s.levels.size(); ++i) {
-        const level_state& l = s.levels[i];
-        os << (i == 0 ? "executor" : "fallback") << " #" << i << " (remaining depth " << l.remaining_depth << "): ";
-        if (l.remaining_depth == 0 && !l.plan) {
-            os << "depth spent, unoptimized plan, " << l.unoptimized_runs << " run(s)\n";
-            continue;
-        }
-        os << l.profiled_runs << '/' << l.num_profiled_runs << " profiled run(s) (" << l.profiling_ms << " ms"
-           << (l.profiling_released ? ", record released" : "") << ")";
-        if (!l.plan) {
-            os << ", not optimized yet\n";
-            continue;
-        }
-        const plan_state& p = *l.plan;
-        os << ", " << to_string(p.behavior) << ' ' << to_string(p.kind) << " plan";
-        if (!p.reason.empty()) os << " (" << p.reason << ')';
-        os << ": " << p.hits << " hit(s), " << p.guard_failures << " guard failure(s), compiled in " << p.compile_ms
-           << " ms";
-        if (p.timed_runs) os << ", " << p.timed_runs << " timed run(s) " << p.run_ms_total / static_cast<double>(p.timed_runs) << " ms each";
-        os << "\n  guards:";
-        for (std::size_t k = 0; k < p.guards.size(); ++k) os << (k ? ", " : " ") << '%' << k << ": " << p.guards[k];
-        os << "\n  shapes profiled:";
-        for (std::size_t k = 0; k < p.seen_shapes.size(); ++k)
-            os << (k ? "; " : " ") << '%' << k << ": " << (p.seen_shapes[k].empty() ? "-" : p.seen_shapes[k]);
-        os << '\n' << p.graph;
-    }
-    return os;
-}
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s);
 
 namespace detail {
 
@@ -219,15 +130,7 @@ struct trace_log {
     std::vector<event> events;
     static constexpr std::size_t max_events = 100000;
 
-    void add(std::string name, const char* category, clock::time_point start, int level) {
-        const auto now = clock::now();
-        std::lock_guard lock(mutex);
-        if (events.size() >= max_events) return;
-        events.push_back({std::move(name), category,
-                          std::chrono::duration<double, std::micro>(start - origin).count(),
-                          std::chrono::duration<double, std::micro>(now - start).count(),
-                          std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000, level});
-    }
+    void add(std::string name, const char* category, clock::time_point start, int level);
 };
 
 class executor_state;
@@ -250,113 +153,21 @@ struct specialization {
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
-    [[nodiscard]] bool admits(const std::vector<ir::ivalue>& in) const {
-        if (in.size() != guards.size()) return false;
-        for (std::size_t i = 0; i < in.size(); ++i)
-            if (!guards[i].check(in[i])) return false;
-        return true;
-    }
+    [[nodiscard]] bool admits(const std::vector<ir::ivalue>& in) const;
 
-    [[nodiscard]] std::vector<ir::ivalue> run(const std::vector<ir::ivalue>& in) const {
-        if (kind != plan_kind::differentiable) return run_plan->run(in);
-        std::vector<Tensor> t;
-        t.reserve(in.size());
-        for (const auto& v : in) t.push_back(std::get<Tensor>(v));
-        auto out = (*diff)(t);
-        return {out.begin(), out.end()};
-    }
+    [[nodiscard]] std::vector<ir::ivalue> run(const std::vector<ir::ivalue>& in) const;
 };
 
 class executor_state : public std::enable_shared_from_this<executor_state> {
 public:
     executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
-                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations)
-        : graph_(std::move(g)),
-          options_(std::move(o)),
-          remaining_(remaining),
-          log_(std::move(log)),
-          level_(level),
-          compilations_(std::move(compilations)) {
-        if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
-    }
+                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations);
 
-    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in) {
-        for (;;) {
-            if (const specialization* s = current_.load(std::memory_order_acquire)) {
-                if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
-                if (s->admits(in)) {
-                    s->hits.fetch_add(1, std::memory_order_relaxed);
-                    if (!options_.collect_timings) return s->run(in);
-                    const auto t0 = clock::now();
-                    auto out = s->run(in);
-                    s->run_ns.fetch_add(static_cast<std::uint64_t>(
-                                            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()),
-                                        std::memory_order_relaxed);
-                    s->timed_runs.fetch_add(1, std::memory_order_relaxed);
-                    log_->add("optimized run", "run", t0, level_);
-                    return out;
-                }
-                s->guard_failures.fetch_add(1, std::memory_order_relaxed);
-                const auto t0 = clock::now();
-                auto out = s->fallback(std::move(in));
-                if (options_.collect_timings) log_->add("fallback", "bailout", t0, level_);
-                return out;
-            }
-            if (unoptimized_) {
-                unoptimized_runs_.fetch_add(1, std::memory_order_relaxed);
-                return unoptimized_->run(in);
-            }
-            std::unique_lock lock(mutex_);
-            if (current_.load(std::memory_order_acquire)) continue;  // another thread compiled meanwhile
-            if (profiled_runs_ < options_.num_profiled_runs) return profile(in);
-            compile(in);
-        }
-    }
+    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
-    void flush() {
-        std::lock_guard lock(mutex_);
-        current_.store(nullptr, std::memory_order_release);
-        if (owned_) retired_.push_back(std::shared_ptr<const specialization>(owned_.release()));
-        record_.reset();
-        profiling_plan_.reset();
-        profiled_runs_ = 0;
-        profiling_ms_ = 0;
-        profiling_released_ = false;
-        release_pending_.store(false, std::memory_order_relaxed);
-    }
+    void flush();
 
-    void collect(debug_state& d) const {
-        level_state l;
-        l.remaining_depth = remaining_;
-        std::shared_ptr<executor_state> next;
-        {
-            std::lock_guard lock(mutex_);
-            l.profiled_runs = profiled_runs_;
-            l.num_profiled_runs = options_.num_profiled_runs;
-            l.profiling_ms = profiling_ms_;
-            l.profiling_released = profiling_released_;
-            l.unoptimized_runs = unoptimized_runs_.load(std::memory_order_relaxed);
-            if (const specialization* s = current_.load(std::memory_order_acquire)) {
-                plan_state p;
-                p.kind = s->kind;
-                p.behavior = s->behavior;
-                p.reason = s->reason;
-                for (const auto& g : s->guards) p.guards.push_back(g.describe());
-                p.seen_shapes = s->seen_shapes;
-                p.graph = s->graph_text;
-                p.fusion_groups = s->fusion_groups;
-                p.hits = s->hits.load(std::memory_order_relaxed);
-                p.guard_failures = s->guard_failures.load(std::memory_order_relaxed);
-                p.compile_ms = s->compile_ms;
-                p.timed_runs = s->timed_runs.load(std::memory_order_relaxed);
-                p.run_ms_total = static_cast<double>(s->run_ns.load(std::memory_order_relaxed)) / 1e6;
-                l.plan = std::move(p);
-                next = s->fallback_executor;
-            }
-        }
-        d.levels.push_back(std::move(l));
-        if (next) next->collect(d);
-    }
+    void collect(debug_state& d) const;
 
     [[nodiscard]] const options& opts() const noexcept { return options_; }
     [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
@@ -365,204 +176,23 @@ public:
 private:
     static std::optional<ir::Type> no_types(const ir::Value*) { return std::nullopt; }
 
-    std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in) {
-        const auto t0 = clock::now();
-        if (!record_) record_ = std::make_unique<profiling_record>();
-        if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
-        // Observe into a copy: a run that throws (bad input) must not leave its types behind.
-        profiling_record rec = *record_;
-        const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
-        auto out = profiling_plan_->run(in, &observe);
-        rec.finish_run();
-        *record_ = std::move(rec);
-        ++profiled_runs_;
-        profiling_ms_ += ms_since(t0);
-        log_->add("profiling run", "profile", t0, level_);
-        return out;
-    }
+    std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in);
 
-    [[nodiscard]] std::optional<ir::Type> profiled_type(const ir::Value* v) const {
-        if (!record_) return std::nullopt;
-        const value_profile* p = record_->find(v);
-        if (!p || p->mixed_kinds) return std::nullopt;
-        return p->type;
-    }
+    [[nodiscard]] std::optional<ir::Type> profiled_type(const ir::Value* v) const;
 
-    [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const {
-        input_guard g;
-        const value_profile* p = record_ ? record_->find(v) : nullptr;
-        if (!p) {
-            g.any = true;  // never profiled (num_profiled_runs == 0)
-            return g;
-        }
-        if (p->mixed_kinds) return g;  // a tensor and a number were seen: any tensor
-        g.kind = p->type.kind;
-        if (!p->type.is_tensor()) return g;
-        const ir::TensorType& t = p->type.tensor;
-        g.scalar_type = t.scalar_type;
-        g.requires_grad = t.requires_grad;
-        if (b == fusion_behavior::static_ && t.complete()) {
-            g.sizes.emplace();
-            for (const auto& s : *t.sizes) g.sizes->push_back(*s);
-            g.strides = t.strides;
-        } else {
-            g.rank = t.rank();
-            g.contiguous = p->contiguous;
-        }
-        return g;
-    }
+    [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const;
 
     /// The graph with the profiled types on its values, as text.
-    [[nodiscard]] std::string specialized_text() const {
-        auto copy = graph_->copy();
-        // copy() keeps value names: map types by name.
-        std::map<std::string, ir::Type> types;
-        if (record_)
-            for (const auto& [v, p] : record_->values())
-                if (!p.mixed_kinds) types[v->name()] = p.type;
-        const auto apply = [&](const ir::Block& b, auto& self) -> void {
-            for (ir::Value* v : b.inputs())
-                if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
-            for (const ir::Node* n : b.nodes()) {
-                for (ir::Value* v : n->outputs())
-                    if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
-                for (const ir::Block* sub : n->blocks()) self(*sub, self);
-            }
-        };
-        apply(*copy->block(), apply);
-        return ir::to_string(*copy);
-    }
+    [[nodiscard]] std::string specialized_text() const;
 
-    void compile(const std::vector<ir::ivalue>& in) {
-        const auto t0 = clock::now();
-        auto s = std::make_unique<specialization>();
-        const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
-        s->behavior = behavior;
-        for (const ir::Value* v : graph_->inputs()) {
-            s->guards.push_back(make_guard(v, behavior));
-            std::ostringstream os;
-            if (const value_profile* p = record_ ? record_->find(v) : nullptr) {
-                bool first = true;
-                for (const auto& shape : p->shapes) {
-                    os << (first ? "[" : ", [");
-                    for (std::size_t k = 0; k < shape.size(); ++k) os << (k ? ", " : "") << shape[k];
-                    os << ']';
-                    first = false;
-                }
-                if (p->shapes_overflow) os << ", ...";
-            }
-            s->seen_shapes.push_back(os.str());
-        }
-        const auto type_of = [this](const ir::Value* v) { return profiled_type(v); };
-        plan::build_options bo;
-        bo.fuse = options_.enable_fusion;
-        bo.static_shapes = behavior == fusion_behavior::static_;
-        bo.num_threads = options_.num_threads;
-        bo.parallel_grain = options_.parallel_grain;
-
-        const bool needs_grad = record_ && record_->any_requires_grad();
-        if (!record_) {
-            s->kind = plan_kind::eager;
-            s->reason = "no profiling runs";
-            s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
-            s->graph_text = specialized_text();
-        } else if (!needs_grad) {
-            s->kind = plan_kind::fused;
-            s->run_plan = std::make_unique<plan>(graph_, bo, type_of);
-            s->fusion_groups = s->run_plan->num_fusion_groups();
-            s->graph_text = specialized_text() + s->run_plan->describe();
-        } else {
-            s->reason = differentiable_plan(*s, in, bo);
-            if (s->reason.empty()) {
-                s->kind = plan_kind::differentiable;
-                // Differentiable graphs are traced through autograd for the observed shapes.
-                for (std::size_t i = 0; i < s->guards.size(); ++i) s->guards[i] = make_guard(graph_->inputs()[i], fusion_behavior::static_);
-            } else {
-                s->kind = plan_kind::eager;
-                s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
-                s->graph_text = specialized_text();
-            }
-        }
-        // The fallback function: the same graph, one specialization less.
-        auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_);
-        s->fallback_executor = fb;
-        s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
-        s->compile_ms = ms_since(t0);
-        compilations_->fetch_add(1, std::memory_order_relaxed);
-        log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
-
-        owned_ = std::move(s);
-        current_.store(owned_.get(), std::memory_order_release);
-        if (options_.release_profiling_after_optimization) {
-            release_deadline_ = clock::now() + std::chrono::milliseconds(options_.release_profiling_delay_ms);
-            if (options_.release_profiling_delay_ms == 0) release_profile_locked();
-            else release_pending_.store(true, std::memory_order_relaxed);
-        }
-    }
+    void compile(const std::vector<ir::ivalue>& in);
 
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
-    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo) {
-        std::vector<Tensor> examples;
-        for (const auto& v : in) {
-            const Tensor* t = std::get_if<Tensor>(&v);
-            if (!t) return "an input is a number";
-            examples.push_back(*t);
-        }
-        for (const ir::Node* n : graph_->block()->nodes())
-            if (n->is<ir::kinds::constant>())
-                if (const auto* t = std::get_if<Tensor>(&n->attr("value")); t && t->requires_grad())
-                    return "a constant tensor requires grad";
-        std::shared_ptr<capture::aot_function> f;
-        try {
-            const ir::Graph& g = *graph_;
-            f = std::make_shared<capture::aot_function>(capture::aot(
-                [&g](const std::vector<Tensor>& args) {
-                    std::vector<ir::ivalue> a(args.begin(), args.end());
-                    std::vector<Tensor> r;
-                    for (auto& v : ir::interpret(g, a)) {
-                        auto* t = std::get_if<Tensor>(&v);
-                        graft::detail::check(t != nullptr, "an output is a number");
-                        r.push_back(std::move(*t));
-                    }
-                    return r;
-                },
-                examples));
-        } catch (const graft::error& e) {
-            return std::string("capture::aot: ") + e.what();
-        }
-        const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
-        s.forward_plan = std::make_shared<plan>(f->forward, bo, own_types);
-        s.backward_plan = std::make_shared<plan>(f->backward, bo, own_types);
-        const auto as_runner = [](std::shared_ptr<plan> p) {
-            return [p](const std::vector<Tensor>& args) {
-                std::vector<ir::ivalue> a(args.begin(), args.end());
-                std::vector<Tensor> r;
-                for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
-                return r;
-            };
-        };
-        f->forward_runner = as_runner(s.forward_plan);
-        f->backward_runner = as_runner(s.backward_plan);
-        f->node_name = "DifferentiableGraphBackward";
-        s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
-        s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
-                       ir::to_string(*f->backward) + s.backward_plan->describe();
-        s.diff = std::move(f);
-        return {};
-    }
+    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo);
 
-    void release_profile_locked() {
-        record_.reset();
-        profiling_plan_.reset();
-        profiling_released_ = true;
-        release_pending_.store(false, std::memory_order_relaxed);
-    }
+    void release_profile_locked();
 
-    void maybe_release_profile() {
-        if (clock::now() < release_deadline_) return;
-        std::unique_lock lock(mutex_, std::try_to_lock);
-        if (lock.owns_lock() && release_pending_.load(std::memory_order_relaxed)) release_profile_locked();
-    }
+    void maybe_release_profile();
 
     std::shared_ptr<const ir::Graph> graph_;
     options options_;
@@ -591,48 +221,13 @@ private:
 /// A profiling executor over an IR graph (see the top of this header).
 class executor {
 public:
-    explicit executor(const ir::Graph& g, options o = default_options()) : executor(g.copy(), std::move(o)) {}
-    explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options()) {
-        graft::detail::check(g != nullptr, "jit::executor: the graph is null");
-        graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
-        // Profiling-insensitive optimizations once, up front; input types are left to the profile.
-        ir::default_pipeline::run(*g);
-        for (ir::Value* v : g->inputs())
-            if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
-        g->lint();
-        depth_ = bailout_depth(o.fusion);
-        strategy_ = o.fusion;
-        auto log = std::make_shared<detail::trace_log>();
-        compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
-        top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
-                                                        depth_, std::move(log), 0, compilations_);
-    }
+    explicit executor(const ir::Graph& g, options o = default_options());
+    explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
 
     /// Runs the graph on tensors and numbers.
-    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const {
-        const auto& params = top_->graph().inputs();
-        graft::detail::check(inputs.size() == params.size(), "jit::executor: the graph takes ", params.size(),
-                             " inputs, got ", inputs.size());
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-            const ir::Type& t = params[i]->type();
-            const bool ok = t.is_tensor() ? std::holds_alternative<Tensor>(inputs[i]) && std::get<Tensor>(inputs[i]).defined()
-                                          : detail::number_type(inputs[i]) == t && !std::holds_alternative<Tensor>(inputs[i]);
-            graft::detail::check(ok, "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
-                                 t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t),
-                                 ", got a value that does not match");
-        }
-        return top_->run(std::move(inputs));
-    }
+    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
     /// Runs a graph whose inputs and outputs are tensors.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-        std::vector<Tensor> r;
-        for (auto& v : run(std::vector<ir::ivalue>(inputs.begin(), inputs.end()))) {
-            auto* t = std::get_if<Tensor>(&v);
-            graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
-            r.push_back(std::move(*t));
-        }
-        return r;
-    }
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
     template <class... Ts>
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -642,38 +237,13 @@ public:
     /// Plans, guards, counts and timings of the executor and its fallbacks.
     [[nodiscard]] jit::debug_state debug_state() const { return state(); }
     /// The same as debug_state().
-    [[nodiscard]] jit::debug_state state() const {
-        jit::debug_state d;
-        d.fusion = strategy_;
-        d.bailout_depth = depth_;
-        d.compilations = compilations_->load(std::memory_order_relaxed);
-        d.graph = ir::to_string(top_->graph());
-        top_->collect(d);
-        return d;
-    }
+    [[nodiscard]] jit::debug_state state() const;
     /// The state as text.
-    [[nodiscard]] std::string debug_string() const {
-        std::ostringstream os;
-        os << state();
-        return os.str();
-    }
+    [[nodiscard]] std::string debug_string() const;
 
     /// Profiling runs, compilations, bailouts (and, with collect_timings, every optimized run)
     /// as Chrome trace JSON for chrome://tracing or Perfetto.
-    [[nodiscard]] std::string chrome_trace() const {
-        auto& log = *top_->log();
-        std::lock_guard lock(log.mutex);
-        std::ostringstream os;
-        os << "{\"traceEvents\": [";
-        for (std::size_t i = 0; i < log.events.size(); ++i) {
-            const auto& e = log.events[i];
-            os << (i ? ",\n" : "\n") << "{\"name\": \"" << e.name << "\", \"cat\": \"" << e.category
-               << "\", \"ph\": \"X\", \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us
-               << ", \"pid\": 1, \"tid\": " << e.thread << ", \"args\": {\"level\": " << e.level << "}}";
-        }
-        os << "\n], \"displayTimeUnit\": \"ms\"}\n";
-        return os.str();
-    }
+    [[nodiscard]] std::string chrome_trace() const;
 
     /// Forgets every specialization and profile: the next calls profile again with the
     /// full bailout depth (torch.jit's flush of the compilation cache). Plans other threads
@@ -692,3 +262,7 @@ private:
 };
 
 }  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+#include "graft/jit/impl/executor.ipp"
+#endif

@@ -14,7 +14,6 @@
 // not fit at all (undefined, another dtype, shapes that do not broadcast), the
 // group runs its nodes unfused, so the eager op reports the error.
 #include <algorithm>
-#include <array>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +23,6 @@
 #include <optional>
 #include <set>
 #include <span>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,20 +66,9 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 }
 
 /// The op table's unary and binary ops, by IR kind.
-[[nodiscard]] inline const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
-    static const auto table = [] {
-        std::map<const ir::kind_info*, fusable_op> m;
-        std::apply([&](auto... op) { (add_fusable<decltype(op)>(m), ...); }, ops::all_elementwise_ops{});
-        return m;
-    }();
-    return table;
-}
+[[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
-[[nodiscard]] inline const fusable_op* find_fusable(const ir::Node* n) {
-    const auto& t = fusable_ops();
-    auto it = t.find(&n->kind());
-    return it == t.end() ? nullptr : &it->second;
-}
+[[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
 
 // ---------------------------------------------------------------- fusion groups
 
@@ -163,79 +150,21 @@ void run_tiles(const fusion_group& g, const reg_vector<T*>& base, const reg_vect
 /// A small pool of worker threads for splitting large fused loops.
 class worker_pool {
 public:
-    explicit worker_pool(std::size_t threads) {
-        for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
-    }
+    explicit worker_pool(std::size_t threads);
     worker_pool(const worker_pool&) = delete;
     worker_pool& operator=(const worker_pool&) = delete;
-    ~worker_pool() {
-        {
-            std::lock_guard lock(mutex_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        for (auto& w : workers_) w.join();
-    }
+    ~worker_pool();
     [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
 
     /// Runs f(0..parts-1): part 0 on the caller, the others on the workers; waits for all.
-    void run(std::size_t parts, const std::function<void(std::size_t)>& f) {
-        struct batch {
-            std::mutex m;
-            std::condition_variable done;
-            std::size_t left;
-            std::exception_ptr error;
-        };
-        auto b = std::make_shared<batch>();
-        b->left = parts - 1;
-        {
-            std::lock_guard lock(mutex_);
-            for (std::size_t k = 1; k < parts; ++k)
-                queue_.push_back([b, &f, k] {
-                    try {
-                        f(k);
-                    } catch (...) {
-                        std::lock_guard l(b->m);
-                        if (!b->error) b->error = std::current_exception();
-                    }
-                    std::lock_guard l(b->m);
-                    if (--b->left == 0) b->done.notify_all();
-                });
-        }
-        cv_.notify_all();
-        std::exception_ptr mine;
-        try {
-            f(0);
-        } catch (...) {
-            mine = std::current_exception();
-        }
-        std::unique_lock l(b->m);
-        b->done.wait(l, [&] { return b->left == 0; });
-        if (mine) std::rethrow_exception(mine);
-        if (b->error) std::rethrow_exception(b->error);
-    }
+    void run(std::size_t parts, const std::function<void(std::size_t)>& f);
 
     /// The process-wide pool, made on first use with `threads - 1` workers (never resized:
     /// callers use at most size() + 1 parts).
-    [[nodiscard]] static worker_pool& shared(std::size_t threads) {
-        static worker_pool pool(threads > 1 ? threads - 1 : 1);
-        return pool;
-    }
+    [[nodiscard]] static worker_pool& shared(std::size_t threads);
 
 private:
-    void loop() {
-        for (;;) {
-            std::function<void()> job;
-            {
-                std::unique_lock lock(mutex_);
-                cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-                if (stop_ && queue_.empty()) return;
-                job = std::move(queue_.front());
-                queue_.erase(queue_.begin());
-            }
-            job();
-        }
-    }
+    void loop();
     std::vector<std::thread> workers_;
     std::vector<std::function<void()>> queue_;
     std::mutex mutex_;
@@ -277,234 +206,29 @@ public:
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 
-    plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of)
-        : graph_(std::move(g)), options_(o) {
-        for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
-        top_ = build_block(*graph_->block(), type_of);
-    }
+    plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of);
 
     [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
     [[nodiscard]] std::size_t num_fusion_groups() const noexcept { return groups_.size(); }
     [[nodiscard]] const std::vector<const fusion_group*>& fusion_groups() const noexcept { return groups_; }
 
     /// Runs the plan (autograd records as usual where inputs require grad).
-    [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const {
-        graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
-                             " inputs, got ", inputs.size());
-        frame_t frame(num_slots_);
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-            frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
-            if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
-        }
-        return run_block(top_, frame, observe);
-    }
+    [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const;
 
     /// The plan as text: the graph, then each fusion group's members.
-    [[nodiscard]] std::string describe() const {
-        std::ostringstream os;
-        for (std::size_t k = 0; k < groups_.size(); ++k) {
-            const fusion_group& g = *groups_[k];
-            os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
-            if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
-            os << "):";
-            for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
-            os << '\n';
-        }
-        return os.str();
-    }
+    [[nodiscard]] std::string describe() const;
 
 private:
-    int slot(const ir::Value* v) {
-        auto [it, fresh] = slots_.emplace(v, static_cast<int>(num_slots_));
-        if (fresh) ++num_slots_;
-        return it->second;
-    }
+    int slot(const ir::Value* v);
 
     /// Can n join a group of dtype `type` (float32/float64)?
-    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
-        const fusable_op* op = find_fusable(n);
-        if (!op) return false;
-        const auto t = type_of(n->output());
-        if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
-        const dtype d = *t->tensor.scalar_type;
-        if (d != dtype::float32 && d != dtype::float64) return false;
-        if (type && *type != d) return false;
-        for (const ir::Value* in : n->inputs()) {
-            const auto ti = type_of(in);
-            if (!ti) return false;
-            if (ti->is_tensor()) {
-                if (ti->tensor.scalar_type != d) return false;
-            } else if (ti->kind == ir::type_kind::bool_) {
-                return false;
-            }
-        }
-        type = d;
-        return true;
-    }
+    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type);
 
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
-                                             const type_of_fn& type_of) {
-        auto g = std::make_unique<fusion_group>();
-        g->type = type;
-        g->nodes = nodes;
-        std::map<const ir::Value*, int> reg;
-        std::set<const ir::Value*> inside;
-        for (const ir::Node* n : nodes) inside.insert(n->output());
-        for (const ir::Node* n : nodes)
-            for (const ir::Value* v : n->inputs())
-                if (!inside.count(v) && !reg.count(v)) {
-                    reg[v] = static_cast<int>(g->regs.size());
-                    const auto t = type_of(v);
-                    g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
-                    g->temp_index.push_back(0);
-                    g->input_slots.push_back(slot(v));
-                }
-        for (const ir::Node* n : nodes) {
-            std::vector<int> in;
-            for (const ir::Value* v : n->inputs()) in.push_back(slot(v));
-            g->node_inputs.push_back(std::move(in));
-            g->node_outputs.push_back(slot(n->output()));
-        }
-        for (const ir::Node* n : nodes) {
-            const ir::Value* o = n->output();
-            const bool escapes = used_later.count(o) != 0;
-            reg[o] = static_cast<int>(g->regs.size());
-            g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
-            g->temp_index.resize(g->regs.size(), 0);
-            if (!escapes) g->temp_index.back() = g->num_temps++;
-            if (escapes) {
-                g->output_slots.push_back(slot(o));
-                g->output_regs.push_back(reg[o]);
-            }
-            tile_instr ins;
-            ins.op = *find_fusable(n);
-            ins.a = reg.at(n->input(0));
-            if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
-            ins.out = reg[o];
-            g->code.push_back(ins);
-        }
-        if (options_.static_shapes) {
-            // Loop bounds from the types: every output has the same complete sizes.
-            std::optional<int_list> sizes;
-            bool ok = true;
-            for (const ir::Node* n : nodes) {
-                const auto t = type_of(n->output());
-                if (!t || !t->is_tensor() || !t->tensor.sizes) {
-                    ok = false;
-                    break;
-                }
-                int_list s;
-                for (const auto& d : *t->tensor.sizes) {
-                    if (!d) ok = false;
-                    else s.push_back(*d);
-                }
-                if (!ok) break;
-                if (sizes && *sizes != s) ok = false;
-                sizes = s;
-            }
-            if (ok && sizes) g->static_sizes = sizes;
-        }
-        return g;
-    }
+                                             const type_of_fn& type_of);
 
-    block_plan build_block(const ir::Block& b, const type_of_fn& type_of) {
-        block_plan bp;
-        // Constants first (they read nothing), so they do not split runs of fusable ops.
-        std::vector<const ir::Node*> nodes;
-        for (const ir::Node* n : b.nodes())
-            if (n->is<ir::kinds::constant>()) nodes.push_back(n);
-        for (const ir::Node* n : b.nodes())
-            if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
-        // Values used at or after node i (and block outputs), for group outputs and releases.
-        std::map<const ir::Value*, std::size_t> last_use;
-        const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
-            for (const ir::Value* v : n->inputs()) last_use[v] = i;
-            for (const ir::Block* sub : n->blocks()) {
-                for (const ir::Node* m : sub->nodes()) self(m, i, self);
-                for (const ir::Value* v : sub->outputs()) last_use[v] = i;
-            }
-        };
-        for (std::size_t i = 0; i < nodes.size(); ++i) note_uses(nodes[i], i, note_uses);
-        const std::size_t end = nodes.size();
-        for (const ir::Value* v : b.outputs()) last_use[v] = end;
-        for (const ir::Value* v : graph_->outputs()) last_use[v] = end;
-
-        const auto releases_after = [&](std::size_t first, std::size_t last) {
-            // Values whose last use is in [first, last] and that this block may drop.
-            std::vector<int> r;
-            for (std::size_t i = first; i <= last; ++i) {
-                for (const ir::Value* v : nodes[i]->inputs())
-                    if (last_use.at(v) == last && slots_.count(v) && defined_in(v, b)) r.push_back(slots_.at(v));
-                for (const ir::Value* o : nodes[i]->outputs())
-                    if (!last_use.count(o) && slots_.count(o)) r.push_back(slots_.at(o));
-            }
-            std::sort(r.begin(), r.end());
-            r.erase(std::unique(r.begin(), r.end()), r.end());
-            return r;
-        };
-
-        std::size_t i = 0;
-        while (i < nodes.size()) {
-            // A fusion group: the longest run of fusable nodes of one dtype.
-            if (options_.fuse) {
-                std::optional<dtype> type;
-                std::size_t j = i;
-                while (j < nodes.size() && fusable(nodes[j], type_of, type)) ++j;
-                if (j - i >= 2) {
-                    std::set<const ir::Value*> later;
-                    for (std::size_t k = i; k < j; ++k) {
-                        const ir::Value* o = nodes[k]->output();
-                        if (last_use.count(o) && last_use.at(o) >= j) later.insert(o);
-                    }
-                    step s;
-                    s.what = step::kind::fused;
-                    s.group = make_group({nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                                          nodes.begin() + static_cast<std::ptrdiff_t>(j)},
-                                         *type, later, type_of);
-                    groups_.push_back(s.group.get());
-                    for (std::size_t k = i; k < j; ++k) {
-                        for (const ir::Value* v : nodes[k]->inputs()) s.in.push_back(slot(v));
-                        s.out.push_back(slot(nodes[k]->output()));
-                    }
-                    // Internal values never reach the frame; drop inputs last used here.
-                    std::vector<int> rel;
-                    for (std::size_t k = i; k < j; ++k)
-                        for (const ir::Value* v : nodes[k]->inputs())
-                            if (last_use.at(v) < j && defined_in(v, b) &&
-                                std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                                          nodes.begin() + static_cast<std::ptrdiff_t>(j), v->node()) ==
-                                    nodes.begin() + static_cast<std::ptrdiff_t>(j))
-                                rel.push_back(slot(v));
-                    std::sort(rel.begin(), rel.end());
-                    rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
-                    s.release = std::move(rel);
-                    bp.steps.push_back(std::move(s));
-                    i = j;
-                    continue;
-                }
-            }
-            const ir::Node* n = nodes[i];
-            step s;
-            s.node = n;
-            for (const ir::Value* v : n->inputs()) s.in.push_back(slot(v));
-            for (const ir::Value* v : n->outputs()) s.out.push_back(slot(v));
-            if (n->is<ir::kinds::if_>()) {
-                s.what = step::kind::if_;
-                s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
-                s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
-            } else {
-                graft::detail::check(!n->is<ir::kinds::call>(),
-                                     "jit: prim::Call must be inlined before planning (ir::inline_calls)");
-                graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
-            }
-            s.release = releases_after(i, i);
-            bp.steps.push_back(std::move(s));
-            ++i;
-        }
-        for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
-        return bp;
-    }
+    block_plan build_block(const ir::Block& b, const type_of_fn& type_of);
 
     /// Is v made by a node of block b (so b's plan may release it)? Graph inputs and
     /// values of enclosing blocks are released by their own block.
@@ -512,57 +236,14 @@ private:
         return v->node() != nullptr && v->node()->owning_block() == &b;
     }
 
-    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const {
-        for (const step& s : bp.steps) {
-            switch (s.what) {
-                case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
-                case step::kind::if_: {
-                    const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
-                    const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
-                    auto out = run_block(taken, frame, observe);
-                    for (std::size_t k = 0; k < out.size(); ++k) {
-                        if (observe) (*observe)(s.node->outputs()[k], out[k]);
-                        frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
-                    }
-                    break;
-                }
-                case step::kind::fused: run_group(*s.group, frame); break;
-            }
-            for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
-        }
-        std::vector<ivalue> r;
-        r.reserve(bp.outputs.size());
-        for (int o : bp.outputs) r.push_back(frame[static_cast<std::size_t>(o)]);
-        return r;
-    }
+    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const;
 
     /// Runs node n on the frame's values in slots `in`, storing its results in slots `out`.
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
-                         frame_t& frame, const observer_fn* observe) {
-        std::array<ivalue, 4> small;
-        std::vector<ivalue> big;
-        std::span<const ivalue> in;
-        if (in_slots.size() <= small.size()) {
-            for (std::size_t k = 0; k < in_slots.size(); ++k) small[k] = frame[static_cast<std::size_t>(in_slots[k])];
-            in = std::span<const ivalue>(small.data(), in_slots.size());
-        } else {
-            for (int k : in_slots) big.push_back(frame[static_cast<std::size_t>(k)]);
-            in = big;
-        }
-        auto out = n->kind().run(n->attributes(), in);
-        graft::detail::check(out.size() == out_slots.size(), "jit: ", n->kind().name, " gave ", out.size(),
-                             " values for ", out_slots.size(), " outputs");
-        for (std::size_t k = 0; k < out.size(); ++k) {
-            if (observe) (*observe)(n->outputs()[k], out[k]);
-            frame[static_cast<std::size_t>(out_slots[k])] = std::move(out[k]);
-        }
-    }
+                         frame_t& frame, const observer_fn* observe);
 
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
-    static void run_group_unfused(const fusion_group& g, frame_t& frame) {
-        for (std::size_t k = 0; k < g.nodes.size(); ++k)
-            run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
-    }
+    static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
     template <class T>
     void run_group_typed(const fusion_group& g, frame_t& frame) const {
@@ -645,17 +326,7 @@ private:
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(outs[k]);
     }
 
-    void run_group(const fusion_group& g, frame_t& frame) const {
-        if (autograd::is_grad_enabled()) {
-            // Fused loops record no autograd history: take the eager path when an input needs it.
-            for (int k : g.input_slots)
-                if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(k)]);
-                    t && t->defined() && t->requires_grad())
-                    return run_group_unfused(g, frame);
-        }
-        if (g.type == dtype::float32) run_group_typed<float>(g, frame);
-        else run_group_typed<double>(g, frame);
-    }
+    void run_group(const fusion_group& g, frame_t& frame) const;
 
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;
@@ -667,3 +338,7 @@ private:
 };
 
 }  // namespace graft::jit::detail
+
+#if GRAFT_HAS_CODE
+#include "graft/jit/impl/plan.ipp"
+#endif

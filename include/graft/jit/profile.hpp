@@ -30,25 +30,10 @@ struct value_profile {
 
 namespace detail {
 
-[[nodiscard]] inline ir::Type number_type(const ir::ivalue& v) {
-    if (std::holds_alternative<double>(v)) return ir::Type::float_type();
-    if (std::holds_alternative<std::int64_t>(v)) return ir::Type::int_type();
-    return ir::Type::bool_type();
-}
+[[nodiscard]] GRAFT_INLINE ir::Type number_type(const ir::ivalue& v);
 
 /// a merged with b: parts that differ become unknown.
-[[nodiscard]] inline ir::TensorType merge(const ir::TensorType& a, const ir::TensorType& b) {
-    ir::TensorType r;
-    if (a.scalar_type == b.scalar_type) r.scalar_type = a.scalar_type;
-    if (a.sizes && b.sizes && a.sizes->size() == b.sizes->size()) {
-        r.sizes.emplace();
-        for (std::size_t i = 0; i < a.sizes->size(); ++i)
-            r.sizes->push_back((*a.sizes)[i] == (*b.sizes)[i] ? (*a.sizes)[i] : std::nullopt);
-    }
-    if (a.strides == b.strides) r.strides = a.strides;
-    if (a.requires_grad == b.requires_grad) r.requires_grad = a.requires_grad;
-    return r;
-}
+[[nodiscard]] GRAFT_INLINE ir::TensorType merge(const ir::TensorType& a, const ir::TensorType& b);
 
 }  // namespace detail
 
@@ -56,29 +41,7 @@ namespace detail {
 class profiling_record {
 public:
     /// Records that `v` carried `x` in this run.
-    void observe(const ir::Value* v, const ir::ivalue& x) {
-        value_profile& p = values_[v];
-        const Tensor* t = std::get_if<Tensor>(&x);
-        const ir::Type seen = t && t->defined() ? ir::Type::tensor_type(ir::TensorType::of(*t)) : detail::number_type(x);
-        if (p.runs == 0) {
-            p.type = seen;
-            if (t && t->defined()) p.contiguous = t->is_contiguous();
-        } else if (p.type.kind != seen.kind) {
-            p.mixed_kinds = true;
-            p.type = ir::Type::tensor_type();
-            p.contiguous.reset();
-        } else if (seen.is_tensor()) {
-            p.type.tensor = detail::merge(p.type.tensor, seen.tensor);
-            if (p.contiguous && *p.contiguous != t->is_contiguous()) p.contiguous.reset();
-        }
-        if (t && t->defined()) {
-            if (p.shapes.size() < value_profile::max_shapes)
-                p.shapes.insert(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end()));
-            else if (!p.shapes.count(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end())))
-                p.shapes_overflow = true;
-        }
-        ++p.runs;
-    }
+    void observe(const ir::Value* v, const ir::ivalue& x);
     void finish_run() { ++runs_; }
 
     /// The profile of `v`, or null when no run reached it (an untaken If branch).
@@ -89,11 +52,7 @@ public:
     /// Completed profiling runs.
     [[nodiscard]] std::size_t runs() const noexcept { return runs_; }
     /// Did any value seen hold a tensor that requires grad (in some run)?
-    [[nodiscard]] bool any_requires_grad() const {
-        for (const auto& [v, p] : values_)
-            if (p.type.is_tensor() && p.type.tensor.requires_grad.value_or(true)) return true;
-        return false;
-    }
+    [[nodiscard]] bool any_requires_grad() const;
     [[nodiscard]] const std::map<const ir::Value*, value_profile>& values() const noexcept { return values_; }
 
 private:
@@ -102,3 +61,7 @@ private:
 };
 
 }  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+#include "graft/jit/impl/profile.ipp"
+#endif

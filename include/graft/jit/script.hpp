@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -18,21 +19,48 @@
 
 namespace graft::jit {
 
+namespace detail {
+
+/// script_function's non-template part: the capture of f and its executor, made on the first call.
+class script_state {
+public:
+    explicit script_state(options o);
+    script_state(const script_state&) = delete;
+    script_state& operator=(const script_state&) = delete;
+
+    /// Calls f's compiled form (capturing f, called through `f`, on the first call).
+    std::vector<Tensor> call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    [[nodiscard]] jit::debug_state debug_state() const;
+    [[nodiscard]] std::string debug_string() const;
+    [[nodiscard]] std::string chrome_trace() const;
+    void flush_compilation_cache();
+    [[nodiscard]] const ir::Graph* graph() const;
+
+private:
+    struct compiled {
+        capture::captured cap;
+        executor exec;
+    };
+    const compiled& get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+
+    options options_;
+    std::mutex mutex_;
+    std::unique_ptr<compiled> owned_;
+    std::atomic<const compiled*> compiled_{nullptr};
+};
+
+}  // namespace detail
+
 template <class F>
 class script_function {
 public:
-    script_function(F f, options o) : f_(std::move(f)), options_(std::move(o)) {
-        graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
-    }
+    script_function(F f, options o) : f_(std::move(f)), state_(std::move(o)) {}
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
     /// Calls f's compiled form; returns what f returns as a vector of tensors.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
-        const compiled& c = get(inputs);
-        graft::detail::check(inputs.size() == c.cap.meta().num_inputs, "jit::script: the function was captured with ",
-                             c.cap.meta().num_inputs, " inputs, got ", inputs.size());
-        return c.cap.finish(inputs, c.exec(inputs));
+        return state_.call(inputs, capture::detail::traced_fn::of(f_));
     }
     /// Calls with tensors as arguments; returns a Tensor when f returns one.
     template <class... Ts>
@@ -47,50 +75,17 @@ public:
     }
 
     /// The captured graph's executor state (empty before the first call).
-    [[nodiscard]] jit::debug_state debug_state() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? c->exec.state() : jit::debug_state{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
-    }
-    [[nodiscard]] std::string debug_string() const {
-        std::ostringstream os;
-        os << debug_state();
-        return os.str();
-    }
-    [[nodiscard]] std::string chrome_trace() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? c->exec.chrome_trace() : std::string("{\"traceEvents\": []}\n");
-    }
+    [[nodiscard]] jit::debug_state debug_state() const { return state_.debug_state(); }
+    [[nodiscard]] std::string debug_string() const { return state_.debug_string(); }
+    [[nodiscard]] std::string chrome_trace() const { return state_.chrome_trace(); }
     /// Drops every specialization (the capture is kept).
-    void flush_compilation_cache() {
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) c->exec.flush_compilation_cache();
-    }
+    void flush_compilation_cache() { state_.flush_compilation_cache(); }
     /// The captured graph, or null before the first call.
-    [[nodiscard]] const ir::Graph* graph() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? &c->exec.graph() : nullptr;
-    }
+    [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:
-    struct compiled {
-        capture::captured cap;
-        executor exec;
-    };
-    const compiled& get(const std::vector<Tensor>& inputs) {
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
-        std::lock_guard lock(mutex_);
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
-        capture::captured cap = capture::trace(f_, inputs);
-        executor exec(cap.graph(), options_);
-        owned_ = std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
-        compiled_.store(owned_.get(), std::memory_order_release);
-        return *owned_;
-    }
-
     F f_;
-    options options_;
-    std::mutex mutex_;
-    std::unique_ptr<compiled> owned_;
-    std::atomic<const compiled*> compiled_{nullptr};
+    detail::script_state state_;
 };
 
 /// f as a profiling executor with the given options (default: jit::default_options()).
@@ -109,3 +104,7 @@ template <class F, class... Steps>
 }
 
 }  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+#include "graft/jit/impl/script.ipp"
+#endif

@@ -390,3 +390,13 @@ GRAFT_INLINE Tensor& Tensor::sin_() {
 }
 
 }  // namespace graft
+
+namespace graft::autograd::detail {
+
+GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return a + b;
+}
+
+}  // namespace graft::autograd::detail

@@ -1,0 +1,251 @@
+#pragma once
+// Definitions for graft/capture/aot.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/capture/aot.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+namespace graft::capture {
+
+GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tensor>& inputs) const {
+    graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
+                         " inputs, got ", inputs.size());
+    std::vector<Tensor> results;
+    {
+        autograd::no_grad guard;
+        results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
+    }
+    const std::size_t n_mut = meta.mutated_inputs.size();
+    for (std::size_t k = 0; k < n_mut; ++k) {
+        autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
+        Tensor dst = inputs[meta.mutated_inputs[k]];
+        dst.copy_(results[num_outputs + k]);
+    }
+    std::vector<Tensor> outs;
+    for (std::size_t i = 0; i < num_outputs; ++i)
+        outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
+    bool needs_node = autograd::is_grad_enabled();
+    bool any = false;
+    for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
+    if (!needs_node || !any) return outs;
+    auto node = std::make_shared<autograd::function_node>(node_name);
+    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
+    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
+    // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
+    // for zero gradients of outputs the caller did not differentiate.
+    std::vector<std::pair<int_list, dtype>> shapes;
+    for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
+                         autograd::function_node& n, const autograd::tensor_list& g) {
+        std::vector<Tensor> in;
+        for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
+        for (std::size_t k = 0; k < shapes.size(); ++k)
+            in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        // The saved values carry no history, so a backward that records (create_graph)
+        // would silently drop second-order terms: refused, as AOTAutograd does.
+        graft::detail::check(!autograd::is_grad_enabled(), n.name(),
+                             ": double backward (create_graph=true) through a compiled graph is not supported; "
+                             "differentiate the eager function instead");
+        return run ? run(in) : ir::interpret(*bwd, in);
+    };
+    for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
+    return outs;
+}
+
+namespace detail {
+
+GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
+                            aot_function& r) {
+    // Joint outputs: the n_out outputs, then the new values of mutated inputs (forward
+    // outputs too), then the input gradients.
+    const std::size_t n_fwd_out = n_out + r.meta.mutated_inputs.size();
+    const ir::Block& top = *joint.block();
+    // Values that depend on a tangent are backward values.
+    std::set<const ir::Value*> bwd_values(joint.inputs().begin() + static_cast<std::ptrdiff_t>(n_in),
+                                          joint.inputs().end());
+    std::vector<const ir::Node*> fwd_nodes, bwd_nodes;
+    for (const ir::Node* n : top.nodes()) {
+        graft::detail::check(n->blocks().empty(), "capture::aot: control flow in the joint graph is not supported");
+        bool depends = false;
+        for (const ir::Value* v : n->inputs()) depends = depends || bwd_values.count(v);
+        if (depends) {
+            bwd_nodes.push_back(n);
+            for (const ir::Value* v : n->outputs()) bwd_values.insert(v);
+        } else {
+            fwd_nodes.push_back(n);
+        }
+    }
+    // Forward nodes the outputs do not need run in the backward instead (nothing to save for them).
+    std::set<const ir::Node*> for_outputs;
+    std::vector<const ir::Value*> stack(joint.outputs().begin(),
+                                        joint.outputs().begin() + static_cast<std::ptrdiff_t>(n_fwd_out));
+    while (!stack.empty()) {
+        const ir::Value* v = stack.back();
+        stack.pop_back();
+        if (v->node() && for_outputs.insert(v->node()).second)
+            for (const ir::Value* in : v->node()->inputs()) stack.push_back(in);
+    }
+    {
+        std::vector<const ir::Node*> kept;
+        for (const ir::Node* n : fwd_nodes) {
+            if (for_outputs.count(n) || n->is<ir::kinds::constant>()) {
+                kept.push_back(n);
+                continue;
+            }
+            bwd_nodes.push_back(n);
+            for (const ir::Value* v : n->outputs()) bwd_values.insert(v);
+        }
+        fwd_nodes = std::move(kept);
+    }
+    const auto is_constant = [](const ir::Value* v) { return v->node() && v->node()->is<ir::kinds::constant>(); };
+    // Forward values the backward reads (and input gradients that are forward values).
+    std::vector<const ir::Value*> needed;
+    const auto need = [&](const ir::Value* v) {
+        if (!bwd_values.count(v) && std::find(needed.begin(), needed.end(), v) == needed.end()) needed.push_back(v);
+    };
+    for (const ir::Node* n : bwd_nodes)
+        for (const ir::Value* v : n->inputs()) need(v);
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
+    // Decide what to save and what the backward recomputes.
+    std::vector<const ir::Value*> saved;
+    std::set<const ir::Node*> recompute;
+    std::vector<const ir::Value*> work = needed;
+    while (!work.empty()) {
+        const ir::Value* v = work.back();
+        work.pop_back();
+        if (is_constant(v)) {
+            recompute.insert(v->node());  // constants are copied, never saved
+            continue;
+        }
+        const bool elementwise = v->node() && v->node()->kind().elementwise;
+        if (policy == partition_policy::recompute_elementwise && elementwise) {
+            if (recompute.insert(v->node()).second)
+                for (const ir::Value* in : v->node()->inputs()) work.push_back(in);
+            continue;
+        }
+        if (std::find(saved.begin(), saved.end(), v) == saved.end()) saved.push_back(v);
+    }
+    // Saved values in order of definition (inputs first), for readable graphs.
+    std::map<const ir::Value*, std::size_t> order;
+    for (const ir::Value* v : joint.inputs()) order.emplace(v, order.size());
+    for (const ir::Node* n : top.nodes())
+        for (const ir::Value* v : n->outputs()) order.emplace(v, order.size());
+    std::sort(saved.begin(), saved.end(), [&](auto* a, auto* b) { return order.at(a) < order.at(b); });
+
+    const auto copy_node = [](ir::Graph& g, const ir::Node* n, std::map<const ir::Value*, ir::Value*>& map) {
+        ir::Node* c = g.append(n->kind());
+        for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
+        for (const ir::Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const ir::Value* out : n->outputs()) {
+            ir::Value* v = c->add_output(out->type());
+            g.set_name(v, out->name());
+            map[out] = v;
+        }
+    };
+
+    // Forward graph: inputs -> outputs + saved.
+    auto fwd = std::make_shared<ir::Graph>();
+    std::map<const ir::Value*, ir::Value*> fmap;
+    for (std::size_t i = 0; i < n_in; ++i)
+        fmap[joint.inputs()[i]] = fwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
+    for (const ir::Node* n : fwd_nodes) copy_node(*fwd, n, fmap);
+    for (std::size_t i = 0; i < n_fwd_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
+    for (const ir::Value* v : saved) fwd->register_output(fmap.at(v));
+    ir::dce::run(*fwd);
+    fwd->lint();
+
+    // Backward graph: saved + tangents -> input gradients.
+    auto bwd = std::make_shared<ir::Graph>();
+    std::map<const ir::Value*, ir::Value*> bmap;
+    for (const ir::Value* v : saved) bmap[v] = bwd->add_input(v->type(), v->name());
+    for (std::size_t i = n_in; i < joint.inputs().size(); ++i)
+        bmap[joint.inputs()[i]] = bwd->add_input(joint.inputs()[i]->type(), joint.inputs()[i]->name());
+    for (const ir::Node* n : top.nodes())
+        if (recompute.count(n) || std::find(bwd_nodes.begin(), bwd_nodes.end(), n) != bwd_nodes.end())
+            copy_node(*bwd, n, bmap);
+    for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
+    ir::dce::run(*bwd);
+    bwd->lint();
+
+    r.forward = std::move(fwd);
+    r.backward = std::move(bwd);
+    r.num_saved = saved.size();
+}
+
+GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f, aot_options options) {
+    detail::check_distinct_memory(example_inputs);
+    aot_function r;
+    auto joint = std::make_shared<ir::Graph>();
+    detail::tracer tr(*joint);
+    std::vector<Tensor> in;
+    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
+        const Tensor& e = example_inputs[i];
+        graft::detail::check(e.defined(), "capture::aot: example input ", i, " is undefined");
+        Tensor c = graft::detail::raw::clone(e.detach());
+        if (e.requires_grad()) {
+            c.requires_grad_();
+            r.grad_inputs.push_back(i);
+        }
+        in.push_back(c);
+    }
+    r.num_inputs = in.size();
+    {
+        autograd::enable_grad grad_on;
+        detail::observer_scope scope(&tr);
+        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        std::vector<Tensor> outs = f(in);
+        r.num_outputs = outs.size();
+        r.meta.num_inputs = in.size();
+        r.meta.num_user_outputs = outs.size();
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            if (!tr.input_state(in[i]).second) continue;
+            graft::detail::check(!in[i].requires_grad(), "capture::aot: the function writes into input ", i,
+                                 ", which requires grad; only inputs that do not require grad (buffers) may be "
+                                 "updated in place");
+            r.meta.mutated_inputs.push_back(i);
+        }
+        std::vector<Tensor> diff_outs, tangents;
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            graft::detail::check(outs[i].defined(), "capture::aot: output ", i, " is undefined");
+            const output_info info = detail::alias_info(outs[i], in);
+            r.meta.outputs.push_back(info);
+            if (info.kind != output_kind::fresh) {
+                graft::detail::check(!in[info.input].requires_grad(), "capture::aot: output ", i,
+                                     " aliases input ", info.input, ", which requires grad; return a clone (views of "
+                                     "inputs that require grad are not supported by aot yet)");
+                continue;
+            }
+            if (!outs[i].requires_grad()) continue;
+            r.differentiable_outputs.push_back(i);
+            diff_outs.push_back(outs[i]);
+            Tensor t = ones(outs[i].sizes(), outs[i].type());
+            tr.add_input(t, in.size() + tangents.size());
+            std::string name = "g";
+            name += std::to_string(tangents.size());
+            joint->set_name(joint->inputs().back(), std::move(name));
+            tangents.push_back(t);
+        }
+        for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
+        for (std::size_t i : r.meta.mutated_inputs) joint->register_output(tr.input_state(in[i]).first);
+        std::vector<autograd::grad_input> wrt;
+        for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
+        std::vector<Tensor> grads;
+        if (!wrt.empty() && !diff_outs.empty())
+            grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
+        for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
+            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(in[r.grad_inputs[k]]);
+            joint->register_output(tr.value_of(gk.detach()));
+        }
+    }
+    ir::dce::run(*joint);
+    joint->lint();
+    detail::partition(*joint, r.num_inputs, r.num_outputs, options.policy, r);
+    r.joint = std::move(joint);
+    return r;
+}
+
+}  // namespace detail
+
+}  // namespace graft::capture
