@@ -5,10 +5,10 @@
 // parts from what it observes; a size can be symbolic (unknown) while the rank
 // is known.
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
-#include <ostream>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graft/core/dtype.hpp"
@@ -28,41 +28,14 @@ struct TensorType {
     /// Nothing known: PyTorch's plain `Tensor`.
     [[nodiscard]] static TensorType unknown() { return {}; }
     /// Everything known, from a concrete tensor.
-    [[nodiscard]] static TensorType of(const Tensor& t) {
-        TensorType r;
-        r.scalar_type = t.type();
-        r.sizes.emplace();
-        for (auto s : t.sizes()) r.sizes->push_back(s);
-        r.strides.emplace(t.strides().begin(), t.strides().end());
-        r.requires_grad = t.requires_grad();
-        return r;
-    }
+    [[nodiscard]] static TensorType of(const Tensor& t);
     [[nodiscard]] std::optional<std::size_t> rank() const {
         return sizes ? std::optional<std::size_t>(sizes->size()) : std::nullopt;
     }
     /// Every part known, no symbolic size.
-    [[nodiscard]] bool complete() const {
-        if (!scalar_type || !sizes || !strides || !requires_grad) return false;
-        for (const auto& s : *sizes)
-            if (!s) return false;
-        return true;
-    }
+    [[nodiscard]] bool complete() const;
     /// Does tensor t have this type (unknown parts match anything)?
-    [[nodiscard]] bool matches(const Tensor& t) const {
-        if (scalar_type && *scalar_type != t.type()) return false;
-        if (sizes) {
-            if (sizes->size() != t.sizes().size()) return false;
-            for (std::size_t i = 0; i < sizes->size(); ++i)
-                if ((*sizes)[i] && *(*sizes)[i] != t.sizes()[i]) return false;
-        }
-        if (strides) {
-            if (strides->size() != t.strides().size()) return false;
-            for (std::size_t i = 0; i < strides->size(); ++i)
-                if ((*strides)[i] != t.strides()[i]) return false;
-        }
-        if (requires_grad && *requires_grad != t.requires_grad()) return false;
-        return true;
-    }
+    [[nodiscard]] bool matches(const Tensor& t) const;
     friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
@@ -85,71 +58,20 @@ struct Type {
 namespace detail {
 
 /// PyTorch's names of tensor dtypes in graph types.
-[[nodiscard]] inline const char* dtype_type_name(dtype t) {
-    switch (t) {
-        case dtype::float32: return "Float";
-        case dtype::float64: return "Double";
-        case dtype::int64: return "Long";
-        case dtype::bool_: return "Bool";
-    }
-    return "?";
-}
+[[nodiscard]] GRAFT_INLINE const char* dtype_type_name(dtype t);
 
-[[nodiscard]] inline std::optional<dtype> dtype_from_type_name(std::string_view s) {
-    if (s == "Float") return dtype::float32;
-    if (s == "Double") return dtype::float64;
-    if (s == "Long") return dtype::int64;
-    if (s == "Bool") return dtype::bool_;
-    return std::nullopt;
-}
+[[nodiscard]] GRAFT_INLINE std::optional<dtype> dtype_from_type_name(std::string_view s);
 
 }  // namespace detail
 
 /// Text form: `Tensor`, `Float`, `Float(4, *)`, `Tensor(4, 8)`,
 /// `Float(4, 8, strides=[8, 1], requires_grad=0)`; `int`, `float`, `bool`.
-inline std::ostream& operator<<(std::ostream& os, const Type& t) {
-    switch (t.kind) {
-        case type_kind::int_: return os << "int";
-        case type_kind::float_: return os << "float";
-        case type_kind::bool_: return os << "bool";
-        case type_kind::tensor: break;
-    }
-    const TensorType& tt = t.tensor;
-    os << (tt.scalar_type ? detail::dtype_type_name(*tt.scalar_type) : "Tensor");
-    if (!tt.sizes && !tt.strides && !tt.requires_grad) return os;
-    os << '(';
-    bool first = true;
-    const auto sep = [&] {
-        if (!first) os << ", ";
-        first = false;
-    };
-    if (tt.sizes) {
-        for (const auto& s : *tt.sizes) {
-            sep();
-            if (s) os << *s;
-            else os << '*';
-        }
-    } else {
-        sep();
-        os << "...";
-    }
-    if (tt.strides) {
-        sep();
-        os << "strides=[";
-        for (std::size_t i = 0; i < tt.strides->size(); ++i) os << (i ? ", " : "") << (*tt.strides)[i];
-        os << ']';
-    }
-    if (tt.requires_grad) {
-        sep();
-        os << "requires_grad=" << (*tt.requires_grad ? 1 : 0);
-    }
-    return os << ')';
-}
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Type& t);
 
-[[nodiscard]] inline std::string to_string(const Type& t) {
-    std::ostringstream os;
-    os << t;
-    return os.str();
-}
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Type& t);
 
 }  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+#include "graft/ir/impl/type.ipp"
+#endif

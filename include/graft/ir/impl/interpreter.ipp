@@ -1,0 +1,81 @@
+#pragma once
+// Definitions for graft/ir/interpreter.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/ir/interpreter.hpp"
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE bool truthy(const ivalue& v) {
+    if (const auto* b = std::get_if<bool>(&v)) return *b;
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
+    if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
+    graft::detail::fail("prim::If: the condition must be a number, not a tensor");
+}
+
+GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
+    const Type& t = v->type();
+    const bool ok = std::visit(
+        [&](const auto& val) {
+            using V = std::decay_t<decltype(val)>;
+            if constexpr (std::is_same_v<V, Tensor>) return t.is_tensor() && val.defined() && t.tensor.matches(val);
+            else if constexpr (std::is_same_v<V, double>) return t.kind == type_kind::float_;
+            else if constexpr (std::is_same_v<V, std::int64_t>) return t.kind == type_kind::int_;
+            else return t.kind == type_kind::bool_;
+        },
+        x);
+    graft::detail::check(ok, "ir::interpret: input %", v->name(), " expects ", to_string(t),
+                         ", got a value that does not match");
+}
+
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
+    for (const Node* n : b.nodes()) {
+        std::vector<ivalue> in;
+        in.reserve(n->inputs().size());
+        for (const Value* v : n->inputs()) in.push_back(env.at(v));
+        std::vector<ivalue> out;
+        if (n->is<kinds::if_>()) {
+            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env);
+        } else if (n->is<kinds::call>()) {
+            const Block& body = *n->blocks()[0];
+            graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",
+                                 body.inputs().size(), " arguments, got ", in.size());
+            for (std::size_t i = 0; i < in.size(); ++i) env[body.inputs()[i]] = in[i];
+            out = run_block(body, env);
+        } else {
+            graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
+            out = n->kind().run(n->attributes(), in);
+        }
+        graft::detail::check(out.size() == n->outputs().size(), "ir::interpret: ", n->kind().name, " gave ",
+                             out.size(), " values for ", n->outputs().size(), " outputs");
+        for (std::size_t i = 0; i < out.size(); ++i) env[n->outputs()[i]] = std::move(out[i]);
+    }
+    std::vector<ivalue> r;
+    for (const Value* v : b.outputs()) r.push_back(env.at(v));
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs) {
+    graft::detail::check(inputs.size() == g.inputs().size(), "ir::interpret: the graph takes ", g.inputs().size(),
+                         " inputs, got ", inputs.size());
+    std::map<const Value*, ivalue> env;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(g.inputs()[i], inputs[i]);
+        env[g.inputs()[i]] = inputs[i];
+    }
+    return detail::run_block(*g.block(), env);
+}
+
+GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+    std::vector<ivalue> in(inputs.begin(), inputs.end());
+    std::vector<Tensor> r;
+    for (auto& v : interpret(g, in)) {
+        auto* t = std::get_if<Tensor>(&v);
+        graft::detail::check(t != nullptr, "ir::interpret: an output is a number; use the ivalue overload");
+        r.push_back(std::move(*t));
+    }
+    return r;
+}
+
+}  // namespace graft::ir

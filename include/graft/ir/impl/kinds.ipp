@@ -1,0 +1,232 @@
+#pragma once
+// Definitions for graft/ir/kinds.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/ir/kinds.hpp"
+
+namespace graft::ir {
+
+namespace detail {
+
+GRAFT_INLINE const Tensor& tensor_arg(std::string_view op, std::span<const ivalue> in, std::size_t i) {
+    const Tensor* t = std::get_if<Tensor>(&in[i]);
+    graft::detail::check(t != nullptr, op, ": input ", i, " must be a tensor");
+    return *t;
+}
+
+GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v) {
+    int_list r;
+    for (auto x : v) r.push_back(x);
+    return r;
+}
+
+}  // namespace detail
+
+namespace kinds {
+
+GRAFT_INLINE std::vector<ivalue> constant::run(const attribute_map& a, std::span<const ivalue>) {
+    auto it = a.find("value");
+    graft::detail::check(it != a.end(), "prim::Constant: missing attribute 'value'");
+    return {std::visit(
+        [](const auto& v) -> ivalue {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, double> ||
+                          std::is_same_v<V, std::int64_t> ||
+                          std::is_same_v<V, bool>)
+                return v;
+            else
+                graft::detail::fail("prim::Constant: 'value' must be a tensor or a number");
+        },
+        it->second)};
+}
+
+#define GRAFT_DETAIL_IR_KIND_RUN(ident, body)                                                             \
+    GRAFT_INLINE std::vector<ivalue> ident::run([[maybe_unused]] const attribute_map& a,                  \
+                                                std::span<const ivalue> in) {                             \
+        constexpr std::string_view op = ident::info.name;                                                 \
+        constexpr int n_in = ident::info.num_inputs;                                                      \
+        graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size());     \
+        using graft::ir::detail::attr_of;                                                                 \
+        using graft::ir::detail::attr_or;                                                                 \
+        using graft::ir::detail::tensor_arg;                                                              \
+        using graft::ir::detail::to_int_list;                                                             \
+        body                                                                                              \
+    }
+
+// Reductions: `dims` (ints; absent or empty: every dimension), `keepdim` (bool, default false).
+GRAFT_DETAIL_IR_KIND_RUN(sum, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    if (!a.count("dims")) return {graft::sum(t)};
+    return {graft::sum(t, to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")),
+                       attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(mean, {
+    return {graft::mean(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(amax, {
+    return {graft::amax(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(amin, {
+    return {graft::amin(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(matmul, { return {graft::matmul(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
+GRAFT_DETAIL_IR_KIND_RUN(softmax, {
+    return {graft::softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(log_softmax, {
+    return {graft::log_softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(sum_to_size, {
+    return {graft::sum_to_size(tensor_arg(op, in, 0), to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(clone, { return {tensor_arg(op, in, 0).clone()}; })
+GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous()}; })
+GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
+GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+
+// Views: the output aliases the input's storage.
+GRAFT_DETAIL_IR_KIND_RUN(reshape, {
+    return {tensor_arg(op, in, 0).reshape(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(expand, {
+    return {tensor_arg(op, in, 0).expand(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(permute, {
+    return {tensor_arg(op, in, 0).permute(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(transpose, {
+    return {tensor_arg(op, in, 0).transpose(attr_of<std::int64_t>(op, a, "dim0"), attr_of<std::int64_t>(op, a, "dim1"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(narrow, {
+    return {tensor_arg(op, in, 0).narrow(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "start"),
+                                         attr_of<std::int64_t>(op, a, "length"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(select, {
+    return {tensor_arg(op, in, 0).select(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "index"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(squeeze, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    return {a.count("dim") ? t.squeeze(attr_of<std::int64_t>(op, a, "dim")) : t.squeeze()};
+})
+GRAFT_DETAIL_IR_KIND_RUN(unsqueeze, {
+    return {tensor_arg(op, in, 0).unsqueeze(attr_of<std::int64_t>(op, a, "dim"))};
+})
+#undef GRAFT_DETAIL_IR_KIND_RUN
+
+GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
+    const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+        if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
+    graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+}
+
+GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
+    return {graft::gelu(detail::tensor_arg("gelu", in, 0),
+                        detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
+}
+
+namespace index_detail {
+
+GRAFT_INLINE Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
+
+GRAFT_INLINE void check_index(std::string_view op, const Tensor& idx, std::int64_t n) {
+    graft::detail::check(idx.type() == dtype::int64, op, ": the index must be an int64 tensor, got ", idx.type());
+    for (auto i : idx.to_vector<std::int64_t>())
+        graft::detail::check(i >= 0 && i < n, op, ": index ", i, " out of range for ", n, " elements");
+}
+
+GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
+    const Tensor b = flat_values(base);
+    Tensor out = empty(idx.sizes(), base.type());
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        const T* p = b.data_ptr<T>();
+        T* o = out.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) o[k] = p[index[k]];
+    });
+    return out;
+}
+
+GRAFT_INLINE Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    Tensor out = graft::detail::raw::clone(base.detach());
+    const Tensor s = graft::detail::raw::contiguous(
+        graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        T* o = out.data_ptr<T>();
+        const T* v = s.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) {
+            if constexpr (std::is_same_v<T, bool>) o[index[k]] = accumulate ? (o[index[k]] || v[k]) : v[k];
+            else o[index[k]] = accumulate ? static_cast<T>(o[index[k]] + v[k]) : v[k];
+        }
+    });
+    return out;
+}
+
+}  // namespace index_detail
+
+GRAFT_INLINE std::vector<ivalue> take::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "take: expected 2 inputs, got ", in.size());
+    const Tensor& base = detail::tensor_arg("take", in, 0);
+    const Tensor& idx = detail::tensor_arg("take", in, 1);
+    index_detail::check_index("take", idx, base.numel());
+    Tensor out = index_detail::take_values(base, idx);
+    auto node = autograd::detail::make_node("TakeBackward0", base);
+    if (!node) return {out};
+    node->backward = [sizes = base.sizes(), type = base.type(), idx](autograd::function_node&,
+                                                                     const autograd::tensor_list& g) {
+        return autograd::tensor_list{index_detail::put_values(zeros(sizes, type), idx, g[0], true)};
+    };
+    autograd::detail::set_history(out, node);
+    return {out};
+}
+
+GRAFT_INLINE std::vector<ivalue> put::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
+    const Tensor& base = detail::tensor_arg("put", in, 0);
+    const Tensor& idx = detail::tensor_arg("put", in, 1);
+    const Tensor& src = detail::tensor_arg("put", in, 2);
+    index_detail::check_index("put", idx, base.numel());
+    (void)broadcast_shapes(src.sizes(), idx.sizes());
+    const bool accumulate = detail::attr_or<bool>("put", a, "accumulate", false);
+    Tensor out = index_detail::put_values(base, idx, src, accumulate);
+    auto node = autograd::detail::make_node("PutBackward0", base, src);
+    if (!node) return {out};
+    node->backward = [idx, accumulate, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                                 const autograd::tensor_list& g) {
+        Tensor gb, gs;
+        if (n.needs_input_grad(0))
+            gb = accumulate ? g[0] : index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+        if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
+        return autograd::tensor_list{gb, gs};
+    };
+    autograd::detail::set_history(out, node);
+    return {out};
+}
+
+GRAFT_INLINE std::vector<ivalue> copy_::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "copy_: expected 2 inputs, got ", in.size());
+    Tensor dst = detail::tensor_arg("copy_", in, 0);
+    dst.copy_(detail::tensor_arg("copy_", in, 1));
+    return {dst};
+}
+
+}  // namespace kinds
+
+GRAFT_INLINE std::span<const kind_info* const> registered_kinds() {
+    return detail::registry<all_kinds>::entries;
+}
+
+GRAFT_INLINE const kind_info* find_kind(std::string_view name) {
+    for (const kind_info* k : registered_kinds())
+        if (k->name == name) return k;
+    return nullptr;
+}
+
+}  // namespace graft::ir

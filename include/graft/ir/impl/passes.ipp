@@ -1,0 +1,391 @@
+#pragma once
+// Definitions for graft/ir/passes.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/ir/passes.hpp"
+
+#include <algorithm>
+
+namespace graft::ir {
+
+namespace detail {
+
+GRAFT_INLINE void collect_blocks(Block* b, std::vector<Block*>& out) {
+    out.push_back(b);
+    for (Node* n : b->nodes())
+        for (Block* inner : n->blocks()) collect_blocks(inner, out);
+}
+
+GRAFT_INLINE bool is_pure_tree(const Node* n) {
+    if (!n->kind().pure) return false;
+    for (const Block* b : n->blocks())
+        for (const Node* inner : b->nodes())
+            if (!is_pure_tree(inner)) return false;
+    return true;
+}
+
+GRAFT_INLINE bool attributes_equal(const attribute& a, const attribute& b) {
+    if (a.index() != b.index()) return false;
+    if (const auto* ta = std::get_if<Tensor>(&a)) {
+        const Tensor& tb = std::get<Tensor>(b);
+        if (ta->impl_ptr() == tb.impl_ptr()) return true;
+        if (ta->type() != tb.type() || ta->sizes() != tb.sizes()) return false;
+        // Bitwise equality: -0.0 and 0.0 (or two NaNs) are different constants.
+        const Tensor ca = ta->contiguous(), cb = tb.contiguous();
+        return std::memcmp(ca.raw_data(), cb.raw_data(),
+                           static_cast<std::size_t>(ca.numel()) * element_size(ca.type())) == 0;
+    }
+    if (const auto* da = std::get_if<double>(&a)) {
+        const double db = std::get<double>(b);
+        return std::memcmp(da, &db, sizeof db) == 0;
+    }
+    if (const auto* va = std::get_if<std::vector<double>>(&a)) {
+        const auto& vb = std::get<std::vector<double>>(b);
+        return va->size() == vb.size() && std::memcmp(va->data(), vb.data(), va->size() * sizeof(double)) == 0;
+    }
+    if (const auto* ia = std::get_if<std::int64_t>(&a)) return *ia == std::get<std::int64_t>(b);
+    if (const auto* ba = std::get_if<bool>(&a)) return *ba == std::get<bool>(b);
+    if (const auto* sa = std::get_if<std::string>(&a)) return *sa == std::get<std::string>(b);
+    return std::get<std::vector<std::int64_t>>(a) == std::get<std::vector<std::int64_t>>(b);
+}
+
+GRAFT_INLINE bool same_computation(const Node* a, const Node* b) {
+    if (&a->kind() != &b->kind() || a->inputs() != b->inputs() || a->outputs().size() != b->outputs().size())
+        return false;
+    if (a->attributes().size() != b->attributes().size()) return false;
+    auto ia = a->attributes().begin();
+    for (auto ib = b->attributes().begin(); ib != b->attributes().end(); ++ia, ++ib)
+        if (ia->first != ib->first || !attributes_equal(ia->second, ib->second)) return false;
+    for (std::size_t i = 0; i < a->outputs().size(); ++i)
+        if (!(a->outputs()[i]->type() == b->outputs()[i]->type())) return false;
+    return true;
+}
+
+GRAFT_INLINE const attribute* constant_value(const Value* v) {
+    if (!v->node() || !v->node()->is<kinds::constant>()) return nullptr;
+    return &v->node()->attr("value");
+}
+
+GRAFT_INLINE std::optional<double> number_constant(const Value* v) {
+    const attribute* a = constant_value(v);
+    if (!a) return std::nullopt;
+    if (const auto* d = std::get_if<double>(a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(a)) return static_cast<double>(*i);
+    return std::nullopt;
+}
+
+GRAFT_INLINE bool forward_input(Node* n, Value* v) {
+    if (n->output()->type().kind != v->type().kind) return false;
+    n->output()->replace_all_uses_with(v);
+    n->destroy();
+    return true;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool dce::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    // Innermost blocks last in `blocks`: walk them in reverse so inner dead code goes first.
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+        Block* b = *it;
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (auto n = nodes.rbegin(); n != nodes.rend(); ++n) {
+            bool used = false;
+            for (const Value* v : (*n)->outputs()) used = used || v->has_uses();
+            if (!used && detail::is_pure_tree(*n)) {
+                (*n)->destroy();
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool cse::run_block(Block* b, std::vector<Node*>& seen) {
+    bool changed = false;
+    const std::size_t scope = seen.size();
+    std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node* n : nodes) {
+        for (Block* inner : n->blocks()) changed = run_block(inner, seen) || changed;
+        if (!n->blocks().empty() || !n->kind().pure) continue;
+        auto match = std::find_if(seen.begin(), seen.end(),
+                                  [&](const Node* s) { return detail::same_computation(s, n); });
+        if (match == seen.end()) {
+            seen.push_back(n);
+            continue;
+        }
+        for (std::size_t i = 0; i < n->outputs().size(); ++i)
+            n->outputs()[i]->replace_all_uses_with((*match)->outputs()[i]);
+        n->destroy();
+        changed = true;
+    }
+    seen.resize(scope);
+    return changed;
+}
+
+GRAFT_INLINE ivalue constant_propagation::to_ivalue(const attribute& a) {
+    if (const auto* t = std::get_if<Tensor>(&a)) return *t;
+    if (const auto* d = std::get_if<double>(&a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
+    return std::get<bool>(a);
+}
+
+GRAFT_INLINE bool constant_propagation::run_block(Block* b) {
+    bool changed = false;
+    std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node* n : nodes) {
+        if (n->is<kinds::if_>()) {
+            if (const attribute* c = detail::constant_value(n->input(0))) {
+                const ivalue cv = to_ivalue(*c);
+                if (!std::holds_alternative<Tensor>(cv)) {
+                    inline_block(n, n->blocks()[detail::truthy(cv) ? 0 : 1]);
+                    changed = true;
+                    continue;
+                }
+            }
+        }
+        for (Block* inner : n->blocks()) changed = run_block(inner) || changed;
+        if (n->is<kinds::constant>() || !n->kind().pure || !n->blocks().empty() || !n->kind().run) continue;
+        std::vector<ivalue> in;
+        bool all_constant = true;
+        for (const Value* v : n->inputs()) {
+            const attribute* a = detail::constant_value(v);
+            if (!a || std::holds_alternative<std::string>(*a) ||
+                std::holds_alternative<std::vector<std::int64_t>>(*a) ||
+                std::holds_alternative<std::vector<double>>(*a)) {
+                all_constant = false;
+                break;
+            }
+            in.push_back(to_ivalue(*a));
+        }
+        if (!all_constant || n->outputs().size() != 1) continue;
+        std::vector<ivalue> out;
+        try {
+            autograd::no_grad guard;
+            out = n->kind().run(n->attributes(), in);
+        } catch (const graft::error&) {
+            continue;  // leave the failure to run time, where it is reported in context
+        }
+        Node* c = b->insert_before(n, kind_v<kinds::constant>);
+        std::visit(
+            [&](const auto& v) {
+                using V = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<V, Tensor>) c->set_attr("value", v.contiguous().clone());
+                else c->set_attr("value", v);
+            },
+            out[0]);
+        Value* cv = c->add_output(n->output()->type());
+        n->output()->replace_all_uses_with(cv);
+        const std::string name = n->output()->name();
+        n->destroy();
+        b->owning_graph().set_name(cv, name);  // the constant takes the folded value's name
+        changed = true;
+    }
+    return changed;
+}
+
+GRAFT_INLINE void constant_propagation::inline_block(Node* n, Block* inner) {
+    std::vector<Node*> body(inner->nodes().begin(), inner->nodes().end());
+    for (Node* m : body) m->move_before(n);
+    for (std::size_t i = 0; i < n->outputs().size(); ++i)
+        n->outputs()[i]->replace_all_uses_with(inner->outputs()[i]);
+    n->remove_all_inputs();
+    for (Block* blk : n->blocks())
+        while (!blk->outputs().empty()) blk->remove_output(blk->outputs().size() - 1);
+    n->destroy();
+}
+
+GRAFT_INLINE bool constant_pooling::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    std::vector<Node*> constants;
+    for (Block* b : blocks)
+        for (Node* n : b->nodes())
+            if (n->is<kinds::constant>()) constants.push_back(n);
+    std::vector<Node*> pool;
+    Block* top = g.block();
+    for (Node* n : constants) {
+        auto match = std::find_if(pool.begin(), pool.end(),
+                                  [&](const Node* p) { return detail::same_computation(p, n); });
+        if (match != pool.end()) {
+            n->output()->replace_all_uses_with((*match)->output());
+            n->destroy();
+            changed = true;
+            continue;
+        }
+        // Right after the previous pooled constant, or first in the graph.
+        Node* anchor = top->nodes().front();
+        if (!pool.empty())
+            anchor = *std::next(std::find(top->nodes().begin(), top->nodes().end(), pool.back()));
+        if (anchor != n) {
+            n->move_before(anchor);
+            changed = true;
+        }
+        pool.push_back(n);
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool peephole::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) changed = rewrite(n) || changed;
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool peephole::same_shape_number(const Value* tensor, const Value* number, double expect) {
+    const auto c = detail::number_constant(number);
+    return c && detail::bitwise_equal(*c, expect) && detail::is_float_tensor(tensor);
+}
+
+GRAFT_INLINE bool peephole::rewrite(Node* n) {
+    const kind_info& k = n->kind();
+    if (&k == &op_kind_v<ops::def::mul_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
+        if (same_shape_number(n->input(1), n->input(0), 1.0)) return detail::forward_input(n, n->input(1));
+    } else if (&k == &op_kind_v<ops::def::div_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
+    } else if (&k == &op_kind_v<ops::def::sub_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 0.0)) return detail::forward_input(n, n->input(0));
+    } else if (&k == &op_kind_v<ops::def::add_op>) {
+        if (same_shape_number(n->input(0), n->input(1), -0.0)) return detail::forward_input(n, n->input(0));
+        if (same_shape_number(n->input(1), n->input(0), -0.0)) return detail::forward_input(n, n->input(1));
+    } else if (&k == &op_kind_v<ops::def::neg_op>) {
+        const Node* inner = n->input(0)->node();
+        if (inner && &inner->kind() == &op_kind_v<ops::def::neg_op>) return detail::forward_input(n, inner->input(0));
+    } else if (n->is<kinds::transpose>()) {
+        const Node* inner = n->input(0)->node();
+        if (inner && inner->is<kinds::transpose>()) {
+            // (std::minmax would return references to temporaries here.)
+            const auto sorted = [](std::int64_t a, std::int64_t b) { return std::pair{std::min(a, b), std::max(a, b)}; };
+            const auto d = sorted(n->i("dim0"), n->i("dim1"));
+            const auto e = sorted(inner->i("dim0"), inner->i("dim1"));
+            if (d == e && d.first >= 0) return detail::forward_input(n, inner->input(0));
+        }
+    }
+    return false;
+}
+
+GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes)
+            if (is_noop(n)) changed = detail::forward_input(n, n->input(0)) || changed;
+    }
+    return changed;
+}
+
+GRAFT_INLINE std::optional<std::vector<std::int64_t>> remove_noop_views::known_sizes(const Value* v) {
+    if (!v->type().is_tensor() || !v->type().tensor.sizes) return std::nullopt;
+    std::vector<std::int64_t> r;
+    for (const auto& s : *v->type().tensor.sizes) {
+        if (!s) return std::nullopt;
+        r.push_back(*s);
+    }
+    return r;
+}
+
+GRAFT_INLINE bool remove_noop_views::is_noop(const Node* n) {
+    if (!n->kind().is_view || n->inputs().size() != 1) return false;
+    if (n->is<kinds::transpose>()) return n->i("dim0") == n->i("dim1");
+    if (n->is<kinds::permute>()) {
+        const auto& d = n->is("dims");
+        for (std::size_t i = 0; i < d.size(); ++i)
+            if (d[i] != static_cast<std::int64_t>(i)) return false;
+        return true;
+    }
+    const auto sizes = known_sizes(n->input(0));
+    if (!sizes) return false;
+    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) return n->is("sizes") == *sizes;
+    if (n->is<kinds::narrow>()) {
+        const std::int64_t rank = static_cast<std::int64_t>(sizes->size());
+        std::int64_t d = n->i("dim");
+        if (d < -rank || d >= rank) return false;
+        if (d < 0) d += rank;
+        return n->i("start") == 0 && n->i("length") == (*sizes)[static_cast<std::size_t>(d)];
+    }
+    return false;
+}
+
+GRAFT_INLINE bool inline_calls::run(Graph& g) {
+    bool changed = false;
+    for (bool again = true; again;) {
+        again = false;
+        std::vector<Block*> blocks;
+        detail::collect_blocks(g.block(), blocks);
+        for (Block* b : blocks) {
+            for (Node* n : std::vector<Node*>(b->nodes().begin(), b->nodes().end())) {
+                if (!n->is<kinds::call>()) continue;
+                Block* body = n->blocks()[0];
+                for (std::size_t i = 0; i < body->inputs().size(); ++i)
+                    body->inputs()[i]->replace_all_uses_with(n->input(i));
+                constant_propagation::inline_block(n, body);
+                changed = again = true;
+                break;  // the block list changed
+            }
+            if (again) break;
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool canonicalize::run(Graph& g) {
+    bool changed = false;
+    std::map<const Value*, std::size_t> order;
+    std::vector<Value*> auto_named;
+    number(g.block(), order, auto_named);
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks)
+        for (Node* n : b->nodes()) {
+            if (!is_commutative(n->kind()) || n->inputs().size() != 2) continue;
+            Value *a = n->input(0), *c = n->input(1);
+            if (a != c && order.at(c) < order.at(a)) {
+                n->replace_input(0, c);
+                n->replace_input(1, a);
+                changed = true;
+            }
+        }
+    // Two steps so new names never collide with old ones.
+    std::size_t next = 0;
+    for (Value* v : auto_named) g.set_name(v, "__canonical." + std::to_string(next++));
+    next = 0;
+    for (Value* v : auto_named) {
+        std::string target = std::to_string(next++);
+        g.set_name(v, target);
+        changed = changed || v->name() != target;
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool canonicalize::is_commutative(const kind_info& k) {
+    return &k == &op_kind_v<ops::def::add_op> || &k == &op_kind_v<ops::def::mul_op> ||
+           &k == &op_kind_v<ops::def::maximum_op> || &k == &op_kind_v<ops::def::minimum_op> ||
+           &k == &op_kind_v<ops::def::eq_op> || &k == &op_kind_v<ops::def::ne_op>;
+}
+
+GRAFT_INLINE bool canonicalize::is_auto_name(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+GRAFT_INLINE void canonicalize::number(Block* b, std::map<const Value*, std::size_t>& order, std::vector<Value*>& auto_named) {
+    const auto visit = [&](Value* v) {
+        order.emplace(v, order.size());
+        if (is_auto_name(v->name())) auto_named.push_back(v);
+    };
+    for (Value* v : b->inputs()) visit(v);
+    for (Node* n : b->nodes()) {
+        for (Block* inner : n->blocks()) number(inner, order, auto_named);
+        for (Value* v : n->outputs()) visit(v);
+    }
+}
+
+}  // namespace graft::ir
