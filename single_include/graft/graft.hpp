@@ -23,22 +23,115 @@
 //  * include graft (or this header) before any Highway header, and do not include
 //    hwy/foreach_target.h yourself in a TU that includes graft (Highway 1.0.3 allows
 //    only one foreach_target pass per TU).
+// ---- begin graft/config.hpp
+// graft/config.hpp: supported compilers and the build mode. Included first by every
+// graft header.
+//
+// Build modes (see docs/build.md):
+//  * header-only (default): every function is an inline definition in the headers and
+//    every translation unit that includes graft compiles the SIMD kernels it needs.
+//  * compiled (GRAFT_COMPILED_LIB defined in every TU of the program, which linking the
+//    CMake target graft::compiled does): graft's non-template functions and its SIMD
+//    kernels are only declared by the headers and compiled once, in the graft library
+//    (src/kernels.cpp, src/graft.cpp). Templates stay in the headers. With the single
+//    header, one TU of the program defines GRAFT_IMPLEMENTATION before including it to
+//    hold that compiled part.
+
+#if defined(__clang__)
+#if !defined(__apple_build_version__) && __clang_major__ < 19
+#error "graft needs Clang 19 or newer (or GCC 12 or newer); Clang 14 cannot compile it"
+#endif
+#elif defined(__GNUC__)
+#if __GNUC__ < 12
+#error "graft needs GCC 12 or newer (or Clang 19 or newer)"
+#endif
+#endif
+
+#if !defined(__cplusplus) || (__cplusplus < 202002L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 202002L))
+#error "graft needs C++20: compile with -std=c++20"
+#endif
+
+#if defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+#error "GRAFT_KERNELS_EXTERN/GRAFT_KERNELS_IMPLEMENTATION were replaced by GRAFT_COMPILED_LIB (link graft::compiled, or define GRAFT_IMPLEMENTATION in one TU with the single header)"
+#endif
+
+#if defined(GRAFT_IMPLEMENTATION)
+#ifndef GRAFT_COMPILED_LIB
+#define GRAFT_COMPILED_LIB
+#endif
+#ifndef GRAFT_IMPLEMENTATION_PART_KERNELS
+#define GRAFT_IMPLEMENTATION_PART_KERNELS
+#endif
+#ifndef GRAFT_IMPLEMENTATION_PART_CODE
+#define GRAFT_IMPLEMENTATION_PART_CODE
+#endif
+#endif
+
+#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS) || defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#ifndef GRAFT_COMPILED_LIB
+#define GRAFT_COMPILED_LIB
+#endif
+#endif
+
+// GRAFT_INLINE marks a non-template function declared in a header and defined in an
+// impl/*.ipp file: inline in header-only mode, an ordinary (external) function of the
+// graft library in compiled mode.
+// GRAFT_HAS_CODE: this TU defines graft's non-template functions (header-only mode, or
+// the library TU that compiles them). GRAFT_HAS_KERNELS: this TU compiles the kernels.
+#if defined(GRAFT_COMPILED_LIB)
+#define GRAFT_INLINE
+#if defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#define GRAFT_HAS_CODE 1
+#else
+#define GRAFT_HAS_CODE 0
+#endif
+#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS)
+#define GRAFT_HAS_KERNELS 1
+#else
+#define GRAFT_HAS_KERNELS 0
+#endif
+#else
+#define GRAFT_INLINE inline
+#define GRAFT_HAS_CODE 1
+#define GRAFT_HAS_KERNELS 1
+#endif
+// ---- end graft/config.hpp
+
 #if !defined(HWY_DISABLED_TARGETS) && !defined(GRAFT_KERNELS_ALL_TARGETS)
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
 #endif
 // ---- end graft/kernels/config.hpp
 // ---- begin graft/graft.hpp
-// graft: PyTorch-style tensors and autograd for C++20. Include this one header.
+// graft: PyTorch-style tensors, autograd, compile-time graphs, graph capture and a
+// profiling executor for C++20. This header includes every layer; the per-layer headers
+// graft/tensor.hpp, graft/expr.hpp, graft/ir.hpp, graft/capture.hpp and graft/jit.hpp
+// include only what they need and compile faster.
+// ---- begin graft/tensor.hpp
+// graft/tensor.hpp: tensors, ops and eager autograd (layers core, kernels, ops,
+// autograd). A program that only computes and trains eagerly needs nothing more; it
+// does not parse the compile-time graphs, the IR, capture or the executor.
+// Manual: docs/tensor.md, docs/kernels.md, docs/autograd.md.
+// ---- begin graft/version.hpp
+// graft's version, kept equal to project(VERSION) in CMakeLists.txt.
+#define GRAFT_VERSION_MAJOR 0
+#define GRAFT_VERSION_MINOR 1
+#define GRAFT_VERSION_PATCH 0
+
+namespace graft {
+inline constexpr const char* version_string = "0.1.0";
+}  // namespace graft
+// ---- end graft/version.hpp
 // ---- begin graft/core/dtype.hpp
 // Element types of graft tensors and PyTorch's type-promotion rules.
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
 // ---- begin graft/core/error.hpp
 // graft::error: the one exception type graft throws for bad input and API misuse.
+
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -68,10 +161,24 @@ void check(bool ok, const Parts&... parts) {
     if (!ok) throw error(concat(parts...));
 }
 
-[[noreturn]] inline void fail(const std::string& message) { throw error(message); }
+[[noreturn]] GRAFT_INLINE void fail(const std::string& message);
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/error.ipp
+// Definitions for graft/core/error.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <string>
+
+namespace graft::detail {
+
+GRAFT_INLINE void fail(const std::string& message) { throw error(message); }
+
+}  // namespace graft::detail
+// ---- end graft/core/impl/error.ipp
+#endif
 // ---- end graft/core/error.hpp
 
 namespace graft {
@@ -89,7 +196,7 @@ enum class dtype : std::uint8_t { bool_, int64, float32, float64 };
     return "?";
 }
 
-inline std::ostream& operator<<(std::ostream& os, dtype t) { return os << name(t); }
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t);
 
 [[nodiscard]] constexpr std::size_t element_size(dtype t) noexcept {
     switch (t) {
@@ -145,6 +252,20 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/dtype.ipp
+// Definitions for graft/core/dtype.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <ostream>
+
+namespace graft {
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t) { return os << name(t); }
+
+}  // namespace graft
+// ---- end graft/core/impl/dtype.ipp
+#endif
 // ---- end graft/core/dtype.hpp
 // ---- begin graft/core/factories.hpp
 // Tensor factories: filled, ranged, random (seeded, reproducible) and from C++ data.
@@ -158,13 +279,11 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
 
 // ---- begin graft/core/tensor.hpp
 // graft::Tensor: a cheap, reference-counted handle to a strided view of shared storage.
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <numeric>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -188,6 +307,7 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
 // ---- begin graft/core/int_list.hpp
 // graft::int_list: sizes, strides and dimension lists. A vector of int64 that
 // keeps up to six values inline, so tensors of rank <= 6 never allocate for them.
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -262,35 +382,13 @@ public:
         data()[size_++] = v;
     }
     iterator insert(const_iterator pos, std::int64_t v) { return insert(pos, {v}); }
-    iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values) {
-        const auto at = static_cast<size_type>(pos - begin());
-        const size_type n = values.size();
-        reserve(size_ + n);
-        std::int64_t* p = data();
-        std::move_backward(p + at, p + size_, p + size_ + n);
-        std::copy(values.begin(), values.end(), p + at);
-        size_ += n;
-        return p + at;
-    }
-    iterator erase(const_iterator pos) {
-        const auto at = static_cast<size_type>(pos - begin());
-        std::int64_t* p = data();
-        std::move(p + at + 1, p + size_, p + at);
-        --size_;
-        return p + at;
-    }
-    void reserve(size_type n) {
-        if (n <= capacity()) return;
-        const size_type cap = std::max(n, 2 * capacity());
-        auto fresh = std::make_unique<std::int64_t[]>(cap);
-        std::copy(begin(), end(), fresh.get());
-        heap_ = std::move(fresh);
-        heap_capacity_ = cap;
-    }
+    iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values);
+    iterator erase(const_iterator pos);
+    void reserve(size_type n);
     [[nodiscard]] size_type capacity() const noexcept { return heap_ ? heap_capacity_ : inline_capacity; }
 
     /// A std::vector copy, for APIs that want one.
-    [[nodiscard]] std::vector<std::int64_t> vec() const { return {begin(), end()}; }
+    [[nodiscard]] std::vector<std::int64_t> vec() const;
 
     friend bool operator==(const int_list& a, const int_list& b) noexcept {
         return std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -343,6 +441,49 @@ private:
 };
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/int_list.ipp
+// Definitions for graft/core/int_list.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <memory>
+
+namespace graft {
+
+GRAFT_INLINE int_list::iterator int_list::insert(const_iterator pos, std::initializer_list<std::int64_t> values) {
+    const auto at = static_cast<size_type>(pos - begin());
+    const size_type n = values.size();
+    reserve(size_ + n);
+    std::int64_t* p = data();
+    std::move_backward(p + at, p + size_, p + size_ + n);
+    std::copy(values.begin(), values.end(), p + at);
+    size_ += n;
+    return p + at;
+}
+
+GRAFT_INLINE int_list::iterator int_list::erase(const_iterator pos) {
+    const auto at = static_cast<size_type>(pos - begin());
+    std::int64_t* p = data();
+    std::move(p + at + 1, p + size_, p + at);
+    --size_;
+    return p + at;
+}
+
+GRAFT_INLINE void int_list::reserve(size_type n) {
+    if (n <= capacity()) return;
+    const size_type cap = std::max(n, 2 * capacity());
+    auto fresh = std::make_unique<std::int64_t[]>(cap);
+    std::copy(begin(), end(), fresh.get());
+    heap_ = std::move(fresh);
+    heap_capacity_ = cap;
+}
+
+GRAFT_INLINE std::vector<std::int64_t> int_list::vec() const { return {begin(), end()}; }
+
+}  // namespace graft
+// ---- end graft/core/impl/int_list.ipp
+#endif
 // ---- end graft/core/int_list.hpp
 
 namespace graft {
@@ -351,11 +492,7 @@ namespace graft {
 namespace detail {
 
 /// "[2, 3]": how shapes appear in error messages.
-[[nodiscard]] inline std::string to_string(const int_list& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-}
+[[nodiscard]] GRAFT_INLINE std::string to_string(const int_list& v);
 
 /// Number of elements of a tensor with these sizes; 1 for a 0-dim tensor.
 [[nodiscard]] inline std::int64_t numel_of(const int_list& sizes) noexcept {
@@ -365,15 +502,7 @@ namespace detail {
 }
 
 /// Row-major (C-contiguous) strides, in elements.
-[[nodiscard]] inline int_list contiguous_strides(const int_list& sizes) {
-    int_list strides(sizes.size());
-    std::int64_t acc = 1;
-    for (std::size_t i = sizes.size(); i-- > 0;) {
-        strides[i] = acc;
-        acc *= sizes[i] > 1 ? sizes[i] : 1;
-    }
-    return strides;
-}
+[[nodiscard]] GRAFT_INLINE int_list contiguous_strides(const int_list& sizes);
 
 /// True when the layout is row-major contiguous (size-1 dims may have any stride).
 [[nodiscard]] inline bool is_contiguous_layout(const int_list& sizes, const int_list& strides) noexcept {
@@ -389,24 +518,62 @@ namespace detail {
 }
 
 /// Wraps a possibly negative `dim` into [0, rank) ([0, 1) for rank 0, as PyTorch), or throws.
-[[nodiscard]] inline std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank) {
+[[nodiscard]] GRAFT_INLINE std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank);
+
+/// Checks sizes are non-negative.
+GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes);
+
+}  // namespace detail
+
+/// The shape two shapes broadcast to (trailing dimensions aligned; a size 1
+/// stretches), as torch.broadcast_shapes. Throws graft::error when incompatible.
+[[nodiscard]] GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/shape.ipp
+// Definitions for graft/core/shape.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace graft {
+
+namespace detail {
+
+GRAFT_INLINE std::string to_string(const int_list& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
+    int_list strides(sizes.size());
+    std::int64_t acc = 1;
+    for (std::size_t i = sizes.size(); i-- > 0;) {
+        strides[i] = acc;
+        acc *= sizes[i] > 1 ? sizes[i] : 1;
+    }
+    return strides;
+}
+
+GRAFT_INLINE std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_t rank) {
     const std::int64_t r = rank == 0 ? 1 : rank;
     check(dim >= -r && dim < r, op, ": dimension out of range (expected to be in range of [", -r, ", ",
           r - 1, "], but got ", dim, ")");
     return dim < 0 ? dim + r : dim;
 }
 
-/// Checks sizes are non-negative.
-inline void check_sizes(const char* op, const int_list& sizes) {
+GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
     for (auto s : sizes)
         check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
 }
 
 }  // namespace detail
 
-/// The shape two shapes broadcast to (trailing dimensions aligned; a size 1
-/// stretches), as torch.broadcast_shapes. Throws graft::error when incompatible.
-[[nodiscard]] inline int_list broadcast_shapes(const int_list& a, const int_list& b) {
+GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
     const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
     int_list out(rank);
     for (std::size_t i = 0; i < rank; ++i) {
@@ -421,6 +588,8 @@ inline void check_sizes(const char* op, const int_list& sizes) {
 }
 
 }  // namespace graft
+// ---- end graft/core/impl/shape.ipp
+#endif
 // ---- end graft/core/shape.hpp
 
 namespace graft::detail {
@@ -574,7 +743,7 @@ public:
     virtual void on_read(std::string_view what, const Tensor& t) = 0;
     /// Memory was allocated outside any op or factory (empty() called by user code):
     /// its contents come from code the observer does not see.
-    virtual void on_alloc(const Tensor&) {}
+    virtual void on_alloc(const Tensor&);
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -630,17 +799,28 @@ inline void observe_read(std::string_view what, const Tensor& t) {
 
 }  // namespace detail
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/detail/impl/op_observer.ipp
+// Definitions for graft/core/detail/op_observer.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::detail {
+
+GRAFT_INLINE void op_observer::on_alloc(const Tensor&) {}
+
+}  // namespace graft::detail
+// ---- end graft/core/detail/impl/op_observer.ipp
+#endif
 // ---- end graft/core/detail/op_observer.hpp
 // ---- begin graft/core/storage.hpp
 // Reference-counted, 64-byte aligned byte buffers shared by a tensor and its views.
 // Freed buffers are kept for reuse: large ones (128 KiB and more) in a process-wide
 // cache, small ones in per-thread free lists.
+
 #include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -870,10 +1050,7 @@ public:
     /// fresh buffer of that size page-faults on every touch: those are worth keeping.
     static constexpr std::size_t min_bytes = std::size_t{128} << 10;
 
-    static buffer_cache& instance() {
-        static buffer_cache* cache = new buffer_cache;  // never destroyed: storages may outlive static teardown
-        return *cache;
-    }
+    static buffer_cache& instance();
 
     /// Rounds sizes up so that similar requests share cached blocks: small sizes to
     /// their small_buffer_classes block, large ones to 4 KiB (64 KiB from 1 MiB).
@@ -885,13 +1062,7 @@ public:
     /// Returns every cached buffer to the system (and the calling thread's small ones).
     void empty() noexcept;
 
-    void set_limit(std::size_t bytes) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            limit_ = bytes;
-        }
-        if (bytes == 0) empty_large();
-    }
+    void set_limit(std::size_t bytes) noexcept;
     [[nodiscard]] std::size_t limit() const noexcept {
         std::lock_guard lock(mutex_);
         return limit_;
@@ -902,71 +1073,17 @@ public:
     }
 
 private:
-    [[nodiscard]] void* allocate_large(std::size_t rounded) {
-        {
-            std::lock_guard lock(mutex_);
-            if (auto it = free_.find(rounded); it != free_.end()) {
-                void* p = it->second;
-                free_.erase(it);
-                cached_ -= rounded;
-                return p;
-            }
-        }
-        return ::operator new(rounded, std::align_val_t{storage_alignment});
-    }
+    [[nodiscard]] void* allocate_large(std::size_t rounded);
+    void release_large(void* p, std::size_t rounded) noexcept;
+    void empty_large() noexcept;
 
-    void release_large(void* p, std::size_t rounded) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            if (cached_ + rounded <= limit_) {
-                free_.emplace(rounded, p);
-                cached_ += rounded;
-                return;
-            }
-        }
-        ::operator delete(p, std::align_val_t{storage_alignment});
-    }
-
-    void empty_large() noexcept {
-        std::lock_guard lock(mutex_);
-        for (auto& [size, p] : free_) ::operator delete(p, std::align_val_t{storage_alignment});
-        free_.clear();
-        cached_ = 0;
-    }
-
-    buffer_cache() {
-#if defined(__SANITIZE_ADDRESS__)
-        limit_ = 0;  // let AddressSanitizer see every use after free
-#endif
-        if (const char* env = std::getenv("GRAFT_BUFFER_CACHE_MB")) limit_ = std::strtoull(env, nullptr, 10) << 20;
-    }
+    buffer_cache();
 
     mutable std::mutex mutex_;
     std::multimap<std::size_t, void*> free_;
     std::size_t cached_ = 0;
     std::size_t limit_ = std::size_t{1} << 30;
 };
-
-inline std::size_t buffer_cache::round(std::size_t nbytes) noexcept {
-    if (nbytes <= small_buffer_classes::max_block) return small_buffer_classes::round(nbytes);
-    const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16) : (std::size_t{1} << 12);
-    return (nbytes + unit - 1) / unit * unit;
-}
-
-inline void* buffer_cache::allocate(std::size_t rounded) {
-    if (rounded < min_bytes) return small_buffer_pool::allocate(rounded);
-    return allocate_large(rounded);
-}
-
-inline void buffer_cache::release(void* p, std::size_t rounded) noexcept {
-    if (rounded < min_bytes) small_buffer_pool::deallocate(p, rounded);
-    else release_large(p, rounded);
-}
-
-inline void buffer_cache::empty() noexcept {
-    small_buffer_pool::release_local();
-    empty_large();
-}
 
 /// A block of raw memory, never null even when empty, plus the version counter
 /// of the tensors viewing it. Buffers of up to 64 bytes live inside the object,
@@ -975,21 +1092,10 @@ class storage {
 public:
     static constexpr std::size_t inline_bytes = 64;
 
-    explicit storage(std::size_t nbytes) : nbytes_(nbytes) {
-        if (nbytes <= inline_bytes) {
-            auto addr = reinterpret_cast<std::uintptr_t>(inline_);
-            addr = (addr + storage_alignment - 1) / storage_alignment * storage_alignment;
-            data_ = reinterpret_cast<void*>(addr);
-        } else {
-            capacity_ = buffer_cache::round(nbytes);
-            data_ = buffer_cache::instance().allocate(capacity_);
-        }
-    }
+    explicit storage(std::size_t nbytes);
     storage(const storage&) = delete;
     storage& operator=(const storage&) = delete;
-    ~storage() {
-        if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
-    }
+    ~storage();
 
     [[nodiscard]] void* data() const noexcept { return data_; }
     [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
@@ -1004,9 +1110,7 @@ private:
     unsigned char inline_[inline_bytes + storage_alignment];
 };
 
-[[nodiscard]] inline std::shared_ptr<storage> make_storage(std::size_t nbytes) {
-    return std::allocate_shared<storage>(pool_allocator<storage>{}, nbytes);
-}
+[[nodiscard]] GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes);
 
 }  // namespace detail
 
@@ -1022,6 +1126,119 @@ inline void set_buffer_cache_limit(std::size_t bytes) { detail::buffer_cache::in
 inline void empty_buffer_cache() { detail::buffer_cache::instance().empty(); }
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/storage.ipp
+// Definitions for graft/core/storage.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+
+namespace graft::detail {
+
+GRAFT_INLINE buffer_cache& buffer_cache::instance() {
+    static buffer_cache* cache = new buffer_cache;  // never destroyed: storages may outlive static teardown
+    return *cache;
+}
+
+GRAFT_INLINE std::size_t buffer_cache::round(std::size_t nbytes) noexcept {
+    if (nbytes <= small_buffer_classes::max_block) return small_buffer_classes::round(nbytes);
+    const std::size_t unit = nbytes >= (std::size_t{1} << 20) ? (std::size_t{1} << 16) : (std::size_t{1} << 12);
+    return (nbytes + unit - 1) / unit * unit;
+}
+
+GRAFT_INLINE void* buffer_cache::allocate(std::size_t rounded) {
+    if (rounded < min_bytes) return small_buffer_pool::allocate(rounded);
+    return allocate_large(rounded);
+}
+
+GRAFT_INLINE void buffer_cache::release(void* p, std::size_t rounded) noexcept {
+    if (rounded < min_bytes) small_buffer_pool::deallocate(p, rounded);
+    else release_large(p, rounded);
+}
+
+GRAFT_INLINE void buffer_cache::empty() noexcept {
+    small_buffer_pool::release_local();
+    empty_large();
+}
+
+GRAFT_INLINE void buffer_cache::set_limit(std::size_t bytes) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        limit_ = bytes;
+    }
+    if (bytes == 0) empty_large();
+}
+
+GRAFT_INLINE void* buffer_cache::allocate_large(std::size_t rounded) {
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = free_.find(rounded); it != free_.end()) {
+            void* p = it->second;
+            free_.erase(it);
+            cached_ -= rounded;
+            return p;
+        }
+    }
+    return ::operator new(rounded, std::align_val_t{storage_alignment});
+}
+
+GRAFT_INLINE void buffer_cache::release_large(void* p, std::size_t rounded) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (cached_ + rounded <= limit_) {
+            free_.emplace(rounded, p);
+            cached_ += rounded;
+            return;
+        }
+    }
+    ::operator delete(p, std::align_val_t{storage_alignment});
+}
+
+GRAFT_INLINE void buffer_cache::empty_large() noexcept {
+    std::lock_guard lock(mutex_);
+    for (auto& [size, p] : free_) ::operator delete(p, std::align_val_t{storage_alignment});
+    free_.clear();
+    cached_ = 0;
+}
+
+GRAFT_INLINE buffer_cache::buffer_cache() {
+    // Let AddressSanitizer see every use after free. Clang does not define
+    // __SANITIZE_ADDRESS__ (GCC does); it has __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+    limit_ = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    limit_ = 0;
+#endif
+#endif
+    if (const char* env = std::getenv("GRAFT_BUFFER_CACHE_MB")) limit_ = std::strtoull(env, nullptr, 10) << 20;
+}
+
+GRAFT_INLINE storage::storage(std::size_t nbytes) : nbytes_(nbytes) {
+    if (nbytes <= inline_bytes) {
+        auto addr = reinterpret_cast<std::uintptr_t>(inline_);
+        addr = (addr + storage_alignment - 1) / storage_alignment * storage_alignment;
+        data_ = reinterpret_cast<void*>(addr);
+    } else {
+        capacity_ = buffer_cache::round(nbytes);
+        data_ = buffer_cache::instance().allocate(capacity_);
+    }
+}
+
+GRAFT_INLINE storage::~storage() {
+    if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
+}
+
+GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes) {
+    return std::allocate_shared<storage>(pool_allocator<storage>{}, nbytes);
+}
+
+}  // namespace graft::detail
+// ---- end graft/core/impl/storage.ipp
+#endif
 // ---- end graft/core/storage.hpp
 
 namespace graft {
@@ -1052,9 +1269,7 @@ struct tensor_impl {
 };
 
 /// A new, empty tensor_impl from the small-object pool.
-[[nodiscard]] inline std::shared_ptr<tensor_impl> make_tensor_impl() {
-    return std::allocate_shared<tensor_impl>(pool_allocator<tensor_impl>{});
-}
+[[nodiscard]] GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl();
 
 }  // namespace detail
 
@@ -1215,7 +1430,118 @@ private:
 };
 
 /// A new tensor with uninitialized contents.
-[[nodiscard]] inline Tensor empty(const int_list& sizes, dtype type = default_float_dtype) {
+[[nodiscard]] GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type = default_float_dtype);
+
+namespace detail {
+
+/// Byte strides of `t`, for for_each_row.
+[[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
+
+template <class To, class From>
+[[nodiscard]] constexpr To convert_element(From v) noexcept {
+    if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else return static_cast<To>(v);
+}
+
+/// dst[i] = convert(src[i]) elementwise; src is broadcast to dst's shape already.
+GRAFT_INLINE void copy_elements(const Tensor& dst, const Tensor& src);
+
+/// PyTorch's stride computation for `view`: the new strides, or empty when the
+/// view would need a copy (a new dimension spans two non-contiguous chunks).
+[[nodiscard]] GRAFT_INLINE bool compute_view_strides(const int_list& old_sizes, const int_list& old_strides,
+                                                     const int_list& new_sizes, int_list& new_strides);
+
+/// Resolves one -1 in `sizes` against `numel`, checking the product matches.
+[[nodiscard]] GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t numel,
+                                             const int_list& from);
+
+}  // namespace detail
+
+namespace detail::raw {
+
+// The view and copy operations without autograd: ops use these internally; the
+// public Tensor methods (defined with autograd) call them and record the graph.
+
+[[nodiscard]] GRAFT_INLINE Tensor contiguous(const Tensor& self);
+[[nodiscard]] GRAFT_INLINE Tensor clone(const Tensor& self);
+[[nodiscard]] GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes);
+[[nodiscard]] GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target);
+[[nodiscard]] GRAFT_INLINE Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1);
+[[nodiscard]] GRAFT_INLINE Tensor broadcast_to(const Tensor& self, const int_list& target);
+
+/// A new tensor object viewing `base`'s storage and sharing its version counter.
+[[nodiscard]] GRAFT_INLINE Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset);
+
+[[nodiscard]] GRAFT_INLINE Tensor alias(const Tensor& self);
+GRAFT_INLINE Tensor reshape(const Tensor& self, int_list new_sizes);
+GRAFT_INLINE Tensor t(const Tensor& self);
+GRAFT_INLINE Tensor permute(const Tensor& self, const int_list& dims);
+GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length);
+GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step);
+GRAFT_INLINE Tensor select(const Tensor& self, std::int64_t d, std::int64_t index);
+GRAFT_INLINE Tensor squeeze(const Tensor& self);
+GRAFT_INLINE Tensor squeeze(const Tensor& self, std::int64_t d);
+GRAFT_INLINE Tensor unsqueeze(const Tensor& self, std::int64_t d);
+GRAFT_INLINE Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset);
+GRAFT_INLINE Tensor to(const Tensor& self, dtype target);
+GRAFT_INLINE Tensor copy_(const Tensor& self, const Tensor& src);
+GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value);
+
+}  // namespace detail::raw
+
+template <class T>
+inline std::vector<T> Tensor::to_vector() const {
+    std::vector<T> out;
+    out.reserve(static_cast<std::size_t>(numel()));
+    const int_list s = detail::byte_strides(*this);
+    detail::visit_dtype(type(), [&](auto z) {
+        using S = decltype(z);
+        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
+                                [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
+                                    for (std::int64_t i = 0; i < n; ++i) {
+                                        S v;
+                                        std::memcpy(&v, p[0] + i * st[0], sizeof(S));
+                                        out.push_back(detail::convert_element<T>(v));
+                                    }
+                                });
+    });
+    return out;
+}
+
+template <class T>
+inline T Tensor::item() const {
+    detail::observe_read("item", *this);
+    detail::check(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
+    return to_vector<T>().front();
+}
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/tensor.ipp
+// Definitions for graft/core/tensor.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace graft::detail {
+
+GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl() {
+    return std::allocate_shared<tensor_impl>(pool_allocator<tensor_impl>{});
+}
+
+}  // namespace graft::detail
+
+namespace graft {
+
+GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
     detail::check_sizes("empty", sizes);
     auto impl = detail::make_tensor_impl();
     impl->type = type;
@@ -1228,24 +1554,18 @@ private:
     return t;
 }
 
-namespace detail {
+}  // namespace graft
 
-/// Byte strides of `t`, for for_each_row.
-[[nodiscard]] inline int_list byte_strides(const Tensor& t) {
+namespace graft::detail {
+
+GRAFT_INLINE int_list byte_strides(const Tensor& t) {
     int_list s = t.strides();
     const auto es = static_cast<std::int64_t>(t.element_size());
     for (auto& x : s) x *= es;
     return s;
 }
 
-template <class To, class From>
-[[nodiscard]] constexpr To convert_element(From v) noexcept {
-    if constexpr (std::is_same_v<To, bool>) return v != From{};
-    else return static_cast<To>(v);
-}
-
-/// dst[i] = convert(src[i]) elementwise; src is broadcast to dst's shape already.
-inline void copy_elements(const Tensor& dst, const Tensor& src) {
+GRAFT_INLINE void copy_elements(const Tensor& dst, const Tensor& src) {
     const int_list ds = byte_strides(dst), ss = byte_strides(src);
     visit_dtype(dst.type(), [&](auto d) {
         using D = decltype(d);
@@ -1271,10 +1591,8 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     });
 }
 
-/// PyTorch's stride computation for `view`: the new strides, or empty when the
-/// view would need a copy (a new dimension spans two non-contiguous chunks).
-[[nodiscard]] inline bool compute_view_strides(const int_list& old_sizes, const int_list& old_strides,
-                                               const int_list& new_sizes, int_list& new_strides) {
+GRAFT_INLINE bool compute_view_strides(const int_list& old_sizes, const int_list& old_strides,
+                                       const int_list& new_sizes, int_list& new_strides) {
     new_strides.assign(new_sizes.size(), 0);
     if (old_sizes.empty()) {
         new_strides.assign(new_sizes.size(), 1);
@@ -1308,8 +1626,7 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     return view_d == -1;
 }
 
-/// Resolves one -1 in `sizes` against `numel`, checking the product matches.
-[[nodiscard]] inline int_list infer_size(const char* op, int_list sizes, std::int64_t numel, const int_list& from) {
+GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t numel, const int_list& from) {
     std::int64_t known = 1;
     std::int64_t infer = -1;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -1332,22 +1649,11 @@ inline void copy_elements(const Tensor& dst, const Tensor& src) {
     return sizes;
 }
 
-}  // namespace detail
+}  // namespace graft::detail
 
-namespace detail::raw {
+namespace graft::detail::raw {
 
-// The view and copy operations without autograd: ops use these internally; the
-// public Tensor methods (defined with autograd) call them and record the graph.
-
-[[nodiscard]] inline Tensor contiguous(const Tensor& self);
-[[nodiscard]] inline Tensor clone(const Tensor& self);
-[[nodiscard]] inline Tensor view(const Tensor& self, int_list new_sizes);
-[[nodiscard]] inline Tensor expand(const Tensor& self, const int_list& target);
-[[nodiscard]] inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1);
-[[nodiscard]] inline Tensor broadcast_to(const Tensor& self, const int_list& target);
-
-/// A new tensor object viewing `base`'s storage and sharing its version counter.
-[[nodiscard]] inline Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
+GRAFT_INLINE Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
     auto v = make_tensor_impl();
     v->data = base.impl().data;
     v->type = base.impl().type;
@@ -1358,11 +1664,11 @@ namespace detail::raw {
     return Tensor(std::move(v));
 }
 
-[[nodiscard]] inline Tensor alias(const Tensor& self) {
+GRAFT_INLINE Tensor alias(const Tensor& self) {
     return view_of(self, self.sizes(), self.strides(), self.storage_offset());
 }
 
-inline Tensor view(const Tensor& self, int_list new_sizes) {
+GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
@@ -1374,7 +1680,7 @@ inline Tensor view(const Tensor& self, int_list new_sizes) {
     return obs_.done(out, "reshape", {self}, {{"sizes", detail::to_vector(out.sizes())}});
 }
 
-inline Tensor reshape(const Tensor& self, int_list new_sizes) {
+GRAFT_INLINE Tensor reshape(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
     new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
@@ -1385,7 +1691,7 @@ inline Tensor reshape(const Tensor& self, int_list new_sizes) {
     return obs_.done(view(contiguous(self), std::move(new_sizes)), "reshape", {self}, {{"sizes", recorded}});
 }
 
-inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
+GRAFT_INLINE Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1) {
     const detail::observed_op obs_;
     const auto a = static_cast<std::size_t>(detail::wrap_dim("transpose", dim0, self.dim()));
     const auto b = static_cast<std::size_t>(detail::wrap_dim("transpose", dim1, self.dim()));
@@ -1398,14 +1704,14 @@ inline Tensor transpose(const Tensor& self, std::int64_t dim0, std::int64_t dim1
                      {{"dim0", dim0}, {"dim1", dim1}});
 }
 
-inline Tensor t(const Tensor& self) {
+GRAFT_INLINE Tensor t(const Tensor& self) {
     const detail::observed_op obs_;
     detail::check(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a ", self.dim(), "-D tensor");
     if (self.dim() < 2) return alias(self);
     return obs_.done(transpose(self, 0, 1), "transpose", {self}, {{"dim0", std::int64_t{0}}, {"dim1", std::int64_t{1}}});
 }
 
-inline Tensor permute(const Tensor& self, const int_list& dims) {
+GRAFT_INLINE Tensor permute(const Tensor& self, const int_list& dims) {
     const detail::observed_op obs_;
     detail::check(static_cast<std::int64_t>(dims.size()) == self.dim(), "permute: number of dims ", dims.size(),
                   " does not match the tensor's rank ", self.dim(), " (sizes ", self.sizes(), ")");
@@ -1422,7 +1728,7 @@ inline Tensor permute(const Tensor& self, const int_list& dims) {
                      {{"dims", detail::to_vector(dims)}});
 }
 
-inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
+GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length) {
     const detail::observed_op obs_;
     detail::check(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("narrow", d, self.dim()));
@@ -1438,7 +1744,7 @@ inline Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std
                      "narrow", {self}, {{"dim", d}, {"start", start}, {"length", length}});
 }
 
-inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
+GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
     detail::check(self.dim() > 0, "slice: cannot be applied to a 0-dim tensor");
     detail::check(step > 0, "slice: step must be positive, got ", step);
     const auto k = static_cast<std::size_t>(detail::wrap_dim("slice", d, self.dim()));
@@ -1454,7 +1760,7 @@ inline Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std:
     return view_of(self, std::move(sz), std::move(st), self.storage_offset() + start * self.strides()[k]);
 }
 
-inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
+GRAFT_INLINE Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
     const detail::observed_op obs_;
     detail::check(self.dim() > 0, "select: cannot be applied to a 0-dim tensor");
     const auto k = static_cast<std::size_t>(detail::wrap_dim("select", d, self.dim()));
@@ -1469,7 +1775,7 @@ inline Tensor select(const Tensor& self, std::int64_t d, std::int64_t index) {
     return obs_.done(view_of(self, std::move(sz), std::move(st), off), "select", {self}, {{"dim", d}, {"index", index}});
 }
 
-inline Tensor squeeze(const Tensor& self) {
+GRAFT_INLINE Tensor squeeze(const Tensor& self) {
     const detail::observed_op obs_;
     int_list sz, st;
     for (std::size_t i = 0; i < self.sizes().size(); ++i)
@@ -1480,7 +1786,7 @@ inline Tensor squeeze(const Tensor& self) {
     return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "squeeze", {self});
 }
 
-inline Tensor squeeze(const Tensor& self, std::int64_t d) {
+GRAFT_INLINE Tensor squeeze(const Tensor& self, std::int64_t d) {
     const detail::observed_op obs_;
     if (self.dim() == 0) {
         (void)detail::wrap_dim("squeeze", d, 0);
@@ -1495,7 +1801,7 @@ inline Tensor squeeze(const Tensor& self, std::int64_t d) {
                      {{"dim", d}});
 }
 
-inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
+GRAFT_INLINE Tensor unsqueeze(const Tensor& self, std::int64_t d) {
     const detail::observed_op obs_;
     const auto k = static_cast<std::size_t>(detail::wrap_dim("unsqueeze", d, self.dim() + 1));
     int_list sz = self.sizes(), st = self.strides();
@@ -1505,7 +1811,7 @@ inline Tensor unsqueeze(const Tensor& self, std::int64_t d) {
     return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "unsqueeze", {self}, {{"dim", d}});
 }
 
-inline Tensor expand(const Tensor& self, const int_list& target) {
+GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target) {
     const detail::observed_op obs_;
     detail::check(target.size() >= self.sizes().size(), "expand: the number of sizes provided (", target.size(),
                   ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
@@ -1532,12 +1838,12 @@ inline Tensor expand(const Tensor& self, const int_list& target) {
                      {{"sizes", recorded}});
 }
 
-inline Tensor broadcast_to(const Tensor& self, const int_list& target) {
+GRAFT_INLINE Tensor broadcast_to(const Tensor& self, const int_list& target) {
     (void)broadcast_shapes(self.sizes(), target);  // throws with a clear message when incompatible
     return expand(self, target);
 }
 
-inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset) {
+GRAFT_INLINE Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int64_t offset) {
     detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
                   st, " differ in length");
     detail::check_sizes("as_strided", sz);
@@ -1555,20 +1861,20 @@ inline Tensor as_strided(const Tensor& self, int_list sz, int_list st, std::int6
     return view_of(self, std::move(sz), std::move(st), offset);
 }
 
-inline Tensor contiguous(const Tensor& self) {
+GRAFT_INLINE Tensor contiguous(const Tensor& self) {
     const detail::observed_op obs_;
     if (self.is_contiguous()) return self;
     return obs_.done(clone(self), "contiguous", {self});
 }
 
-inline Tensor clone(const Tensor& self) {
+GRAFT_INLINE Tensor clone(const Tensor& self) {
     const detail::observed_op obs_;
     Tensor out = empty(self.sizes(), self.type());
     detail::copy_elements(out, self);
     return obs_.done(out, "clone", {self});
 }
 
-inline Tensor to(const Tensor& self, dtype target) {
+GRAFT_INLINE Tensor to(const Tensor& self, dtype target) {
     const detail::observed_op obs_;
     if (target == self.type()) return self;
     Tensor out = empty(self.sizes(), target);
@@ -1576,7 +1882,7 @@ inline Tensor to(const Tensor& self, dtype target) {
     return obs_.done(out, "to", {self}, {{"dtype", std::string(name(target))}});
 }
 
-inline Tensor copy_(const Tensor& self, const Tensor& src) {
+GRAFT_INLINE Tensor copy_(const Tensor& self, const Tensor& src) {
     const detail::observed_op obs_;
     detail::check(src.defined(), "copy_: source tensor is undefined");
     obs_.write(self, src);
@@ -1591,7 +1897,7 @@ inline Tensor copy_(const Tensor& self, const Tensor& src) {
     return self;
 }
 
-inline Tensor fill_(const Tensor& self, const scalar& value) {
+GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value) {
     const detail::observed_op obs_;
     obs_.write(self, value);
     const int_list s = detail::byte_strides(self);
@@ -1607,45 +1913,14 @@ inline Tensor fill_(const Tensor& self, const scalar& value) {
     return self;
 }
 
-}  // namespace detail::raw
-
-template <class T>
-inline std::vector<T> Tensor::to_vector() const {
-    std::vector<T> out;
-    out.reserve(static_cast<std::size_t>(numel()));
-    const int_list s = detail::byte_strides(*this);
-    detail::visit_dtype(type(), [&](auto z) {
-        using S = decltype(z);
-        detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
-                                [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
-                                    for (std::int64_t i = 0; i < n; ++i) {
-                                        S v;
-                                        std::memcpy(&v, p[0] + i * st[0], sizeof(S));
-                                        out.push_back(detail::convert_element<T>(v));
-                                    }
-                                });
-    });
-    return out;
-}
-
-template <class T>
-inline T Tensor::item() const {
-    detail::observe_read("item", *this);
-    detail::check(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
-    return to_vector<T>().front();
-}
-
-}  // namespace graft
+}  // namespace graft::detail::raw
+// ---- end graft/core/impl/tensor.ipp
+#endif
 // ---- end graft/core/tensor.hpp
 
 namespace graft {
 
-[[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value, dtype type) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    Tensor t = empty(sizes, type);
-    detail::raw::fill_(t, value);
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor full(const int_list& sizes, const scalar& value, dtype type);
 /// Without a dtype, the value's category decides: bool, int64 or float32 (as torch.full).
 [[nodiscard]] inline Tensor full(const int_list& sizes, const scalar& value) {
     return full(sizes, value, value.is_floating_point() ? default_float_dtype : value.kind());
@@ -1661,33 +1936,7 @@ namespace graft {
 [[nodiscard]] inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.type()); }
 [[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
 
-[[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    const double s = start.to_double(), e = end.to_double(), d = step.to_double();
-    detail::check(d != 0.0, "arange: step must be nonzero");
-    detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
-    detail::check((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound and larger bound inconsistent with "
-                  "step sign (start ", start, ", end ", end, ", step ", step, ")");
-    std::int64_t n = 0;
-    if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
-        const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
-        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
-    } else {
-        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
-    }
-    Tensor t = empty({n}, type);
-    detail::visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        T* p = t.data_ptr<T>();
-        for (std::int64_t i = 0; i < n; ++i) {
-            if constexpr (std::is_same_v<T, std::int64_t>)
-                p[i] = start.to_int64() + i * step.to_int64();
-            else
-                p[i] = detail::convert_element<T>(s + static_cast<double>(i) * d);
-        }
-    });
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type);
 /// Values start, start+step, ... below end. int64 when all arguments are integers, else float32.
 [[nodiscard]] inline Tensor arange(const scalar& start, const scalar& end, const scalar& step = 1) {
     const bool integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
@@ -1696,37 +1945,15 @@ namespace graft {
 [[nodiscard]] inline Tensor arange(const scalar& end) { return arange(0, end, 1); }
 
 /// `steps` values evenly spaced from start to end inclusive (as torch.linspace).
-[[nodiscard]] inline Tensor linspace(double start, double end, std::int64_t steps, dtype type = default_float_dtype) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
-    Tensor t = empty({steps}, type);
-    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-    const std::int64_t half = steps / 2;
-    detail::visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        T* p = t.data_ptr<T>();
-        // Like PyTorch: the first half counts up from start, the second half down from end.
-        for (std::int64_t i = 0; i < steps; ++i) {
-            const double v = steps == 1 ? start : i < half ? start + step * static_cast<double>(i)
-                                      : end - step * static_cast<double>(steps - 1 - i);
-            p[i] = static_cast<T>(v);
-        }
-    });
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor linspace(double start, double end, std::int64_t steps,
+                                           dtype type = default_float_dtype);
 
 /// A seeded pseudo-random generator (64-bit Mersenne Twister): the same seed
 /// gives the same sequence of tensors on every platform.
 class generator {
 public:
-    explicit generator(std::uint64_t seed = default_seed) : engine_(seed), seed_(seed) {}
-    void manual_seed(std::uint64_t seed) {
-        std::lock_guard lock(mutex_);
-        engine_.seed(seed);
-        seed_ = seed;
-        has_spare_ = false;
-    }
+    explicit generator(std::uint64_t seed = default_seed);
+    void manual_seed(std::uint64_t seed);
     [[nodiscard]] std::uint64_t initial_seed() const { return seed_; }
 
     /// Uniform in [0, 1) with 53 random bits.
@@ -1735,21 +1962,7 @@ public:
         return uniform_unlocked();
     }
     /// Standard normal (Box-Muller; the second value of each pair is kept).
-    double normal() {
-        std::lock_guard lock(mutex_);
-        if (has_spare_) {
-            has_spare_ = false;
-            return spare_;
-        }
-        double u1 = 0.0;
-        do u1 = uniform_unlocked(); while (u1 == 0.0);
-        const double u2 = uniform_unlocked();
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        constexpr double two_pi = 6.283185307179586476925286766559;
-        spare_ = r * std::sin(two_pi * u2);
-        has_spare_ = true;
-        return r * std::cos(two_pi * u2);
-    }
+    double normal();
 
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
@@ -1764,10 +1977,7 @@ private:
 };
 
 /// The process-wide generator used when none is passed.
-[[nodiscard]] inline generator& default_generator() {
-    static generator g;
-    return g;
-}
+[[nodiscard]] GRAFT_INLINE generator& default_generator();
 /// Seeds the default generator, as torch.manual_seed.
 inline void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 
@@ -1794,17 +2004,11 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 }  // namespace detail
 
 /// Uniform samples in [0, 1).
-[[nodiscard]] inline Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
-                                 generator& gen = default_generator()) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
-}
+[[nodiscard]] GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type = default_float_dtype,
+                                       generator& gen = default_generator());
 /// Standard normal samples.
-[[nodiscard]] inline Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
-                                  generator& gen = default_generator()) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
-}
+[[nodiscard]] GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
+                                        generator& gen = default_generator());
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>
@@ -1848,12 +2052,119 @@ template <class T>
 [[nodiscard]] inline Tensor scalar_tensor(const scalar& value, dtype type) { return full({}, value, type); }
 
 }  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/factories.ipp
+// Definitions for graft/core/factories.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+
+namespace graft {
+
+GRAFT_INLINE Tensor full(const int_list& sizes, const scalar& value, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
+    Tensor t = empty(sizes, type);
+    detail::raw::fill_(t, value);
+    return t;
+}
+
+GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
+    const double s = start.to_double(), e = end.to_double(), d = step.to_double();
+    detail::check(d != 0.0, "arange: step must be nonzero");
+    detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
+    detail::check((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound and larger bound inconsistent with "
+                  "step sign (start ", start, ", end ", end, ", step ", step, ")");
+    std::int64_t n = 0;
+    if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
+        const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
+        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
+    } else {
+        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
+    }
+    Tensor t = empty({n}, type);
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        for (std::int64_t i = 0; i < n; ++i) {
+            if constexpr (std::is_same_v<T, std::int64_t>)
+                p[i] = start.to_int64() + i * step.to_int64();
+            else
+                p[i] = detail::convert_element<T>(s + static_cast<double>(i) * d);
+        }
+    });
+    return t;
+}
+
+GRAFT_INLINE Tensor linspace(double start, double end, std::int64_t steps, dtype type) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
+    detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
+    Tensor t = empty({steps}, type);
+    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+    const std::int64_t half = steps / 2;
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        // Like PyTorch: the first half counts up from start, the second half down from end.
+        for (std::int64_t i = 0; i < steps; ++i) {
+            const double v = steps == 1 ? start : i < half ? start + step * static_cast<double>(i)
+                                      : end - step * static_cast<double>(steps - 1 - i);
+            p[i] = static_cast<T>(v);
+        }
+    });
+    return t;
+}
+
+GRAFT_INLINE generator::generator(std::uint64_t seed) : engine_(seed), seed_(seed) {}
+
+GRAFT_INLINE void generator::manual_seed(std::uint64_t seed) {
+    std::lock_guard lock(mutex_);
+    engine_.seed(seed);
+    seed_ = seed;
+    has_spare_ = false;
+}
+
+GRAFT_INLINE double generator::normal() {
+    std::lock_guard lock(mutex_);
+    if (has_spare_) {
+        has_spare_ = false;
+        return spare_;
+    }
+    double u1 = 0.0;
+    do u1 = uniform_unlocked(); while (u1 == 0.0);
+    const double u2 = uniform_unlocked();
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    constexpr double two_pi = 6.283185307179586476925286766559;
+    spare_ = r * std::sin(two_pi * u2);
+    has_spare_ = true;
+    return r * std::cos(two_pi * u2);
+}
+
+GRAFT_INLINE generator& default_generator() {
+    static generator g;
+    return g;
+}
+
+GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type, generator& gen) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
+    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
+}
+
+GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type, generator& gen) {
+    const detail::observed_op factory;  // its contents are known: a constant when captured
+    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
+}
+
+}  // namespace graft
+// ---- end graft/core/impl/factories.ipp
+#endif
 // ---- end graft/core/factories.hpp
 // ---- begin graft/core/print.hpp
 // operator<< for tensors, formatted as PyTorch prints them: tensor([[1., 2.], ...]).
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -1866,47 +2177,13 @@ namespace detail {
 /// scientific notation from the values shown (PyTorch's _Formatter).
 class element_formatter {
 public:
-    element_formatter(dtype type, const std::vector<double>& shown) : type_(type) {
-        if (is_floating_point(type)) {
-            double lo = INFINITY, hi = 0.0;
-            bool all_int = true;
-            for (double v : shown) {
-                if (!std::isfinite(v) || v == 0.0) continue;
-                lo = std::min(lo, std::fabs(v));
-                hi = std::max(hi, std::fabs(v));
-                all_int = all_int && std::ceil(v) == v;
-            }
-            int_mode_ = all_int;
-            const bool any = hi > 0.0;
-            sci_ = any && (int_mode_ ? hi > 1e8 : (hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4));
-        }
-        // Like PyTorch, floats are aligned on their nonzero finite values only.
-        for (double v : shown)
-            if (!is_floating_point(type) || (std::isfinite(v) && v != 0.0))
-                width_ = std::max(width_, format_raw(v).size());
-    }
+    element_formatter(dtype type, const std::vector<double>& shown);
 
-    [[nodiscard]] std::string format(double v) const {
-        std::string s = format_raw(v);
-        return std::string(width_ - std::min(width_, s.size()), ' ') + s;
-    }
+    [[nodiscard]] std::string format(double v) const;
     [[nodiscard]] std::size_t width() const noexcept { return width_; }
 
 private:
-    [[nodiscard]] std::string format_raw(double v) const {
-        char buf[64];
-        if (type_ == dtype::bool_) return v != 0.0 ? "True" : "False";
-        if (type_ == dtype::int64) {
-            std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-            return buf;
-        }
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-        if (sci_) std::snprintf(buf, sizeof buf, "%.4e", v);
-        else if (int_mode_) std::snprintf(buf, sizeof buf, "%.0f.", v);
-        else std::snprintf(buf, sizeof buf, "%.4f", v);
-        return buf;
-    }
+    [[nodiscard]] std::string format_raw(double v) const;
 
     dtype type_;
     bool int_mode_ = true;
@@ -1920,7 +2197,74 @@ struct print_options {
     std::int64_t linewidth = 80;
 };
 
-inline void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out) {
+GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out);
+
+GRAFT_INLINE std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
+                                       const print_options& o);
+
+}  // namespace detail
+
+/// Prints like PyTorch: `tensor([1.5000, 2.0000])`, with `dtype=` for float64.
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/print.ipp
+// Definitions for graft/core/print.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace graft {
+namespace detail {
+
+GRAFT_INLINE element_formatter::element_formatter(dtype type, const std::vector<double>& shown) : type_(type) {
+    if (is_floating_point(type)) {
+        double lo = INFINITY, hi = 0.0;
+        bool all_int = true;
+        for (double v : shown) {
+            if (!std::isfinite(v) || v == 0.0) continue;
+            lo = std::min(lo, std::fabs(v));
+            hi = std::max(hi, std::fabs(v));
+            all_int = all_int && std::ceil(v) == v;
+        }
+        int_mode_ = all_int;
+        const bool any = hi > 0.0;
+        sci_ = any && (int_mode_ ? hi > 1e8 : (hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4));
+    }
+    // Like PyTorch, floats are aligned on their nonzero finite values only.
+    for (double v : shown)
+        if (!is_floating_point(type) || (std::isfinite(v) && v != 0.0))
+            width_ = std::max(width_, format_raw(v).size());
+}
+
+GRAFT_INLINE std::string element_formatter::format(double v) const {
+    std::string s = format_raw(v);
+    return std::string(width_ - std::min(width_, s.size()), ' ') + s;
+}
+
+GRAFT_INLINE std::string element_formatter::format_raw(double v) const {
+    char buf[64];
+    if (type_ == dtype::bool_) return v != 0.0 ? "True" : "False";
+    if (type_ == dtype::int64) {
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+        return buf;
+    }
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci_) std::snprintf(buf, sizeof buf, "%.4e", v);
+    else if (int_mode_) std::snprintf(buf, sizeof buf, "%.0f.", v);
+    else std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
+}
+
+GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out) {
     if (t.dim() == 0) {
         out.push_back(t.item<double>());
         return;
@@ -1938,8 +2282,8 @@ inline void collect_shown(const Tensor& t, bool summarize, const print_options& 
     }
 }
 
-inline std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
-                                 const print_options& o) {
+GRAFT_INLINE std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
+                                       const print_options& o) {
     if (t.dim() == 0) return f.format(t.item<double>());
     const std::int64_t n = t.size(0);
     std::vector<std::int64_t> idx;
@@ -1981,8 +2325,7 @@ inline std::string format_tensor(const Tensor& t, const element_formatter& f, st
 
 }  // namespace detail
 
-/// Prints like PyTorch: `tensor([1.5000, 2.0000])`, with `dtype=` for float64.
-inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     if (!t.defined()) return os << "tensor(undefined)";
     const detail::print_options o;
     std::string body;
@@ -2008,6 +2351,8 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 }
 
 }  // namespace graft
+// ---- end graft/core/impl/print.ipp
+#endif
 // ---- end graft/core/print.hpp
 // ---- begin graft/kernels/dispatch.hpp
 // graft/kernels/dispatch.hpp: the public SIMD kernel API of graft, with run-time
@@ -2024,21 +2369,16 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 //   name is ignored with one warning on stderr. set_target() overrides at run time.
 // * Strides are element strides: 0 = broadcast one value, 1 = contiguous (both
 //   vectorized), anything else = strided (gathered through a small buffer).
-// * Build time: every TU that uses graft compiles the kernels (about 10 s at -O2).
-//   Define GRAFT_KERNELS_EXTERN in every TU of a program and, in exactly one TU,
-//   also GRAFT_KERNELS_IMPLEMENTATION before including graft: only that TU then
-//   compiles the kernels (the test suite builds this way). Not for the single header.
+// * Build time: in header-only mode every TU that includes this header compiles the
+//   kernels for every target; in compiled mode (GRAFT_COMPILED_LIB, graft/config.hpp)
+//   they are compiled once, in the graft library.
 // * Numeric contracts are documented in elementwise-inl.hpp, reduce-inl.hpp and
 //   matmul-inl.hpp; graft/kernels/reference.hpp holds the scalar reference.
 
 
 #include <atomic>
-#include <cctype>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
 #include <iterator>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -2048,6 +2388,7 @@ inline std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 //
 // Include graft/kernels/dispatch.hpp to use the kernels; this header alone only
 // declares the enums and the per-target function table.
+
 
 #include <cstddef>
 #include <cstdint>
@@ -2126,6 +2467,19 @@ inline void* scratch(std::size_t bytes) {
 }  // namespace graft::kernels
 // ---- end graft/kernels/api.hpp
 
+// The per-target Highway pass: only where the kernels are compiled (header-only mode, or
+// the library TU in compiled mode). Elsewhere this header needs no Highway header at all.
+// ---- begin graft/kernels/simd.hpp
+// graft/kernels/simd.hpp: the one Highway foreach_target pass of a translation unit.
+// hwy/foreach_target.h re-includes graft/kernels/all-inl.hpp once per compiled SIMD
+// target; that pass defines the lane functors (templates, needed by graft/expr's fused
+// loops) and, where the kernels are compiled in this TU (GRAFT_HAS_KERNELS), the kernels
+// and each target's kernel table.
+//
+// No include guard: the pass runs at most once per TU, the first time this header is
+// included where it is needed: by graft/kernels/dispatch.hpp when the TU compiles the
+// kernels, or by graft/expr (which defines GRAFT_KERNELS_SIMD_PASS first) for its loops.
+// In compiled mode a TU that uses neither includes no Highway header at all.
 
 #ifndef GRAFT_SINGLE_HEADER_SELF
 #define GRAFT_SINGLE_HEADER_SELF "graft/graft.hpp"
@@ -2150,7 +2504,7 @@ inline void* scratch(std::size_t bytes) {
 
 #include <hwy/highway.h>
 
-// Lane functors (templates only): in every TU, also in extern-kernels mode, so that
+// Lane functors (templates only): in every pass, also in compiled mode, so that
 // code built on the kernels in upper layers (the fused expression evaluator, which
 // compiles its own per-target loops from graft/expr) can instantiate them.
 // ---- begin graft/kernels/lanes-inl.hpp
@@ -2161,7 +2515,7 @@ inline void* scratch(std::size_t bytes) {
 // same bits. Numeric contracts: see elementwise-inl.hpp.
 //
 // Re-included once per SIMD target through graft/kernels/all-inl.hpp, OUTSIDE the
-// GRAFT_KERNELS_EXTERN guard: these are templates only (no code unless instantiated), so
+// GRAFT_HAS_KERNELS guard: these are templates only (no code unless instantiated), so
 // every translation unit has them, also those that do not compile the kernels.
 
 
@@ -2721,9 +3075,9 @@ HWY_AFTER_NAMESPACE();
 #endif  // toggle guard
 // ---- end graft/kernels/lanes-inl.hpp
 
-// With GRAFT_KERNELS_EXTERN the kernels are compiled only in the translation unit
-// that also defines GRAFT_KERNELS_IMPLEMENTATION (see dispatch.hpp).
-#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+// In compiled mode the kernels are compiled only in the graft library (GRAFT_HAS_KERNELS,
+// graft/config.hpp).
+#if GRAFT_HAS_KERNELS
 // ---- begin graft/kernels/elementwise-inl.hpp
 // graft/kernels/elementwise-inl.hpp: per-target unary / binary / compare / where
 // kernels. Re-included once per SIMD target by hwy/foreach_target.h through
@@ -3456,7 +3810,7 @@ HWY_AFTER_NAMESPACE();
 #define GRAFT_KERNELS_ALL_INL_H_
 #endif
 
-#if !defined(GRAFT_KERNELS_EXTERN) || defined(GRAFT_KERNELS_IMPLEMENTATION)
+#if GRAFT_HAS_KERNELS
 namespace graft {
 namespace kernels {
 namespace HWY_NAMESPACE {
@@ -3925,29 +4279,13 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #ifndef GRAFT_SINGLE_HEADER_ONCE_
 #define GRAFT_SINGLE_HEADER_ONCE_
-// ---- continuing graft/kernels/dispatch.hpp
+// ---- continuing graft/kernels/simd.hpp
+// ---- end graft/kernels/simd.hpp
 
 namespace graft::kernels {
 
 /// Human-readable name of a target: "AVX3", "AVX2", "SSE4", "SCALAR", ...
-inline const char* target_name(target t) noexcept {
-    switch (t) {
-        case target::scalar: return "SCALAR";
-        case target::emu128: return "EMU128";
-        case target::ssse3: return "SSSE3";
-        case target::sse4: return "SSE4";
-        case target::avx2: return "AVX2";
-        case target::avx3: return "AVX3";
-        case target::avx3_dl: return "AVX3_DL";
-        case target::neon: return "NEON";
-        case target::sve: return "SVE";
-        case target::sve2: return "SVE2";
-        case target::wasm: return "WASM";
-        case target::rvv: return "RVV";
-        case target::unknown: break;
-    }
-    return "UNKNOWN";
-}
+GRAFT_INLINE const char* target_name(target t) noexcept;
 
 namespace detail {
 
@@ -3964,9 +4302,8 @@ struct target_entries {
     [[nodiscard]] const target_entry* end() const noexcept { return data + size; }
 };
 
-#if defined(GRAFT_KERNELS_EXTERN) && !defined(GRAFT_KERNELS_IMPLEMENTATION)
-// Extern mode: the kernels and this table live in the one TU that defines
-// GRAFT_KERNELS_IMPLEMENTATION; every other TU only calls through it.
+#if !GRAFT_HAS_KERNELS
+// Compiled mode: the kernels and this table live in the graft library (src/kernels.cpp).
 target_entries compiled_entries() noexcept;
 #else
 inline constexpr target_entry compiled_table[] = {
@@ -4012,136 +4349,43 @@ inline constexpr target_entry compiled_table[] = {
 #endif
 };
 
-#if defined(GRAFT_KERNELS_IMPLEMENTATION)
-target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
-#else
-inline target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
-#endif
-#endif  // GRAFT_KERNELS_EXTERN && !GRAFT_KERNELS_IMPLEMENTATION
+GRAFT_INLINE target_entries compiled_entries() noexcept { return {compiled_table, std::size(compiled_table)}; }
+#endif  // GRAFT_HAS_KERNELS
 
-inline const kernel_table* find_compiled(target t) noexcept {
-    for (const auto& e : compiled_entries())
-        if (e.t == t) return e.table;
-    return nullptr;
-}
+GRAFT_INLINE const kernel_table* find_compiled(target t) noexcept;
 
 /// Whether the running CPU (and OS) supports target t.
-inline bool cpu_supports(target t) noexcept {
-    if (t == target::scalar || t == target::emu128) return true;
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    const bool ssse3 = __builtin_cpu_supports("ssse3");
-    // Highway 1.0.3 requires AES and PCLMUL for SSE4 and above.
-    const bool sse4 = ssse3 && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2") &&
-                      __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("aes") &&
-                      __builtin_cpu_supports("pclmul");
-    const bool avx2 = sse4 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
-                      __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
-                      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
-    const bool avx3 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
-    switch (t) {
-        case target::ssse3: return ssse3;
-        case target::sse4: return sse4;
-        case target::avx2: return avx2;
-        case target::avx3: return avx3;
-        case target::avx3_dl:
-            return avx3 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
-                   __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
-                   __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("vpclmulqdq") &&
-                   __builtin_cpu_supports("vaes") && __builtin_cpu_supports("gfni");
-        default: return false;
-    }
-#else
-    // No run-time detection elsewhere: only the compile-time (static) target is trusted.
-    // Only the best compiled target, which the compiler flags guarantee, is trusted.
-    return compiled_entries().size > 0 && compiled_entries().data[0].t == t;
-#endif
-}
+GRAFT_INLINE bool cpu_supports(target t) noexcept;
 
-inline std::vector<target> available() {
-    std::vector<target> v;
-    for (const auto& e : compiled_entries())
-        if (e.t == target::unknown || cpu_supports(e.t)) v.push_back(e.t);
-    return v;
-}
+GRAFT_INLINE std::vector<target> available();
 
-inline bool parse_target(std::string_view s, target& out) noexcept {
-    std::string low;
-    for (char ch : s) low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-    for (int i = 0; i <= static_cast<int>(target::unknown); ++i) {
-        std::string name = target_name(static_cast<target>(i));
-        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (name == low) {
-            out = static_cast<target>(i);
-            return true;
-        }
-    }
-    return false;
-}
+GRAFT_INLINE bool parse_target(std::string_view s, target& out) noexcept;
 
 struct dispatch_state {
     std::atomic<const kernel_table*> table;
     std::atomic<target> current;
 
-    dispatch_state() {
-        const std::vector<target> av = available();
-        target best = av.empty() ? compiled_entries().data[0].t : av.front();
-        if (const char* env = std::getenv("GRAFT_SIMD_TARGET"); env != nullptr && *env != '\0') {
-            target want{};
-            bool ok = parse_target(env, want);
-            if (ok) {
-                ok = false;
-                for (target t : av) ok = ok || t == want;
-            }
-            if (ok) {
-                best = want;
-            } else {
-                std::fprintf(stderr, "graft: ignoring GRAFT_SIMD_TARGET=%s (not compiled or not supported); using %s\n",
-                             env, target_name(best));
-            }
-        }
-        table.store(find_compiled(best), std::memory_order_relaxed);
-        current.store(best, std::memory_order_relaxed);
-    }
+    dispatch_state();
 };
 
-inline dispatch_state& state() {
-    static dispatch_state s;
-    return s;
-}
+GRAFT_INLINE dispatch_state& state();
 
 inline const kernel_table& active() noexcept { return *state().table.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 
 /// Targets compiled into this program, best first (whether or not the CPU supports them).
-inline std::vector<target> compiled_targets() {
-    std::vector<target> v;
-    for (const auto& e : detail::compiled_entries()) v.push_back(e.t);
-    return v;
-}
+GRAFT_INLINE std::vector<target> compiled_targets();
 
 /// Targets that are compiled AND supported by this CPU, best first.
-inline std::vector<target> available_targets() { return detail::available(); }
+GRAFT_INLINE std::vector<target> available_targets();
 
 /// The target kernels currently dispatch to.
-inline target current_target() { return detail::state().current.load(std::memory_order_relaxed); }
+GRAFT_INLINE target current_target();
 
 /// Dispatch all kernels to `t` from now on (process-wide). Throws graft::error, leaving
 /// the current target unchanged, if `t` is not compiled in or not supported by the CPU.
-inline void set_target(target t) {
-    detail::dispatch_state& s = detail::state();
-    const detail::kernel_table* tab = detail::find_compiled(t);
-    if (tab == nullptr)
-        throw graft::error(std::string("graft::kernels::set_target: target ") + target_name(t) +
-                           " is not compiled into this program");
-    if (t != target::unknown && !detail::cpu_supports(t))
-        throw graft::error(std::string("graft::kernels::set_target: target ") + target_name(t) +
-                           " is not supported by this CPU");
-    s.table.store(tab, std::memory_order_relaxed);
-    s.current.store(t, std::memory_order_relaxed);
-}
+GRAFT_INLINE void set_target(target t);
 
 // ------------------------------------------------------------------ kernels
 
@@ -4196,18 +4440,185 @@ inline void softmax_rows(const double* in, double* out, std::size_t rows, std::s
 }
 
 }  // namespace graft::kernels
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/kernels/impl/dispatch.ipp
+// Definitions for graft/kernels/dispatch.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graft::kernels {
+
+GRAFT_INLINE const char* target_name(target t) noexcept {
+    switch (t) {
+        case target::scalar: return "SCALAR";
+        case target::emu128: return "EMU128";
+        case target::ssse3: return "SSSE3";
+        case target::sse4: return "SSE4";
+        case target::avx2: return "AVX2";
+        case target::avx3: return "AVX3";
+        case target::avx3_dl: return "AVX3_DL";
+        case target::neon: return "NEON";
+        case target::sve: return "SVE";
+        case target::sve2: return "SVE2";
+        case target::wasm: return "WASM";
+        case target::rvv: return "RVV";
+        case target::unknown: break;
+    }
+    return "UNKNOWN";
+}
+
+}  // namespace graft::kernels
+
+namespace graft::kernels::detail {
+
+GRAFT_INLINE const kernel_table* find_compiled(target t) noexcept {
+    for (const auto& e : compiled_entries())
+        if (e.t == t) return e.table;
+    return nullptr;
+}
+
+GRAFT_INLINE bool cpu_supports(target t) noexcept {
+    if (t == target::scalar || t == target::emu128) return true;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    const bool ssse3 = __builtin_cpu_supports("ssse3");
+    // Highway 1.0.3 requires AES and PCLMUL for SSE4 and above.
+    const bool sse4 = ssse3 && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2") &&
+                      __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("aes") &&
+                      __builtin_cpu_supports("pclmul");
+    const bool avx2 = sse4 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
+                      __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+                      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+    const bool avx3 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    switch (t) {
+        case target::ssse3: return ssse3;
+        case target::sse4: return sse4;
+        case target::avx2: return avx2;
+        case target::avx3: return avx3;
+        case target::avx3_dl:
+            return avx3 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
+                   __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
+                   __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("vpclmulqdq") &&
+                   __builtin_cpu_supports("vaes") && __builtin_cpu_supports("gfni");
+        default: return false;
+    }
+#else
+    // No run-time detection elsewhere: only the compile-time (static) target is trusted.
+    // Only the best compiled target, which the compiler flags guarantee, is trusted.
+    return compiled_entries().size > 0 && compiled_entries().data[0].t == t;
+#endif
+}
+
+GRAFT_INLINE std::vector<target> available() {
+    std::vector<target> v;
+    for (const auto& e : compiled_entries())
+        if (e.t == target::unknown || cpu_supports(e.t)) v.push_back(e.t);
+    return v;
+}
+
+GRAFT_INLINE bool parse_target(std::string_view s, target& out) noexcept {
+    std::string low;
+    for (char ch : s) low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+    for (int i = 0; i <= static_cast<int>(target::unknown); ++i) {
+        std::string name = target_name(static_cast<target>(i));
+        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (name == low) {
+            out = static_cast<target>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+GRAFT_INLINE dispatch_state::dispatch_state() {
+    const std::vector<target> av = available();
+    target best = av.empty() ? compiled_entries().data[0].t : av.front();
+    if (const char* env = std::getenv("GRAFT_SIMD_TARGET"); env != nullptr && *env != '\0') {
+        target want{};
+        bool ok = parse_target(env, want);
+        if (ok) {
+            ok = false;
+            for (target t : av) ok = ok || t == want;
+        }
+        if (ok) {
+            best = want;
+        } else {
+            std::fprintf(stderr, "graft: ignoring GRAFT_SIMD_TARGET=%s (not compiled or not supported); using %s\n",
+                         env, target_name(best));
+        }
+    }
+    table.store(find_compiled(best), std::memory_order_relaxed);
+    current.store(best, std::memory_order_relaxed);
+}
+
+GRAFT_INLINE dispatch_state& state() {
+    static dispatch_state s;
+    return s;
+}
+
+}  // namespace graft::kernels::detail
+
+namespace graft::kernels {
+
+GRAFT_INLINE std::vector<target> compiled_targets() {
+    std::vector<target> v;
+    for (const auto& e : detail::compiled_entries()) v.push_back(e.t);
+    return v;
+}
+
+GRAFT_INLINE std::vector<target> available_targets() { return detail::available(); }
+
+GRAFT_INLINE target current_target() { return detail::state().current.load(std::memory_order_relaxed); }
+
+GRAFT_INLINE void set_target(target t) {
+    detail::dispatch_state& s = detail::state();
+    const detail::kernel_table* tab = detail::find_compiled(t);
+    if (tab == nullptr)
+        throw graft::error(std::string("graft::kernels::set_target: target ") + target_name(t) +
+                           " is not compiled into this program");
+    if (t != target::unknown && !detail::cpu_supports(t))
+        throw graft::error(std::string("graft::kernels::set_target: target ") + target_name(t) +
+                           " is not supported by this CPU");
+    s.table.store(tab, std::memory_order_relaxed);
+    s.current.store(t, std::memory_order_relaxed);
+}
+
+}  // namespace graft::kernels
+// ---- end graft/kernels/impl/dispatch.ipp
+#endif
 // ---- end graft/kernels/dispatch.hpp
 // ---- begin graft/ops/compare.hpp
 // Whole-tensor comparisons: allclose and equal.
-#include <cmath>
-
 
 namespace graft {
 
 /// True when |a - b| <= atol + rtol * |b| for every element after broadcasting
 /// (torch.allclose). NaNs compare equal only when equal_nan; infinities must match exactly.
-[[nodiscard]] inline bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
-                                   bool equal_nan = false) {
+[[nodiscard]] GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+                                         bool equal_nan = false);
+
+/// True when both tensors have the same sizes and equal elements (torch.equal); NaN != NaN.
+[[nodiscard]] GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/compare.ipp
+// Definitions for graft/ops/compare.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+
+namespace graft {
+
+GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
     detail::check(a.defined() && b.defined(), "allclose: got an undefined tensor");
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
     const auto x = detail::raw::expand(a, shape).to_vector<double>();
@@ -4224,8 +4635,7 @@ namespace graft {
     return true;
 }
 
-/// True when both tensors have the same sizes and equal elements (torch.equal); NaN != NaN.
-[[nodiscard]] inline bool equal(const Tensor& a, const Tensor& b) {
+GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b) {
     detail::check(a.defined() && b.defined(), "equal: got an undefined tensor");
     if (a.sizes() != b.sizes()) return false;
     if (is_floating_point(a.type()) || is_floating_point(b.type()))
@@ -4234,13 +4644,13 @@ namespace graft {
 }
 
 }  // namespace graft
+// ---- end graft/ops/impl/compare.ipp
+#endif
 // ---- end graft/ops/compare.hpp
 // ---- begin graft/ops/elementwise.hpp
 // Elementwise tensor operations with PyTorch's broadcasting and type promotion.
 // float32/float64 run on the SIMD kernels; int64 and bool run plain loops.
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 
 // ---- begin graft/kernels/reference.hpp
@@ -4559,12 +4969,10 @@ template <class... Args>
     return s.result();
 }
 
-inline void check_defined(const char* op, const Tensor& t) {
-    check(t.defined(), op, ": got an undefined tensor");
-}
+GRAFT_INLINE void check_defined(const char* op, const Tensor& t);
 
 /// A C++ number as a 0-dim tensor of the computation's dtype.
-[[nodiscard]] inline Tensor as_tensor(const scalar& s, dtype type) { return full({}, s, type); }
+[[nodiscard]] GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type);
 
 template <class T>
 [[nodiscard]] inline T* row_ptr(char* p) noexcept { return reinterpret_cast<T*>(p); }
@@ -4601,7 +5009,173 @@ Tensor map_broadcast(const Tensor& a, const Tensor& b, dtype type, dtype out_typ
     return out;
 }
 
-inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
+GRAFT_INLINE Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type);
+
+/// dtype of the computation and of the result for arithmetic binary ops.
+[[nodiscard]] inline dtype arithmetic_type(kernels::binary_op op, dtype promoted) {
+    if (op == kernels::binary_op::div && !is_floating_point(promoted)) return default_float_dtype;
+    if (op == kernels::binary_op::pow && promoted == dtype::bool_) return dtype::int64;
+    return promoted;
+}
+
+GRAFT_INLINE void check_defined_for(kernels::binary_op op, const Tensor& t);
+
+/// The common case without broadcasting machinery: floating operands of the
+/// result dtype, contiguous, same sizes (or a number). Returns an undefined
+/// tensor when the general path is needed.
+template <class T>
+[[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
+    Tensor out = empty(a.sizes(), a.type());
+    const T* pa = a.data_ptr<T>();
+    T* po = out.data_ptr<T>();
+    const auto n = static_cast<std::size_t>(a.numel());
+    using kernels::binary_op;
+    if (n == 1 && (op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div)) {
+        // One element (autograd on scalars): plain arithmetic, the same IEEE result as the
+        // kernel without its dispatch and loop setup.
+        const T x = b_first ? *b : *pa, y = b_first ? *pa : *b;
+        switch (op) {
+            case binary_op::add: *po = x + y; break;
+            case binary_op::sub: *po = x - y; break;
+            case binary_op::mul: *po = x * y; break;
+            default: *po = x / y; break;
+        }
+        return out;
+    }
+    if (b_first) kernels::binary(op, b, sb, pa, 1, po, n);
+    else kernels::binary(op, pa, 1, b, sb, po, n);
+    return out;
+}
+
+GRAFT_INLINE Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b);
+/// A tensor and a C++ number, in either order (`number_first` for number op tensor).
+GRAFT_INLINE Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first);
+inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
+    return binary_with_scalar(op, a, b, false);
+}
+inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b) {
+    return binary_with_scalar(op, b, a, true);
+}
+
+GRAFT_INLINE Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type);
+
+}  // namespace detail
+
+/// The dtype an op on these operands computes in (torch.result_type).
+template <class A, class B>
+[[nodiscard]] dtype result_type(const A& a, const B& b) {
+    return detail::result_type_of(a, b);
+}
+
+namespace ops {
+// The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
+#define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b);                             \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b);                             \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const scalar& a, const Tensor& b);
+
+GRAFT_DETAIL_BINARY_OP(add, kernels::binary_op::add)
+GRAFT_DETAIL_BINARY_OP(sub, kernels::binary_op::sub)
+GRAFT_DETAIL_BINARY_OP(mul, kernels::binary_op::mul)
+GRAFT_DETAIL_BINARY_OP(div, kernels::binary_op::div)
+GRAFT_DETAIL_BINARY_OP(pow, kernels::binary_op::pow)
+GRAFT_DETAIL_BINARY_OP(maximum, kernels::binary_op::maximum)
+GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
+#undef GRAFT_DETAIL_BINARY_OP
+
+}  // namespace ops
+
+#define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b);                               \
+    [[nodiscard]] GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b);                               \
+    [[nodiscard]] inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }      \
+    [[nodiscard]] inline Tensor operator sym(const Tensor& a, const scalar& b) { return fn(a, b); }
+
+GRAFT_DETAIL_COMPARE_OP(eq, kernels::compare_op::eq, ==)
+GRAFT_DETAIL_COMPARE_OP(ne, kernels::compare_op::ne, !=)
+GRAFT_DETAIL_COMPARE_OP(lt, kernels::compare_op::lt, <)
+GRAFT_DETAIL_COMPARE_OP(le, kernels::compare_op::le, <=)
+GRAFT_DETAIL_COMPARE_OP(gt, kernels::compare_op::gt, >)
+GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
+#undef GRAFT_DETAIL_COMPARE_OP
+
+
+/// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
+namespace ops {
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// where without reporting to an op observer (the body of where).
+[[nodiscard]] GRAFT_INLINE Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+/// Elementwise logical and of two bool tensors (broadcast); not differentiable.
+[[nodiscard]] GRAFT_INLINE Tensor logical_and(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
+[[nodiscard]] GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
+
+}  // namespace ops
+using ops::logical_and;  // not differentiable: the same function with or without autograd
+
+namespace detail {
+
+[[nodiscard]] constexpr std::string_view op_name(kernels::unary_op op) {
+    using kernels::unary_op;
+    switch (op) {
+        case unary_op::neg: return "neg";
+        case unary_op::abs: return "abs";
+        case unary_op::exp: return "exp";
+        case unary_op::log: return "log";
+        case unary_op::sqrt: return "sqrt";
+        case unary_op::rsqrt: return "rsqrt";
+        case unary_op::tanh: return "tanh";
+        case unary_op::sigmoid: return "sigmoid";
+        case unary_op::relu: return "relu";
+        case unary_op::gelu: return "gelu";
+        case unary_op::gelu_tanh: return "gelu";
+        case unary_op::sin: return "sin";
+        case unary_op::cos: return "cos";
+    }
+    return "?";
+}
+
+GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a);
+
+}  // namespace detail
+
+namespace ops {
+[[nodiscard]] GRAFT_INLINE Tensor neg(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor abs(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor exp(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor log(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sqrt(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor rsqrt(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor tanh(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sigmoid(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor relu(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor sin(const Tensor& a);
+[[nodiscard]] GRAFT_INLINE Tensor cos(const Tensor& a);
+/// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
+[[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
+
+}  // namespace ops
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/elementwise.ipp
+// Definitions for graft/ops/elementwise.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace graft {
+namespace detail {
+
+GRAFT_INLINE void check_defined(const char* op, const Tensor& t) {
+    check(t.defined(), op, ": got an undefined tensor");
+}
+
+GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type) { return full({}, s, type); }
+
+GRAFT_INLINE Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
     using kernels::binary_op;
     const std::string_view name = op_name(op);
     if (type == dtype::bool_)
@@ -4645,45 +5219,11 @@ inline Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b
                          });
 }
 
-/// dtype of the computation and of the result for arithmetic binary ops.
-[[nodiscard]] inline dtype arithmetic_type(kernels::binary_op op, dtype promoted) {
-    if (op == kernels::binary_op::div && !is_floating_point(promoted)) return default_float_dtype;
-    if (op == kernels::binary_op::pow && promoted == dtype::bool_) return dtype::int64;
-    return promoted;
-}
-
-inline void check_defined_for(kernels::binary_op op, const Tensor& t) {
+GRAFT_INLINE void check_defined_for(kernels::binary_op op, const Tensor& t) {
     if (!t.defined()) fail(concat(op_name(op), ": got an undefined tensor"));
 }
 
-/// The common case without broadcasting machinery: floating operands of the
-/// result dtype, contiguous, same sizes (or a number). Returns an undefined
-/// tensor when the general path is needed.
-template <class T>
-[[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
-    Tensor out = empty(a.sizes(), a.type());
-    const T* pa = a.data_ptr<T>();
-    T* po = out.data_ptr<T>();
-    const auto n = static_cast<std::size_t>(a.numel());
-    using kernels::binary_op;
-    if (n == 1 && (op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div)) {
-        // One element (autograd on scalars): plain arithmetic, the same IEEE result as the
-        // kernel without its dispatch and loop setup.
-        const T x = b_first ? *b : *pa, y = b_first ? *pa : *b;
-        switch (op) {
-            case binary_op::add: *po = x + y; break;
-            case binary_op::sub: *po = x - y; break;
-            case binary_op::mul: *po = x * y; break;
-            default: *po = x / y; break;
-        }
-        return out;
-    }
-    if (b_first) kernels::binary(op, b, sb, pa, 1, po, n);
-    else kernels::binary(op, pa, 1, b, sb, po, n);
-    return out;
-}
-
-inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b) {
+GRAFT_INLINE Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b) {
     check_defined_for(op, a);
     check_defined_for(op, b);
     const dtype type = arithmetic_type(op, result_type_of(a, b));
@@ -4694,8 +5234,8 @@ inline Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tensor& b)
     }
     return run_binary(op, a, b, type);
 }
-/// A tensor and a C++ number, in either order (`number_first` for number op tensor).
-inline Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first) {
+
+GRAFT_INLINE Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const scalar& s, bool number_first) {
     check_defined_for(op, t);
     const dtype type = arithmetic_type(op, number_first ? result_type_of(s, t) : result_type_of(t, s));
     if (t.type() == type && t.is_contiguous()) {
@@ -4711,14 +5251,8 @@ inline Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, const s
     const Tensor c = as_tensor(s, type);
     return number_first ? run_binary(op, c, t, type) : run_binary(op, t, c, type);
 }
-inline Tensor binary_ts(kernels::binary_op op, const Tensor& a, const scalar& b) {
-    return binary_with_scalar(op, a, b, false);
-}
-inline Tensor binary_st(kernels::binary_op op, const scalar& a, const Tensor& b) {
-    return binary_with_scalar(op, b, a, true);
-}
 
-inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
+GRAFT_INLINE Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
     check_defined("comparison", a);
     check_defined("comparison", b);
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
@@ -4745,24 +5279,17 @@ inline Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor&
 
 }  // namespace detail
 
-/// The dtype an op on these operands computes in (torch.result_type).
-template <class A, class B>
-[[nodiscard]] dtype result_type(const A& a, const B& b) {
-    return detail::result_type_of(a, b);
-}
-
 namespace ops {
-// The raw forward of each op: no autograd. graft::add etc. (autograd/) record the graph.
 #define GRAFT_DETAIL_BINARY_OP(fn, op)                                                                  \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                  \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b) {                                          \
         const detail::observed_op obs;                                                                  \
         return obs.done(detail::binary_tt(op, a, b), #fn, {a, b});                                      \
     }                                                                                                   \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                  \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b) {                                          \
         const detail::observed_op obs;                                                                  \
         return obs.done(detail::binary_ts(op, a, b), #fn, {a, b});                                      \
     }                                                                                                   \
-    [[nodiscard]] inline Tensor fn(const scalar& a, const Tensor& b) {                                  \
+    GRAFT_INLINE Tensor fn(const scalar& a, const Tensor& b) {                                          \
         const detail::observed_op obs;                                                                  \
         return obs.done(detail::binary_st(op, a, b), #fn, {a, b});                                      \
     }
@@ -4775,21 +5302,18 @@ GRAFT_DETAIL_BINARY_OP(pow, kernels::binary_op::pow)
 GRAFT_DETAIL_BINARY_OP(maximum, kernels::binary_op::maximum)
 GRAFT_DETAIL_BINARY_OP(minimum, kernels::binary_op::minimum)
 #undef GRAFT_DETAIL_BINARY_OP
-
 }  // namespace ops
 
 #define GRAFT_DETAIL_COMPARE_OP(fn, op, sym)                                                              \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const Tensor& b) {                                    \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b) {                                            \
         const detail::observed_op obs;                                                                    \
         return obs.done(detail::run_compare(op, a, b, detail::result_type_of(a, b)), #fn, {a, b});        \
     }                                                                                                     \
-    [[nodiscard]] inline Tensor fn(const Tensor& a, const scalar& b) {                                    \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b) {                                            \
         const detail::observed_op obs;                                                                    \
         const dtype t = detail::result_type_of(a, b);                                                     \
         return obs.done(detail::run_compare(op, a, detail::as_tensor(b, t), t), #fn, {a, b});            \
-    }                                                                                                     \
-    [[nodiscard]] inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }      \
-    [[nodiscard]] inline Tensor operator sym(const Tensor& a, const scalar& b) { return fn(a, b); }
+    }
 
 GRAFT_DETAIL_COMPARE_OP(eq, kernels::compare_op::eq, ==)
 GRAFT_DETAIL_COMPARE_OP(ne, kernels::compare_op::ne, !=)
@@ -4799,16 +5323,13 @@ GRAFT_DETAIL_COMPARE_OP(gt, kernels::compare_op::gt, >)
 GRAFT_DETAIL_COMPARE_OP(ge, kernels::compare_op::ge, >=)
 #undef GRAFT_DETAIL_COMPARE_OP
 
-
-/// where(cond, a, b): a where cond is true, else b; all three broadcast. cond must be bool.
 namespace ops {
-[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b);
-[[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     const detail::observed_op obs;
     return obs.done(where_unobserved(cond, a, b), "where", {cond, a, b});
 }
-/// where without reporting to an op observer (the body of where).
-[[nodiscard]] inline Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b) {
+
+GRAFT_INLINE Tensor where_unobserved(const Tensor& cond, const Tensor& a, const Tensor& b) {
     detail::check_defined("where", cond);
     detail::check_defined("where", a);
     detail::check_defined("where", b);
@@ -4847,8 +5368,7 @@ namespace ops {
     return out;
 }
 
-/// Elementwise logical and of two bool tensors (broadcast); not differentiable.
-[[nodiscard]] inline Tensor logical_and(const Tensor& a, const Tensor& b) {
+GRAFT_INLINE Tensor logical_and(const Tensor& a, const Tensor& b) {
     detail::check_defined("logical_and", a);
     detail::check_defined("logical_and", b);
     detail::check(a.type() == dtype::bool_ && b.type() == dtype::bool_,
@@ -4856,43 +5376,24 @@ namespace ops {
     const detail::observed_op obs;
     return obs.done(where(a, b, zeros({}, dtype::bool_)), "logical_and", {a, b});
 }
-[[nodiscard]] inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
+
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
     const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
     return obs.done(where(cond, detail::raw::to(a, t), detail::as_tensor(b, t)), "where", {cond, a, b});
 }
-[[nodiscard]] inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
+
+GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
     const detail::observed_op obs;
     const dtype t = detail::result_type_of(a, b);
     return obs.done(where(cond, detail::as_tensor(a, t), detail::raw::to(b, t)), "where", {cond, a, b});
 }
 
 }  // namespace ops
-using ops::logical_and;  // not differentiable: the same function with or without autograd
 
 namespace detail {
 
-[[nodiscard]] constexpr std::string_view op_name(kernels::unary_op op) {
-    using kernels::unary_op;
-    switch (op) {
-        case unary_op::neg: return "neg";
-        case unary_op::abs: return "abs";
-        case unary_op::exp: return "exp";
-        case unary_op::log: return "log";
-        case unary_op::sqrt: return "sqrt";
-        case unary_op::rsqrt: return "rsqrt";
-        case unary_op::tanh: return "tanh";
-        case unary_op::sigmoid: return "sigmoid";
-        case unary_op::relu: return "relu";
-        case unary_op::gelu: return "gelu";
-        case unary_op::gelu_tanh: return "gelu";
-        case unary_op::sin: return "sin";
-        case unary_op::cos: return "cos";
-    }
-    return "?";
-}
-
-inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
+GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     using kernels::unary_op;
     const std::string_view name = op_name(op);
     if (!a.defined()) fail(concat(name, ": got an undefined tensor"));
@@ -4942,52 +5443,62 @@ inline Tensor run_unary(kernels::unary_op op, const Tensor& a) {
 }  // namespace detail
 
 namespace ops {
-[[nodiscard]] inline Tensor neg(const Tensor& a) {
+GRAFT_INLINE Tensor neg(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::neg, a), "neg", {a});
 }
-[[nodiscard]] inline Tensor abs(const Tensor& a) {
+
+GRAFT_INLINE Tensor abs(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::abs, a), "abs", {a});
 }
-[[nodiscard]] inline Tensor exp(const Tensor& a) {
+
+GRAFT_INLINE Tensor exp(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::exp, a), "exp", {a});
 }
-[[nodiscard]] inline Tensor log(const Tensor& a) {
+
+GRAFT_INLINE Tensor log(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::log, a), "log", {a});
 }
-[[nodiscard]] inline Tensor sqrt(const Tensor& a) {
+
+GRAFT_INLINE Tensor sqrt(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::sqrt, a), "sqrt", {a});
 }
-[[nodiscard]] inline Tensor rsqrt(const Tensor& a) {
+
+GRAFT_INLINE Tensor rsqrt(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::rsqrt, a), "rsqrt", {a});
 }
-[[nodiscard]] inline Tensor tanh(const Tensor& a) {
+
+GRAFT_INLINE Tensor tanh(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::tanh, a), "tanh", {a});
 }
-[[nodiscard]] inline Tensor sigmoid(const Tensor& a) {
+
+GRAFT_INLINE Tensor sigmoid(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::sigmoid, a), "sigmoid", {a});
 }
-[[nodiscard]] inline Tensor relu(const Tensor& a) {
+
+GRAFT_INLINE Tensor relu(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::relu, a), "relu", {a});
 }
-[[nodiscard]] inline Tensor sin(const Tensor& a) {
+
+GRAFT_INLINE Tensor sin(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::sin, a), "sin", {a});
 }
-[[nodiscard]] inline Tensor cos(const Tensor& a) {
+
+GRAFT_INLINE Tensor cos(const Tensor& a) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(kernels::unary_op::cos, a), "cos", {a});
 }
-/// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
-[[nodiscard]] inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
+
+GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     detail::check(approximate == "none" || approximate == "tanh",
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
     const detail::observed_op obs;
@@ -4997,6 +5508,8 @@ namespace ops {
 
 }  // namespace ops
 }  // namespace graft
+// ---- end graft/ops/impl/elementwise.ipp
+#endif
 // ---- end graft/ops/elementwise.hpp
 // ---- begin graft/ops/linalg.hpp
 // matmul with torch.matmul's rules: 1-D operands are promoted, batch dimensions broadcast.
@@ -5005,9 +5518,7 @@ namespace graft {
 namespace detail {
 
 /// A view of `m` (rank 2) whose rows are unit-stride, copying only when needed.
-[[nodiscard]] inline Tensor with_unit_column_stride(const Tensor& m) {
-    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
-}
+[[nodiscard]] GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m);
 
 }  // namespace detail
 
@@ -5015,12 +5526,33 @@ namespace ops {
 
 /// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
 /// matrix-matrix and batched products with broadcast batch dimensions.
-[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b);
-[[nodiscard]] inline Tensor matmul(const Tensor& a, const Tensor& b) {
+[[nodiscard]] GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b);
+
+}  // namespace ops
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/linalg.ipp
+// Definitions for graft/ops/linalg.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft {
+namespace detail {
+
+GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m) {
+    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
+}
+
+}  // namespace detail
+
+namespace ops {
+
+GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
     const detail::observed_op obs;
     return obs.done(matmul_impl(a, b), "matmul", {a, b});
 }
-[[nodiscard]] inline Tensor matmul_impl(const Tensor& a, const Tensor& b) {
+
+GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
     detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
                   a.dim(), "-D and ", b.dim(), "-D tensors");
@@ -5063,13 +5595,13 @@ namespace ops {
 
 }  // namespace ops
 }  // namespace graft
+// ---- end graft/ops/impl/linalg.ipp
+#endif
 // ---- end graft/ops/linalg.hpp
 // ---- begin graft/ops/reduce.hpp
 // Reductions over all elements or chosen dimensions (sum, mean, amax, amin), with keepdim.
 #include <algorithm>
 #include <cstring>
-#include <cmath>
-#include <limits>
 #include <vector>
 
 
@@ -5077,16 +5609,7 @@ namespace graft {
 namespace detail {
 
 /// Which dimensions a reduction removes: an empty list means all of them.
-[[nodiscard]] inline std::vector<bool> reduced_mask(const char* op, const Tensor& t, const int_list& dims) {
-    std::vector<bool> mask(static_cast<std::size_t>(t.dim()), dims.empty());
-    for (auto d : dims) {
-        const auto k = static_cast<std::size_t>(wrap_dim(op, d, t.dim()));
-        if (t.dim() == 0) continue;
-        check(!mask[k] || dims.empty(), op, ": dim ", d, " appears multiple times in the list of dims");
-        mask[k] = true;
-    }
-    return mask;
-}
+[[nodiscard]] GRAFT_INLINE std::vector<bool> reduced_mask(const char* op, const Tensor& t, const int_list& dims);
 
 /// Lays `t` out as [kept..., reduced...] rows: returns a contiguous tensor of
 /// shape [outer, inner] plus the output sizes.
@@ -5096,28 +5619,8 @@ struct reduction_layout {
     std::int64_t outer = 1, inner = 1;
 };
 
-[[nodiscard]] inline reduction_layout layout_for_reduction(const char* op, const Tensor& t, const int_list& dims,
-                                                           bool keepdim) {
-    const auto mask = reduced_mask(op, t, dims);
-    reduction_layout r;
-    int_list perm;
-    for (std::size_t i = 0; i < mask.size(); ++i)
-        if (!mask[i]) {
-            perm.push_back(static_cast<std::int64_t>(i));
-            r.outer *= t.sizes()[i];
-        }
-    for (std::size_t i = 0; i < mask.size(); ++i)
-        if (mask[i]) {
-            perm.push_back(static_cast<std::int64_t>(i));
-            r.inner *= t.sizes()[i];
-        }
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-        if (!mask[i]) r.out_sizes.push_back(t.sizes()[i]);
-        else if (keepdim) r.out_sizes.push_back(1);
-    }
-    r.rows = raw::contiguous(raw::permute(t, perm));
-    return r;
-}
+[[nodiscard]] GRAFT_INLINE reduction_layout layout_for_reduction(const char* op, const Tensor& t, const int_list& dims,
+                                                                 bool keepdim);
 
 template <class T, class Acc>
 [[nodiscard]] Acc reduce_row_scalar(kernels::reduce_op op, const T* p, std::int64_t n) {
@@ -5182,7 +5685,74 @@ template <class T>
     return true;
 }
 
-inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims, bool keepdim) {
+GRAFT_INLINE Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims,
+                           bool keepdim);
+
+}  // namespace detail
+
+namespace ops {
+
+/// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
+[[nodiscard]] GRAFT_INLINE Tensor sum(const Tensor& t);
+/// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
+[[nodiscard]] GRAFT_INLINE Tensor sum(const Tensor& t, const int_list& dims, bool keepdim = false);
+/// Mean over `dims` (all when empty); floating-point inputs only. Empty reductions give NaN.
+[[nodiscard]] GRAFT_INLINE Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+/// Maximum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
+[[nodiscard]] GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+/// Minimum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
+[[nodiscard]] GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+
+}  // namespace ops
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/reduce.ipp
+// Definitions for graft/ops/reduce.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace graft {
+namespace detail {
+
+GRAFT_INLINE std::vector<bool> reduced_mask(const char* op, const Tensor& t, const int_list& dims) {
+    std::vector<bool> mask(static_cast<std::size_t>(t.dim()), dims.empty());
+    for (auto d : dims) {
+        const auto k = static_cast<std::size_t>(wrap_dim(op, d, t.dim()));
+        if (t.dim() == 0) continue;
+        check(!mask[k] || dims.empty(), op, ": dim ", d, " appears multiple times in the list of dims");
+        mask[k] = true;
+    }
+    return mask;
+}
+
+GRAFT_INLINE reduction_layout layout_for_reduction(const char* op, const Tensor& t, const int_list& dims,
+                                                   bool keepdim) {
+    const auto mask = reduced_mask(op, t, dims);
+    reduction_layout r;
+    int_list perm;
+    for (std::size_t i = 0; i < mask.size(); ++i)
+        if (!mask[i]) {
+            perm.push_back(static_cast<std::int64_t>(i));
+            r.outer *= t.sizes()[i];
+        }
+    for (std::size_t i = 0; i < mask.size(); ++i)
+        if (mask[i]) {
+            perm.push_back(static_cast<std::int64_t>(i));
+            r.inner *= t.sizes()[i];
+        }
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+        if (!mask[i]) r.out_sizes.push_back(t.sizes()[i]);
+        else if (keepdim) r.out_sizes.push_back(1);
+    }
+    r.rows = raw::contiguous(raw::permute(t, perm));
+    return r;
+}
+
+GRAFT_INLINE Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims,
+                           bool keepdim) {
     check(t.defined(), op_name, ": got an undefined tensor");
     if (dims.empty() && !keepdim && is_floating_point(t.type()) && t.is_contiguous() &&
         (t.numel() > 0 || op == kernels::reduce_op::sum)) {
@@ -5241,19 +5811,18 @@ inline Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t
 
 namespace ops {
 
-/// Sum of all elements (a 0-dim tensor); int64 for integer and bool inputs.
-[[nodiscard]] inline Tensor sum(const Tensor& t) {
+GRAFT_INLINE Tensor sum(const Tensor& t) {
     const detail::observed_op obs;
     return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, {}, false), "sum", {t});
 }
-/// Sum over `dims` (all when empty), keeping them as size 1 when keepdim.
-[[nodiscard]] inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim = false) {
+
+GRAFT_INLINE Tensor sum(const Tensor& t, const int_list& dims, bool keepdim) {
     const detail::observed_op obs;
     return obs.done(detail::reduce("sum", kernels::reduce_op::sum, t, dims, keepdim), "sum", {t},
                     {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
-/// Mean over `dims` (all when empty); floating-point inputs only. Empty reductions give NaN.
-[[nodiscard]] inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+
+GRAFT_INLINE Tensor mean(const Tensor& t, const int_list& dims, bool keepdim) {
     const detail::observed_op obs;
     detail::check(t.defined(), "mean: got an undefined tensor");
     detail::check(is_floating_point(t.type()), "mean(): could not infer output dtype. Input dtype must be either a "
@@ -5265,14 +5834,14 @@ namespace ops {
                                        detail::as_tensor(static_cast<double>(count), t.type()), t.type()),
                     "mean", {t}, {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
-/// Maximum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
-[[nodiscard]] inline Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+
+GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims, bool keepdim) {
     const detail::observed_op obs;
     return obs.done(detail::reduce("amax", kernels::reduce_op::amax, t, dims, keepdim), "amax", {t},
                     {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
-/// Minimum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
-[[nodiscard]] inline Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+
+GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims, bool keepdim) {
     const detail::observed_op obs;
     return obs.done(detail::reduce("amin", kernels::reduce_op::amin, t, dims, keepdim), "amin", {t},
                     {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
@@ -5280,6 +5849,8 @@ namespace ops {
 
 }  // namespace ops
 }  // namespace graft
+// ---- end graft/ops/impl/reduce.ipp
+#endif
 // ---- end graft/ops/reduce.hpp
 // ---- begin graft/ops/softmax.hpp
 // softmax and log_softmax along one dimension, numerically stable.
@@ -5287,7 +5858,29 @@ namespace ops {
 namespace graft {
 namespace detail {
 
-inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
+GRAFT_INLINE Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log);
+
+}  // namespace detail
+
+namespace ops {
+
+/// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
+/// row of only -inf gives NaN, as in PyTorch.
+[[nodiscard]] GRAFT_INLINE Tensor softmax(const Tensor& t, std::int64_t dim);
+/// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
+[[nodiscard]] GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim);
+
+}  // namespace ops
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/softmax.ipp
+// Definitions for graft/ops/softmax.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft {
+namespace detail {
+
+GRAFT_INLINE Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
     check(t.defined(), op, ": got an undefined tensor");
     check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
     const std::int64_t d = wrap_dim(op, dim, t.dim());
@@ -5310,20 +5903,20 @@ inline Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, boo
 
 namespace ops {
 
-/// exp(t) / sum(exp(t)) along `dim`; the row maximum is subtracted first. A
-/// row of only -inf gives NaN, as in PyTorch.
-[[nodiscard]] inline Tensor softmax(const Tensor& t, std::int64_t dim) {
+GRAFT_INLINE Tensor softmax(const Tensor& t, std::int64_t dim) {
     const detail::observed_op obs;
     return obs.done(detail::run_softmax("softmax", t, dim, false), "softmax", {t}, {{"dim", dim}});
 }
-/// log(softmax(t, dim)) computed as t - max - log(sum(exp(t - max))), without forming softmax.
-[[nodiscard]] inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
+
+GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim) {
     const detail::observed_op obs;
     return obs.done(detail::run_softmax("log_softmax", t, dim, true), "log_softmax", {t}, {{"dim", dim}});
 }
 
 }  // namespace ops
 }  // namespace graft
+// ---- end graft/ops/impl/softmax.ipp
+#endif
 // ---- end graft/ops/softmax.hpp
 // ---- begin graft/ops/table.hpp
 // The op table: one definition per elementwise op, read by every layer that
@@ -5615,7 +6208,6 @@ template <class Op>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -5757,10 +6349,10 @@ public:
     explicit Node(const char* name) : name_(name), sequence_nr_(detail::next_sequence_nr()++) {}
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
-    virtual ~Node() = default;
+    virtual ~Node();
 
     /// PyTorch's class name of the node, e.g. "MulBackward0" or "AccumulateGrad".
-    [[nodiscard]] std::string name() const { return name_; }
+    [[nodiscard]] std::string name() const;
     /// The same name without a copy (a static string).
     [[nodiscard]] const char* raw_name() const noexcept { return name_; }
     /// One edge per forward input; invalid edges (null function) for inputs that need no grad.
@@ -5768,10 +6360,7 @@ public:
     /// Creation order; the engine runs later nodes first.
     [[nodiscard]] std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
     /// Free-form per-node annotations users may read and write.
-    [[nodiscard]] std::map<std::string, std::any>& metadata() {
-        if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
-        return *metadata_;
-    }
+    [[nodiscard]] std::map<std::string, std::any>& metadata();
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
     [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
@@ -5779,44 +6368,30 @@ public:
     [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
 
     /// fn(grad_inputs, grad_outputs) after the node ran; a returned list replaces grad_inputs.
-    hook_handle register_hook(post_hook fn) { return detail::add_hook(hooks().post, std::move(fn)); }
+    hook_handle register_hook(post_hook fn);
     /// fn(grad_outputs) before the node runs; a returned list replaces grad_outputs.
-    hook_handle register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
+    hook_handle register_prehook(pre_hook fn);
 
     /// Runs the node; called by the engine.
-    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs) {
-        tensor_list copy = grad_outputs;
-        return apply(std::move(copy));
-    }
+    [[nodiscard]] tensor_list operator()(const tensor_list& grad_outputs);
     /// As above; `grad_outputs` may be left moved-from, or as it was (the engine reuses its memory).
     [[nodiscard]] tensor_list operator()(tensor_list&& grad_outputs) { return apply(std::move(grad_outputs)); }
     /// Frees saved tensors once backward no longer needs them.
-    virtual void release_variables() {}
+    virtual void release_variables();
     /// Short description of saved tensors, for to_dot.
-    [[nodiscard]] virtual std::vector<std::string> describe_saved() const { return {}; }
+    [[nodiscard]] virtual std::vector<std::string> describe_saved() const;
 
     // Graph construction (used by ops).
-    void add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
-    std::uint32_t add_output(const Tensor& t) {
-        output_meta_.push_back({t.sizes(), t.type()});
-        return static_cast<std::uint32_t>(output_meta_.size() - 1);
-    }
+    void add_next_edge(Edge e);
+    std::uint32_t add_output(const Tensor& t);
 
     // Hook storage read by the engine and by Tensor::register_hook / retain_grad.
     /// False while no hook of any kind was ever registered (the engine's fast path).
     [[nodiscard]] bool has_hooks() const noexcept { return hooks_ != nullptr; }
     detail::hook_list<pre_hook>& pre_hooks() { return hooks().pre; }
     detail::hook_list<post_hook>& post_hooks() { return hooks().post; }
-    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr) {
-        auto& h = hooks();
-        if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
-        return h.tensor.at(output_nr);
-    }
-    std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr) {
-        auto& h = hooks();
-        if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
-        return h.retain.at(output_nr);
-    }
+    detail::hook_list<tensor_hook>& tensor_pre_hooks(std::size_t output_nr);
+    std::weak_ptr<graft::detail::tensor_impl>& retain_grad_target(std::size_t output_nr);
     /// Serializes concurrent backward passes that share this node.
     std::mutex& mutex() noexcept { return mutex_; }
 
@@ -5831,10 +6406,7 @@ private:
         boost::container::small_vector<detail::hook_list<tensor_hook>, 1> tensor;
         boost::container::small_vector<std::weak_ptr<graft::detail::tensor_impl>, 1> retain;
     };
-    hook_storage& hooks() {
-        if (!hooks_) hooks_ = std::make_unique<hook_storage>();
-        return *hooks_;
-    }
+    hook_storage& hooks();
 
     const char* name_;
     std::uint64_t sequence_nr_;
@@ -5863,7 +6435,66 @@ struct autograd_meta {
 [[nodiscard]] inline autograd_meta* meta(const Tensor& t) noexcept {
     return t.defined() ? t.impl().autograd.get() : nullptr;
 }
-[[nodiscard]] inline autograd_meta& ensure_meta(const Tensor& t) {
+[[nodiscard]] GRAFT_INLINE autograd_meta& ensure_meta(const Tensor& t);
+
+}  // namespace detail
+}  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/node.ipp
+// Definitions for graft/autograd/node.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::autograd {
+
+GRAFT_INLINE Node::~Node() = default;
+
+GRAFT_INLINE std::string Node::name() const { return name_; }
+
+GRAFT_INLINE std::map<std::string, std::any>& Node::metadata() {
+    if (!metadata_) metadata_ = std::make_unique<std::map<std::string, std::any>>();  // rare: allocated on use
+    return *metadata_;
+}
+
+GRAFT_INLINE hook_handle Node::register_hook(post_hook fn) { return detail::add_hook(hooks().post, std::move(fn)); }
+
+GRAFT_INLINE hook_handle Node::register_prehook(pre_hook fn) { return detail::add_hook(hooks().pre, std::move(fn)); }
+
+GRAFT_INLINE tensor_list Node::operator()(const tensor_list& grad_outputs) {
+    tensor_list copy = grad_outputs;
+    return apply(std::move(copy));
+}
+
+GRAFT_INLINE void Node::release_variables() {}
+
+GRAFT_INLINE std::vector<std::string> Node::describe_saved() const { return {}; }
+
+GRAFT_INLINE void Node::add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
+
+GRAFT_INLINE std::uint32_t Node::add_output(const Tensor& t) {
+    output_meta_.push_back({t.sizes(), t.type()});
+    return static_cast<std::uint32_t>(output_meta_.size() - 1);
+}
+
+GRAFT_INLINE detail::hook_list<tensor_hook>& Node::tensor_pre_hooks(std::size_t output_nr) {
+    auto& h = hooks();
+    if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
+    return h.tensor.at(output_nr);
+}
+
+GRAFT_INLINE std::weak_ptr<graft::detail::tensor_impl>& Node::retain_grad_target(std::size_t output_nr) {
+    auto& h = hooks();
+    if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
+    return h.retain.at(output_nr);
+}
+
+GRAFT_INLINE Node::hook_storage& Node::hooks() {
+    if (!hooks_) hooks_ = std::make_unique<hook_storage>();
+    return *hooks_;
+}
+
+namespace detail {
+
+GRAFT_INLINE autograd_meta& ensure_meta(const Tensor& t) {
     (void)t.impl();  // throws on an undefined tensor
     auto& slot = t.impl_ptr()->autograd;
     if (!slot) slot = std::allocate_shared<autograd_meta>(graft::detail::pool_allocator<autograd_meta>{});
@@ -5872,6 +6503,8 @@ struct autograd_meta {
 
 }  // namespace detail
 }  // namespace graft::autograd
+// ---- end graft/autograd/impl/node.ipp
+#endif
 // ---- end graft/autograd/node.hpp
 // ---- begin graft/autograd/saved_variable.hpp
 // Tensors saved for backward: version-checked, freed after backward unless the
@@ -5879,7 +6512,6 @@ struct autograd_meta {
 #include <any>
 #include <cstdint>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -5893,11 +6525,8 @@ struct autograd_meta {
 // version its grad_fn was computed at. The logic that uses it (rebasing the
 // base's history onto CopySlices after an in-place op on a view, regenerating
 // a stale view's grad_fn) is in graft/autograd/view_tracking.hpp.
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
-#include <utility>
-#include <vector>
 
 
 namespace graft::autograd::detail {
@@ -5921,7 +6550,7 @@ struct view_meta {
 
 /// Recomputes a view's grad_fn when the shared version counter moved since it
 /// was set (defined in view_tracking.hpp).
-inline void refresh_view_grad_fn(const Tensor& view);
+GRAFT_INLINE void refresh_view_grad_fn(const Tensor& view);
 
 inline void refresh_if_view(const Tensor& t) {
     if (tracked_view(t) != nullptr) refresh_view_grad_fn(t);
@@ -5934,12 +6563,42 @@ struct strided_geometry {
     std::int64_t offset = 0;
 };
 
-[[nodiscard]] inline strided_geometry geometry_of(const Tensor& t) {
+[[nodiscard]] GRAFT_INLINE strided_geometry geometry_of(const Tensor& t);
+
+/// Largest element position reached relative to the offset, plus one (0 when empty).
+[[nodiscard]] GRAFT_INLINE std::int64_t storage_extent(const strided_geometry& g);
+
+/// True when no two elements of the geometry share a memory location.
+[[nodiscard]] GRAFT_INLINE bool is_non_overlapping(const strided_geometry& g);
+
+/// Non-overlapping and without holes: every position in [offset, offset + extent) is an element.
+[[nodiscard]] inline bool is_dense(const strided_geometry& g) {
+    return is_non_overlapping(g) && storage_extent(g) == graft::detail::numel_of(g.sizes);
+}
+
+/// True when every element of `view` is an element of the dense `base`.
+[[nodiscard]] inline bool lies_within(const strided_geometry& view, const strided_geometry& base) {
+    if (graft::detail::numel_of(view.sizes) == 0) return true;
+    return view.offset >= base.offset && view.offset + storage_extent(view) <= base.offset + storage_extent(base);
+}
+
+}  // namespace graft::autograd::detail
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/view_meta.ipp
+// Definitions for graft/autograd/view_meta.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace graft::autograd::detail {
+
+GRAFT_INLINE strided_geometry geometry_of(const Tensor& t) {
     return {t.sizes(), t.strides(), t.storage_offset()};
 }
 
-/// Largest element position reached relative to the offset, plus one (0 when empty).
-[[nodiscard]] inline std::int64_t storage_extent(const strided_geometry& g) {
+GRAFT_INLINE std::int64_t storage_extent(const strided_geometry& g) {
     std::int64_t hi = 0;
     for (std::size_t i = 0; i < g.sizes.size(); ++i) {
         if (g.sizes[i] == 0) return 0;
@@ -5948,8 +6607,7 @@ struct strided_geometry {
     return hi + 1;
 }
 
-/// True when no two elements of the geometry share a memory location.
-[[nodiscard]] inline bool is_non_overlapping(const strided_geometry& g) {
+GRAFT_INLINE bool is_non_overlapping(const strided_geometry& g) {
     std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size) of dims with size > 1
     for (std::size_t i = 0; i < g.sizes.size(); ++i) {
         if (g.sizes[i] == 0) return true;
@@ -5964,18 +6622,9 @@ struct strided_geometry {
     return true;
 }
 
-/// Non-overlapping and without holes: every position in [offset, offset + extent) is an element.
-[[nodiscard]] inline bool is_dense(const strided_geometry& g) {
-    return is_non_overlapping(g) && storage_extent(g) == graft::detail::numel_of(g.sizes);
-}
-
-/// True when every element of `view` is an element of the dense `base`.
-[[nodiscard]] inline bool lies_within(const strided_geometry& view, const strided_geometry& base) {
-    if (graft::detail::numel_of(view.sizes) == 0) return true;
-    return view.offset >= base.offset && view.offset + storage_extent(view) <= base.offset + storage_extent(base);
-}
-
 }  // namespace graft::autograd::detail
+// ---- end graft/autograd/impl/view_meta.ipp
+#endif
 // ---- end graft/autograd/view_meta.hpp
 
 namespace graft::autograd {
@@ -6004,11 +6653,7 @@ inline saved_hooks_state& saved_hooks() {
 /// Tensors saved by ops run inside a pack hook are saved without hooks.
 class saved_tensors_hooks {
 public:
-    saved_tensors_hooks(pack_hook pack, unpack_hook unpack) {
-        auto& st = detail::saved_hooks();
-        graft::detail::check(st.disabled.empty(), st.disabled.empty() ? std::string() : st.disabled.back());
-        st.stack.emplace_back(std::move(pack), std::move(unpack));
-    }
+    saved_tensors_hooks(pack_hook pack, unpack_hook unpack);
     saved_tensors_hooks(const saved_tensors_hooks&) = delete;
     saved_tensors_hooks& operator=(const saved_tensors_hooks&) = delete;
     ~saved_tensors_hooks() { detail::saved_hooks().stack.pop_back(); }
@@ -6021,12 +6666,7 @@ public:
 /// entering it while saved_tensors_hooks are active throws graft::error(message) too.
 class disable_saved_tensors_hooks {
 public:
-    explicit disable_saved_tensors_hooks(std::string message) {
-        auto& st = detail::saved_hooks();
-        // Disabling while hooks are installed is refused with the same message (as PyTorch does).
-        graft::detail::check(st.stack.empty(), message);
-        st.disabled.push_back(std::move(message));
-    }
+    explicit disable_saved_tensors_hooks(std::string message);
     disable_saved_tensors_hooks(const disable_saved_tensors_hooks&) = delete;
     disable_saved_tensors_hooks& operator=(const disable_saved_tensors_hooks&) = delete;
     ~disable_saved_tensors_hooks() { detail::saved_hooks().disabled.pop_back(); }
@@ -6057,20 +6697,7 @@ struct mutation_context {
     std::size_t tracked = 0, sweep_at = 1024;
 
     /// Registers a saved entry; now and then forgets entries whose graph was freed.
-    void add(const void* storage_key, const std::shared_ptr<mutation_entry>& e) {
-        by_storage[storage_key].push_back(e);
-        if (++tracked < sweep_at) return;
-        tracked = 0;
-        for (auto it = by_storage.begin(); it != by_storage.end();) {
-            auto& v = it->second;
-            std::erase_if(v, [](const auto& w) { return w.expired(); });
-            tracked += v.size();
-            it = v.empty() ? by_storage.erase(it) : std::next(it);
-        }
-        std::erase_if(cloned, [](const auto& w) { return w.expired(); });
-        tracked += cloned.size();
-        sweep_at = 2 * tracked + 1024;
-    }
+    void add(const void* storage_key, const std::shared_ptr<mutation_entry>& e);
 };
 
 /// The context active on this thread (null outside allow_mutation_on_saved_tensors).
@@ -6080,200 +6707,31 @@ inline std::shared_ptr<mutation_context>& active_mutation_context() {
 }
 
 /// A copy of `t`'s values that keeps `t`'s place in the graph (grad_fn / leaf accumulator).
-[[nodiscard]] inline Tensor clone_keeping_history(const Tensor& t) {
-    Tensor c = graft::detail::raw::clone(t);
-    if (const auto* m = meta(t)) {
-        auto& cm = ensure_meta(c);
-        cm.requires_grad = m->requires_grad;
-        cm.grad_fn = m->grad_fn;
-        cm.output_nr = m->output_nr;
-        cm.grad_accumulator = m->grad_accumulator;
-    }
-    return c;
-}
+[[nodiscard]] GRAFT_INLINE Tensor clone_keeping_history(const Tensor& t);
 
 /// Called by every in-place op before it writes `self`: inside
 /// allow_mutation_on_saved_tensors, each saved tensor sharing self's storage is
 /// replaced by a clone of its current value, so backward sees the value as saved.
-inline void notify_inplace(const Tensor& self) {
-    const auto& ctx = active_mutation_context();
-    if (!ctx) return;
-    std::lock_guard lock(ctx->mutex);
-    auto it = ctx->by_storage.find(self.impl().data.get());
-    if (it == ctx->by_storage.end()) return;
-    for (const auto& weak : it->second) {
-        auto e = weak.lock();
-        if (!e || e->cloned) continue;
-        // Already modified behind our back (e.g. by a raw write): leave it, unpack reports it.
-        if (e->version_source._version() != e->saved_version) continue;
-        e->data = clone_keeping_history(e->data);
-        e->version_source = e->data;
-        e->saved_version = e->data._version();
-        e->cloned = true;
-        ctx->cloned.push_back(e);
-    }
-    ctx->by_storage.erase(it);  // every live entry is now a private clone
-}
+GRAFT_INLINE void notify_inplace(const Tensor& self);
 
 /// A tensor saved by a node. Outputs of the node itself are stored without their
 /// grad_fn (that would be a reference cycle) and re-attached on unpack.
 class saved_variable {
 public:
     saved_variable() = default;
-    saved_variable(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
-        if (!defined_) return;
-        if (!is_output) refresh_if_view(t);  // a stale view's grad_fn is regenerated first
-        saved_version_ = t._version();
-        sizes_ = t.sizes();
-        type_ = t.type();
-        if (const auto* m = meta(t)) {
-            output_nr_ = m->output_nr;
-            if (m->grad_fn) grad_fn_name_ = m->grad_fn->raw_name();
-        }
-        auto& hooks = saved_hooks();
-        if (!hooks.stack.empty() && hooks.packing == 0) {
-            hooked_ = std::make_unique<hooked_state>();
-            hooked_->unpack = hooks.stack.back().second;
-            {
-                // Ops inside the pack hook (say t * 2) may save tensors themselves; those are
-                // saved plainly, or packing would recurse forever.
-                struct packing_scope {
-                    int& depth;
-                    explicit packing_scope(int& d) : depth(d) { ++depth; }
-                    ~packing_scope() { --depth; }
-                } scope(hooks.packing);
-                hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
-            }
-            // Remember where t sits in the graph, so the unpacked tensor can be re-attached
-            // (double backward through a saved input works with hooks too).
-            if (const auto* m = meta(t); m && !is_output) {
-                hooked_->requires_grad = m->requires_grad || m->grad_fn;
-                hooked_->grad_fn = m->grad_fn;
-                if (!m->grad_fn && m->requires_grad) hooked_->grad_acc = m->grad_accumulator.lock();
-            }
-            return;
-        }
-        // Outputs: keep storage and version counter but not the autograd metadata.
-        data_ = is_output ? graft::detail::raw::alias(t) : t;
-        if (!is_output && tracked_view(t) != nullptr) {
-            // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
-            // node, that is a reference cycle. Keep an alias with the view's autograd state
-            // (its history at save time) and version counter, but not the base.
-            data_ = graft::detail::raw::alias(t);
-            data_.impl_ptr()->autograd = t.impl().autograd;
-        }
-        version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
-        if (const auto& ctx = active_mutation_context()) {
-            // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
-            entry_ = std::make_shared<mutation_entry>();
-            entry_->data = std::move(data_);
-            entry_->version_source = std::move(version_source_);
-            entry_->saved_version = saved_version_;
-            entry_->context = ctx;
-            data_ = Tensor{};
-            version_source_ = Tensor{};
-            std::lock_guard lock(ctx->mutex);
-            ctx->add(t.impl().data.get(), entry_);
-        }
-    }
+    saved_variable(const Tensor& t, bool is_output);
 
     /// The saved tensor; `owner` is the node that saved it (re-attached as grad_fn of saved outputs).
-    [[nodiscard]] Tensor unpack(const std::shared_ptr<Node>& owner) const {
-        if (!defined_) return {};
-        graft::detail::check(!released_,
-                             "Trying to backward through the graph a second time (or directly access saved tensors "
-                             "after they have already been freed). Saved intermediate values of the graph are freed "
-                             "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
-                             "backward through the graph a second time or if you need to access saved tensors after "
-                             "calling backward.");
-        Tensor value;
-        if (hooked_) {
-            value = hooked_->unpack(hooked_->packed);
-            graft::detail::check(value.defined(), "Output of saved tensor unpack_hook expected to be a Tensor, but "
-                                 "the unpack hook returned an undefined tensor");
-            graft::detail::check(value.sizes() == sizes_ && value.type() == type_, "saved_tensors_hooks: the unpack "
-                                 "hook returned a tensor of shape ", graft::detail::to_string(value.sizes()), " and "
-                                 "dtype ", name(value.type()), ", but the saved tensor had shape ",
-                                 graft::detail::to_string(sizes_), " and dtype ", name(type_));
-            if (hooked_->requires_grad) {
-                // Re-attach the unpacked value where the original was (no version counter sharing).
-                value = graft::detail::raw::alias(value);
-                auto& m = ensure_meta(value);
-                m.grad_fn = hooked_->grad_fn;
-                m.output_nr = output_nr_;
-                m.requires_grad = !hooked_->grad_fn;
-                if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
-            }
-        } else {
-            Tensor data = data_, version_source = version_source_;
-            std::uint64_t saved_version = saved_version_;
-            if (entry_) {
-                std::lock_guard lock(entry_->context->mutex);
-                graft::detail::check(entry_->context->alive, "Trying to backward outside of the "
-                                     "'allow_mutation_on_saved_tensors' context in which the graph was originally "
-                                     "recorded.");
-                data = entry_->data;
-                version_source = entry_->version_source;
-                saved_version = entry_->saved_version;
-            }
-            const std::uint64_t now = version_source._version();
-            if (now != saved_version) {
-                std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
-                if (grad_fn_name_ != nullptr || is_output_)
-                    desc += graft::detail::concat(", which is output ", output_nr_, " of ",
-                                                  is_output_ && owner ? owner->name()
-                                                  : grad_fn_name_ ? std::string(grad_fn_name_) : std::string(),
-                                                  ",");
-                graft::detail::fail(graft::detail::concat(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    "operation: ", desc, " is at version ", now, "; expected version ", saved_version,
-                    " instead. Hint: the tensor was saved for backward and then changed in place; clone it "
-                    "before the in-place change, or use autograd::allow_mutation_on_saved_tensors."));
-            }
-            value = data;
-        }
-        if (is_output_ && owner) {
-            // Reattach to the graph so double backward flows through the node that produced it.
-            value = graft::detail::raw::alias(value);
-            auto& m = ensure_meta(value);
-            m.grad_fn = owner;
-            m.output_nr = output_nr_;
-        }
-        return value;
-    }
+    [[nodiscard]] Tensor unpack(const std::shared_ptr<Node>& owner) const;
 
-    void release() noexcept {
-        data_ = Tensor{};
-        version_source_ = Tensor{};
-        if (hooked_) hooked_->packed.reset();
-        entry_.reset();
-        released_ = true;
-    }
+    void release() noexcept;
     [[nodiscard]] bool defined() const noexcept { return defined_; }
     [[nodiscard]] const int_list& sizes() const noexcept { return sizes_; }
     [[nodiscard]] dtype type() const noexcept { return type_; }
     /// The saved tensor as stored (no version check); for tools such as allow_mutation_on_saved_tensors.
-    [[nodiscard]] Tensor stored() const {
-        if (entry_) {
-            std::lock_guard lock(entry_->context->mutex);
-            return entry_->data;
-        }
-        return data_;
-    }
+    [[nodiscard]] Tensor stored() const;
     /// Makes `t` the saved value (its current version becomes the expected one).
-    void replace_stored(const Tensor& t) {
-        if (entry_) {
-            std::lock_guard lock(entry_->context->mutex);
-            entry_->data = t;
-            entry_->version_source = t;
-            entry_->saved_version = t._version();
-            entry_->cloned = true;
-            return;
-        }
-        data_ = t;
-        version_source_ = t;
-        saved_version_ = t._version();
-    }
+    void replace_stored(const Tensor& t);
 
 private:
     /// What a tensor saved through saved_tensors_hooks keeps (rare: allocated only then,
@@ -6302,10 +6760,237 @@ private:
 
 }  // namespace detail
 }  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/saved_variable.ipp
+// Definitions for graft/autograd/saved_variable.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <iterator>
+
+namespace graft::autograd {
+
+GRAFT_INLINE saved_tensors_hooks::saved_tensors_hooks(pack_hook pack, unpack_hook unpack) {
+    auto& st = detail::saved_hooks();
+    graft::detail::check(st.disabled.empty(), st.disabled.empty() ? std::string() : st.disabled.back());
+    st.stack.emplace_back(std::move(pack), std::move(unpack));
+}
+
+GRAFT_INLINE disable_saved_tensors_hooks::disable_saved_tensors_hooks(std::string message) {
+    auto& st = detail::saved_hooks();
+    // Disabling while hooks are installed is refused with the same message (as PyTorch does).
+    graft::detail::check(st.stack.empty(), message);
+    st.disabled.push_back(std::move(message));
+}
+
+namespace detail {
+
+GRAFT_INLINE void mutation_context::add(const void* storage_key, const std::shared_ptr<mutation_entry>& e) {
+    by_storage[storage_key].push_back(e);
+    if (++tracked < sweep_at) return;
+    tracked = 0;
+    for (auto it = by_storage.begin(); it != by_storage.end();) {
+        auto& v = it->second;
+        std::erase_if(v, [](const auto& w) { return w.expired(); });
+        tracked += v.size();
+        it = v.empty() ? by_storage.erase(it) : std::next(it);
+    }
+    std::erase_if(cloned, [](const auto& w) { return w.expired(); });
+    tracked += cloned.size();
+    sweep_at = 2 * tracked + 1024;
+}
+
+GRAFT_INLINE Tensor clone_keeping_history(const Tensor& t) {
+    Tensor c = graft::detail::raw::clone(t);
+    if (const auto* m = meta(t)) {
+        auto& cm = ensure_meta(c);
+        cm.requires_grad = m->requires_grad;
+        cm.grad_fn = m->grad_fn;
+        cm.output_nr = m->output_nr;
+        cm.grad_accumulator = m->grad_accumulator;
+    }
+    return c;
+}
+
+GRAFT_INLINE void notify_inplace(const Tensor& self) {
+    const auto& ctx = active_mutation_context();
+    if (!ctx) return;
+    std::lock_guard lock(ctx->mutex);
+    auto it = ctx->by_storage.find(self.impl().data.get());
+    if (it == ctx->by_storage.end()) return;
+    for (const auto& weak : it->second) {
+        auto e = weak.lock();
+        if (!e || e->cloned) continue;
+        // Already modified behind our back (e.g. by a raw write): leave it, unpack reports it.
+        if (e->version_source._version() != e->saved_version) continue;
+        e->data = clone_keeping_history(e->data);
+        e->version_source = e->data;
+        e->saved_version = e->data._version();
+        e->cloned = true;
+        ctx->cloned.push_back(e);
+    }
+    ctx->by_storage.erase(it);  // every live entry is now a private clone
+}
+
+GRAFT_INLINE saved_variable::saved_variable(const Tensor& t, bool is_output)
+    : defined_(t.defined()), is_output_(is_output) {
+    if (!defined_) return;
+    if (!is_output) refresh_if_view(t);  // a stale view's grad_fn is regenerated first
+    saved_version_ = t._version();
+    sizes_ = t.sizes();
+    type_ = t.type();
+    if (const auto* m = meta(t)) {
+        output_nr_ = m->output_nr;
+        if (m->grad_fn) grad_fn_name_ = m->grad_fn->raw_name();
+    }
+    auto& hooks = saved_hooks();
+    if (!hooks.stack.empty() && hooks.packing == 0) {
+        hooked_ = std::make_unique<hooked_state>();
+        hooked_->unpack = hooks.stack.back().second;
+        {
+            // Ops inside the pack hook (say t * 2) may save tensors themselves; those are
+            // saved plainly, or packing would recurse forever.
+            struct packing_scope {
+                int& depth;
+                explicit packing_scope(int& d) : depth(d) { ++depth; }
+                ~packing_scope() { --depth; }
+            } scope(hooks.packing);
+            hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
+        }
+        // Remember where t sits in the graph, so the unpacked tensor can be re-attached
+        // (double backward through a saved input works with hooks too).
+        if (const auto* m = meta(t); m && !is_output) {
+            hooked_->requires_grad = m->requires_grad || m->grad_fn;
+            hooked_->grad_fn = m->grad_fn;
+            if (!m->grad_fn && m->requires_grad) hooked_->grad_acc = m->grad_accumulator.lock();
+        }
+        return;
+    }
+    // Outputs: keep storage and version counter but not the autograd metadata.
+    data_ = is_output ? graft::detail::raw::alias(t) : t;
+    if (!is_output && tracked_view(t) != nullptr) {
+        // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
+        // node, that is a reference cycle. Keep an alias with the view's autograd state
+        // (its history at save time) and version counter, but not the base.
+        data_ = graft::detail::raw::alias(t);
+        data_.impl_ptr()->autograd = t.impl().autograd;
+    }
+    version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
+    if (const auto& ctx = active_mutation_context()) {
+        // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
+        entry_ = std::make_shared<mutation_entry>();
+        entry_->data = std::move(data_);
+        entry_->version_source = std::move(version_source_);
+        entry_->saved_version = saved_version_;
+        entry_->context = ctx;
+        data_ = Tensor{};
+        version_source_ = Tensor{};
+        std::lock_guard lock(ctx->mutex);
+        ctx->add(t.impl().data.get(), entry_);
+    }
+}
+
+GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) const {
+    if (!defined_) return {};
+    graft::detail::check(!released_,
+                         "Trying to backward through the graph a second time (or directly access saved tensors "
+                         "after they have already been freed). Saved intermediate values of the graph are freed "
+                         "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
+                         "backward through the graph a second time or if you need to access saved tensors after "
+                         "calling backward.");
+    Tensor value;
+    if (hooked_) {
+        value = hooked_->unpack(hooked_->packed);
+        graft::detail::check(value.defined(), "Output of saved tensor unpack_hook expected to be a Tensor, but "
+                             "the unpack hook returned an undefined tensor");
+        graft::detail::check(value.sizes() == sizes_ && value.type() == type_, "saved_tensors_hooks: the unpack "
+                             "hook returned a tensor of shape ", graft::detail::to_string(value.sizes()), " and "
+                             "dtype ", name(value.type()), ", but the saved tensor had shape ",
+                             graft::detail::to_string(sizes_), " and dtype ", name(type_));
+        if (hooked_->requires_grad) {
+            // Re-attach the unpacked value where the original was (no version counter sharing).
+            value = graft::detail::raw::alias(value);
+            auto& m = ensure_meta(value);
+            m.grad_fn = hooked_->grad_fn;
+            m.output_nr = output_nr_;
+            m.requires_grad = !hooked_->grad_fn;
+            if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
+        }
+    } else {
+        Tensor data = data_, version_source = version_source_;
+        std::uint64_t saved_version = saved_version_;
+        if (entry_) {
+            std::lock_guard lock(entry_->context->mutex);
+            graft::detail::check(entry_->context->alive, "Trying to backward outside of the "
+                                 "'allow_mutation_on_saved_tensors' context in which the graph was originally "
+                                 "recorded.");
+            data = entry_->data;
+            version_source = entry_->version_source;
+            saved_version = entry_->saved_version;
+        }
+        const std::uint64_t now = version_source._version();
+        if (now != saved_version) {
+            std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
+            if (grad_fn_name_ != nullptr || is_output_)
+                desc += graft::detail::concat(", which is output ", output_nr_, " of ",
+                                              is_output_ && owner ? owner->name()
+                                              : grad_fn_name_ ? std::string(grad_fn_name_) : std::string(),
+                                              ",");
+            graft::detail::fail(graft::detail::concat(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                "operation: ", desc, " is at version ", now, "; expected version ", saved_version,
+                " instead. Hint: the tensor was saved for backward and then changed in place; clone it "
+                "before the in-place change, or use autograd::allow_mutation_on_saved_tensors."));
+        }
+        value = data;
+    }
+    if (is_output_ && owner) {
+        // Reattach to the graph so double backward flows through the node that produced it.
+        value = graft::detail::raw::alias(value);
+        auto& m = ensure_meta(value);
+        m.grad_fn = owner;
+        m.output_nr = output_nr_;
+    }
+    return value;
+}
+
+GRAFT_INLINE void saved_variable::release() noexcept {
+    data_ = Tensor{};
+    version_source_ = Tensor{};
+    if (hooked_) hooked_->packed.reset();
+    entry_.reset();
+    released_ = true;
+}
+
+GRAFT_INLINE Tensor saved_variable::stored() const {
+    if (entry_) {
+        std::lock_guard lock(entry_->context->mutex);
+        return entry_->data;
+    }
+    return data_;
+}
+
+GRAFT_INLINE void saved_variable::replace_stored(const Tensor& t) {
+    if (entry_) {
+        std::lock_guard lock(entry_->context->mutex);
+        entry_->data = t;
+        entry_->version_source = t;
+        entry_->saved_version = t._version();
+        entry_->cloned = true;
+        return;
+    }
+    data_ = t;
+    version_source_ = t;
+    saved_version_ = t._version();
+}
+
+}  // namespace detail
+}  // namespace graft::autograd
+// ---- end graft/autograd/impl/saved_variable.ipp
+#endif
 // ---- end graft/autograd/saved_variable.hpp
 
 namespace graft {
-inline Tensor sum_to_size(const Tensor& g, const int_list& sizes);
+GRAFT_INLINE Tensor sum_to_size(const Tensor& g, const int_list& sizes);
 }  // namespace graft
 
 namespace graft::autograd {
@@ -6313,10 +6998,7 @@ namespace graft::autograd {
 /// Accumulates gradients into a leaf's .grad (torch's AccumulateGrad).
 class AccumulateGrad final : public Node {
 public:
-    explicit AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
-        is_accumulate_grad_ = true;
-        add_output(leaf_);
-    }
+    explicit AccumulateGrad(Tensor leaf);
     [[nodiscard]] const Tensor& variable() const noexcept { return leaf_; }
 
 protected:
@@ -6377,26 +7059,19 @@ public:
     explicit function_node(const char* name) : Node(name) {}
 
     /// Saves tensors for backward; `is_output` marks outputs of this node.
-    void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+    void save(const Tensor& t, bool is_output = false);
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
-    [[nodiscard]] Tensor saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+    [[nodiscard]] Tensor saved(std::size_t i);
     /// True when the i-th forward input needs a gradient.
     [[nodiscard]] bool needs_input_grad(std::size_t i) const { return next_functions().at(i).valid(); }
-    void release_variables() override {
-        for (auto& s : saved_) s.release();
-    }
-    [[nodiscard]] std::vector<std::string> describe_saved() const override {
-        std::vector<std::string> out;
-        for (const auto& s : saved_)
-            if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), s.sizes()));
-        return out;
-    }
+    void release_variables() override;
+    [[nodiscard]] std::vector<std::string> describe_saved() const override;
     [[nodiscard]] auto& saved_variables() noexcept { return saved_; }
 
     detail::backward_callable backward;
 
 protected:
-    tensor_list apply(tensor_list&& grads) override { return backward(*this, grads); }
+    tensor_list apply(tensor_list&& grads) override;
 
 private:
     boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
@@ -6412,57 +7087,20 @@ namespace detail {
 }
 
 /// The leaf's accumulator, created on first use and held weakly by the leaf.
-[[nodiscard]] inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
-    auto& m = ensure_meta(leaf);
-    std::lock_guard lock(m.mutex);
-    if (auto acc = m.grad_accumulator.lock()) return acc;
-    auto acc = std::make_shared<AccumulateGrad>(leaf);
-    m.grad_accumulator = acc;
-    return acc;
-}
+[[nodiscard]] GRAFT_INLINE std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
 
 /// Where gradients for `t` flow: its grad_fn, its accumulator, or nowhere.
-[[nodiscard]] inline Edge gradient_edge(const Tensor& t) {
-    refresh_if_view(t);
-    auto* m = meta(t);
-    if (!m) return {};
-    if (m->grad_fn) return {m->grad_fn, m->output_nr};
-    if (m->requires_grad) return {grad_accumulator(t), 0};
-    return {};
-}
+[[nodiscard]] GRAFT_INLINE Edge gradient_edge(const Tensor& t);
 
 /// The tensor hooks that run on gradients flowing into `node`'s slot.
-[[nodiscard]] inline hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot) {
-    if (node.is_accumulate_grad()) {
-        auto* m = meta(static_cast<AccumulateGrad&>(node).variable());
-        return m ? &m->leaf_hooks : nullptr;
-    }
-    return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
-}
+[[nodiscard]] GRAFT_INLINE hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot);
 
 /// Adds `b` to `a` (undefined means zero).
-[[nodiscard]] inline Tensor accumulate(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b);
 
 /// Casts and checks a gradient against the slot it flows into.
-[[nodiscard]] inline Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
-                                          const input_metadata& expected) {
-    Tensor g = grad;
-    if (g.sizes() != expected.sizes) {
-        // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
-        bool expandable = true;
-        try {
-            expandable = broadcast_shapes(expected.sizes, g.sizes()) == g.sizes();
-        } catch (const error&) {
-            expandable = false;
-        }
-        graft::detail::check(expandable, "Function ", producer.name(), " returned an invalid gradient at index ",
-                             index, " - got ", g.sizes(),
-                             " but expected shape compatible with ", expected.sizes);
-        g = sum_to_size(g, expected.sizes);
-    }
-    if (g.type() != expected.type) g = g.to(expected.type);
-    return g;
-}
+[[nodiscard]] GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+                                                const input_metadata& expected);
 
 /// Per-node state of one backward pass.
 struct node_state {
@@ -6476,47 +7114,12 @@ struct node_state {
 /// no allocation per node (std::unordered_map allocates one per entry).
 class node_table {
 public:
-    node_table() {
-        // Reuse the arrays of this thread's previous pass (one rehash-free table per thread;
-        // a nested pass, e.g. backward inside a hook, gets fresh arrays).
-        auto& spare = spare_arrays();
-        if (!spare.keys.empty()) {
-            keys_.swap(spare.keys);
-            values_.swap(spare.values);
-            mask_ = keys_.size() - 1;
-        } else {
-            rehash(64);
-        }
-    }
+    node_table();
     node_table(const node_table&) = delete;
     node_table& operator=(const node_table&) = delete;
-    ~node_table() {
-        // Release the pass's references now (as destroying the arrays would), then keep
-        // the emptied arrays for the next pass when they are not too large.
-        for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
-            if (keys_[i] != nullptr) {
-                keys_[i] = nullptr;
-                values_[i] = node_state{};
-                --count_;
-            }
-        auto& spare = spare_arrays();
-        if (keys_.size() <= max_spare && spare.keys.empty()) {
-            spare.keys.swap(keys_);
-            spare.values.swap(values_);
-        }
-    }
+    ~node_table();
     /// The state of `n`, created empty when absent; `fresh` tells which.
-    node_state& get(Node* n, bool* fresh = nullptr) {
-        if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
-        std::size_t i = slot_of(n);
-        while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
-        if (fresh) *fresh = keys_[i] == nullptr;
-        if (keys_[i] == nullptr) {
-            keys_[i] = n;
-            ++count_;
-        }
-        return values_[i];
-    }
+    node_state& get(Node* n, bool* fresh = nullptr);
     /// The state of a node already entered (see get).
     [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
     [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
@@ -6528,27 +7131,14 @@ public:
 
 private:
     /// The slot holding `n`, or the empty slot where it would go.
-    [[nodiscard]] std::size_t index_of(const Node* n) const noexcept {
-        std::size_t i = slot_of(n);
-        while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
-        return i;
-    }
+    [[nodiscard]] std::size_t index_of(const Node* n) const noexcept;
     [[nodiscard]] std::size_t slot_of(const Node* n) const noexcept {
         auto h = reinterpret_cast<std::uintptr_t>(n);
         h ^= h >> 17;
         h *= 0x9E3779B97F4A7C15ull;
         return static_cast<std::size_t>(h >> 7) & mask_;
     }
-    void rehash(std::size_t capacity) {
-        std::vector<Node*> old_keys(capacity, nullptr);
-        std::vector<node_state> old_values(capacity);
-        old_keys.swap(keys_);
-        old_values.swap(values_);
-        mask_ = capacity - 1;
-        count_ = 0;
-        for (std::size_t i = 0; i < old_keys.size(); ++i)
-            if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
-    }
+    void rehash(std::size_t capacity);
 
     static constexpr std::size_t max_spare = 4096;
     struct arrays {
@@ -6601,7 +7191,182 @@ inline std::mutex& logger_mutex() {
     return m;
 }
 
-inline void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
+GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots);
+
+/// Marks the nodes on some path to a capture target (PyTorch's exec_info).
+GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets);
+
+GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
+                                const Tensor& grad);
+
+/// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
+GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph);
+
+/// Keeps the memory of a gradient vector for a later node's buffer (saves an allocation per node).
+GRAFT_INLINE void recycle(graph_task& task, tensor_list&& list);
+
+GRAFT_INLINE void execute(graph_task& task);
+
+/// Shared implementation of Tensor::backward and autograd::grad.
+GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool keep_graph,
+                                      bool create_graph, const std::vector<Edge>& inputs, bool accumulate_grad,
+                                      bool allow_unused);
+
+}  // namespace detail
+
+/// Logs every node the engine runs (name and gradient shapes) to `os`, until
+/// called again with nullptr. Process-wide; thread-safe.
+GRAFT_INLINE void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn);
+
+/// Inside a backward pass (e.g. from a hook): true when the engine will run `node`
+/// in the current pass (torch's _will_engine_execute_node). Throws outside backward.
+[[nodiscard]] GRAFT_INLINE bool will_engine_execute_node(const Node& node);
+
+/// Identifies the backward pass running on this thread (0 outside backward).
+[[nodiscard]] inline std::uint64_t current_graph_task_id() noexcept {
+    const auto* task = detail::current_task();
+    return task ? task->id : 0;
+}
+
+}  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/engine.ipp
+// Definitions for graft/autograd/engine.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <queue>
+
+namespace graft::autograd {
+
+GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
+    is_accumulate_grad_ = true;
+    add_output(leaf_);
+}
+
+GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+
+GRAFT_INLINE Tensor function_node::saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+
+GRAFT_INLINE void function_node::release_variables() {
+    for (auto& s : saved_) s.release();
+}
+
+GRAFT_INLINE std::vector<std::string> function_node::describe_saved() const {
+    std::vector<std::string> out;
+    for (const auto& s : saved_)
+        if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), s.sizes()));
+    return out;
+}
+
+GRAFT_INLINE tensor_list function_node::apply(tensor_list&& grads) { return backward(*this, grads); }
+
+namespace detail {
+
+GRAFT_INLINE std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+    auto& m = ensure_meta(leaf);
+    std::lock_guard lock(m.mutex);
+    if (auto acc = m.grad_accumulator.lock()) return acc;
+    auto acc = std::make_shared<AccumulateGrad>(leaf);
+    m.grad_accumulator = acc;
+    return acc;
+}
+
+GRAFT_INLINE Edge gradient_edge(const Tensor& t) {
+    refresh_if_view(t);
+    auto* m = meta(t);
+    if (!m) return {};
+    if (m->grad_fn) return {m->grad_fn, m->output_nr};
+    if (m->requires_grad) return {grad_accumulator(t), 0};
+    return {};
+}
+
+GRAFT_INLINE hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slot) {
+    if (node.is_accumulate_grad()) {
+        auto* m = meta(static_cast<AccumulateGrad&>(node).variable());
+        return m ? &m->leaf_hooks : nullptr;
+    }
+    return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
+}
+
+GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+                                  const input_metadata& expected) {
+    Tensor g = grad;
+    if (g.sizes() != expected.sizes) {
+        // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
+        bool expandable = true;
+        try {
+            expandable = broadcast_shapes(expected.sizes, g.sizes()) == g.sizes();
+        } catch (const error&) {
+            expandable = false;
+        }
+        graft::detail::check(expandable, "Function ", producer.name(), " returned an invalid gradient at index ",
+                             index, " - got ", g.sizes(),
+                             " but expected shape compatible with ", expected.sizes);
+        g = sum_to_size(g, expected.sizes);
+    }
+    if (g.type() != expected.type) g = g.to(expected.type);
+    return g;
+}
+
+GRAFT_INLINE node_table::node_table() {
+    // Reuse the arrays of this thread's previous pass (one rehash-free table per thread;
+    // a nested pass, e.g. backward inside a hook, gets fresh arrays).
+    auto& spare = spare_arrays();
+    if (!spare.keys.empty()) {
+        keys_.swap(spare.keys);
+        values_.swap(spare.values);
+        mask_ = keys_.size() - 1;
+    } else {
+        rehash(64);
+    }
+}
+
+GRAFT_INLINE node_table::~node_table() {
+    // Release the pass's references now (as destroying the arrays would), then keep
+    // the emptied arrays for the next pass when they are not too large.
+    for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
+        if (keys_[i] != nullptr) {
+            keys_[i] = nullptr;
+            values_[i] = node_state{};
+            --count_;
+        }
+    auto& spare = spare_arrays();
+    if (keys_.size() <= max_spare && spare.keys.empty()) {
+        spare.keys.swap(keys_);
+        spare.values.swap(values_);
+    }
+}
+
+GRAFT_INLINE node_state& node_table::get(Node* n, bool* fresh) {
+    if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
+    std::size_t i = slot_of(n);
+    while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
+    if (fresh) *fresh = keys_[i] == nullptr;
+    if (keys_[i] == nullptr) {
+        keys_[i] = n;
+        ++count_;
+    }
+    return values_[i];
+}
+
+GRAFT_INLINE std::size_t node_table::index_of(const Node* n) const noexcept {
+    std::size_t i = slot_of(n);
+    while (keys_[i] != nullptr && keys_[i] != n) i = (i + 1) & mask_;
+    return i;
+}
+
+GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
+    std::vector<Node*> old_keys(capacity, nullptr);
+    std::vector<node_state> old_values(capacity);
+    old_keys.swap(keys_);
+    old_values.swap(values_);
+    mask_ = capacity - 1;
+    count_ = 0;
+    for (std::size_t i = 0; i < old_keys.size(); ++i)
+        if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
+}
+
+GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
     std::vector<Node*> stack;
     auto visit = [&](const std::shared_ptr<Node>& fn) {
         bool fresh = false;
@@ -6622,8 +7387,7 @@ inline void compute_dependencies(graph_task& task, const std::vector<Edge>& root
     }
 }
 
-/// Marks the nodes on some path to a capture target (PyTorch's exec_info).
-inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
+GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
     std::unordered_map<Node*, int> state;  // 0 unknown, 1 visiting, 2 done
     std::function<bool(Node*)> visit = [&](Node* n) -> bool {
         auto& s = state[n];
@@ -6644,8 +7408,8 @@ inline void compute_needed(graph_task& task, const std::vector<Edge>& roots, boo
         if (e.valid()) visit(e.function.get());
 }
 
-inline void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
-                          const Tensor& grad) {
+GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
+                                const Tensor& grad) {
     if (st.buffer.size() < target.num_outputs()) {
         if (st.buffer.capacity() == 0 && !task.spare_lists.empty()) {
             st.buffer = std::move(task.spare_lists.back());
@@ -6657,8 +7421,7 @@ inline void add_to_buffer(graph_task& task, node_state& st, const Node& target, 
     st.has_gradient = true;
 }
 
-/// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
-inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
+GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
     if (!grad.defined()) return grad;
     if (auto* hooks = tensor_hooks_of(node, slot); hooks && !hooks->empty()) {
         const auto snapshot = *hooks;
@@ -6679,14 +7442,13 @@ inline Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool c
     return grad;
 }
 
-/// Keeps the memory of a gradient vector for a later node's buffer (saves an allocation per node).
-inline void recycle(graph_task& task, tensor_list&& list) {
+GRAFT_INLINE void recycle(graph_task& task, tensor_list&& list) {
     if (list.capacity() == 0 || task.spare_lists.size() >= 8) return;
     list.clear();
     task.spare_lists.push_back(std::move(list));
 }
 
-inline void execute(graph_task& task) {
+GRAFT_INLINE void execute(graph_task& task) {
     auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
         return a->sequence_nr() < b->sequence_nr();
     };
@@ -6761,10 +7523,9 @@ inline void execute(graph_task& task) {
     }
 }
 
-/// Shared implementation of Tensor::backward and autograd::grad.
-inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool keep_graph,
-                                bool create_graph, const std::vector<Edge>& inputs, bool accumulate_grad,
-                                bool allow_unused) {
+GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool keep_graph,
+                                      bool create_graph, const std::vector<Edge>& inputs, bool accumulate_grad,
+                                      bool allow_unused) {
     graft::detail::check(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
                          grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
     graph_task task;
@@ -6822,16 +7583,12 @@ inline tensor_list run_backward(const tensor_list& outputs, const tensor_list& g
 
 }  // namespace detail
 
-/// Logs every node the engine runs (name and gradient shapes) to `os`, until
-/// called again with nullptr. Process-wide; thread-safe.
-inline void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
+GRAFT_INLINE void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
     std::lock_guard lock(detail::logger_mutex());
     detail::logger_slot() = fn ? std::make_shared<detail::node_logger>(std::move(fn)) : nullptr;
 }
 
-/// Inside a backward pass (e.g. from a hook): true when the engine will run `node`
-/// in the current pass (torch's _will_engine_execute_node). Throws outside backward.
-[[nodiscard]] inline bool will_engine_execute_node(const Node& node) {
+GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
     const auto* task = detail::current_task();
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
@@ -6841,21 +7598,14 @@ inline void set_node_logger(std::function<void(const Node&, const tensor_list&, 
     return !task->filter || task->needed.count(n) > 0;
 }
 
-/// Identifies the backward pass running on this thread (0 outside backward).
-[[nodiscard]] inline std::uint64_t current_graph_task_id() noexcept {
-    const auto* task = detail::current_task();
-    return task ? task->id : 0;
-}
-
 }  // namespace graft::autograd
+// ---- end graft/autograd/impl/engine.ipp
+#endif
 // ---- end graft/autograd/engine.hpp
 // ---- begin graft/autograd/functions.hpp
 // The differentiable ops: each runs the raw forward from graft::ops and, when a
 // gradient is needed, records a node whose derivative is written with these
 // same ops (so backward is itself differentiable: double backward works).
-#include <cmath>
-#include <numbers>
-#include <string>
 #include <string_view>
 #include <utility>
 
@@ -6863,28 +7613,27 @@ inline void set_node_logger(std::function<void(const Node&, const tensor_list&, 
 namespace graft {
 
 // Forward declarations: derivatives below use the differentiable functions.
-#define GRAFT_DETAIL_DECLARE_BINARY(fn)                 \
-    inline Tensor fn(const Tensor& a, const Tensor& b); \
-    inline Tensor fn(const Tensor& a, const scalar& b); \
-    inline Tensor fn(const scalar& a, const Tensor& b);
-GRAFT_DETAIL_DECLARE_BINARY(add)
-GRAFT_DETAIL_DECLARE_BINARY(sub)
-GRAFT_DETAIL_DECLARE_BINARY(mul)
-GRAFT_DETAIL_DECLARE_BINARY(div)
-GRAFT_DETAIL_DECLARE_BINARY(pow)
-GRAFT_DETAIL_DECLARE_BINARY(operator+)
-GRAFT_DETAIL_DECLARE_BINARY(operator-)
-GRAFT_DETAIL_DECLARE_BINARY(operator*)
-GRAFT_DETAIL_DECLARE_BINARY(operator/)
-#undef GRAFT_DETAIL_DECLARE_BINARY
+#define GRAFT_DETAIL_DECLARE_BINARY(spec, fn)         \
+    spec Tensor fn(const Tensor& a, const Tensor& b); \
+    spec Tensor fn(const Tensor& a, const scalar& b); \
+    spec Tensor fn(const scalar& a, const Tensor& b);
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, add)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, sub)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, mul)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, div)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, pow)
+GRAFT_DETAIL_DECLARE_BINARY(inline, operator+)
+GRAFT_DETAIL_DECLARE_BINARY(inline, operator-)
+GRAFT_DETAIL_DECLARE_BINARY(inline, operator*)
+GRAFT_DETAIL_DECLARE_BINARY(inline, operator/)
 inline Tensor operator-(const Tensor& a);
-inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim);
-inline Tensor sum_to_size(const Tensor& g, const int_list& sizes);
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-inline Tensor exp(const Tensor& a);
-inline Tensor log(const Tensor& a);
-inline Tensor tanh(const Tensor& a);
-inline Tensor matmul(const Tensor& a, const Tensor& b);
+GRAFT_INLINE Tensor sum(const Tensor& t, const int_list& dims, bool keepdim);
+GRAFT_INLINE Tensor sum_to_size(const Tensor& g, const int_list& sizes);
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+GRAFT_INLINE Tensor exp(const Tensor& a);
+GRAFT_INLINE Tensor log(const Tensor& a);
+GRAFT_INLINE Tensor tanh(const Tensor& a);
+GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
 
 namespace autograd::detail {
 
@@ -6898,92 +7647,26 @@ template <class... Ts>
 }
 
 /// Makes `out` the output of `node` (its grad_fn).
-inline void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
-    auto& m = ensure_meta(out);
-    m.grad_fn = node;
-    m.output_nr = node->add_output(out);
-    m.requires_grad = false;
-}
+GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& node);
 
 /// The error PyTorch raises when a view made in no_grad mode is (or, with `indirect`,
 /// its base or a sibling view was) modified in place with grad mode enabled.
-inline void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
-    if (vm.creation == creation_meta::default_mode) return;
-    const auto* m = meta(self);
-    const std::string prefix = m && m->grad_fn
-                                   ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
-                                                           " is a view of a view which was created in")
-                                   : std::string("A view was created in");
-    graft::detail::fail(graft::detail::concat(
-        op ? op : "", op ? ": " : "", prefix, " no_grad mode and ",
-        indirect ? "its base or another view of its base has been" : "is being",
-        " modified inplace with grad mode enabled. graft forbids this because it is ambiguous whether the "
-        "in-place change should be tracked: create the view and run the in-place op both inside no_grad "
-        "(not tracked) or both outside it (tracked)."));
-}
+GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect);
 
 /// Checks that a view's history can be expressed from its base with as_strided.
-inline void check_rebase_supported(const char* op, const Tensor& view, const Tensor& base) {
-    const strided_geometry b = geometry_of(base), v = geometry_of(view);
-    graft::detail::check(is_dense(b) && lies_within(v, b), op,
-                         ": graft cannot track autograd through a view whose base is not dense or which reaches "
-                         "outside its base's elements (base sizes ", b.sizes, ", strides ", b.strides,
-                         ", offset ", b.offset, "; view sizes ", v.sizes, ", strides ", v.strides, ", offset ",
-                         v.offset, "); clone() the base first");
-}
+GRAFT_INLINE void check_rebase_supported(const char* op, const Tensor& view, const Tensor& base);
 
 /// PyTorch's check_inplace: run by every in-place op before it writes `self`.
-inline void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
-    graft::detail::check(self.defined(), op, ": got an undefined tensor");
-    notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
-    if (!is_grad_enabled()) return;
-    const bool self_requires_grad = requires_grad(self);
-    if (!self_requires_grad && !other_requires_grad) return;
-    if (const view_meta* vm = tracked_view(self)) {
-        handle_view_on_rebase(*vm, self, op, false);
-        const auto* bm = meta(vm->base);
-        graft::detail::check(!(self_requires_grad && !(bm && bm->grad_fn)), op,
-                             ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
-        const strided_geometry g = geometry_of(self);
-        graft::detail::check(is_non_overlapping(g), op, ": unsupported operation: more than one element of the "
-                             "written-to view refers to a single memory location (sizes ", g.sizes, ", strides ",
-                             g.strides, "); clone() the view before the in-place operation");
-        check_rebase_supported(op, self, vm->base);
-        refresh_if_view(self);
-    }
-    const auto* m = meta(self);
-    graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
-                         ": a leaf Variable that requires grad is being used in an in-place operation.");
-}
+GRAFT_INLINE void check_inplace(const char* op, const Tensor& self, bool other_requires_grad);
 
 /// dims that were reduced away, restored as size-1 dims (for expanding gradients back).
-[[nodiscard]] inline Tensor unsqueeze_reduced(const Tensor& g, const int_list& in_sizes, const int_list& dims,
-                                              bool keepdim) {
-    if (keepdim || in_sizes.empty()) return g;
-    const auto rank = static_cast<std::int64_t>(in_sizes.size());
-    std::vector<bool> mask(in_sizes.size(), dims.empty());
-    for (auto d : dims) mask[static_cast<std::size_t>(graft::detail::wrap_dim("sum", d, rank))] = true;
-    int_list shape;
-    for (std::size_t i = 0; i < in_sizes.size(); ++i) shape.push_back(mask[i] ? 1 : in_sizes[i]);
-    return g.reshape(shape);
-}
+[[nodiscard]] GRAFT_INLINE Tensor unsqueeze_reduced(const Tensor& g, const int_list& in_sizes, const int_list& dims,
+                                                    bool keepdim);
 
 }  // namespace autograd::detail
 
 /// Sums `g` down to `sizes` over broadcast dimensions (the gradient of expand).
-inline Tensor sum_to_size(const Tensor& g, const int_list& sizes) {
-    if (g.sizes() == sizes) return g;
-    const auto lead = static_cast<std::int64_t>(g.dim()) - static_cast<std::int64_t>(sizes.size());
-    graft::detail::check(lead >= 0, "sum_to_size: cannot sum ", g.sizes(), " to ",
-                         sizes);
-    int_list dims;
-    for (std::int64_t i = 0; i < g.dim(); ++i) {
-        if (i < lead) dims.push_back(i);
-        else if (sizes[static_cast<std::size_t>(i - lead)] == 1 && g.size(i) != 1) dims.push_back(i);
-    }
-    if (dims.empty()) return g.reshape(sizes);
-    return sum(g, dims, true).reshape(sizes);
-}
+GRAFT_INLINE Tensor sum_to_size(const Tensor& g, const int_list& sizes);
 
 // ---------------------------------------------------------------- binary ops
 
@@ -7007,27 +7690,14 @@ decltype(auto) visit_binary(binary_kind k, F&& f) {
 }
 
 /// A gradient of the output's shape summed back to an input's shape and dtype.
-[[nodiscard]] inline Tensor reduce_grad(Tensor g, const int_list& sizes, dtype type) {
-    g = sum_to_size(g, sizes);
-    return g.type() == type ? g : g.to(type);
-}
+[[nodiscard]] GRAFT_INLINE Tensor reduce_grad(Tensor g, const int_list& sizes, dtype type);
 
 /// Gradients of a binary op from the op table; a or b may be a 0-dim stand-in for a number.
 /// An operand the needed derivatives don't read may be undefined (mul and div save only
 /// what they need) when the input sizes are given.
-[[nodiscard]] inline tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
-                                                 const Tensor& out, bool need_a, bool need_b,
-                                                 const int_list& a_sizes = {}, const int_list& b_sizes = {}) {
-    return visit_binary(kind, [&](auto op) -> tensor_list {
-        using Op = decltype(op);
-        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.defined() ? a.sizes() : a_sizes,
-                                     a.defined() ? a.type() : g.type())
-                       : Tensor{},
-                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.defined() ? b.sizes() : b_sizes,
-                                     b.defined() ? b.type() : g.type())
-                       : Tensor{}};
-    });
-}
+[[nodiscard]] GRAFT_INLINE tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a,
+                                                       const Tensor& b, const Tensor& out, bool need_a, bool need_b,
+                                                       const int_list& a_sizes = {}, const int_list& b_sizes = {});
 
 [[nodiscard]] inline const char* binary_node_name(binary_kind k) {
     return visit_binary(k, [](auto op) { return decltype(op)::node_name; });
@@ -7057,9 +7727,7 @@ Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
     return out;
 }
 
-inline Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
-    return visit_binary(kind, [&](auto op) { return record_binary_op<decltype(op)>(a, b, std::move(out)); });
-}
+GRAFT_INLINE Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out);
 
 /// A number operand: the node has one edge, for the tensor. add/sub/mul/div read the
 /// number directly; the other ops see it as a 0-dim tensor of the tensor's dtype.
@@ -7087,33 +7755,19 @@ Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_fir
     return out;
 }
 
-inline Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
-    return visit_binary(kind, [&](auto op) {
-        return record_binary_scalar_op<decltype(op)>(t, s, tensor_first, std::move(out));
-    });
-}
+GRAFT_INLINE Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first,
+                                         Tensor out);
 
 }  // namespace autograd::detail
 
-#define GRAFT_DETAIL_DIFF_BINARY(fn, kind)                                                                        \
-    inline Tensor fn(const Tensor& a, const Tensor& b) {                                                          \
-        return autograd::detail::record_binary(kind, a, b, ops::fn(a, b));                                        \
-    }                                                                                                             \
-    inline Tensor fn(const Tensor& a, const scalar& b) {                                                          \
-        return autograd::detail::record_binary_scalar(kind, a, b, true, ops::fn(a, b));                           \
-    }                                                                                                             \
-    inline Tensor fn(const scalar& a, const Tensor& b) {                                                          \
-        return autograd::detail::record_binary_scalar(kind, b, a, false, ops::fn(a, b));                          \
-    }
-
-GRAFT_DETAIL_DIFF_BINARY(add, autograd::detail::binary_kind::add)
-GRAFT_DETAIL_DIFF_BINARY(sub, autograd::detail::binary_kind::sub)
-GRAFT_DETAIL_DIFF_BINARY(mul, autograd::detail::binary_kind::mul)
-GRAFT_DETAIL_DIFF_BINARY(div, autograd::detail::binary_kind::div)
-GRAFT_DETAIL_DIFF_BINARY(pow, autograd::detail::binary_kind::pow)
-GRAFT_DETAIL_DIFF_BINARY(maximum, autograd::detail::binary_kind::maximum)
-GRAFT_DETAIL_DIFF_BINARY(minimum, autograd::detail::binary_kind::minimum)
-#undef GRAFT_DETAIL_DIFF_BINARY
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, add)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, sub)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, mul)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, div)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, pow)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, maximum)
+GRAFT_DETAIL_DECLARE_BINARY(GRAFT_INLINE, minimum)
+#undef GRAFT_DETAIL_DECLARE_BINARY
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator+(const Tensor& a, const scalar& b) { return add(a, b); }
@@ -7129,28 +7783,9 @@ inline Tensor operator/(const Tensor& a, const scalar& b) { return div(a, b); }
 inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 
 /// where(cond, a, b): differentiable in a and b.
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-    using Op = ops::def::where_op;
-    Tensor out = ops::where(cond, a, b);
-    auto node = autograd::detail::make_node(Op::node_name, a, b);
-    if (!node) return out;
-    node->save(cond);
-    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
-                         autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
-        using autograd::detail::reduce_grad;
-        const Tensor c = n.saved(0), none;
-        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_1(g[0], c, none, none, none), sa, ta) : Tensor{},
-                n.needs_input_grad(1) ? reduce_grad(Op::grad_2(g[0], c, none, none, none), sb, tb) : Tensor{}};
-    };
-    autograd::detail::set_history(out, node);
-    return out;
-}
-inline Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
-    return where(cond, a, full({}, b, result_type(a, b)));
-}
-inline Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
-    return where(cond, full({}, a, result_type(a, b)), b);
-}
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
+GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
 
 // ---------------------------------------------------------------- unary ops
 
@@ -7180,50 +7815,273 @@ Tensor record_unary_op(const Tensor& a, Tensor out) {
 
 }  // namespace autograd::detail
 
-inline Tensor neg(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::neg_op>(a, ops::neg(a));
-}
+GRAFT_INLINE Tensor neg(const Tensor& a);
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 /// sign(x): -1, 0 or 1 (NaN stays NaN); not differentiable (its gradient is zero).
-inline Tensor sign(const Tensor& a) {
-    const Tensor pos = ops::where(a > 0.0, ones_like(a), zeros_like(a));
-    return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
-}
-inline Tensor abs(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::abs_op>(a, ops::abs(a));
-}
-inline Tensor exp(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::exp_op>(a, ops::exp(a));
-}
-inline Tensor log(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::log_op>(a, ops::log(a));
-}
-inline Tensor sqrt(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::sqrt_op>(a, ops::sqrt(a));
-}
-inline Tensor rsqrt(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::rsqrt_op>(a, ops::rsqrt(a));
-}
-inline Tensor tanh(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::tanh_op>(a, ops::tanh(a));
-}
-inline Tensor sigmoid(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::sigmoid_op>(a, ops::sigmoid(a));
-}
-inline Tensor relu(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::relu_op>(a, ops::relu(a));
-}
-inline Tensor sin(const Tensor& a);
-inline Tensor cos(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::cos_op>(a, ops::cos(a));
-}
-inline Tensor sin(const Tensor& a) {
-    return autograd::detail::record_unary_op<ops::def::sin_op>(a, ops::sin(a));
-}
+GRAFT_INLINE Tensor sign(const Tensor& a);
+GRAFT_INLINE Tensor abs(const Tensor& a);
+GRAFT_INLINE Tensor exp(const Tensor& a);
+GRAFT_INLINE Tensor log(const Tensor& a);
+GRAFT_INLINE Tensor sqrt(const Tensor& a);
+GRAFT_INLINE Tensor rsqrt(const Tensor& a);
+GRAFT_INLINE Tensor tanh(const Tensor& a);
+GRAFT_INLINE Tensor sigmoid(const Tensor& a);
+GRAFT_INLINE Tensor relu(const Tensor& a);
+GRAFT_INLINE Tensor cos(const Tensor& a);
+GRAFT_INLINE Tensor sin(const Tensor& a);
 
 /// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x
 /// is unstable near 0, so it is computed elementwise with std::erfc (double precision).
-inline Tensor normal_cdf(const Tensor& a) {
+GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
+
+/// GELU, exact (erf) or "tanh" approximation, as torch.nn.functional.gelu; twice differentiable.
+GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
+
+// ---------------------------------------------------------------- reductions
+
+GRAFT_INLINE Tensor sum(const Tensor& t, const int_list& dims, bool keepdim);
+GRAFT_INLINE Tensor sum(const Tensor& t);
+GRAFT_INLINE Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+
+namespace autograd::detail {
+/// amax/amin: the gradient is split evenly among the elements equal to the result.
+GRAFT_INLINE Tensor record_extremum(const char* name, const Tensor& t, const int_list& dims, bool keepdim, Tensor out);
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+
+// ---------------------------------------------------------------- matmul, softmax
+
+GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
+
+GRAFT_INLINE Tensor softmax(const Tensor& t, std::int64_t dim);
+GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/functions.ipp
+// Definitions for graft/autograd/functions.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+namespace graft {
+
+namespace autograd::detail {
+
+GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
+    auto& m = ensure_meta(out);
+    m.grad_fn = node;
+    m.output_nr = node->add_output(out);
+    m.requires_grad = false;
+}
+
+GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
+    if (vm.creation == creation_meta::default_mode) return;
+    const auto* m = meta(self);
+    const std::string prefix = m && m->grad_fn
+                                   ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                           " is a view of a view which was created in")
+                                   : std::string("A view was created in");
+    graft::detail::fail(graft::detail::concat(
+        op ? op : "", op ? ": " : "", prefix, " no_grad mode and ",
+        indirect ? "its base or another view of its base has been" : "is being",
+        " modified inplace with grad mode enabled. graft forbids this because it is ambiguous whether the "
+        "in-place change should be tracked: create the view and run the in-place op both inside no_grad "
+        "(not tracked) or both outside it (tracked)."));
+}
+
+GRAFT_INLINE void check_rebase_supported(const char* op, const Tensor& view, const Tensor& base) {
+    const strided_geometry b = geometry_of(base), v = geometry_of(view);
+    graft::detail::check(is_dense(b) && lies_within(v, b), op,
+                         ": graft cannot track autograd through a view whose base is not dense or which reaches "
+                         "outside its base's elements (base sizes ", b.sizes, ", strides ", b.strides,
+                         ", offset ", b.offset, "; view sizes ", v.sizes, ", strides ", v.strides, ", offset ",
+                         v.offset, "); clone() the base first");
+}
+
+GRAFT_INLINE void check_inplace(const char* op, const Tensor& self, bool other_requires_grad) {
+    graft::detail::check(self.defined(), op, ": got an undefined tensor");
+    notify_inplace(self);  // allow_mutation_on_saved_tensors: save pre-mutation values first
+    if (!is_grad_enabled()) return;
+    const bool self_requires_grad = requires_grad(self);
+    if (!self_requires_grad && !other_requires_grad) return;
+    if (const view_meta* vm = tracked_view(self)) {
+        handle_view_on_rebase(*vm, self, op, false);
+        const auto* bm = meta(vm->base);
+        graft::detail::check(!(self_requires_grad && !(bm && bm->grad_fn)), op,
+                             ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        const strided_geometry g = geometry_of(self);
+        graft::detail::check(is_non_overlapping(g), op, ": unsupported operation: more than one element of the "
+                             "written-to view refers to a single memory location (sizes ", g.sizes, ", strides ",
+                             g.strides, "); clone() the view before the in-place operation");
+        check_rebase_supported(op, self, vm->base);
+        refresh_if_view(self);
+    }
+    const auto* m = meta(self);
+    graft::detail::check(!(m && m->requires_grad && !m->grad_fn), op,
+                         ": a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+GRAFT_INLINE Tensor unsqueeze_reduced(const Tensor& g, const int_list& in_sizes, const int_list& dims,
+                                      bool keepdim) {
+    if (keepdim || in_sizes.empty()) return g;
+    const auto rank = static_cast<std::int64_t>(in_sizes.size());
+    std::vector<bool> mask(in_sizes.size(), dims.empty());
+    for (auto d : dims) mask[static_cast<std::size_t>(graft::detail::wrap_dim("sum", d, rank))] = true;
+    int_list shape;
+    for (std::size_t i = 0; i < in_sizes.size(); ++i) shape.push_back(mask[i] ? 1 : in_sizes[i]);
+    return g.reshape(shape);
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor sum_to_size(const Tensor& g, const int_list& sizes) {
+    if (g.sizes() == sizes) return g;
+    const auto lead = static_cast<std::int64_t>(g.dim()) - static_cast<std::int64_t>(sizes.size());
+    graft::detail::check(lead >= 0, "sum_to_size: cannot sum ", g.sizes(), " to ",
+                         sizes);
+    int_list dims;
+    for (std::int64_t i = 0; i < g.dim(); ++i) {
+        if (i < lead) dims.push_back(i);
+        else if (sizes[static_cast<std::size_t>(i - lead)] == 1 && g.size(i) != 1) dims.push_back(i);
+    }
+    if (dims.empty()) return g.reshape(sizes);
+    return sum(g, dims, true).reshape(sizes);
+}
+
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor reduce_grad(Tensor g, const int_list& sizes, dtype type) {
+    g = sum_to_size(g, sizes);
+    return g.type() == type ? g : g.to(type);
+}
+
+GRAFT_INLINE tensor_list binary_backward(binary_kind kind, const Tensor& g, const Tensor& a, const Tensor& b,
+                                         const Tensor& out, bool need_a, bool need_b,
+                                         const int_list& a_sizes, const int_list& b_sizes) {
+    return visit_binary(kind, [&](auto op) -> tensor_list {
+        using Op = decltype(op);
+        return {need_a ? reduce_grad(Op::grad_0(g, a, b, out), a.defined() ? a.sizes() : a_sizes,
+                                     a.defined() ? a.type() : g.type())
+                       : Tensor{},
+                need_b ? reduce_grad(Op::grad_1(g, a, b, out), b.defined() ? b.sizes() : b_sizes,
+                                     b.defined() ? b.type() : g.type())
+                       : Tensor{}};
+    });
+}
+
+GRAFT_INLINE Tensor record_binary(binary_kind kind, const Tensor& a, const Tensor& b, Tensor out) {
+    return visit_binary(kind, [&](auto op) { return record_binary_op<decltype(op)>(a, b, std::move(out)); });
+}
+
+GRAFT_INLINE Tensor record_binary_scalar(binary_kind kind, const Tensor& t, const scalar& s, bool tensor_first,
+                                         Tensor out) {
+    return visit_binary(kind, [&](auto op) {
+        return record_binary_scalar_op<decltype(op)>(t, s, tensor_first, std::move(out));
+    });
+}
+
+}  // namespace autograd::detail
+
+#define GRAFT_DETAIL_DIFF_BINARY(fn, kind)                                                                        \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const Tensor& b) {                                                    \
+        return autograd::detail::record_binary(kind, a, b, ops::fn(a, b));                                        \
+    }                                                                                                             \
+    GRAFT_INLINE Tensor fn(const Tensor& a, const scalar& b) {                                                    \
+        return autograd::detail::record_binary_scalar(kind, a, b, true, ops::fn(a, b));                           \
+    }                                                                                                             \
+    GRAFT_INLINE Tensor fn(const scalar& a, const Tensor& b) {                                                    \
+        return autograd::detail::record_binary_scalar(kind, b, a, false, ops::fn(a, b));                          \
+    }
+
+GRAFT_DETAIL_DIFF_BINARY(add, autograd::detail::binary_kind::add)
+GRAFT_DETAIL_DIFF_BINARY(sub, autograd::detail::binary_kind::sub)
+GRAFT_DETAIL_DIFF_BINARY(mul, autograd::detail::binary_kind::mul)
+GRAFT_DETAIL_DIFF_BINARY(div, autograd::detail::binary_kind::div)
+GRAFT_DETAIL_DIFF_BINARY(pow, autograd::detail::binary_kind::pow)
+GRAFT_DETAIL_DIFF_BINARY(maximum, autograd::detail::binary_kind::maximum)
+GRAFT_DETAIL_DIFF_BINARY(minimum, autograd::detail::binary_kind::minimum)
+#undef GRAFT_DETAIL_DIFF_BINARY
+
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    using Op = ops::def::where_op;
+    Tensor out = ops::where(cond, a, b);
+    auto node = autograd::detail::make_node(Op::node_name, a, b);
+    if (!node) return out;
+    node->save(cond);
+    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                         autograd::function_node& n, const autograd::tensor_list& g) -> autograd::tensor_list {
+        using autograd::detail::reduce_grad;
+        const Tensor c = n.saved(0), none;
+        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_1(g[0], c, none, none, none), sa, ta) : Tensor{},
+                n.needs_input_grad(1) ? reduce_grad(Op::grad_2(g[0], c, none, none, none), sb, tb) : Tensor{}};
+    };
+    autograd::detail::set_history(out, node);
+    return out;
+}
+
+GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b) {
+    return where(cond, a, full({}, b, result_type(a, b)));
+}
+
+GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b) {
+    return where(cond, full({}, a, result_type(a, b)), b);
+}
+
+GRAFT_INLINE Tensor neg(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::neg_op>(a, ops::neg(a));
+}
+
+GRAFT_INLINE Tensor sign(const Tensor& a) {
+    const Tensor pos = ops::where(a > 0.0, ones_like(a), zeros_like(a));
+    return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
+}
+
+GRAFT_INLINE Tensor abs(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::abs_op>(a, ops::abs(a));
+}
+
+GRAFT_INLINE Tensor exp(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::exp_op>(a, ops::exp(a));
+}
+
+GRAFT_INLINE Tensor log(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::log_op>(a, ops::log(a));
+}
+
+GRAFT_INLINE Tensor sqrt(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::sqrt_op>(a, ops::sqrt(a));
+}
+
+GRAFT_INLINE Tensor rsqrt(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::rsqrt_op>(a, ops::rsqrt(a));
+}
+
+GRAFT_INLINE Tensor tanh(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::tanh_op>(a, ops::tanh(a));
+}
+
+GRAFT_INLINE Tensor sigmoid(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::sigmoid_op>(a, ops::sigmoid(a));
+}
+
+GRAFT_INLINE Tensor relu(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::relu_op>(a, ops::relu(a));
+}
+
+GRAFT_INLINE Tensor cos(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::cos_op>(a, ops::cos(a));
+}
+
+GRAFT_INLINE Tensor sin(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::sin_op>(a, ops::sin(a));
+}
+
+GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
     graft::detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
     Tensor x = a.contiguous().detach();
     Tensor out = empty(a.sizes(), a.type());
@@ -7243,8 +8101,7 @@ inline Tensor normal_cdf(const Tensor& a) {
                                           });
 }
 
-/// GELU, exact (erf) or "tanh" approximation, as torch.nn.functional.gelu; twice differentiable.
-inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
+GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     Tensor out = ops::gelu(a, approximate);
     if (approximate == "none")
         return autograd::detail::record_unary("GeluBackward0", a, out, true, false,
@@ -7264,9 +8121,7 @@ inline Tensor gelu(const Tensor& a, std::string_view approximate = "none") {
                                           });
 }
 
-// ---------------------------------------------------------------- reductions
-
-inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim) {
+GRAFT_INLINE Tensor sum(const Tensor& t, const int_list& dims, bool keepdim) {
     Tensor out = ops::sum(t, dims, keepdim);
     auto node = autograd::detail::make_node("SumBackward1", t);
     if (!node) return out;
@@ -7277,7 +8132,8 @@ inline Tensor sum(const Tensor& t, const int_list& dims, bool keepdim) {
     autograd::detail::set_history(out, node);
     return out;
 }
-inline Tensor sum(const Tensor& t) {
+
+GRAFT_INLINE Tensor sum(const Tensor& t) {
     Tensor out = ops::sum(t);
     auto node = autograd::detail::make_node("SumBackward0", t);
     if (!node) return out;
@@ -7288,7 +8144,8 @@ inline Tensor sum(const Tensor& t) {
     autograd::detail::set_history(out, node);
     return out;
 }
-inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+
+GRAFT_INLINE Tensor mean(const Tensor& t, const int_list& dims, bool keepdim) {
     Tensor out = ops::mean(t, dims, keepdim);
     auto node = autograd::detail::make_node("MeanBackward1", t);
     if (!node) return out;
@@ -7303,8 +8160,8 @@ inline Tensor mean(const Tensor& t, const int_list& dims = {}, bool keepdim = fa
 }
 
 namespace autograd::detail {
-/// amax/amin: the gradient is split evenly among the elements equal to the result.
-inline Tensor record_extremum(const char* name, const Tensor& t, const int_list& dims, bool keepdim, Tensor out) {
+
+GRAFT_INLINE Tensor record_extremum(const char* name, const Tensor& t, const int_list& dims, bool keepdim, Tensor out) {
     auto node = make_node(name, t);
     if (!node) return out;
     node->save(t);
@@ -7320,18 +8177,18 @@ inline Tensor record_extremum(const char* name, const Tensor& t, const int_list&
     };
     return out;
 }
+
 }  // namespace autograd::detail
 
-inline Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims, bool keepdim) {
     return autograd::detail::record_extremum("AmaxBackward0", t, dims, keepdim, ops::amax(t, dims, keepdim));
 }
-inline Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false) {
+
+GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims, bool keepdim) {
     return autograd::detail::record_extremum("AminBackward0", t, dims, keepdim, ops::amin(t, dims, keepdim));
 }
 
-// ---------------------------------------------------------------- matmul, softmax
-
-inline Tensor matmul(const Tensor& a, const Tensor& b) {
+GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
     Tensor out = ops::matmul(a, b);
     auto node = autograd::detail::make_node("MmBackward0", a, b);
     if (!node) return out;
@@ -7355,7 +8212,7 @@ inline Tensor matmul(const Tensor& a, const Tensor& b) {
     return out;
 }
 
-inline Tensor softmax(const Tensor& t, std::int64_t dim) {
+GRAFT_INLINE Tensor softmax(const Tensor& t, std::int64_t dim) {
     Tensor out = ops::softmax(t, dim);
     auto node = autograd::detail::make_node("SoftmaxBackward0", t);
     if (!node) return out;
@@ -7369,7 +8226,8 @@ inline Tensor softmax(const Tensor& t, std::int64_t dim) {
     };
     return out;
 }
-inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
+
+GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim) {
     Tensor out = ops::log_softmax(t, dim);
     auto node = autograd::detail::make_node("LogSoftmaxBackward0", t);
     if (!node) return out;
@@ -7385,14 +8243,13 @@ inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
 }
 
 }  // namespace graft
+// ---- end graft/autograd/impl/functions.ipp
+#endif
 // ---- end graft/autograd/functions.hpp
 // ---- begin graft/autograd/gradcheck.hpp
 // gradcheck / gradgradcheck: compare autograd's Jacobians with central finite
 // differences (torch.autograd.gradcheck). Use float64 inputs.
-#include <cmath>
-#include <cstring>
 #include <functional>
-#include <sstream>
 #include <vector>
 
 // ---- begin graft/autograd/tensor_methods.hpp
@@ -7424,11 +8281,8 @@ inline Tensor log_softmax(const Tensor& t, std::int64_t dim) {
 // view's region is an as_strided window of it.
 #include <memory>
 #include <mutex>
-#include <type_traits>
-#include <utility>
+#include <string>
 #include <vector>
-
-#include <unordered_map>
 
 
 namespace graft::autograd::detail {
@@ -7437,7 +8291,95 @@ namespace graft::autograd::detail {
 
 /// A fresh base-sized tensor laid out with the base's strides (so the storage
 /// positions of the base's views address the same elements in it), zeroed or not.
-[[nodiscard]] inline Tensor make_base_layout(dtype type, const strided_geometry& base, bool zero) {
+[[nodiscard]] GRAFT_INLINE Tensor make_base_layout(dtype type, const strided_geometry& base, bool zero);
+
+/// The view's window in a tensor made by make_base_layout.
+[[nodiscard]] GRAFT_INLINE Tensor region_of(const Tensor& buffer, const strided_geometry& base,
+                                            const strided_geometry& view);
+
+/// A plain (non-view, contiguous) tensor with the values of `t`.
+[[nodiscard]] GRAFT_INLINE Tensor plain(const Tensor& t);
+
+/// dst[i] += src[i] element by element, correct when several elements of dst share
+/// a location (an expanded view): each contribution is added.
+GRAFT_INLINE void add_elements(const Tensor& dst, const Tensor& src);
+
+/// For graph capture: the row-major index in a base-sized tensor of each element of
+/// the view (shaped like the view), so strided reads and writes are recorded as take/put.
+[[nodiscard]] GRAFT_INLINE Tensor view_index(const strided_geometry& base, const strided_geometry& view);
+
+// ---------------------------------------------------------------- differentiable strided ops
+
+/// The values of the view's region of `x` (x has the base's sizes, any layout):
+/// the forward of as_strided, as a contiguous copy.
+GRAFT_INLINE Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view);
+
+/// A base-sized zero tensor with `g` added at the view's positions (summed where the
+/// view overlaps itself): the backward of as_strided.
+GRAFT_INLINE Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view);
+
+/// `x` (base-sized) with the view's region replaced by `src` (view-sized, the view
+/// must not overlap itself): how CopySlices writes the in-place op's gradient back.
+GRAFT_INLINE Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
+                                       const strided_geometry& view);
+
+// ---------------------------------------------------------------- CopySlices
+
+/// The base's grad_fn after an in-place op on one of its views (PyTorch's CopySlices).
+/// Its next edges are the base's previous history, then the in-place op's other inputs.
+/// Backward: the in-place op's derivative `fn` runs on the view's region of the
+/// incoming gradient; its result for the view replaces that region, the rest of the
+/// gradient passes through unchanged.
+class CopySlices final : public Node {
+public:
+    CopySlices(const Tensor& base, strided_geometry view, std::shared_ptr<function_node> fn);
+    /// The node of the in-place op (null once backward released it).
+    [[nodiscard]] std::shared_ptr<function_node> fn() const {
+        std::lock_guard lock(fn_mutex_);
+        return fn_;
+    }
+    void release_variables() override;
+    [[nodiscard]] std::vector<std::string> describe_saved() const override;
+
+protected:
+    tensor_list apply(tensor_list&& grads) override;
+
+private:
+    strided_geometry base_;
+    strided_geometry view_;
+    mutable std::mutex fn_mutex_;
+    std::shared_ptr<function_node> fn_;
+};
+
+// ---------------------------------------------------------------- history updates
+
+/// Makes `node` the grad_fn of `t`, moving a retain_grad() from the old grad_fn to it.
+GRAFT_INLINE void set_history_moving_retain(const Tensor& t, const std::shared_ptr<Node>& node);
+
+GRAFT_INLINE void refresh_view_grad_fn(const Tensor& self);
+
+/// After an in-place op wrote `self`, makes `node` (the op's backward, whose first
+/// edge is self's previous history) the history of self: directly for a plain
+/// tensor; for a view, the base's history becomes a CopySlices around `node` and
+/// the view's grad_fn is regenerated from the base (PyTorch's rebase_history).
+GRAFT_INLINE void rebase_history(const Tensor& self, const std::shared_ptr<function_node>& node);
+
+/// Marks `out` as a differentiable view of `self` (or of self's base when self is a view).
+GRAFT_INLINE void track_view(const Tensor& self, const Tensor& out);
+
+}  // namespace graft::autograd::detail
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/view_tracking.ipp
+// Definitions for graft/autograd/view_tracking.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+namespace graft::autograd::detail {
+
+GRAFT_INLINE Tensor make_base_layout(dtype type, const strided_geometry& base, bool zero) {
     if (graft::detail::is_contiguous_layout(base.sizes, base.strides))
         return zero ? zeros(base.sizes, type) : empty(base.sizes, type);
     const int_list extent{storage_extent(base)};
@@ -7445,20 +8387,16 @@ namespace graft::autograd::detail {
     return graft::detail::raw::as_strided(storage, base.sizes, base.strides, 0);
 }
 
-/// The view's window in a tensor made by make_base_layout.
-[[nodiscard]] inline Tensor region_of(const Tensor& buffer, const strided_geometry& base, const strided_geometry& view) {
+GRAFT_INLINE Tensor region_of(const Tensor& buffer, const strided_geometry& base, const strided_geometry& view) {
     return graft::detail::raw::as_strided(buffer, view.sizes, view.strides,
                                           buffer.storage_offset() + view.offset - base.offset);
 }
 
-/// A plain (non-view, contiguous) tensor with the values of `t`.
-[[nodiscard]] inline Tensor plain(const Tensor& t) {
+GRAFT_INLINE Tensor plain(const Tensor& t) {
     return t.is_contiguous() && !t.is_view() ? t : graft::detail::raw::clone(t);
 }
 
-/// dst[i] += src[i] element by element, correct when several elements of dst share
-/// a location (an expanded view): each contribution is added.
-inline void add_elements(const Tensor& dst, const Tensor& src) {
+GRAFT_INLINE void add_elements(const Tensor& dst, const Tensor& src) {
     const Tensor s = graft::detail::raw::contiguous(graft::detail::raw::to(src, dst.type()));
     graft::detail::visit_dtype(dst.type(), [&](auto z) {
         using T = decltype(z);
@@ -7487,9 +8425,7 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     });
 }
 
-/// For graph capture: the row-major index in a base-sized tensor of each element of
-/// the view (shaped like the view), so strided reads and writes are recorded as take/put.
-[[nodiscard]] inline Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
+GRAFT_INLINE Tensor view_index(const strided_geometry& base, const strided_geometry& view) {
     const auto walk = [](const strided_geometry& g, auto&& visit) {
         std::int64_t n = 1;
         for (auto s : g.sizes) n *= s;
@@ -7518,16 +8454,7 @@ inline void add_elements(const Tensor& dst, const Tensor& src) {
     return idx;
 }
 
-// ---------------------------------------------------------------- differentiable strided ops
-
-inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view);
-inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view);
-inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
-                                 const strided_geometry& view);
-
-/// The values of the view's region of `x` (x has the base's sizes, any layout):
-/// the forward of as_strided, as a contiguous copy.
-inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view) {
+GRAFT_INLINE Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, const strided_geometry& view) {
     const graft::detail::observed_op obs;  // recorded as take(x, index) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
@@ -7542,9 +8469,7 @@ inline Tensor as_strided_gather(const Tensor& x, const strided_geometry& base, c
     return out;
 }
 
-/// A base-sized zero tensor with `g` added at the view's positions (summed where the
-/// view overlaps itself): the backward of as_strided.
-inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view) {
+GRAFT_INLINE Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, const strided_geometry& view) {
     const graft::detail::observed_op obs;  // recorded as put(zeros, index, g, accumulate) by graph capture
     Tensor buffer = make_base_layout(g.type(), base, true);
     const Tensor region = region_of(buffer, base, view);
@@ -7562,10 +8487,8 @@ inline Tensor as_strided_embed(const Tensor& g, const strided_geometry& base, co
     return out;
 }
 
-/// `x` (base-sized) with the view's region replaced by `src` (view-sized, the view
-/// must not overlap itself): how CopySlices writes the in-place op's gradient back.
-inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
-                                 const strided_geometry& view) {
+GRAFT_INLINE Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strided_geometry& base,
+                                       const strided_geometry& view) {
     const graft::detail::observed_op obs;  // recorded as put(x, index, src) by graph capture
     Tensor buffer = make_base_layout(x.type(), base, false);
     graft::detail::copy_elements(buffer, x);
@@ -7585,69 +8508,46 @@ inline Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const strid
     return out;
 }
 
-// ---------------------------------------------------------------- CopySlices
+GRAFT_INLINE CopySlices::CopySlices(const Tensor& base, strided_geometry view, std::shared_ptr<function_node> fn)
+    : Node("CopySlices"), base_(geometry_of(base)), view_(std::move(view)), fn_(std::move(fn)) {
+    add_next_edge(gradient_edge(base));
+    const auto& edges = fn_->next_functions();
+    for (std::size_t i = 1; i < edges.size(); ++i) add_next_edge(edges[i]);
+}
 
-/// The base's grad_fn after an in-place op on one of its views (PyTorch's CopySlices).
-/// Its next edges are the base's previous history, then the in-place op's other inputs.
-/// Backward: the in-place op's derivative `fn` runs on the view's region of the
-/// incoming gradient; its result for the view replaces that region, the rest of the
-/// gradient passes through unchanged.
-class CopySlices final : public Node {
-public:
-    CopySlices(const Tensor& base, strided_geometry view, std::shared_ptr<function_node> fn)
-        : Node("CopySlices"), base_(geometry_of(base)), view_(std::move(view)), fn_(std::move(fn)) {
-        add_next_edge(gradient_edge(base));
-        const auto& edges = fn_->next_functions();
-        for (std::size_t i = 1; i < edges.size(); ++i) add_next_edge(edges[i]);
-    }
-    /// The node of the in-place op (null once backward released it).
-    [[nodiscard]] std::shared_ptr<function_node> fn() const {
-        std::lock_guard lock(fn_mutex_);
-        return fn_;
-    }
-    void release_variables() override {
-        std::lock_guard lock(fn_mutex_);
-        if (fn_) fn_->release_variables();
-        fn_.reset();
-    }
-    [[nodiscard]] std::vector<std::string> describe_saved() const override {
-        auto f = fn();
-        return f ? f->describe_saved() : std::vector<std::string>{};
-    }
+GRAFT_INLINE void CopySlices::release_variables() {
+    std::lock_guard lock(fn_mutex_);
+    if (fn_) fn_->release_variables();
+    fn_.reset();
+}
 
-protected:
-    tensor_list apply(tensor_list&& grads) override {
-        tensor_list out(next_functions().size());
-        const Tensor g = grads.empty() ? Tensor{} : grads[0];
-        if (!g.defined()) return out;
-        const std::shared_ptr<function_node> f = fn();
-        graft::detail::check(f != nullptr,
-                             "Trying to backward through the graph a second time (or directly access saved tensors "
-                             "after they have already been freed). Saved intermediate values of the graph are freed "
-                             "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
-                             "backward through the graph a second time or if you need to access saved tensors after "
-                             "calling backward.");
-        tensor_list res = (*f)({as_strided_gather(g, base_, view_)});
-        res.resize(f->next_functions().size());
-        if (next_functions()[0].valid()) {
-            const Tensor slice = res[0].defined() ? res[0] : zeros(view_.sizes, g.type());
-            out[0] = as_strided_scatter(g, slice, base_, view_);
-        }
-        for (std::size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
-        return out;
+GRAFT_INLINE std::vector<std::string> CopySlices::describe_saved() const {
+    auto f = fn();
+    return f ? f->describe_saved() : std::vector<std::string>{};
+}
+
+GRAFT_INLINE tensor_list CopySlices::apply(tensor_list&& grads) {
+    tensor_list out(next_functions().size());
+    const Tensor g = grads.empty() ? Tensor{} : grads[0];
+    if (!g.defined()) return out;
+    const std::shared_ptr<function_node> f = fn();
+    graft::detail::check(f != nullptr,
+                         "Trying to backward through the graph a second time (or directly access saved tensors "
+                         "after they have already been freed). Saved intermediate values of the graph are freed "
+                         "when you call backward() or autograd::grad(). Specify retain_graph=true if you need to "
+                         "backward through the graph a second time or if you need to access saved tensors after "
+                         "calling backward.");
+    tensor_list res = (*f)({as_strided_gather(g, base_, view_)});
+    res.resize(f->next_functions().size());
+    if (next_functions()[0].valid()) {
+        const Tensor slice = res[0].defined() ? res[0] : zeros(view_.sizes, g.type());
+        out[0] = as_strided_scatter(g, slice, base_, view_);
     }
+    for (std::size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+    return out;
+}
 
-private:
-    strided_geometry base_;
-    strided_geometry view_;
-    mutable std::mutex fn_mutex_;
-    std::shared_ptr<function_node> fn_;
-};
-
-// ---------------------------------------------------------------- history updates
-
-/// Makes `node` the grad_fn of `t`, moving a retain_grad() from the old grad_fn to it.
-inline void set_history_moving_retain(const Tensor& t, const std::shared_ptr<Node>& node) {
+GRAFT_INLINE void set_history_moving_retain(const Tensor& t, const std::shared_ptr<Node>& node) {
     auto& m = ensure_meta(t);
     const bool retained = m.retains_grad;
     if (retained && m.grad_fn && m.grad_fn->has_hooks() && m.output_nr < m.grad_fn->num_outputs())
@@ -7656,7 +8556,7 @@ inline void set_history_moving_retain(const Tensor& t, const std::shared_ptr<Nod
     if (retained) node->retain_grad_target(m.output_nr) = t.impl_ptr();
 }
 
-inline void refresh_view_grad_fn(const Tensor& self) {
+GRAFT_INLINE void refresh_view_grad_fn(const Tensor& self) {
     view_meta& vm = *tracked_view(self);
     std::lock_guard lock(vm.mutex);
     const auto* m = meta(self);
@@ -7675,11 +8575,7 @@ inline void refresh_view_grad_fn(const Tensor& self) {
     vm.attr_version = now;
 }
 
-/// After an in-place op wrote `self`, makes `node` (the op's backward, whose first
-/// edge is self's previous history) the history of self: directly for a plain
-/// tensor; for a view, the base's history becomes a CopySlices around `node` and
-/// the view's grad_fn is regenerated from the base (PyTorch's rebase_history).
-inline void rebase_history(const Tensor& self, const std::shared_ptr<function_node>& node) {
+GRAFT_INLINE void rebase_history(const Tensor& self, const std::shared_ptr<function_node>& node) {
     view_meta* vm = tracked_view(self);
     if (vm == nullptr) {
         set_history_moving_retain(self, node);
@@ -7691,8 +8587,7 @@ inline void rebase_history(const Tensor& self, const std::shared_ptr<function_no
     refresh_view_grad_fn(self);
 }
 
-/// Marks `out` as a differentiable view of `self` (or of self's base when self is a view).
-inline void track_view(const Tensor& self, const Tensor& out) {
+GRAFT_INLINE void track_view(const Tensor& self, const Tensor& out) {
     if (!is_floating_point(out.type()) || !out.shares_storage_with(self)) return;
     auto vm = std::make_shared<view_meta>();
     const creation_meta mode = is_grad_enabled() ? creation_meta::default_mode : creation_meta::no_grad_mode;
@@ -7708,6 +8603,8 @@ inline void track_view(const Tensor& self, const Tensor& out) {
 }
 
 }  // namespace graft::autograd::detail
+// ---- end graft/autograd/impl/view_tracking.ipp
+#endif
 // ---- end graft/autograd/view_tracking.hpp
 
 namespace graft {
@@ -7715,22 +8612,6 @@ namespace graft {
 // ---------------------------------------------------------------- autograd state
 
 inline bool Tensor::requires_grad() const { return autograd::detail::requires_grad(*this); }
-
-inline Tensor& Tensor::requires_grad_(bool enabled) {
-    autograd::detail::refresh_if_view(*this);
-    auto* m = autograd::detail::meta(*this);
-    if (m && m->grad_fn) {
-        detail::check(enabled, "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
-                                "want to use a computed variable in a subgraph that doesn't require differentiation "
-                                "use var_no_grad = var.detach().");
-        return *this;
-    }
-    detail::check(!enabled || is_floating_point(type()), "requires_grad_: only Tensors of floating point dtype can "
-                  "require gradients (got ", type(), ")");
-    if (!m && !enabled) return *this;
-    autograd::detail::ensure_meta(*this).requires_grad = enabled;
-    return *this;
-}
 
 inline bool Tensor::is_leaf() const {
     autograd::detail::refresh_if_view(*this);
@@ -7741,14 +8622,6 @@ inline bool Tensor::is_leaf() const {
 inline Tensor Tensor::grad() const {
     const auto* m = autograd::detail::meta(*this);
     return m ? m->grad : Tensor{};
-}
-
-inline void Tensor::set_grad(const Tensor& g) const {
-    if (g.defined())
-        detail::check(g.sizes() == sizes() && g.type() == type(), "set_grad: assigned grad has shape ",
-                      g.sizes(), " and dtype ", g.type(), ", expected ",
-                      sizes(), " and ", type());
-    autograd::detail::ensure_meta(*this).grad = g;
 }
 
 inline std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
@@ -7763,38 +8636,9 @@ inline std::uint32_t Tensor::output_nr() const {
     return m ? m->output_nr : 0;
 }
 
-inline Tensor Tensor::detach() const {
-    Tensor out = detail::raw::alias(*this);
-    out.impl_ptr()->is_view = is_view();
-    return out;
-}
-
-inline void Tensor::retain_grad() const {
-    detail::check(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-    if (is_leaf()) return;  // leaves keep their grad anyway (is_leaf refreshes a stale view)
-    auto& m = autograd::detail::ensure_meta(*this);
-    if (m.retains_grad) return;
-    m.retains_grad = true;
-    m.grad_fn->retain_grad_target(m.output_nr) = impl_ptr();
-}
-
 inline bool Tensor::retains_grad() const {
     const auto* m = autograd::detail::meta(*this);
     return m && m->retains_grad;
-}
-
-inline autograd::hook_handle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
-    detail::check(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
-    autograd::detail::refresh_if_view(*this);
-    auto& m = autograd::detail::ensure_meta(*this);
-    if (m.grad_fn) return autograd::detail::add_hook(m.grad_fn->tensor_pre_hooks(m.output_nr), std::move(hook));
-    return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
-}
-
-inline autograd::hook_handle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
-    detail::check(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
-    auto& m = autograd::detail::ensure_meta(*this);
-    return autograd::detail::add_hook(m.post_accumulate_hooks, std::move(hook));
 }
 
 namespace autograd {
@@ -7806,12 +8650,7 @@ struct GradientEdge {
 };
 
 /// The gradient edge of `t`: its grad_fn, or its AccumulateGrad for a leaf.
-[[nodiscard]] inline GradientEdge get_gradient_edge(const Tensor& t) {
-    graft::detail::check(t.defined() && t.requires_grad(), "It is not possible to get the gradient edge for a Tensor "
-                         "that does not require gradients");
-    const Edge e = detail::gradient_edge(t);
-    return {e.function, e.input_nr};
-}
+[[nodiscard]] GRAFT_INLINE GradientEdge get_gradient_edge(const Tensor& t);
 
 /// A differentiation target: a tensor or a gradient edge.
 struct grad_input {
@@ -7819,83 +8658,20 @@ struct grad_input {
     grad_input(GradientEdge e) : edge(std::move(e)) {}  // NOLINT
     Tensor tensor;
     GradientEdge edge;
-    [[nodiscard]] Edge to_edge() const {
-        if (tensor.defined()) {
-            graft::detail::check(tensor.requires_grad(), "One of the differentiated Tensors does not require grad");
-            return detail::gradient_edge(tensor);
-        }
-        graft::detail::check(edge.node != nullptr, "autograd::grad: got an empty GradientEdge");
-        return {edge.node, edge.output_nr};
-    }
+    [[nodiscard]] Edge to_edge() const;
 };
 
 /// Computes the sum of gradients of `outputs` w.r.t. the leaves (accumulated into .grad),
 /// or only w.r.t. `inputs` when given, as torch.autograd.backward.
-inline void backward(const tensor_list& outputs, const tensor_list& grad_outputs = {}, bool retain_graph = false,
-                     bool create_graph = false, const std::vector<grad_input>& inputs = {}) {
-    std::vector<Edge> edges;
-    for (const auto& in : inputs) edges.push_back(in.to_edge());
-    tensor_list captured = detail::run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph,
-                                                edges, true, true);
-    // Non-leaf inputs get their gradient in .grad, as if they retained it.
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const Tensor& t = inputs[i].tensor;
-        if (!t.defined() || t.is_leaf() || !captured[i].defined()) continue;
-        auto& m = detail::ensure_meta(t);
-        const Tensor g = create_graph ? captured[i] : captured[i].detach();
-        m.grad = m.grad.defined() ? m.grad + g : g;
-    }
-}
+GRAFT_INLINE void backward(const tensor_list& outputs, const tensor_list& grad_outputs = {}, bool retain_graph = false,
+                           bool create_graph = false, const std::vector<grad_input>& inputs = {});
 
 /// Returns the gradients of `outputs` w.r.t. `inputs` without touching .grad (torch.autograd.grad).
-[[nodiscard]] inline tensor_list grad(const tensor_list& outputs, const std::vector<grad_input>& inputs,
-                                      const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = {},
-                                      bool create_graph = false, bool allow_unused = false) {
-    graft::detail::check(!inputs.empty(), "grad requires at least one input");
-    std::vector<Edge> edges;
-    for (const auto& in : inputs) edges.push_back(in.to_edge());
-    return detail::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, edges,
-                                false, allow_unused);
-}
-
-namespace detail {
-
-inline Tensor accumulate(const Tensor& a, const Tensor& b) {
-    if (!a.defined()) return b;
-    if (!b.defined()) return a;
-    return a + b;
-}
-
-}  // namespace detail
-
-inline tensor_list AccumulateGrad::apply(tensor_list&& grads) {
-    if (!grads[0].defined()) return {};
-    auto& m = detail::ensure_meta(leaf_);
-    {
-        std::lock_guard lock(m.mutex);
-        Tensor g = std::move(grads[0]);
-        if (!is_grad_enabled()) {
-            // Steal the gradient (as PyTorch does) only when nobody but the engine's copy for
-            // post-hooks holds it and it is a plain contiguous tensor; otherwise copy it, so
-            // .grad never aliases, say, the gradient a user passed to backward().
-            const bool stealable = g.impl_ptr().use_count() <= 2 && !g.is_view() && g.is_contiguous();
-            g = stealable ? g : graft::detail::raw::clone(g);
-        }
-        m.grad = m.grad.defined() ? (is_grad_enabled() ? m.grad + g : ops::add(m.grad, g)) : g;
-    }
-    for (const auto& h : std::vector(m.post_accumulate_hooks))
-        if (!h->removed) h->fn(leaf_);
-    return {};
-}
+[[nodiscard]] GRAFT_INLINE tensor_list grad(const tensor_list& outputs, const std::vector<grad_input>& inputs,
+                                            const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = {},
+                                            bool create_graph = false, bool allow_unused = false);
 
 }  // namespace autograd
-
-inline void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
-                             const std::vector<Tensor>& inputs) const {
-    std::vector<autograd::grad_input> in(inputs.begin(), inputs.end());
-    autograd::backward({*this}, gradient.defined() ? autograd::tensor_list{gradient} : autograd::tensor_list{},
-                       retain_graph, create_graph, in);
-}
 
 // ---------------------------------------------------------------- views
 
@@ -7920,7 +8696,218 @@ Tensor record_view_op(const char* name, const Tensor& self, Tensor out, Backward
 
 /// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
 /// Differentiable in g (its derivative is the same view of the incoming gradient).
-inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view) {
+GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view);
+
+}  // namespace autograd::detail
+
+// ---------------------------------------------------------------- copies
+
+/// torch.clone: a copy that stays in the graph (CloneBackward0).
+[[nodiscard]] inline Tensor clone(const Tensor& t) { return t.clone(); }
+
+// ---------------------------------------------------------------- in-place
+
+namespace autograd::detail {
+
+/// Writes `result` into `self`, and, when recording, makes `node` self's new history
+/// (its edges already point at self's previous history); for a view, the base's
+/// history is rebased onto CopySlices (view_tracking.hpp).
+GRAFT_INLINE void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node);
+
+GRAFT_INLINE void check_inplace_result(const char* op, const Tensor& self, const Tensor& result);
+
+GRAFT_INLINE Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, const Tensor& other);
+
+/// What an in-place unary op saves for its derivative.
+enum class inplace_saves { nothing, result, input };
+
+/// An in-place unary op; `bwd(grad, saved)` gives the gradient, where `saved` is the
+/// result (exp_, tanh_, ...), a copy of the overwritten input (sin_) or nothing (neg_).
+template <class Raw, class Backward>
+Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd,
+                      inplace_saves saves = inplace_saves::result) {
+    check_inplace(op, self, false);
+    Tensor result = raw(self);
+    check_inplace_result(op, self, result);
+    auto node = make_node(node_name, self);
+    if (node && saves == inplace_saves::input) node->save(self.clone());  // before the write, with history
+    commit_inplace(self, result, node);
+    if (node) {
+        if (saves == inplace_saves::result) node->save(self, true);  // the new value
+        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
+            return {bwd(g[0], n.saved_variables().empty() ? Tensor{} : n.saved(0))};
+        };
+    }
+    return self;
+}
+
+}  // namespace autograd::detail
+
+inline Tensor& Tensor::add_(const Tensor& o) { return autograd::detail::inplace_binary("add_", autograd::detail::binary_kind::add, *this, o); }
+inline Tensor& Tensor::sub_(const Tensor& o) { return autograd::detail::inplace_binary("sub_", autograd::detail::binary_kind::sub, *this, o); }
+inline Tensor& Tensor::mul_(const Tensor& o) { return autograd::detail::inplace_binary("mul_", autograd::detail::binary_kind::mul, *this, o); }
+inline Tensor& Tensor::div_(const Tensor& o) { return autograd::detail::inplace_binary("div_", autograd::detail::binary_kind::div, *this, o); }
+
+// ---------------------------------------------------------------- math methods
+
+inline Tensor Tensor::sum() const { return graft::sum(*this); }
+inline Tensor Tensor::sum(const int_list& dims, bool keepdim) const { return graft::sum(*this, dims, keepdim); }
+inline Tensor Tensor::mean() const { return graft::mean(*this); }
+inline Tensor Tensor::mean(const int_list& dims, bool keepdim) const { return graft::mean(*this, dims, keepdim); }
+inline Tensor Tensor::amax(const int_list& dims, bool keepdim) const { return graft::amax(*this, dims, keepdim); }
+inline Tensor Tensor::amin(const int_list& dims, bool keepdim) const { return graft::amin(*this, dims, keepdim); }
+inline Tensor Tensor::exp() const { return graft::exp(*this); }
+inline Tensor Tensor::log() const { return graft::log(*this); }
+inline Tensor Tensor::sqrt() const { return graft::sqrt(*this); }
+inline Tensor Tensor::tanh() const { return graft::tanh(*this); }
+inline Tensor Tensor::sigmoid() const { return graft::sigmoid(*this); }
+inline Tensor Tensor::relu() const { return graft::relu(*this); }
+inline Tensor Tensor::abs() const { return graft::abs(*this); }
+inline Tensor Tensor::neg() const { return graft::neg(*this); }
+inline Tensor Tensor::pow(const Tensor& exponent) const { return graft::pow(*this, exponent); }
+inline Tensor Tensor::pow(const scalar& exponent) const { return graft::pow(*this, exponent); }
+inline Tensor Tensor::matmul(const Tensor& other) const { return graft::matmul(*this, other); }
+inline Tensor Tensor::softmax(std::int64_t dim) const { return graft::softmax(*this, dim); }
+inline Tensor Tensor::log_softmax(std::int64_t dim) const { return graft::log_softmax(*this, dim); }
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/tensor_methods.ipp
+// Definitions for graft/autograd/tensor_methods.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft {
+
+GRAFT_INLINE Tensor& Tensor::requires_grad_(bool enabled) {
+    autograd::detail::refresh_if_view(*this);
+    auto* m = autograd::detail::meta(*this);
+    if (m && m->grad_fn) {
+        detail::check(enabled, "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
+                                "want to use a computed variable in a subgraph that doesn't require differentiation "
+                                "use var_no_grad = var.detach().");
+        return *this;
+    }
+    detail::check(!enabled || is_floating_point(type()), "requires_grad_: only Tensors of floating point dtype can "
+                  "require gradients (got ", type(), ")");
+    if (!m && !enabled) return *this;
+    autograd::detail::ensure_meta(*this).requires_grad = enabled;
+    return *this;
+}
+
+GRAFT_INLINE void Tensor::set_grad(const Tensor& g) const {
+    if (g.defined())
+        detail::check(g.sizes() == sizes() && g.type() == type(), "set_grad: assigned grad has shape ",
+                      g.sizes(), " and dtype ", g.type(), ", expected ",
+                      sizes(), " and ", type());
+    autograd::detail::ensure_meta(*this).grad = g;
+}
+
+GRAFT_INLINE Tensor Tensor::detach() const {
+    Tensor out = detail::raw::alias(*this);
+    out.impl_ptr()->is_view = is_view();
+    return out;
+}
+
+GRAFT_INLINE void Tensor::retain_grad() const {
+    detail::check(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+    if (is_leaf()) return;  // leaves keep their grad anyway (is_leaf refreshes a stale view)
+    auto& m = autograd::detail::ensure_meta(*this);
+    if (m.retains_grad) return;
+    m.retains_grad = true;
+    m.grad_fn->retain_grad_target(m.output_nr) = impl_ptr();
+}
+
+GRAFT_INLINE autograd::hook_handle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+    detail::check(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+    autograd::detail::refresh_if_view(*this);
+    auto& m = autograd::detail::ensure_meta(*this);
+    if (m.grad_fn) return autograd::detail::add_hook(m.grad_fn->tensor_pre_hooks(m.output_nr), std::move(hook));
+    return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
+}
+
+GRAFT_INLINE autograd::hook_handle Tensor::register_post_accumulate_grad_hook(
+    std::function<void(const Tensor&)> hook) const {
+    detail::check(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+    auto& m = autograd::detail::ensure_meta(*this);
+    return autograd::detail::add_hook(m.post_accumulate_hooks, std::move(hook));
+}
+
+namespace autograd {
+
+GRAFT_INLINE GradientEdge get_gradient_edge(const Tensor& t) {
+    graft::detail::check(t.defined() && t.requires_grad(), "It is not possible to get the gradient edge for a Tensor "
+                         "that does not require gradients");
+    const Edge e = detail::gradient_edge(t);
+    return {e.function, e.input_nr};
+}
+
+GRAFT_INLINE Edge grad_input::to_edge() const {
+    if (tensor.defined()) {
+        graft::detail::check(tensor.requires_grad(), "One of the differentiated Tensors does not require grad");
+        return detail::gradient_edge(tensor);
+    }
+    graft::detail::check(edge.node != nullptr, "autograd::grad: got an empty GradientEdge");
+    return {edge.node, edge.output_nr};
+}
+
+GRAFT_INLINE void backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool retain_graph,
+                           bool create_graph, const std::vector<grad_input>& inputs) {
+    std::vector<Edge> edges;
+    for (const auto& in : inputs) edges.push_back(in.to_edge());
+    tensor_list captured = detail::run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph,
+                                                edges, true, true);
+    // Non-leaf inputs get their gradient in .grad, as if they retained it.
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i].tensor;
+        if (!t.defined() || t.is_leaf() || !captured[i].defined()) continue;
+        auto& m = detail::ensure_meta(t);
+        const Tensor g = create_graph ? captured[i] : captured[i].detach();
+        m.grad = m.grad.defined() ? m.grad + g : g;
+    }
+}
+
+GRAFT_INLINE tensor_list grad(const tensor_list& outputs, const std::vector<grad_input>& inputs,
+                              const tensor_list& grad_outputs, std::optional<bool> retain_graph,
+                              bool create_graph, bool allow_unused) {
+    graft::detail::check(!inputs.empty(), "grad requires at least one input");
+    std::vector<Edge> edges;
+    for (const auto& in : inputs) edges.push_back(in.to_edge());
+    return detail::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, edges,
+                                false, allow_unused);
+}
+
+GRAFT_INLINE tensor_list AccumulateGrad::apply(tensor_list&& grads) {
+    if (!grads[0].defined()) return {};
+    auto& m = detail::ensure_meta(leaf_);
+    {
+        std::lock_guard lock(m.mutex);
+        Tensor g = std::move(grads[0]);
+        if (!is_grad_enabled()) {
+            // Steal the gradient (as PyTorch does) only when nobody but the engine's copy for
+            // post-hooks holds it and it is a plain contiguous tensor; otherwise copy it, so
+            // .grad never aliases, say, the gradient a user passed to backward().
+            const bool stealable = g.impl_ptr().use_count() <= 2 && !g.is_view() && g.is_contiguous();
+            g = stealable ? g : graft::detail::raw::clone(g);
+        }
+        m.grad = m.grad.defined() ? (is_grad_enabled() ? m.grad + g : ops::add(m.grad, g)) : g;
+    }
+    for (const auto& h : std::vector(m.post_accumulate_hooks))
+        if (!h->removed) h->fn(leaf_);
+    return {};
+}
+
+}  // namespace autograd
+
+GRAFT_INLINE void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
+                                   const std::vector<Tensor>& inputs) const {
+    std::vector<autograd::grad_input> in(inputs.begin(), inputs.end());
+    autograd::backward({*this}, gradient.defined() ? autograd::tensor_list{gradient} : autograd::tensor_list{},
+                       retain_graph, create_graph, in);
+}
+
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view) {
     Tensor out = zeros(sizes, g.type());
     {
         no_grad guard;
@@ -7931,26 +8918,30 @@ inline Tensor embed(const Tensor& g, const int_list& sizes, const std::function<
 
 }  // namespace autograd::detail
 
-inline Tensor Tensor::view(int_list sizes) const {
+GRAFT_INLINE Tensor Tensor::view(int_list sizes) const {
     const int_list in = this->sizes();
     return autograd::detail::record_view_op("ViewBackward0", *this, detail::raw::view(*this, std::move(sizes)),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
-inline Tensor Tensor::reshape(int_list sizes) const {
+
+GRAFT_INLINE Tensor Tensor::reshape(int_list sizes) const {
     const int_list in = this->sizes();
     Tensor out = detail::raw::reshape(*this, std::move(sizes));
     const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
     return autograd::detail::record_view_op(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
 }
-inline Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+
+GRAFT_INLINE Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
     return autograd::detail::record_view_op("TransposeBackward0", *this, detail::raw::transpose(*this, d0, d1),
                                          [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
-inline Tensor Tensor::t() const {
+
+GRAFT_INLINE Tensor Tensor::t() const {
     return autograd::detail::record_view_op("TBackward0", *this, detail::raw::t(*this),
                                          [](const Tensor& g) { return g.t(); });
 }
-inline Tensor Tensor::permute(const int_list& dims) const {
+
+GRAFT_INLINE Tensor Tensor::permute(const int_list& dims) const {
     Tensor out = detail::raw::permute(*this, dims);
     int_list inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i)
@@ -7958,7 +8949,8 @@ inline Tensor Tensor::permute(const int_list& dims) const {
     return autograd::detail::record_view_op("PermuteBackward0", *this, out,
                                          [inverse](const Tensor& g) { return g.permute(inverse); });
 }
-inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
+
+GRAFT_INLINE Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
     Tensor out = detail::raw::narrow(*this, d, start, length);
     const int_list in = sizes();
     const std::int64_t s = start < 0 ? start + size(d) : start;
@@ -7966,7 +8958,8 @@ inline Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t le
         return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
     });
 }
-inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
+
+GRAFT_INLINE Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
     Tensor out = detail::raw::slice(*this, d, start, end, step);
     const int_list in = sizes();
     return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, start, end, step](const Tensor& g) {
@@ -7974,38 +8967,45 @@ inline Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end
                                        [d, start, end, step](const Tensor& z) { return z.slice(d, start, end, step); });
     });
 }
-inline Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
+
+GRAFT_INLINE Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
     Tensor out = detail::raw::select(*this, d, index);
     const int_list in = sizes();
     return autograd::detail::record_view_op("SelectBackward0", *this, out, [in, d, index](const Tensor& g) {
         return autograd::detail::embed(g, in, [d, index](const Tensor& z) { return z.select(d, index); });
     });
 }
-inline Tensor Tensor::squeeze() const {
+
+GRAFT_INLINE Tensor Tensor::squeeze() const {
     const int_list in = sizes();
     return autograd::detail::record_view_op("SqueezeBackward0", *this, detail::raw::squeeze(*this),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
-inline Tensor Tensor::squeeze(std::int64_t d) const {
+
+GRAFT_INLINE Tensor Tensor::squeeze(std::int64_t d) const {
     const int_list in = sizes();
     return autograd::detail::record_view_op("SqueezeBackward1", *this, detail::raw::squeeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
-inline Tensor Tensor::unsqueeze(std::int64_t d) const {
+
+GRAFT_INLINE Tensor Tensor::unsqueeze(std::int64_t d) const {
     const int_list in = sizes();
     return autograd::detail::record_view_op("UnsqueezeBackward0", *this, detail::raw::unsqueeze(*this, d),
                                          [in](const Tensor& g) { return g.reshape(in); });
 }
-inline Tensor Tensor::expand(const int_list& sizes) const {
+
+GRAFT_INLINE Tensor Tensor::expand(const int_list& sizes) const {
     const int_list in = this->sizes();
     return autograd::detail::record_view_op("ExpandBackward0", *this, detail::raw::expand(*this, sizes),
                                          [in](const Tensor& g) { return sum_to_size(g, in); });
 }
-inline Tensor Tensor::broadcast_to(const int_list& sizes) const {
+
+GRAFT_INLINE Tensor Tensor::broadcast_to(const int_list& sizes) const {
     (void)broadcast_shapes(this->sizes(), sizes);
     return expand(sizes);
 }
-inline Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t offset) const {
+
+GRAFT_INLINE Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t offset) const {
     Tensor out = detail::raw::as_strided(*this, std::move(sizes), std::move(strides), offset);
     const autograd::detail::strided_geometry in = autograd::detail::geometry_of(*this);
     const autograd::detail::strided_geometry view = autograd::detail::geometry_of(out);
@@ -8020,17 +9020,17 @@ inline Tensor Tensor::as_strided(int_list sizes, int_list strides, std::int64_t 
     });
 }
 
-// ---------------------------------------------------------------- copies
-
-inline Tensor Tensor::contiguous() const {
+GRAFT_INLINE Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
     return clone();
 }
-inline Tensor Tensor::clone() const {
+
+GRAFT_INLINE Tensor Tensor::clone() const {
     return autograd::detail::record_view("CloneBackward0", *this, detail::raw::clone(*this),
                                          [](const Tensor& g) { return g; });
 }
-inline Tensor Tensor::to(dtype target) const {
+
+GRAFT_INLINE Tensor Tensor::to(dtype target) const {
     if (target == type()) return *this;
     const dtype source = type();
     const bool differentiable = is_floating_point(target);
@@ -8040,22 +9040,14 @@ inline Tensor Tensor::to(dtype target) const {
                                          [source](const Tensor& g) { return g.to(source); });
 }
 
-/// torch.clone: a copy that stays in the graph (CloneBackward0).
-[[nodiscard]] inline Tensor clone(const Tensor& t) { return t.clone(); }
-
-// ---------------------------------------------------------------- in-place
-
 namespace autograd::detail {
 
-/// Writes `result` into `self`, and, when recording, makes `node` self's new history
-/// (its edges already point at self's previous history); for a view, the base's
-/// history is rebased onto CopySlices (view_tracking.hpp).
-inline void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node) {
+GRAFT_INLINE void commit_inplace(Tensor& self, const Tensor& result, const std::shared_ptr<function_node>& node) {
     graft::detail::raw::copy_(self, result);
     if (node) rebase_history(self, node);
 }
 
-inline void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
+GRAFT_INLINE void check_inplace_result(const char* op, const Tensor& self, const Tensor& result) {
     graft::detail::check(result.sizes() == self.sizes(), op, ": output with shape ",
                          self.sizes(), " doesn't match the broadcast shape ",
                          result.sizes());
@@ -8063,7 +9055,7 @@ inline void check_inplace_result(const char* op, const Tensor& self, const Tenso
                          result.type(), " can't be cast to the desired output type ", self.type());
 }
 
-inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, const Tensor& other) {
+GRAFT_INLINE Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, const Tensor& other) {
     check_inplace(op, self, requires_grad(other));
     Tensor result;
     switch (kind) {
@@ -8096,32 +9088,9 @@ inline Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& self, co
     return self;
 }
 
-/// What an in-place unary op saves for its derivative.
-enum class inplace_saves { nothing, result, input };
-
-/// An in-place unary op; `bwd(grad, saved)` gives the gradient, where `saved` is the
-/// result (exp_, tanh_, ...), a copy of the overwritten input (sin_) or nothing (neg_).
-template <class Raw, class Backward>
-Tensor& inplace_unary(const char* op, const char* node_name, Tensor& self, Raw raw, Backward bwd,
-                      inplace_saves saves = inplace_saves::result) {
-    check_inplace(op, self, false);
-    Tensor result = raw(self);
-    check_inplace_result(op, self, result);
-    auto node = make_node(node_name, self);
-    if (node && saves == inplace_saves::input) node->save(self.clone());  // before the write, with history
-    commit_inplace(self, result, node);
-    if (node) {
-        if (saves == inplace_saves::result) node->save(self, true);  // the new value
-        node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
-            return {bwd(g[0], n.saved_variables().empty() ? Tensor{} : n.saved(0))};
-        };
-    }
-    return self;
-}
-
 }  // namespace autograd::detail
 
-inline Tensor& Tensor::copy_(const Tensor& src) {
+GRAFT_INLINE Tensor& Tensor::copy_(const Tensor& src) {
     autograd::detail::check_inplace("copy_", *this, autograd::detail::requires_grad(src));
     detail::check(src.defined(), "copy_: source tensor is undefined");
     (void)broadcast_shapes(sizes(), src.sizes());
@@ -8138,7 +9107,8 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
     if (node) autograd::detail::rebase_history(*this, node);
     return *this;
 }
-inline Tensor& Tensor::fill_(const scalar& value) {
+
+GRAFT_INLINE Tensor& Tensor::fill_(const scalar& value) {
     autograd::detail::check_inplace("fill_", *this, false);
     auto node = autograd::detail::make_node("FillBackward0", *this);
     if (node)
@@ -8150,70 +9120,62 @@ inline Tensor& Tensor::fill_(const scalar& value) {
     return *this;
 }
 
-inline Tensor& Tensor::add_(const Tensor& o) { return autograd::detail::inplace_binary("add_", autograd::detail::binary_kind::add, *this, o); }
-inline Tensor& Tensor::add_(const scalar& o) { return add_(full({}, o, type())); }
-inline Tensor& Tensor::sub_(const Tensor& o) { return autograd::detail::inplace_binary("sub_", autograd::detail::binary_kind::sub, *this, o); }
-inline Tensor& Tensor::sub_(const scalar& o) { return sub_(full({}, o, type())); }
-inline Tensor& Tensor::mul_(const Tensor& o) { return autograd::detail::inplace_binary("mul_", autograd::detail::binary_kind::mul, *this, o); }
-inline Tensor& Tensor::mul_(const scalar& o) { return mul_(full({}, o, type())); }
-inline Tensor& Tensor::div_(const Tensor& o) { return autograd::detail::inplace_binary("div_", autograd::detail::binary_kind::div, *this, o); }
-inline Tensor& Tensor::div_(const scalar& o) {
+GRAFT_INLINE Tensor& Tensor::add_(const scalar& o) { return add_(full({}, o, type())); }
+GRAFT_INLINE Tensor& Tensor::sub_(const scalar& o) { return sub_(full({}, o, type())); }
+GRAFT_INLINE Tensor& Tensor::mul_(const scalar& o) { return mul_(full({}, o, type())); }
+GRAFT_INLINE Tensor& Tensor::div_(const scalar& o) {
     return div_(full({}, o, is_floating_point(type()) ? type() : default_float_dtype));
 }
-inline Tensor& Tensor::neg_() {
+
+GRAFT_INLINE Tensor& Tensor::neg_() {
     return autograd::detail::inplace_unary("neg_", "NegBackward0", *this, [](const Tensor& x) { return ops::neg(x); },
                                            [](const Tensor& g, const Tensor&) { return -g; },
                                            autograd::detail::inplace_saves::nothing);
 }
-inline Tensor& Tensor::exp_() {
+
+GRAFT_INLINE Tensor& Tensor::exp_() {
     return autograd::detail::inplace_unary("exp_", "ExpBackward0", *this, [](const Tensor& x) { return ops::exp(x); },
                                            [](const Tensor& g, const Tensor& y) { return g * y; });
 }
-inline Tensor& Tensor::tanh_() {
+
+GRAFT_INLINE Tensor& Tensor::tanh_() {
     return autograd::detail::inplace_unary("tanh_", "TanhBackward0", *this,
                                            [](const Tensor& x) { return ops::tanh(x); },
                                            [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
 }
-inline Tensor& Tensor::sigmoid_() {
+
+GRAFT_INLINE Tensor& Tensor::sigmoid_() {
     return autograd::detail::inplace_unary("sigmoid_", "SigmoidBackward0", *this,
                                            [](const Tensor& x) { return ops::sigmoid(x); },
                                            [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); });
 }
-inline Tensor& Tensor::relu_() {
+
+GRAFT_INLINE Tensor& Tensor::relu_() {
     return autograd::detail::inplace_unary("relu_", "ReluBackward0", *this,
                                            [](const Tensor& x) { return ops::relu(x); },
                                            [](const Tensor& g, const Tensor& y) { return where(y > 0.0, g, zeros_like(g)); });
 }
-inline Tensor& Tensor::sin_() {
+
+GRAFT_INLINE Tensor& Tensor::sin_() {
     // The derivative needs the overwritten input: a copy is saved before the write (as PyTorch).
     return autograd::detail::inplace_unary("sin_", "SinBackward0", *this, [](const Tensor& x) { return ops::sin(x); },
                                            [](const Tensor& g, const Tensor& x) { return g * cos(x); },
                                            autograd::detail::inplace_saves::input);
 }
 
-// ---------------------------------------------------------------- math methods
-
-inline Tensor Tensor::sum() const { return graft::sum(*this); }
-inline Tensor Tensor::sum(const int_list& dims, bool keepdim) const { return graft::sum(*this, dims, keepdim); }
-inline Tensor Tensor::mean() const { return graft::mean(*this); }
-inline Tensor Tensor::mean(const int_list& dims, bool keepdim) const { return graft::mean(*this, dims, keepdim); }
-inline Tensor Tensor::amax(const int_list& dims, bool keepdim) const { return graft::amax(*this, dims, keepdim); }
-inline Tensor Tensor::amin(const int_list& dims, bool keepdim) const { return graft::amin(*this, dims, keepdim); }
-inline Tensor Tensor::exp() const { return graft::exp(*this); }
-inline Tensor Tensor::log() const { return graft::log(*this); }
-inline Tensor Tensor::sqrt() const { return graft::sqrt(*this); }
-inline Tensor Tensor::tanh() const { return graft::tanh(*this); }
-inline Tensor Tensor::sigmoid() const { return graft::sigmoid(*this); }
-inline Tensor Tensor::relu() const { return graft::relu(*this); }
-inline Tensor Tensor::abs() const { return graft::abs(*this); }
-inline Tensor Tensor::neg() const { return graft::neg(*this); }
-inline Tensor Tensor::pow(const Tensor& exponent) const { return graft::pow(*this, exponent); }
-inline Tensor Tensor::pow(const scalar& exponent) const { return graft::pow(*this, exponent); }
-inline Tensor Tensor::matmul(const Tensor& other) const { return graft::matmul(*this, other); }
-inline Tensor Tensor::softmax(std::int64_t dim) const { return graft::softmax(*this, dim); }
-inline Tensor Tensor::log_softmax(std::int64_t dim) const { return graft::log_softmax(*this, dim); }
-
 }  // namespace graft
+
+namespace graft::autograd::detail {
+
+GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return a + b;
+}
+
+}  // namespace graft::autograd::detail
+// ---- end graft/autograd/impl/tensor_methods.ipp
+#endif
 // ---- end graft/autograd/tensor_methods.hpp
 
 namespace graft::autograd {
@@ -8229,7 +9191,41 @@ struct gradcheck_options {
 namespace detail {
 
 /// Byte address of element `flat` (row-major order) of t.
-[[nodiscard]] inline char* element_address(const Tensor& t, std::int64_t flat) {
+[[nodiscard]] GRAFT_INLINE char* element_address(const Tensor& t, std::int64_t flat);
+
+[[nodiscard]] GRAFT_INLINE double read_element(const Tensor& t, std::int64_t flat);
+
+GRAFT_INLINE void write_element(const Tensor& t, std::int64_t flat, double value);
+
+[[nodiscard]] GRAFT_INLINE std::vector<double> flatten_outputs(const tensor_list& outs);
+
+}  // namespace detail
+
+/// Checks the gradients of `f` at `inputs` (those requiring grad) against finite
+/// differences. Returns true on success; on mismatch throws (or returns false).
+GRAFT_INLINE bool gradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                            const gradcheck_options& opt = {});
+
+/// Checks second derivatives: gradcheck of the function that returns the
+/// gradients of `f` for fixed random output gradients (with create_graph).
+GRAFT_INLINE bool gradgradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                                const gradcheck_options& opt = {});
+
+}  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/gradcheck.ipp
+// Definitions for graft/autograd/gradcheck.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+namespace graft::autograd {
+namespace detail {
+
+GRAFT_INLINE char* element_address(const Tensor& t, std::int64_t flat) {
     std::int64_t offset = 0;
     for (std::int64_t d = t.dim() - 1; d >= 0; --d) {
         const std::int64_t size = t.size(d);
@@ -8239,7 +9235,7 @@ namespace detail {
     return static_cast<char*>(t.raw_data()) + offset * static_cast<std::int64_t>(t.element_size());
 }
 
-[[nodiscard]] inline double read_element(const Tensor& t, std::int64_t flat) {
+GRAFT_INLINE double read_element(const Tensor& t, std::int64_t flat) {
     char* p = element_address(t, flat);
     if (t.type() == dtype::float64) {
         double v;
@@ -8251,7 +9247,7 @@ namespace detail {
     return v;
 }
 
-inline void write_element(const Tensor& t, std::int64_t flat, double value) {
+GRAFT_INLINE void write_element(const Tensor& t, std::int64_t flat, double value) {
     char* p = element_address(t, flat);
     if (t.type() == dtype::float64) {
         std::memcpy(p, &value, sizeof value);
@@ -8261,7 +9257,7 @@ inline void write_element(const Tensor& t, std::int64_t flat, double value) {
     }
 }
 
-[[nodiscard]] inline std::vector<double> flatten_outputs(const tensor_list& outs) {
+GRAFT_INLINE std::vector<double> flatten_outputs(const tensor_list& outs) {
     std::vector<double> v;
     for (const auto& o : outs) {
         if (!o.defined()) continue;
@@ -8273,10 +9269,8 @@ inline void write_element(const Tensor& t, std::int64_t flat, double value) {
 
 }  // namespace detail
 
-/// Checks the gradients of `f` at `inputs` (those requiring grad) against finite
-/// differences. Returns true on success; on mismatch throws (or returns false).
-inline bool gradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
-                      const gradcheck_options& opt = {}) {
+GRAFT_INLINE bool gradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                            const gradcheck_options& opt) {
     std::vector<std::size_t> diff;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         graft::detail::check(inputs[i].defined(), "gradcheck: input ", i, " is undefined");
@@ -8349,10 +9343,8 @@ inline bool gradcheck(const std::function<tensor_list(const tensor_list&)>& f, c
     return true;
 }
 
-/// Checks second derivatives: gradcheck of the function that returns the
-/// gradients of `f` for fixed random output gradients (with create_graph).
-inline bool gradgradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
-                          const gradcheck_options& opt = {}) {
+GRAFT_INLINE bool gradgradcheck(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& inputs,
+                                const gradcheck_options& opt) {
     const tensor_list outs = f(inputs);
     tensor_list v;
     generator gen(1234);
@@ -8377,26 +9369,22 @@ inline bool gradgradcheck(const std::function<tensor_list(const tensor_list&)>& 
 }
 
 }  // namespace graft::autograd
+// ---- end graft/autograd/impl/gradcheck.ipp
+#endif
 // ---- end graft/autograd/gradcheck.hpp
 // ---- begin graft/autograd/graph.hpp
 // The torch.autograd.graph toolbox: offloading saved tensors to disk, multi-grad
 // hooks, allow_mutation_on_saved_tensors, a node logger and a Graphviz dump.
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <ostream>
-#include <random>
 #include <set>
-#include <sstream>
 #include <string>
-#include <system_error>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -8417,60 +9405,17 @@ struct disk_blob {
     disk_blob() = default;
     disk_blob(const disk_blob&) = delete;
     disk_blob& operator=(const disk_blob&) = delete;
-    ~disk_blob() {
-        std::error_code ec;
-        std::filesystem::remove(path, ec);  // best effort: never throw from a destructor
-    }
+    ~disk_blob();
 };
 
 /// A file name no other process or thread picks: a per-process random tag plus a counter.
-[[nodiscard]] inline std::filesystem::path unique_temp_file(const std::filesystem::path& dir) {
-    static const std::uint64_t tag = [] {
-        std::random_device rd;
-        return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-    }();
-    static std::atomic<std::uint64_t> counter{0};
-    return dir / graft::detail::concat("graft-saved-", std::hex, tag, "-", std::dec, counter++, ".bin");
-}
+[[nodiscard]] GRAFT_INLINE std::filesystem::path unique_temp_file(const std::filesystem::path& dir);
 
-[[nodiscard]] inline std::any pack_to_disk(const std::filesystem::path& dir, const Tensor& t) {
-    auto blob = std::make_shared<disk_blob>();
-    const Tensor c = graft::detail::raw::contiguous(t);  // raw: no graph recorded for the copy
-    blob->sizes = c.sizes();
-    blob->type = c.type();
-    blob->nbytes = static_cast<std::size_t>(c.numel()) * c.element_size();
-    blob->path = unique_temp_file(dir);
-    std::ofstream out(blob->path, std::ios::binary | std::ios::trunc);
-    graft::detail::check(out.good(), "save_on_disk: cannot create the temporary file ", blob->path.string());
-    if (blob->nbytes) out.write(static_cast<const char*>(c.raw_data()), static_cast<std::streamsize>(blob->nbytes));
-    out.close();
-    graft::detail::check(!out.fail(), "save_on_disk: writing ", blob->nbytes, " bytes to ", blob->path.string(),
-                         " failed (disk full?)");
-    return blob;
-}
+[[nodiscard]] GRAFT_INLINE std::any pack_to_disk(const std::filesystem::path& dir, const Tensor& t);
 
-[[nodiscard]] inline Tensor unpack_from_disk(const std::any& packed) {
-    const auto* blob = std::any_cast<std::shared_ptr<disk_blob>>(&packed);
-    graft::detail::check(blob && *blob, "save_on_disk: the packed value is not a save_on_disk file");
-    const disk_blob& b = **blob;
-    Tensor t = empty(b.sizes, b.type);
-    std::ifstream in(b.path, std::ios::binary);
-    graft::detail::check(in.good(), "save_on_disk: the temporary file ", b.path.string(),
-                         " holding a saved tensor is missing");
-    if (b.nbytes) in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(b.nbytes));
-    graft::detail::check(static_cast<std::size_t>(in.gcount()) == b.nbytes && (b.nbytes == 0 || !in.fail()),
-                         "save_on_disk: the temporary file ", b.path.string(), " is truncated (expected ", b.nbytes,
-                         " bytes)");
-    return t;
-}
+[[nodiscard]] GRAFT_INLINE Tensor unpack_from_disk(const std::any& packed);
 
-[[nodiscard]] inline std::filesystem::path checked_directory(std::filesystem::path dir) {
-    if (dir.empty()) dir = std::filesystem::temp_directory_path();
-    std::error_code ec;
-    graft::detail::check(std::filesystem::is_directory(dir, ec), "save_on_disk: ", dir.string(),
-                         " is not an existing directory");
-    return dir;
-}
+[[nodiscard]] GRAFT_INLINE std::filesystem::path checked_directory(std::filesystem::path dir);
 
 }  // namespace detail
 
@@ -8480,10 +9425,7 @@ struct disk_blob {
 /// at each use in backward. A file is deleted once its saved tensor is released.
 class save_on_disk {
 public:
-    explicit save_on_disk(const std::filesystem::path& directory = {})
-        : dir_(detail::checked_directory(directory)),
-          hooks_([dir = dir_](const Tensor& t) { return detail::pack_to_disk(dir, t); },
-                 [](const std::any& packed) { return detail::unpack_from_disk(packed); }) {}
+    explicit save_on_disk(const std::filesystem::path& directory = {});
     save_on_disk(const save_on_disk&) = delete;
     save_on_disk& operator=(const save_on_disk&) = delete;
     /// Where the temporary files go.
@@ -8520,19 +9462,174 @@ struct multi_grad_state {
     std::set<std::uint64_t> fired;         // "any": passes that already fired
     static constexpr std::size_t max_tracked = 4096;  // bound for passes that died (errors)
 
-    [[nodiscard]] std::shared_ptr<Node> node_of(std::size_t i) const {
-        if (auto n = grad_fns[i].lock()) return n;
-        if (auto impl = leaves[i].lock()) {
-            const auto* m = impl->autograd.get();
-            if (m) return m->grad_accumulator.lock();
-        }
-        return nullptr;
-    }
+    [[nodiscard]] std::shared_ptr<Node> node_of(std::size_t i) const;
 };
 
 /// True when the running backward pass delivers a gradient to `node` (it runs it or
 /// captures its input for autograd::grad / backward(inputs=...)).
-[[nodiscard]] inline bool gradient_expected(const Node* node) {
+[[nodiscard]] GRAFT_INLINE bool gradient_expected(const Node* node);
+
+GRAFT_INLINE Tensor on_multi_grad(const std::shared_ptr<multi_grad_state>& st, std::size_t i, const Tensor& grad);
+
+GRAFT_INLINE hook_handle register_multi_grad_hook_impl(const tensor_list& tensors,
+                                                       std::shared_ptr<multi_grad_state> st);
+
+}  // namespace detail
+
+/// torch.autograd.graph.register_multi_grad_hook, mode::all: fn(grads) runs once per
+/// backward pass, after the last gradient among `tensors` that this pass computes;
+/// grads[i] is undefined for tensors the pass does not reach. Thread-safe: each
+/// pass (graph task) has its own state. remove() on the handle removes every hook.
+GRAFT_INLINE hook_handle register_multi_grad_hook(const tensor_list& tensors,
+                                                  std::function<void(const tensor_list&)> fn, mode m = mode::all);
+
+/// register_multi_grad_hook, mode::any: fn(grad) runs once per backward pass, with
+/// the first gradient computed among `tensors`.
+GRAFT_INLINE hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const Tensor&)> fn,
+                                                  mode m);
+
+// ---------------------------------------------------------------- allow_mutation_on_saved_tensors
+
+/// RAII (torch.autograd.graph.allow_mutation_on_saved_tensors): in this scope, on this
+/// thread, an in-place op on a tensor saved for backward first clones the saved value,
+/// so backward uses the value from before the mutation instead of failing the version
+/// check. Backward must run inside the same scope; scopes cannot be nested. On exit
+/// the clones and bookkeeping are released.
+class allow_mutation_on_saved_tensors {
+public:
+    allow_mutation_on_saved_tensors();
+    allow_mutation_on_saved_tensors(const allow_mutation_on_saved_tensors&) = delete;
+    allow_mutation_on_saved_tensors& operator=(const allow_mutation_on_saved_tensors&) = delete;
+    ~allow_mutation_on_saved_tensors();
+
+private:
+    std::shared_ptr<detail::mutation_context> ctx_;
+};
+
+// ---------------------------------------------------------------- node logging
+
+namespace detail {
+
+GRAFT_INLINE void write_shapes(std::ostream& os, const tensor_list& grads);
+
+}  // namespace detail
+
+/// RAII: while alive, every node any backward pass runs writes one line to `os`:
+/// "<name>: (<grad_output shapes>) -> (<grad_input shapes>)", undefined gradients as None,
+/// in execution order. Uses set_node_logger, so it is process-wide and cannot nest.
+class log_nodes_to {
+public:
+    explicit log_nodes_to(std::ostream& os);
+    log_nodes_to(const log_nodes_to&) = delete;
+    log_nodes_to& operator=(const log_nodes_to&) = delete;
+    ~log_nodes_to() { set_node_logger(nullptr); }
+};
+
+// ---------------------------------------------------------------- to_dot
+
+namespace detail {
+
+/// Escapes a label for a double-quoted DOT string ('\n' stays a DOT line break).
+[[nodiscard]] GRAFT_INLINE std::string dot_escape(const std::string& s);
+
+}  // namespace detail
+
+/// The backward graph reachable from t.grad_fn() as Graphviz DOT (like torchviz):
+/// one box per node with its name and saved tensors, leaf accumulators with the
+/// leaf's dtype and shape, an arrow per next_functions entry. Ids n0, n1, ... follow
+/// breadth-first order from the root, so the output is deterministic.
+[[nodiscard]] GRAFT_INLINE std::string to_dot(const Tensor& t);
+
+}  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/graph.ipp
+// Definitions for graft/autograd/graph.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <atomic>
+#include <fstream>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <system_error>
+#include <unordered_map>
+
+namespace graft::autograd {
+
+namespace detail {
+
+GRAFT_INLINE disk_blob::~disk_blob() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);  // best effort: never throw from a destructor
+}
+
+GRAFT_INLINE std::filesystem::path unique_temp_file(const std::filesystem::path& dir) {
+    static const std::uint64_t tag = [] {
+        std::random_device rd;
+        return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    }();
+    static std::atomic<std::uint64_t> counter{0};
+    return dir / graft::detail::concat("graft-saved-", std::hex, tag, "-", std::dec, counter++, ".bin");
+}
+
+GRAFT_INLINE std::any pack_to_disk(const std::filesystem::path& dir, const Tensor& t) {
+    auto blob = std::make_shared<disk_blob>();
+    const Tensor c = graft::detail::raw::contiguous(t);  // raw: no graph recorded for the copy
+    blob->sizes = c.sizes();
+    blob->type = c.type();
+    blob->nbytes = static_cast<std::size_t>(c.numel()) * c.element_size();
+    blob->path = unique_temp_file(dir);
+    std::ofstream out(blob->path, std::ios::binary | std::ios::trunc);
+    graft::detail::check(out.good(), "save_on_disk: cannot create the temporary file ", blob->path.string());
+    if (blob->nbytes) out.write(static_cast<const char*>(c.raw_data()), static_cast<std::streamsize>(blob->nbytes));
+    out.close();
+    graft::detail::check(!out.fail(), "save_on_disk: writing ", blob->nbytes, " bytes to ", blob->path.string(),
+                         " failed (disk full?)");
+    return blob;
+}
+
+GRAFT_INLINE Tensor unpack_from_disk(const std::any& packed) {
+    const auto* blob = std::any_cast<std::shared_ptr<disk_blob>>(&packed);
+    graft::detail::check(blob && *blob, "save_on_disk: the packed value is not a save_on_disk file");
+    const disk_blob& b = **blob;
+    Tensor t = empty(b.sizes, b.type);
+    std::ifstream in(b.path, std::ios::binary);
+    graft::detail::check(in.good(), "save_on_disk: the temporary file ", b.path.string(),
+                         " holding a saved tensor is missing");
+    if (b.nbytes) in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(b.nbytes));
+    graft::detail::check(static_cast<std::size_t>(in.gcount()) == b.nbytes && (b.nbytes == 0 || !in.fail()),
+                         "save_on_disk: the temporary file ", b.path.string(), " is truncated (expected ", b.nbytes,
+                         " bytes)");
+    return t;
+}
+
+GRAFT_INLINE std::filesystem::path checked_directory(std::filesystem::path dir) {
+    if (dir.empty()) dir = std::filesystem::temp_directory_path();
+    std::error_code ec;
+    graft::detail::check(std::filesystem::is_directory(dir, ec), "save_on_disk: ", dir.string(),
+                         " is not an existing directory");
+    return dir;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE save_on_disk::save_on_disk(const std::filesystem::path& directory)
+    : dir_(detail::checked_directory(directory)),
+      hooks_([dir = dir_](const Tensor& t) { return detail::pack_to_disk(dir, t); },
+             [](const std::any& packed) { return detail::unpack_from_disk(packed); }) {}
+
+namespace detail {
+
+GRAFT_INLINE std::shared_ptr<Node> multi_grad_state::node_of(std::size_t i) const {
+    if (auto n = grad_fns[i].lock()) return n;
+    if (auto impl = leaves[i].lock()) {
+        const auto* m = impl->autograd.get();
+        if (m) return m->grad_accumulator.lock();
+    }
+    return nullptr;
+}
+
+GRAFT_INLINE bool gradient_expected(const Node* node) {
     if (!node) return false;
     const auto* task = current_task();
     if (!task) return false;
@@ -8540,7 +9637,7 @@ struct multi_grad_state {
     return will_engine_execute_node(*node);
 }
 
-inline Tensor on_multi_grad(const std::shared_ptr<multi_grad_state>& st, std::size_t i, const Tensor& grad) {
+GRAFT_INLINE Tensor on_multi_grad(const std::shared_ptr<multi_grad_state>& st, std::size_t i, const Tensor& grad) {
     const std::uint64_t id = current_graph_task_id();
     // The engine may run a leaf's tensor hooks on an accumulator it then skips (backward
     // with inputs=...); PyTorch never calls those, so neither do we.
@@ -8576,7 +9673,8 @@ inline Tensor on_multi_grad(const std::shared_ptr<multi_grad_state>& st, std::si
     return {};
 }
 
-inline hook_handle register_multi_grad_hook_impl(const tensor_list& tensors, std::shared_ptr<multi_grad_state> st) {
+GRAFT_INLINE hook_handle register_multi_grad_hook_impl(const tensor_list& tensors,
+                                                       std::shared_ptr<multi_grad_state> st) {
     graft::detail::check(!tensors.empty(), "register_multi_grad_hook: expected at least one tensor");
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         graft::detail::check(tensors[i].defined(), "register_multi_grad_hook: tensor ", i, " is undefined");
@@ -8599,12 +9697,8 @@ inline hook_handle register_multi_grad_hook_impl(const tensor_list& tensors, std
 
 }  // namespace detail
 
-/// torch.autograd.graph.register_multi_grad_hook, mode::all: fn(grads) runs once per
-/// backward pass, after the last gradient among `tensors` that this pass computes;
-/// grads[i] is undefined for tensors the pass does not reach. Thread-safe: each
-/// pass (graph task) has its own state. remove() on the handle removes every hook.
-inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const tensor_list&)> fn,
-                                            mode m = mode::all) {
+GRAFT_INLINE hook_handle register_multi_grad_hook(const tensor_list& tensors,
+                                                  std::function<void(const tensor_list&)> fn, mode m) {
     graft::detail::check(m == mode::all || m == mode::any, "register_multi_grad_hook: expects mode to be one of "
                          "(mode::all, mode::any) but got ", static_cast<int>(m));
     graft::detail::check(m == mode::all, "register_multi_grad_hook: mode::any calls fn with one gradient; pass a "
@@ -8616,10 +9710,8 @@ inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::fun
     return detail::register_multi_grad_hook_impl(tensors, std::move(st));
 }
 
-/// register_multi_grad_hook, mode::any: fn(grad) runs once per backward pass, with
-/// the first gradient computed among `tensors`.
-inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const Tensor&)> fn,
-                                            mode m) {
+GRAFT_INLINE hook_handle register_multi_grad_hook(const tensor_list& tensors, std::function<void(const Tensor&)> fn,
+                                                  mode m) {
     graft::detail::check(m == mode::all || m == mode::any, "register_multi_grad_hook: expects mode to be one of "
                          "(mode::all, mode::any) but got ", static_cast<int>(m));
     graft::detail::check(m == mode::any, "register_multi_grad_hook: mode::all calls fn with all gradients; pass a "
@@ -8631,45 +9723,29 @@ inline hook_handle register_multi_grad_hook(const tensor_list& tensors, std::fun
     return detail::register_multi_grad_hook_impl(tensors, std::move(st));
 }
 
-// ---------------------------------------------------------------- allow_mutation_on_saved_tensors
+GRAFT_INLINE allow_mutation_on_saved_tensors::allow_mutation_on_saved_tensors() {
+    auto& active = detail::active_mutation_context();
+    graft::detail::check(active == nullptr, "allow_mutation_on_saved_tensors contexts cannot be nested");
+    ctx_ = std::make_shared<detail::mutation_context>();
+    active = ctx_;
+}
 
-/// RAII (torch.autograd.graph.allow_mutation_on_saved_tensors): in this scope, on this
-/// thread, an in-place op on a tensor saved for backward first clones the saved value,
-/// so backward uses the value from before the mutation instead of failing the version
-/// check. Backward must run inside the same scope; scopes cannot be nested. On exit
-/// the clones and bookkeeping are released.
-class allow_mutation_on_saved_tensors {
-public:
-    allow_mutation_on_saved_tensors() {
-        auto& active = detail::active_mutation_context();
-        graft::detail::check(active == nullptr, "allow_mutation_on_saved_tensors contexts cannot be nested");
-        ctx_ = std::make_shared<detail::mutation_context>();
-        active = ctx_;
-    }
-    allow_mutation_on_saved_tensors(const allow_mutation_on_saved_tensors&) = delete;
-    allow_mutation_on_saved_tensors& operator=(const allow_mutation_on_saved_tensors&) = delete;
-    ~allow_mutation_on_saved_tensors() {
-        detail::active_mutation_context() = nullptr;
-        std::lock_guard lock(ctx_->mutex);
-        ctx_->alive = false;  // graphs recorded in this scope now refuse to run backward
-        for (const auto& weak : ctx_->cloned)
-            if (auto e = weak.lock()) {
-                e->data = Tensor{};
-                e->version_source = Tensor{};
-            }
-        ctx_->cloned.clear();
-        ctx_->by_storage.clear();
-    }
-
-private:
-    std::shared_ptr<detail::mutation_context> ctx_;
-};
-
-// ---------------------------------------------------------------- node logging
+GRAFT_INLINE allow_mutation_on_saved_tensors::~allow_mutation_on_saved_tensors() {
+    detail::active_mutation_context() = nullptr;
+    std::lock_guard lock(ctx_->mutex);
+    ctx_->alive = false;  // graphs recorded in this scope now refuse to run backward
+    for (const auto& weak : ctx_->cloned)
+        if (auto e = weak.lock()) {
+            e->data = Tensor{};
+            e->version_source = Tensor{};
+        }
+    ctx_->cloned.clear();
+    ctx_->by_storage.clear();
+}
 
 namespace detail {
 
-inline void write_shapes(std::ostream& os, const tensor_list& grads) {
+GRAFT_INLINE void write_shapes(std::ostream& os, const tensor_list& grads) {
     os << '(';
     for (std::size_t i = 0; i < grads.size(); ++i) {
         if (i) os << ", ";
@@ -8681,40 +9757,28 @@ inline void write_shapes(std::ostream& os, const tensor_list& grads) {
 
 }  // namespace detail
 
-/// RAII: while alive, every node any backward pass runs writes one line to `os`:
-/// "<name>: (<grad_output shapes>) -> (<grad_input shapes>)", undefined gradients as None,
-/// in execution order. Uses set_node_logger, so it is process-wide and cannot nest.
-class log_nodes_to {
-public:
-    explicit log_nodes_to(std::ostream& os) {
-        {
-            std::lock_guard lock(detail::logger_mutex());
-            graft::detail::check(detail::logger_slot() == nullptr, "log_nodes_to: a node logger is already "
-                                 "installed (log_nodes_to scopes cannot be nested)");
-        }
-        auto mutex = std::make_shared<std::mutex>();
-        set_node_logger([&os, mutex](const Node& node, const tensor_list& grad_outputs, const tensor_list& grad_inputs) {
-            std::ostringstream line;
-            line << node.name() << ": ";
-            detail::write_shapes(line, grad_outputs);
-            line << " -> ";
-            detail::write_shapes(line, grad_inputs);
-            line << '\n';
-            std::lock_guard lock(*mutex);
-            os << line.str();
-        });
+GRAFT_INLINE log_nodes_to::log_nodes_to(std::ostream& os) {
+    {
+        std::lock_guard lock(detail::logger_mutex());
+        graft::detail::check(detail::logger_slot() == nullptr, "log_nodes_to: a node logger is already "
+                             "installed (log_nodes_to scopes cannot be nested)");
     }
-    log_nodes_to(const log_nodes_to&) = delete;
-    log_nodes_to& operator=(const log_nodes_to&) = delete;
-    ~log_nodes_to() { set_node_logger(nullptr); }
-};
-
-// ---------------------------------------------------------------- to_dot
+    auto mutex = std::make_shared<std::mutex>();
+    set_node_logger([&os, mutex](const Node& node, const tensor_list& grad_outputs, const tensor_list& grad_inputs) {
+        std::ostringstream line;
+        line << node.name() << ": ";
+        detail::write_shapes(line, grad_outputs);
+        line << " -> ";
+        detail::write_shapes(line, grad_inputs);
+        line << '\n';
+        std::lock_guard lock(*mutex);
+        os << line.str();
+    });
+}
 
 namespace detail {
 
-/// Escapes a label for a double-quoted DOT string ('\n' stays a DOT line break).
-[[nodiscard]] inline std::string dot_escape(const std::string& s) {
+GRAFT_INLINE std::string dot_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         if (c == '\n') {
@@ -8729,11 +9793,7 @@ namespace detail {
 
 }  // namespace detail
 
-/// The backward graph reachable from t.grad_fn() as Graphviz DOT (like torchviz):
-/// one box per node with its name and saved tensors, leaf accumulators with the
-/// leaf's dtype and shape, an arrow per next_functions entry. Ids n0, n1, ... follow
-/// breadth-first order from the root, so the output is deterministic.
-[[nodiscard]] inline std::string to_dot(const Tensor& t) {
+GRAFT_INLINE std::string to_dot(const Tensor& t) {
     graft::detail::check(t.defined(), "to_dot: got an undefined tensor");
     const std::shared_ptr<Node> root = t.grad_fn();
     graft::detail::check(root != nullptr, "to_dot: the tensor has no grad_fn (it is a leaf or does not require "
@@ -8774,7 +9834,14 @@ namespace detail {
 }
 
 }  // namespace graft::autograd
+// ---- end graft/autograd/impl/graph.ipp
+#endif
 // ---- end graft/autograd/graph.hpp
+// ---- end graft/tensor.hpp
+// ---- begin graft/expr.hpp
+// graft/expr.hpp: graft/tensor.hpp plus compile-time graphs (graft::expr: traced
+// expressions, passes as types, compile-time autodiff, fused SIMD evaluation,
+// ex::function). Manual: docs/expr.md.
 // ---- begin graft/expr/expr.hpp
 // graft::expr: compile-time graphs. Trace a generic lambda into a graph type,
 // optimize it with passes that are types, differentiate it at compile time.
@@ -9303,7 +10370,9 @@ namespace detail {
 /// Dead-code elimination: keeps inputs and everything an output reads.
 [[nodiscard]] constexpr program dce_program(const program& p) {
     const std::size_t n = p.nodes.size();
-    std::vector<bool> live(n, false);
+    // char, not bool: clang cannot constant-evaluate libstdc++'s std::vector<bool> (its
+    // _M_allocate assigns to words it never constructed; llvm/llvm-project#85553).
+    std::vector<char> live(n, false);
     for (std::size_t o : p.outs) live[o] = true;
     for (std::size_t i = n; i-- > 0;) {
         if (p.nodes[i].kind == instr_kind::input) live[i] = true;
@@ -9596,8 +10665,24 @@ constexpr auto to_expr(const T& x) {
     if constexpr (expression<T> || reduced_expression<T>) return x;
     else return number{static_cast<double>(x)};
 }
+// The expression type of an operand; no member for anything else, so that the operators'
+// return types fail softly (SFINAE) for the std types that reach them through ADL
+// (iterators of std::vector<instr_data>, ...): clang substitutes the return type before it
+// checks the requires-clause.
 template <class T>
-using expr_t = decltype(to_expr(std::declval<const T&>()));
+struct to_expr_type {};
+template <class T>
+    requires(expression<T> || reduced_expression<T>)
+struct to_expr_type<T> {
+    using type = std::remove_cvref_t<T>;
+};
+template <class T>
+    requires std::is_arithmetic_v<T>
+struct to_expr_type<T> {
+    using type = number;
+};
+template <class T>
+using expr_t = typename to_expr_type<std::remove_cvref_t<T>>::type;
 
 template <class A, class B>
 concept binary_operands = (expression<A> || expression<B>) && operand<A> && operand<B>;
@@ -10205,7 +11290,9 @@ constexpr bool call_grad(program& q, const instr_data& d, std::size_t self, std:
     const std::size_t n = s.n;
     constexpr std::size_t add = op_index_v<ops::def::add_op>;
 
-    std::vector<bool> needs(n, false);
+    // char, not bool: clang cannot constant-evaluate libstdc++'s std::vector<bool> (its
+    // _M_allocate assigns to words it never constructed; llvm/llvm-project#85553).
+    std::vector<char> needs(n, false);
     for (std::size_t i = 0; i < n; ++i) {
         const instr_data& d = p.nodes[i];
         if (d.kind == instr_kind::input) {
@@ -10330,7 +11417,7 @@ template <class Policy>
     const program& q = s.p;
     const std::size_t n = s.n, total = q.nodes.size();
 
-    std::vector<bool> live(total, false);
+    std::vector<char> live(total, false);  // char, not bool: see build_grad
     for (std::size_t o : q.outs) live[o] = true;
     for (std::size_t i = total; i-- > 0;)
         if (live[i])
@@ -10632,6 +11719,8 @@ template <class G, class... Args>
 #include <type_traits>
 #include <utility>
 
+// The TU's Highway pass (lane functors for every target), also in compiled mode.
+#define GRAFT_KERNELS_SIMD_PASS
 
 #include <hwy/highway.h>
 
@@ -11666,6 +12755,10 @@ template <class G, class Policy = save_policy::save_all_t>
 }  // namespace graft::expr
 // ---- end graft/expr/function.hpp
 // ---- end graft/expr/expr.hpp
+// ---- end graft/expr.hpp
+// ---- begin graft/ir.hpp
+// graft/ir.hpp: graft/tensor.hpp plus the runtime graph IR (graft::ir: graphs, text
+// form and parser, lint, DOT, passes, interpreter). Manual: docs/ir.md.
 // ---- begin graft/ir/ir.hpp
 // graft's runtime graph IR: types, graphs, kinds, text form, DOT, interpreter.
 // ---- begin graft/ir/graph.hpp
@@ -11674,7 +12767,6 @@ template <class G, class Policy = save_policy::save_all_t>
 // branches of an If). Every Value is produced by exactly one node (block and
 // graph inputs by the block's parameter list) and knows its uses, so passes
 // can rewrite the graph in place.
-#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -11726,11 +12818,7 @@ struct kind_info {
 
 namespace detail {
 
-[[nodiscard]] inline const Tensor& tensor_arg(std::string_view op, std::span<const ivalue> in, std::size_t i) {
-    const Tensor* t = std::get_if<Tensor>(&in[i]);
-    graft::detail::check(t != nullptr, op, ": input ", i, " must be a tensor");
-    return *t;
-}
+[[nodiscard]] GRAFT_INLINE const Tensor& tensor_arg(std::string_view op, std::span<const ivalue> in, std::size_t i);
 
 [[nodiscard]] inline scalar number_arg(const ivalue& v) {
     if (const auto* d = std::get_if<double>(&v)) return *d;
@@ -11752,11 +12840,7 @@ template <class T>
     return a.count(name) ? attr_of<T>(op, a, name) : fallback;
 }
 
-[[nodiscard]] inline int_list to_int_list(const std::vector<std::int64_t>& v) {
-    int_list r;
-    for (auto x : v) r.push_back(x);
-    return r;
-}
+[[nodiscard]] GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v);
 
 /// Runs op-table entry Op on tensors and numbers.
 template <class Op>
@@ -11793,22 +12877,8 @@ namespace kinds {
 
 /// A constant: attribute `value` (tensor or number), no inputs.
 struct constant {
-    static constexpr kind_info info{"prim::Constant", 0, 1, 0, true, false, false,
-                                    [](const attribute_map& a, std::span<const ivalue>) -> std::vector<ivalue> {
-                                        auto it = a.find("value");
-                                        graft::detail::check(it != a.end(), "prim::Constant: missing attribute 'value'");
-                                        return {std::visit(
-                                            [](const auto& v) -> ivalue {
-                                                using V = std::decay_t<decltype(v)>;
-                                                if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, double> ||
-                                                              std::is_same_v<V, std::int64_t> ||
-                                                              std::is_same_v<V, bool>)
-                                                    return v;
-                                                else
-                                                    graft::detail::fail("prim::Constant: 'value' must be a tensor or a number");
-                                            },
-                                            it->second)};
-                                    }};
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue>);
+    static constexpr kind_info info{"prim::Constant", 0, 1, 0, true, false, false, &run};
 };
 
 /// If(cond) with two blocks (then, else); the outputs are the taken block's outputs.
@@ -11822,183 +12892,77 @@ struct call {
     static constexpr kind_info info{"prim::Call", -1, -1, 1, true, false, false, nullptr};
 };
 
-#define GRAFT_DETAIL_IR_KIND(ident, text, n_in, body)                                                     \
-    struct ident {                                                                                        \
-        static std::vector<ivalue> run([[maybe_unused]] const attribute_map& a, std::span<const ivalue> in) { \
-            constexpr std::string_view op = text;                                                         \
-            graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size()); \
-            using graft::ir::detail::attr_of;                                                             \
-            using graft::ir::detail::attr_or;                                                             \
-            using graft::ir::detail::tensor_arg;                                                          \
-            using graft::ir::detail::to_int_list;                                                         \
-            body                                                                                          \
-        }                                                                                                 \
-        static constexpr kind_info info{text, n_in, 1, 0, true, false, false, &run};                      \
+// One input count, one output; `run` (in graft/ir/impl/kinds.ipp) checks the inputs and runs the eager op.
+#define GRAFT_DETAIL_IR_KIND(ident, text, n_in)                                              \
+    struct ident {                                                                           \
+        static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in); \
+        static constexpr kind_info info{text, n_in, 1, 0, true, false, false, &run};         \
     };
-#define GRAFT_DETAIL_IR_VIEW_KIND(ident, text, n_in, body)                                                \
-    struct ident {                                                                                        \
-        static std::vector<ivalue> run([[maybe_unused]] const attribute_map& a, std::span<const ivalue> in) { \
-            constexpr std::string_view op = text;                                                         \
-            graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size()); \
-            using graft::ir::detail::attr_of;                                                             \
-            using graft::ir::detail::tensor_arg;                                                          \
-            using graft::ir::detail::to_int_list;                                                         \
-            body                                                                                          \
-        }                                                                                                 \
-        static constexpr kind_info info{text, n_in, 1, 0, true, false, true, &run};                       \
+#define GRAFT_DETAIL_IR_VIEW_KIND(ident, text, n_in)                                         \
+    struct ident {                                                                           \
+        static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in); \
+        static constexpr kind_info info{text, n_in, 1, 0, true, false, true, &run};          \
     };
 
 // Reductions: `dims` (ints; absent or empty: every dimension), `keepdim` (bool, default false).
-GRAFT_DETAIL_IR_KIND(sum, "sum", 1, {
-    const Tensor& t = tensor_arg(op, in, 0);
-    if (!a.count("dims")) return {graft::sum(t)};
-    return {graft::sum(t, to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")),
-                       attr_or<bool>(op, a, "keepdim", false))};
-})
-GRAFT_DETAIL_IR_KIND(mean, "mean", 1, {
-    return {graft::mean(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
-                        attr_or<bool>(op, a, "keepdim", false))};
-})
-GRAFT_DETAIL_IR_KIND(amax, "amax", 1, {
-    return {graft::amax(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
-                        attr_or<bool>(op, a, "keepdim", false))};
-})
-GRAFT_DETAIL_IR_KIND(amin, "amin", 1, {
-    return {graft::amin(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
-                        attr_or<bool>(op, a, "keepdim", false))};
-})
-GRAFT_DETAIL_IR_KIND(matmul, "matmul", 2, { return {graft::matmul(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
-GRAFT_DETAIL_IR_KIND(softmax, "softmax", 1, {
-    return {graft::softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
-})
-GRAFT_DETAIL_IR_KIND(log_softmax, "log_softmax", 1, {
-    return {graft::log_softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
-})
-GRAFT_DETAIL_IR_KIND(sum_to_size, "sum_to_size", 1, {
-    return {graft::sum_to_size(tensor_arg(op, in, 0), to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
-})
-GRAFT_DETAIL_IR_KIND(clone, "clone", 1, { return {tensor_arg(op, in, 0).clone()}; })
-GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1, { return {tensor_arg(op, in, 0).contiguous()}; })
-GRAFT_DETAIL_IR_KIND(detach, "detach", 1, { return {tensor_arg(op, in, 0).detach()}; })
-GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
-GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND(sum, "sum", 1)
+GRAFT_DETAIL_IR_KIND(mean, "mean", 1)
+GRAFT_DETAIL_IR_KIND(amax, "amax", 1)
+GRAFT_DETAIL_IR_KIND(amin, "amin", 1)
+GRAFT_DETAIL_IR_KIND(matmul, "matmul", 2)
+GRAFT_DETAIL_IR_KIND(softmax, "softmax", 1)
+GRAFT_DETAIL_IR_KIND(log_softmax, "log_softmax", 1)
+GRAFT_DETAIL_IR_KIND(sum_to_size, "sum_to_size", 1)
+GRAFT_DETAIL_IR_KIND(clone, "clone", 1)
+GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
+GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
+GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
+GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
 
 // Views: the output aliases the input's storage.
-GRAFT_DETAIL_IR_VIEW_KIND(reshape, "reshape", 1, {
-    return {tensor_arg(op, in, 0).reshape(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(expand, "expand", 1, {
-    return {tensor_arg(op, in, 0).expand(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(permute, "permute", 1, {
-    return {tensor_arg(op, in, 0).permute(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(transpose, "transpose", 1, {
-    return {tensor_arg(op, in, 0).transpose(attr_of<std::int64_t>(op, a, "dim0"), attr_of<std::int64_t>(op, a, "dim1"))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(narrow, "narrow", 1, {
-    return {tensor_arg(op, in, 0).narrow(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "start"),
-                                         attr_of<std::int64_t>(op, a, "length"))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(select, "select", 1, {
-    return {tensor_arg(op, in, 0).select(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "index"))};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(squeeze, "squeeze", 1, {
-    const Tensor& t = tensor_arg(op, in, 0);
-    return {a.count("dim") ? t.squeeze(attr_of<std::int64_t>(op, a, "dim")) : t.squeeze()};
-})
-GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1, {
-    return {tensor_arg(op, in, 0).unsqueeze(attr_of<std::int64_t>(op, a, "dim"))};
-})
+GRAFT_DETAIL_IR_VIEW_KIND(reshape, "reshape", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(expand, "expand", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(permute, "permute", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(transpose, "transpose", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(narrow, "narrow", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(select, "select", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(squeeze, "squeeze", 1)
+GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1)
 #undef GRAFT_DETAIL_IR_KIND
 #undef GRAFT_DETAIL_IR_VIEW_KIND
 
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
-    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
-        graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
-        const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
-        for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
-            if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
-        graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
-    }
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
     static constexpr kind_info info{"to", 1, 1, 0, true, false, false, &run};
 };
 
 /// gelu[approximate="none"|"tanh"](x).
 struct gelu {
-    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
-        graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
-        return {graft::gelu(detail::tensor_arg("gelu", in, 0),
-                            detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
-    }
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
     static constexpr kind_info info{"gelu", 1, 1, 0, true, true, false, &run};
 };
 
 namespace index_detail {
 
 /// Flat contiguous copy of t (no autograd).
-[[nodiscard]] inline Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
+[[nodiscard]] GRAFT_INLINE Tensor flat_values(const Tensor& t);
 
-inline void check_index(std::string_view op, const Tensor& idx, std::int64_t n) {
-    graft::detail::check(idx.type() == dtype::int64, op, ": the index must be an int64 tensor, got ", idx.type());
-    for (auto i : idx.to_vector<std::int64_t>())
-        graft::detail::check(i >= 0 && i < n, op, ": index ", i, " out of range for ", n, " elements");
-}
+GRAFT_INLINE void check_index(std::string_view op, const Tensor& idx, std::int64_t n);
 
 /// out = base.flatten()[idx] (shape of idx).
-[[nodiscard]] inline Tensor take_values(const Tensor& base, const Tensor& idx) {
-    const Tensor b = flat_values(base);
-    Tensor out = empty(idx.sizes(), base.type());
-    const auto index = idx.to_vector<std::int64_t>();
-    graft::detail::visit_dtype(base.type(), [&](auto z) {
-        using T = decltype(z);
-        const T* p = b.data_ptr<T>();
-        T* o = out.data_ptr<T>();
-        for (std::size_t k = 0; k < index.size(); ++k) o[k] = p[index[k]];
-    });
-    return out;
-}
+[[nodiscard]] GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx);
 
 /// out = base with out.flatten()[idx] = src (src broadcast to idx's shape, in base's dtype);
 /// with `accumulate`, out.flatten()[idx] += src instead.
-[[nodiscard]] inline Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
-    Tensor out = graft::detail::raw::clone(base.detach());
-    const Tensor s = graft::detail::raw::contiguous(
-        graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
-    const auto index = idx.to_vector<std::int64_t>();
-    graft::detail::visit_dtype(base.type(), [&](auto z) {
-        using T = decltype(z);
-        T* o = out.data_ptr<T>();
-        const T* v = s.data_ptr<T>();
-        for (std::size_t k = 0; k < index.size(); ++k) {
-            if constexpr (std::is_same_v<T, bool>) o[index[k]] = accumulate ? (o[index[k]] || v[k]) : v[k];
-            else o[index[k]] = accumulate ? static_cast<T>(o[index[k]] + v[k]) : v[k];
-        }
-    });
-    return out;
-}
+[[nodiscard]] GRAFT_INLINE Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate);
 
 }  // namespace index_detail
 
 /// take(base, idx): the elements of base (in row-major order) at the positions in
 /// idx, shaped like idx. Graph capture reads views of mutated tensors with it.
 struct take {
-    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
-        graft::detail::check(in.size() == 2, "take: expected 2 inputs, got ", in.size());
-        const Tensor& base = detail::tensor_arg("take", in, 0);
-        const Tensor& idx = detail::tensor_arg("take", in, 1);
-        index_detail::check_index("take", idx, base.numel());
-        Tensor out = index_detail::take_values(base, idx);
-        auto node = autograd::detail::make_node("TakeBackward0", base);
-        if (!node) return {out};
-        node->backward = [sizes = base.sizes(), type = base.type(), idx](autograd::function_node&,
-                                                                         const autograd::tensor_list& g) {
-            return autograd::tensor_list{index_detail::put_values(zeros(sizes, type), idx, g[0], true)};
-        };
-        autograd::detail::set_history(out, node);
-        return {out};
-    }
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in);
     static constexpr kind_info info{"take", 2, 1, 0, true, false, false, &run};
 };
 
@@ -12006,39 +12970,13 @@ struct take {
 /// in idx are src (broadcast to idx's shape), or have src added with accumulate=true
 /// (repeated positions add up). Graph capture writes into views with it.
 struct put {
-    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in) {
-        graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
-        const Tensor& base = detail::tensor_arg("put", in, 0);
-        const Tensor& idx = detail::tensor_arg("put", in, 1);
-        const Tensor& src = detail::tensor_arg("put", in, 2);
-        index_detail::check_index("put", idx, base.numel());
-        (void)broadcast_shapes(src.sizes(), idx.sizes());
-        const bool accumulate = detail::attr_or<bool>("put", a, "accumulate", false);
-        Tensor out = index_detail::put_values(base, idx, src, accumulate);
-        auto node = autograd::detail::make_node("PutBackward0", base, src);
-        if (!node) return {out};
-        node->backward = [idx, accumulate, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
-                                                                                     const autograd::tensor_list& g) {
-            Tensor gb, gs;
-            if (n.needs_input_grad(0))
-                gb = accumulate ? g[0] : index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
-            if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
-            return autograd::tensor_list{gb, gs};
-        };
-        autograd::detail::set_history(out, node);
-        return {out};
-    }
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
     static constexpr kind_info info{"put", 3, 1, 0, true, false, false, &run};
 };
 
 /// copy_(dst, src): writes src into dst (a mutation: not pure); the output is dst.
 struct copy_ {
-    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in) {
-        graft::detail::check(in.size() == 2, "copy_: expected 2 inputs, got ", in.size());
-        Tensor dst = detail::tensor_arg("copy_", in, 0);
-        dst.copy_(detail::tensor_arg("copy_", in, 1));
-        return {dst};
-    }
+    static std::vector<ivalue> run(const attribute_map&, std::span<const ivalue> in);
     static constexpr kind_info info{"copy_", 2, 1, 0, false, false, true, &run};
 };
 
@@ -12087,18 +13025,247 @@ struct registry<std::tuple<Ks...>> {
 }  // namespace detail
 
 /// Every registered kind, for lookup by name (the parser).
-[[nodiscard]] inline std::span<const kind_info* const> registered_kinds() {
+[[nodiscard]] GRAFT_INLINE std::span<const kind_info* const> registered_kinds();
+
+/// The kind named `name`, or null.
+[[nodiscard]] GRAFT_INLINE const kind_info* find_kind(std::string_view name);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/kinds.ipp
+// Definitions for graft/ir/kinds.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::ir {
+
+namespace detail {
+
+GRAFT_INLINE const Tensor& tensor_arg(std::string_view op, std::span<const ivalue> in, std::size_t i) {
+    const Tensor* t = std::get_if<Tensor>(&in[i]);
+    graft::detail::check(t != nullptr, op, ": input ", i, " must be a tensor");
+    return *t;
+}
+
+GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v) {
+    int_list r;
+    for (auto x : v) r.push_back(x);
+    return r;
+}
+
+}  // namespace detail
+
+namespace kinds {
+
+GRAFT_INLINE std::vector<ivalue> constant::run(const attribute_map& a, std::span<const ivalue>) {
+    auto it = a.find("value");
+    graft::detail::check(it != a.end(), "prim::Constant: missing attribute 'value'");
+    return {std::visit(
+        [](const auto& v) -> ivalue {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, double> ||
+                          std::is_same_v<V, std::int64_t> ||
+                          std::is_same_v<V, bool>)
+                return v;
+            else
+                graft::detail::fail("prim::Constant: 'value' must be a tensor or a number");
+        },
+        it->second)};
+}
+
+#define GRAFT_DETAIL_IR_KIND_RUN(ident, body)                                                             \
+    GRAFT_INLINE std::vector<ivalue> ident::run([[maybe_unused]] const attribute_map& a,                  \
+                                                std::span<const ivalue> in) {                             \
+        constexpr std::string_view op = ident::info.name;                                                 \
+        constexpr int n_in = ident::info.num_inputs;                                                      \
+        graft::detail::check(in.size() == n_in, op, ": expected ", n_in, " inputs, got ", in.size());     \
+        using graft::ir::detail::attr_of;                                                                 \
+        using graft::ir::detail::attr_or;                                                                 \
+        using graft::ir::detail::tensor_arg;                                                              \
+        using graft::ir::detail::to_int_list;                                                             \
+        body                                                                                              \
+    }
+
+// Reductions: `dims` (ints; absent or empty: every dimension), `keepdim` (bool, default false).
+GRAFT_DETAIL_IR_KIND_RUN(sum, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    if (!a.count("dims")) return {graft::sum(t)};
+    return {graft::sum(t, to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")),
+                       attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(mean, {
+    return {graft::mean(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(amax, {
+    return {graft::amax(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(amin, {
+    return {graft::amin(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
+                        attr_or<bool>(op, a, "keepdim", false))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(matmul, { return {graft::matmul(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
+GRAFT_DETAIL_IR_KIND_RUN(softmax, {
+    return {graft::softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(log_softmax, {
+    return {graft::log_softmax(tensor_arg(op, in, 0), attr_of<std::int64_t>(op, a, "dim"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(sum_to_size, {
+    return {graft::sum_to_size(tensor_arg(op, in, 0), to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(clone, { return {tensor_arg(op, in, 0).clone()}; })
+GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous()}; })
+GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
+GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+
+// Views: the output aliases the input's storage.
+GRAFT_DETAIL_IR_KIND_RUN(reshape, {
+    return {tensor_arg(op, in, 0).reshape(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(expand, {
+    return {tensor_arg(op, in, 0).expand(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(permute, {
+    return {tensor_arg(op, in, 0).permute(to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "dims")))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(transpose, {
+    return {tensor_arg(op, in, 0).transpose(attr_of<std::int64_t>(op, a, "dim0"), attr_of<std::int64_t>(op, a, "dim1"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(narrow, {
+    return {tensor_arg(op, in, 0).narrow(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "start"),
+                                         attr_of<std::int64_t>(op, a, "length"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(select, {
+    return {tensor_arg(op, in, 0).select(attr_of<std::int64_t>(op, a, "dim"), attr_of<std::int64_t>(op, a, "index"))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(squeeze, {
+    const Tensor& t = tensor_arg(op, in, 0);
+    return {a.count("dim") ? t.squeeze(attr_of<std::int64_t>(op, a, "dim")) : t.squeeze()};
+})
+GRAFT_DETAIL_IR_KIND_RUN(unsqueeze, {
+    return {tensor_arg(op, in, 0).unsqueeze(attr_of<std::int64_t>(op, a, "dim"))};
+})
+#undef GRAFT_DETAIL_IR_KIND_RUN
+
+GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
+    const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+        if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
+    graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+}
+
+GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
+    return {graft::gelu(detail::tensor_arg("gelu", in, 0),
+                        detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
+}
+
+namespace index_detail {
+
+GRAFT_INLINE Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
+
+GRAFT_INLINE void check_index(std::string_view op, const Tensor& idx, std::int64_t n) {
+    graft::detail::check(idx.type() == dtype::int64, op, ": the index must be an int64 tensor, got ", idx.type());
+    for (auto i : idx.to_vector<std::int64_t>())
+        graft::detail::check(i >= 0 && i < n, op, ": index ", i, " out of range for ", n, " elements");
+}
+
+GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
+    const Tensor b = flat_values(base);
+    Tensor out = empty(idx.sizes(), base.type());
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        const T* p = b.data_ptr<T>();
+        T* o = out.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) o[k] = p[index[k]];
+    });
+    return out;
+}
+
+GRAFT_INLINE Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    Tensor out = graft::detail::raw::clone(base.detach());
+    const Tensor s = graft::detail::raw::contiguous(
+        graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
+    const auto index = idx.to_vector<std::int64_t>();
+    graft::detail::visit_dtype(base.type(), [&](auto z) {
+        using T = decltype(z);
+        T* o = out.data_ptr<T>();
+        const T* v = s.data_ptr<T>();
+        for (std::size_t k = 0; k < index.size(); ++k) {
+            if constexpr (std::is_same_v<T, bool>) o[index[k]] = accumulate ? (o[index[k]] || v[k]) : v[k];
+            else o[index[k]] = accumulate ? static_cast<T>(o[index[k]] + v[k]) : v[k];
+        }
+    });
+    return out;
+}
+
+}  // namespace index_detail
+
+GRAFT_INLINE std::vector<ivalue> take::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "take: expected 2 inputs, got ", in.size());
+    const Tensor& base = detail::tensor_arg("take", in, 0);
+    const Tensor& idx = detail::tensor_arg("take", in, 1);
+    index_detail::check_index("take", idx, base.numel());
+    Tensor out = index_detail::take_values(base, idx);
+    auto node = autograd::detail::make_node("TakeBackward0", base);
+    if (!node) return {out};
+    node->backward = [sizes = base.sizes(), type = base.type(), idx](autograd::function_node&,
+                                                                     const autograd::tensor_list& g) {
+        return autograd::tensor_list{index_detail::put_values(zeros(sizes, type), idx, g[0], true)};
+    };
+    autograd::detail::set_history(out, node);
+    return {out};
+}
+
+GRAFT_INLINE std::vector<ivalue> put::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 3, "put: expected 3 inputs, got ", in.size());
+    const Tensor& base = detail::tensor_arg("put", in, 0);
+    const Tensor& idx = detail::tensor_arg("put", in, 1);
+    const Tensor& src = detail::tensor_arg("put", in, 2);
+    index_detail::check_index("put", idx, base.numel());
+    (void)broadcast_shapes(src.sizes(), idx.sizes());
+    const bool accumulate = detail::attr_or<bool>("put", a, "accumulate", false);
+    Tensor out = index_detail::put_values(base, idx, src, accumulate);
+    auto node = autograd::detail::make_node("PutBackward0", base, src);
+    if (!node) return {out};
+    node->backward = [idx, accumulate, ssizes = src.sizes(), stype = src.type()](autograd::function_node& n,
+                                                                                 const autograd::tensor_list& g) {
+        Tensor gb, gs;
+        if (n.needs_input_grad(0))
+            gb = accumulate ? g[0] : index_detail::put_values(g[0], idx, zeros({}, g[0].type()), false);
+        if (n.needs_input_grad(1)) gs = graft::sum_to_size(index_detail::take_values(g[0], idx), ssizes).to(stype);
+        return autograd::tensor_list{gb, gs};
+    };
+    autograd::detail::set_history(out, node);
+    return {out};
+}
+
+GRAFT_INLINE std::vector<ivalue> copy_::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "copy_: expected 2 inputs, got ", in.size());
+    Tensor dst = detail::tensor_arg("copy_", in, 0);
+    dst.copy_(detail::tensor_arg("copy_", in, 1));
+    return {dst};
+}
+
+}  // namespace kinds
+
+GRAFT_INLINE std::span<const kind_info* const> registered_kinds() {
     return detail::registry<all_kinds>::entries;
 }
 
-/// The kind named `name`, or null.
-[[nodiscard]] inline const kind_info* find_kind(std::string_view name) {
+GRAFT_INLINE const kind_info* find_kind(std::string_view name) {
     for (const kind_info* k : registered_kinds())
         if (k->name == name) return k;
     return nullptr;
 }
 
 }  // namespace graft::ir
+// ---- end graft/ir/impl/kinds.ipp
+#endif
 // ---- end graft/ir/kinds.hpp
 // ---- begin graft/ir/type.hpp
 // Types of IR values: a tensor type whose parts (dtype, sizes, strides,
@@ -12107,10 +13274,10 @@ struct registry<std::tuple<Ks...>> {
 // parts from what it observes; a size can be symbolic (unknown) while the rank
 // is known.
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
-#include <ostream>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 
@@ -12127,41 +13294,14 @@ struct TensorType {
     /// Nothing known: PyTorch's plain `Tensor`.
     [[nodiscard]] static TensorType unknown() { return {}; }
     /// Everything known, from a concrete tensor.
-    [[nodiscard]] static TensorType of(const Tensor& t) {
-        TensorType r;
-        r.scalar_type = t.type();
-        r.sizes.emplace();
-        for (auto s : t.sizes()) r.sizes->push_back(s);
-        r.strides.emplace(t.strides().begin(), t.strides().end());
-        r.requires_grad = t.requires_grad();
-        return r;
-    }
+    [[nodiscard]] static TensorType of(const Tensor& t);
     [[nodiscard]] std::optional<std::size_t> rank() const {
         return sizes ? std::optional<std::size_t>(sizes->size()) : std::nullopt;
     }
     /// Every part known, no symbolic size.
-    [[nodiscard]] bool complete() const {
-        if (!scalar_type || !sizes || !strides || !requires_grad) return false;
-        for (const auto& s : *sizes)
-            if (!s) return false;
-        return true;
-    }
+    [[nodiscard]] bool complete() const;
     /// Does tensor t have this type (unknown parts match anything)?
-    [[nodiscard]] bool matches(const Tensor& t) const {
-        if (scalar_type && *scalar_type != t.type()) return false;
-        if (sizes) {
-            if (sizes->size() != t.sizes().size()) return false;
-            for (std::size_t i = 0; i < sizes->size(); ++i)
-                if ((*sizes)[i] && *(*sizes)[i] != t.sizes()[i]) return false;
-        }
-        if (strides) {
-            if (strides->size() != t.strides().size()) return false;
-            for (std::size_t i = 0; i < strides->size(); ++i)
-                if ((*strides)[i] != t.strides()[i]) return false;
-        }
-        if (requires_grad && *requires_grad != t.requires_grad()) return false;
-        return true;
-    }
+    [[nodiscard]] bool matches(const Tensor& t) const;
     friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
@@ -12184,7 +13324,65 @@ struct Type {
 namespace detail {
 
 /// PyTorch's names of tensor dtypes in graph types.
-[[nodiscard]] inline const char* dtype_type_name(dtype t) {
+[[nodiscard]] GRAFT_INLINE const char* dtype_type_name(dtype t);
+
+[[nodiscard]] GRAFT_INLINE std::optional<dtype> dtype_from_type_name(std::string_view s);
+
+}  // namespace detail
+
+/// Text form: `Tensor`, `Float`, `Float(4, *)`, `Tensor(4, 8)`,
+/// `Float(4, 8, strides=[8, 1], requires_grad=0)`; `int`, `float`, `bool`.
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Type& t);
+
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Type& t);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/type.ipp
+// Definitions for graft/ir/type.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <ostream>
+#include <sstream>
+
+namespace graft::ir {
+
+GRAFT_INLINE TensorType TensorType::of(const Tensor& t) {
+    TensorType r;
+    r.scalar_type = t.type();
+    r.sizes.emplace();
+    for (auto s : t.sizes()) r.sizes->push_back(s);
+    r.strides.emplace(t.strides().begin(), t.strides().end());
+    r.requires_grad = t.requires_grad();
+    return r;
+}
+
+GRAFT_INLINE bool TensorType::complete() const {
+    if (!scalar_type || !sizes || !strides || !requires_grad) return false;
+    for (const auto& s : *sizes)
+        if (!s) return false;
+    return true;
+}
+
+GRAFT_INLINE bool TensorType::matches(const Tensor& t) const {
+    if (scalar_type && *scalar_type != t.type()) return false;
+    if (sizes) {
+        if (sizes->size() != t.sizes().size()) return false;
+        for (std::size_t i = 0; i < sizes->size(); ++i)
+            if ((*sizes)[i] && *(*sizes)[i] != t.sizes()[i]) return false;
+    }
+    if (strides) {
+        if (strides->size() != t.strides().size()) return false;
+        for (std::size_t i = 0; i < strides->size(); ++i)
+            if ((*strides)[i] != t.strides()[i]) return false;
+    }
+    if (requires_grad && *requires_grad != t.requires_grad()) return false;
+    return true;
+}
+
+namespace detail {
+
+GRAFT_INLINE const char* dtype_type_name(dtype t) {
     switch (t) {
         case dtype::float32: return "Float";
         case dtype::float64: return "Double";
@@ -12194,7 +13392,7 @@ namespace detail {
     return "?";
 }
 
-[[nodiscard]] inline std::optional<dtype> dtype_from_type_name(std::string_view s) {
+GRAFT_INLINE std::optional<dtype> dtype_from_type_name(std::string_view s) {
     if (s == "Float") return dtype::float32;
     if (s == "Double") return dtype::float64;
     if (s == "Long") return dtype::int64;
@@ -12204,9 +13402,7 @@ namespace detail {
 
 }  // namespace detail
 
-/// Text form: `Tensor`, `Float`, `Float(4, *)`, `Tensor(4, 8)`,
-/// `Float(4, 8, strides=[8, 1], requires_grad=0)`; `int`, `float`, `bool`.
-inline std::ostream& operator<<(std::ostream& os, const Type& t) {
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Type& t) {
     switch (t.kind) {
         case type_kind::int_: return os << "int";
         case type_kind::float_: return os << "float";
@@ -12245,13 +13441,15 @@ inline std::ostream& operator<<(std::ostream& os, const Type& t) {
     return os << ')';
 }
 
-[[nodiscard]] inline std::string to_string(const Type& t) {
+GRAFT_INLINE std::string to_string(const Type& t) {
     std::ostringstream os;
     os << t;
     return os.str();
 }
 
 }  // namespace graft::ir
+// ---- end graft/ir/impl/type.ipp
+#endif
 // ---- end graft/ir/type.hpp
 
 namespace graft::ir {
@@ -12327,15 +13525,8 @@ public:
     // Attributes, kept sorted by name (so the text form is canonical).
     [[nodiscard]] const std::map<std::string, attribute>& attributes() const noexcept { return attrs_; }
     [[nodiscard]] bool has_attr(const std::string& name) const { return attrs_.count(name) != 0; }
-    Node* set_attr(const std::string& name, attribute value) {
-        attrs_[name] = std::move(value);
-        return this;
-    }
-    [[nodiscard]] const attribute& attr(const std::string& name) const {
-        auto it = attrs_.find(name);
-        graft::detail::check(it != attrs_.end(), kind_->name, ": missing attribute '", name, "'");
-        return it->second;
-    }
+    Node* set_attr(const std::string& name, attribute value);
+    [[nodiscard]] const attribute& attr(const std::string& name) const;
     template <class T>
     [[nodiscard]] const T& attr_as(const std::string& name) const {
         const attribute& a = attr(name);
@@ -12343,10 +13534,8 @@ public:
         graft::detail::check(p != nullptr, kind_->name, ": attribute '", name, "' has the wrong type");
         return *p;
     }
-    [[nodiscard]] std::int64_t i(const std::string& name) const { return attr_as<std::int64_t>(name); }
-    [[nodiscard]] const std::vector<std::int64_t>& is(const std::string& name) const {
-        return attr_as<std::vector<std::int64_t>>(name);
-    }
+    [[nodiscard]] std::int64_t i(const std::string& name) const;
+    [[nodiscard]] const std::vector<std::int64_t>& is(const std::string& name) const;
 
     /// Is this node before `other` in the same block?
     [[nodiscard]] bool is_before(const Node* other) const;
@@ -12403,7 +13592,7 @@ private:
 /// A graph: the top block plus ownership of every node, value and block.
 class Graph {
 public:
-    Graph() : top_(new_block(nullptr)) {}
+    Graph();
     Graph(const Graph&) = delete;
     Graph& operator=(const Graph&) = delete;
     Graph(Graph&&) = delete;
@@ -12433,27 +13622,9 @@ private:
     friend class Node;
     friend class Block;
     friend class Value;
-    Block* new_block(Node* owner) {
-        blocks_.push_back(std::make_unique<Block>());
-        Block* b = blocks_.back().get();
-        b->graph_ = this;
-        b->owner_ = owner;
-        return b;
-    }
-    Value* new_value(Type t) {
-        auto v = std::make_unique<Value>();
-        v->graph_ = this;
-        v->type_ = std::move(t);
-        Value* raw = v.get();
-        values_.emplace(raw, std::move(v));
-        while (names_.count(std::to_string(next_id_))) ++next_id_;
-        set_name(raw, std::to_string(next_id_++));
-        return raw;
-    }
-    void free_value(Value* v) {
-        names_.erase(v->name_);
-        values_.erase(v);
-    }
+    Block* new_block(Node* owner);
+    Value* new_value(Type t);
+    void free_value(Value* v);
     std::vector<std::unique_ptr<Block>> blocks_;
     std::map<Node*, std::unique_ptr<Node>> nodes_;
     std::map<Value*, std::unique_ptr<Value>> values_;
@@ -12462,9 +13633,27 @@ private:
     Block* top_;
 };
 
-// ---------------------------------------------------------------- definitions
+namespace detail {
 
-inline void Value::replace_all_uses_with(Value* other) {
+GRAFT_INLINE bool has_use(const Value* v, const Use& u);
+
+GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g);
+
+GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g);
+
+}  // namespace detail
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/graph.ipp
+// Definitions for graft/ir/graph.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+
+namespace graft::ir {
+
+GRAFT_INLINE void Value::replace_all_uses_with(Value* other) {
     graft::detail::check(other != nullptr && &other->owning_graph() == graph_,
                          "Value::replace_all_uses_with: the replacement must be a value of the same graph");
     if (other == this) return;
@@ -12475,7 +13664,7 @@ inline void Value::replace_all_uses_with(Value* other) {
     }
 }
 
-inline Value* Node::add_input(Value* v) {
+GRAFT_INLINE Value* Node::add_input(Value* v) {
     graft::detail::check(v != nullptr && &v->owning_graph() == graph_, kind_->name,
                          ": an input must be a value of the same graph");
     v->uses_.push_back({this, inputs_.size(), nullptr});
@@ -12483,7 +13672,7 @@ inline Value* Node::add_input(Value* v) {
     return v;
 }
 
-inline void Node::replace_input(std::size_t i, Value* v) {
+GRAFT_INLINE void Node::replace_input(std::size_t i, Value* v) {
     graft::detail::check(i < inputs_.size(), kind_->name, ": no input ", i);
     graft::detail::check(v != nullptr && &v->owning_graph() == graph_, kind_->name,
                          ": an input must be a value of the same graph");
@@ -12494,7 +13683,7 @@ inline void Node::replace_input(std::size_t i, Value* v) {
     v->uses_.push_back({this, i, nullptr});
 }
 
-inline void Node::remove_all_inputs() {
+GRAFT_INLINE void Node::remove_all_inputs() {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
         auto& ou = inputs_[i]->uses_;
         ou.erase(std::find(ou.begin(), ou.end(), Use{this, i, nullptr}));
@@ -12502,7 +13691,7 @@ inline void Node::remove_all_inputs() {
     inputs_.clear();
 }
 
-inline Value* Node::add_output(Type t) {
+GRAFT_INLINE Value* Node::add_output(Type t) {
     Value* v = graph_->new_value(std::move(t));
     v->node_ = this;
     v->offset_ = outputs_.size();
@@ -12510,18 +13699,18 @@ inline Value* Node::add_output(Type t) {
     return v;
 }
 
-inline Block* Node::add_block() {
+GRAFT_INLINE Block* Node::add_block() {
     Block* b = graph_->new_block(this);
     blocks_.push_back(b);
     return b;
 }
 
-inline bool Node::is_before(const Node* other) const {
+GRAFT_INLINE bool Node::is_before(const Node* other) const {
     graft::detail::check(other && other->block_ == block_, "Node::is_before: nodes are in different blocks");
     return order_ < other->order_;
 }
 
-inline void Node::move_before(Node* other) {
+GRAFT_INLINE void Node::move_before(Node* other) {
     graft::detail::check(other && &other->owning_graph() == graph_, "Node::move_before: not a node of this graph");
     block_->nodes_.erase(pos_);
     block_ = other->block_;
@@ -12529,7 +13718,7 @@ inline void Node::move_before(Node* other) {
     block_->renumber();
 }
 
-inline void Node::destroy() {
+GRAFT_INLINE void Node::destroy() {
     for (Value* v : outputs_)
         graft::detail::check(!v->has_uses(), "Node::destroy: output %", v->name(), " of ", kind_->name,
                              " still has uses");
@@ -12545,7 +13734,24 @@ inline void Node::destroy() {
     graph_->nodes_.erase(this);
 }
 
-inline Value* Block::add_input(Type t, std::string name) {
+GRAFT_INLINE Node* Node::set_attr(const std::string& name, attribute value) {
+    attrs_[name] = std::move(value);
+    return this;
+}
+
+GRAFT_INLINE const attribute& Node::attr(const std::string& name) const {
+    auto it = attrs_.find(name);
+    graft::detail::check(it != attrs_.end(), kind_->name, ": missing attribute '", name, "'");
+    return it->second;
+}
+
+GRAFT_INLINE std::int64_t Node::i(const std::string& name) const { return attr_as<std::int64_t>(name); }
+
+GRAFT_INLINE const std::vector<std::int64_t>& Node::is(const std::string& name) const {
+    return attr_as<std::vector<std::int64_t>>(name);
+}
+
+GRAFT_INLINE Value* Block::add_input(Type t, std::string name) {
     Value* v = graph_->new_value(std::move(t));
     v->param_of_ = this;
     v->offset_ = inputs_.size();
@@ -12554,14 +13760,14 @@ inline Value* Block::add_input(Type t, std::string name) {
     return v;
 }
 
-inline void Block::register_output(Value* v) {
+GRAFT_INLINE void Block::register_output(Value* v) {
     graft::detail::check(v != nullptr && &v->owning_graph() == graph_,
                          "Block::register_output: not a value of this graph");
     v->uses_.push_back({nullptr, outputs_.size(), this});
     outputs_.push_back(v);
 }
 
-inline void Block::replace_output(std::size_t i, Value* v) {
+GRAFT_INLINE void Block::replace_output(std::size_t i, Value* v) {
     graft::detail::check(i < outputs_.size(), "Block::replace_output: no output ", i);
     auto& ou = outputs_[i]->uses_;
     ou.erase(std::find(ou.begin(), ou.end(), Use{nullptr, i, this}));
@@ -12569,7 +13775,7 @@ inline void Block::replace_output(std::size_t i, Value* v) {
     v->uses_.push_back({nullptr, i, this});
 }
 
-inline void Block::remove_output(std::size_t i) {
+GRAFT_INLINE void Block::remove_output(std::size_t i) {
     graft::detail::check(i < outputs_.size(), "Block::remove_output: no output ", i);
     for (std::size_t k = i; k < outputs_.size(); ++k) {
         auto& ou = outputs_[k]->uses_;
@@ -12580,7 +13786,7 @@ inline void Block::remove_output(std::size_t i) {
     for (Value* v : rest) register_output(v);
 }
 
-inline Node* Block::append(const kind_info& kind) {
+GRAFT_INLINE Node* Block::append(const kind_info& kind) {
     auto n = std::make_unique<Node>();
     Node* raw = n.get();
     raw->graph_ = graph_;
@@ -12592,19 +13798,45 @@ inline Node* Block::append(const kind_info& kind) {
     return raw;
 }
 
-inline Node* Block::insert_before(Node* pos, const kind_info& kind) {
+GRAFT_INLINE Node* Block::insert_before(Node* pos, const kind_info& kind) {
     graft::detail::check(pos && pos->block_ == this, "Block::insert_before: the position is not in this block");
     Node* n = append(kind);
     n->move_before(pos);
     return n;
 }
 
-inline void Block::renumber() {
+GRAFT_INLINE void Block::renumber() {
     std::uint64_t i = 0;
     for (Node* n : nodes_) n->order_ = i++;
 }
 
-inline void Graph::set_name(Value* v, std::string name) {
+GRAFT_INLINE Graph::Graph() : top_(new_block(nullptr)) {}
+
+GRAFT_INLINE Block* Graph::new_block(Node* owner) {
+    blocks_.push_back(std::make_unique<Block>());
+    Block* b = blocks_.back().get();
+    b->graph_ = this;
+    b->owner_ = owner;
+    return b;
+}
+
+GRAFT_INLINE Value* Graph::new_value(Type t) {
+    auto v = std::make_unique<Value>();
+    v->graph_ = this;
+    v->type_ = std::move(t);
+    Value* raw = v.get();
+    values_.emplace(raw, std::move(v));
+    while (names_.count(std::to_string(next_id_))) ++next_id_;
+    set_name(raw, std::to_string(next_id_++));
+    return raw;
+}
+
+GRAFT_INLINE void Graph::free_value(Value* v) {
+    names_.erase(v->name_);
+    values_.erase(v);
+}
+
+GRAFT_INLINE void Graph::set_name(Value* v, std::string name) {
     graft::detail::check(!name.empty(), "Graph::set_name: empty name");
     if (v->name_ == name) return;
     std::string unique = name;
@@ -12620,11 +13852,11 @@ inline void Graph::set_name(Value* v, std::string name) {
 
 namespace detail {
 
-inline bool has_use(const Value* v, const Use& u) {
+GRAFT_INLINE bool has_use(const Value* v, const Use& u) {
     return std::find(v->uses().begin(), v->uses().end(), u) != v->uses().end();
 }
 
-inline void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g) {
+GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g) {
     using graft::detail::check;
     const std::size_t scope = visible.size();
     const auto is_visible = [&](const Value* v) {
@@ -12715,7 +13947,7 @@ inline void lint_block(const Block& b, std::vector<const Value*>& visible, const
     visible.resize(scope);
 }
 
-inline void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g) {
+GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g) {
     for (const Value* v : from.inputs()) {
         Value* nv = to.add_input(v->type());
         g.set_name(nv, v->name());
@@ -12737,7 +13969,7 @@ inline void copy_block(const Block& from, Block& to, std::map<const Value*, Valu
 
 }  // namespace detail
 
-inline void Graph::lint() const {
+GRAFT_INLINE void Graph::lint() const {
     std::vector<const Value*> visible;
     detail::lint_block(*top_, visible, *this);
     for (const auto& [raw, owned] : values_)
@@ -12745,7 +13977,7 @@ inline void Graph::lint() const {
                              raw->name(), " is dangling (its node was removed)");
 }
 
-inline std::unique_ptr<Graph> Graph::copy() const {
+GRAFT_INLINE std::unique_ptr<Graph> Graph::copy() const {
     auto g = std::make_unique<Graph>();
     // Names first claimed by the copy's automatic names are reassigned as values are copied.
     std::map<const Value*, Value*> map;
@@ -12754,6 +13986,8 @@ inline std::unique_ptr<Graph> Graph::copy() const {
 }
 
 }  // namespace graft::ir
+// ---- end graft/ir/impl/graph.ipp
+#endif
 // ---- end graft/ir/graph.hpp
 // ---- begin graft/ir/interpreter.hpp
 // The reference way to run a graph: every node through the eager graft ops,
@@ -12766,14 +14000,37 @@ inline std::unique_ptr<Graph> Graph::copy() const {
 namespace graft::ir {
 namespace detail {
 
-[[nodiscard]] inline bool truthy(const ivalue& v) {
+[[nodiscard]] GRAFT_INLINE bool truthy(const ivalue& v);
+
+GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x);
+
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env);
+
+}  // namespace detail
+
+/// Runs `g` on `inputs` (tensors and numbers, checked against the input types).
+[[nodiscard]] GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs);
+
+/// Runs a graph whose inputs and outputs are all tensors.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/interpreter.ipp
+// Definitions for graft/ir/interpreter.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE bool truthy(const ivalue& v) {
     if (const auto* b = std::get_if<bool>(&v)) return *b;
     if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
     if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
     graft::detail::fail("prim::If: the condition must be a number, not a tensor");
 }
 
-inline void check_input_type(const Value* v, const ivalue& x) {
+GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
     const Type& t = v->type();
     const bool ok = std::visit(
         [&](const auto& val) {
@@ -12788,7 +14045,7 @@ inline void check_input_type(const Value* v, const ivalue& x) {
                          ", got a value that does not match");
 }
 
-inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
     for (const Node* n : b.nodes()) {
         std::vector<ivalue> in;
         in.reserve(n->inputs().size());
@@ -12817,8 +14074,7 @@ inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ival
 
 }  // namespace detail
 
-/// Runs `g` on `inputs` (tensors and numbers, checked against the input types).
-[[nodiscard]] inline std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs) {
+GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs) {
     graft::detail::check(inputs.size() == g.inputs().size(), "ir::interpret: the graph takes ", g.inputs().size(),
                          " inputs, got ", inputs.size());
     std::map<const Value*, ivalue> env;
@@ -12829,8 +14085,7 @@ inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ival
     return detail::run_block(*g.block(), env);
 }
 
-/// Runs a graph whose inputs and outputs are all tensors.
-[[nodiscard]] inline std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
     std::vector<ivalue> in(inputs.begin(), inputs.end());
     std::vector<Tensor> r;
     for (auto& v : interpret(g, in)) {
@@ -12842,12 +14097,13 @@ inline std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ival
 }
 
 }  // namespace graft::ir
+// ---- end graft/ir/impl/interpreter.ipp
+#endif
 // ---- end graft/ir/interpreter.hpp
 // ---- begin graft/ir/parse.hpp
 // Reads the IR's text form (graft/ir/print.hpp) back into a Graph. Printing
 // the parsed graph gives the same text. Errors name the line and what was
 // expected.
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -12864,23 +14120,7 @@ class parser {
 public:
     explicit parser(std::string_view text) : s_(text) {}
 
-    std::unique_ptr<Graph> parse_graph() {
-        auto g = std::make_unique<Graph>();
-        g_ = g.get();
-        skip_space();
-        expect_word("graph");
-        expect('(');
-        parse_params(*g->block());
-        expect(')');
-        expect(':');
-        parse_body(*g->block(), "return");
-        expect('(');
-        for (Value* v : parse_value_refs()) g->register_output(v);
-        expect(')');
-        skip_space();
-        if (i_ != s_.size()) error("unexpected text after the graph's return");
-        return g;
-    }
+    std::unique_ptr<Graph> parse_graph();
 
 private:
     template <class... Parts>
@@ -12893,312 +14133,43 @@ private:
         graft::detail::fail(os.str());
     }
 
-    void skip_space() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-    }
-    bool peek(char c) {
-        skip_space();
-        return i_ < s_.size() && s_[i_] == c;
-    }
-    bool accept(char c) {
-        if (!peek(c)) return false;
-        ++i_;
-        return true;
-    }
-    void expect(char c) {
-        if (!accept(c)) error("expected '", c, "'");
-    }
-    bool peek_word(std::string_view w) {
-        skip_space();
-        if (s_.substr(i_, w.size()) != w) return false;
-        const std::size_t end = i_ + w.size();
-        return end == s_.size() || !is_word_char(s_[end]);
-    }
-    void expect_word(std::string_view w) {
-        if (!peek_word(w)) error("expected '", std::string(w), "'");
-        i_ += w.size();
-    }
+    void skip_space();
+    bool peek(char c);
+    bool accept(char c);
+    void expect(char c);
+    bool peek_word(std::string_view w);
+    void expect_word(std::string_view w);
     static bool is_word_char(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
                c == ':';
     }
-    std::string word() {
-        skip_space();
-        const std::size_t start = i_;
-        while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
-        if (start == i_) error("expected a name");
-        return std::string(s_.substr(start, i_ - start));
-    }
-    std::string value_name() {
-        expect('%');
-        const std::size_t start = i_;
-        while (i_ < s_.size() && is_word_char(s_[i_]) && s_[i_] != ':') ++i_;
-        if (start == i_) error("expected a value name after '%'");
-        return std::string(s_.substr(start, i_ - start));
-    }
+    std::string word();
+    std::string value_name();
 
-    Value* lookup(const std::string& name) {
-        auto it = values_.find(name);
-        if (it == values_.end()) error("use of undefined value %", name);
-        return it->second;
-    }
-    void define(Value* v, const std::string& name) {
-        if (values_.count(name)) error("value %", name, " is defined twice");
-        g_->set_name(v, name);
-        if (v->name() != name) error("value name %", name, " is not available");
-        values_[name] = v;
-    }
+    Value* lookup(const std::string& name);
+    void define(Value* v, const std::string& name);
 
-    std::int64_t integer() {
-        skip_space();
-        std::int64_t v = 0;
-        auto r = std::from_chars(s_.data() + i_, s_.data() + s_.size(), v);
-        if (r.ec != std::errc{}) error("expected an integer");
-        i_ = static_cast<std::size_t>(r.ptr - s_.data());
-        return v;
-    }
+    std::int64_t integer();
 
-    Type parse_type() {
-        const std::string w = word();
-        if (w == "int") return Type::int_type();
-        if (w == "float") return Type::float_type();
-        if (w == "bool") return Type::bool_type();
-        TensorType t;
-        if (w != "Tensor") {
-            t.scalar_type = dtype_from_type_name(w);
-            if (!t.scalar_type) error("unknown type '", w, "'");
-        }
-        skip_space();
-        if (i_ < s_.size() && s_[i_] == '(') {
-            ++i_;
-            bool first = true, rank_known = true;
-            std::vector<std::optional<std::int64_t>> sizes;
-            while (!accept(')')) {
-                if (!first) expect(',');
-                first = false;
-                if (peek_word("strides")) {
-                    expect_word("strides");
-                    expect('=');
-                    expect('[');
-                    t.strides.emplace();
-                    while (!accept(']')) {
-                        if (!t.strides->empty()) expect(',');
-                        t.strides->push_back(integer());
-                    }
-                } else if (peek_word("requires_grad")) {
-                    expect_word("requires_grad");
-                    expect('=');
-                    t.requires_grad = integer() != 0;
-                } else if (accept('*')) {
-                    sizes.emplace_back(std::nullopt);
-                } else if (peek('.')) {
-                    if (s_.substr(i_, 3) != "...") error("expected '...'");
-                    i_ += 3;
-                    rank_known = false;
-                } else {
-                    sizes.emplace_back(integer());
-                }
-            }
-            if (rank_known) t.sizes = std::move(sizes);
-        }
-        return Type::tensor_type(std::move(t));
-    }
+    Type parse_type();
 
-    void parse_params(Block& b) {
-        if (peek(')')) return;
-        do {
-            const std::string name = value_name();
-            expect(':');
-            define(b.add_input(parse_type()), name);
-        } while (accept(','));
-    }
+    void parse_params(Block& b);
 
-    std::vector<Value*> parse_value_refs() {
-        std::vector<Value*> r;
-        if (peek(')')) return r;
-        do r.push_back(lookup(value_name()));
-        while (accept(','));
-        return r;
-    }
+    std::vector<Value*> parse_value_refs();
 
-    double parse_float_token(const std::string& tok) {
-        double v = 0;
-        auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-        if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad number '", tok, "'");
-        return v;
-    }
-    std::string number_token() {
-        skip_space();
-        const std::size_t start = i_;
-        while (i_ < s_.size() && (is_word_char(s_[i_]) || s_[i_] == '-' || s_[i_] == '+') && s_[i_] != ':') ++i_;
-        if (start == i_) error("expected a number");
-        return std::string(s_.substr(start, i_ - start));
-    }
+    double parse_float_token(const std::string& tok);
+    std::string number_token();
     static bool is_float_token(const std::string& t) { return t.find_first_of(".eEni") != std::string::npos; }
 
-    attribute parse_attribute() {
-        skip_space();
-        if (peek('"')) {
-            ++i_;
-            std::string r;
-            while (i_ < s_.size() && s_[i_] != '"') {
-                if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
-                    ++i_;
-                    r += s_[i_] == 'n' ? '\n' : s_[i_];
-                } else {
-                    r += s_[i_];
-                }
-                ++i_;
-            }
-            expect('"');
-            return r;
-        }
-        if (peek_word("true")) {
-            expect_word("true");
-            return true;
-        }
-        if (peek_word("false")) {
-            expect_word("false");
-            return false;
-        }
-        if (peek_word("tensor")) return parse_tensor();
-        if (accept('[')) {
-            std::vector<std::string> toks;
-            while (!accept(']')) {
-                if (!toks.empty()) expect(',');
-                toks.push_back(number_token());
-            }
-            bool any_float = false;
-            for (const auto& t : toks) any_float = any_float || is_float_token(t);
-            if (any_float) {
-                std::vector<double> v;
-                for (const auto& t : toks) v.push_back(parse_float_token(t));
-                return v;
-            }
-            std::vector<std::int64_t> v;
-            for (const auto& t : toks) v.push_back(static_cast<std::int64_t>(parse_int_token(t)));
-            return v;
-        }
-        const std::string t = number_token();
-        if (is_float_token(t)) return parse_float_token(t);
-        return parse_int_token(t);
-    }
-    std::int64_t parse_int_token(const std::string& tok) {
-        std::int64_t v = 0;
-        auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-        if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad integer '", tok, "'");
-        return v;
-    }
+    attribute parse_attribute();
+    std::int64_t parse_int_token(const std::string& tok);
 
-    attribute parse_tensor() {
-        expect_word("tensor");
-        expect('(');
-        const Type ty = parse_type();
-        if (!ty.is_tensor() || !ty.tensor.scalar_type || !ty.tensor.sizes) error("a tensor constant needs a dtype and sizes");
-        int_list sizes;
-        for (const auto& s : *ty.tensor.sizes) {
-            if (!s) error("a tensor constant cannot have symbolic sizes");
-            sizes.push_back(*s);
-        }
-        expect(',');
-        expect('[');
-        std::vector<std::string> toks;
-        while (!accept(']')) {
-            if (!toks.empty()) expect(',');
-            skip_space();
-            if (peek_word("true") || peek_word("false")) {
-                toks.push_back(peek_word("true") ? "1" : "0");
-                i_ += toks.back() == "1" ? 4 : 5;
-            } else {
-                toks.push_back(number_token());
-            }
-        }
-        expect(')');
-        Tensor t = empty(sizes, *ty.tensor.scalar_type);
-        if (static_cast<std::int64_t>(toks.size()) != t.numel())
-            error("tensor constant has ", toks.size(), " values for ", t.numel(), " elements");
-        graft::detail::visit_dtype(t.type(), [&](auto z) {
-            using T = decltype(z);
-            T* p = t.data_ptr<T>();
-            for (std::size_t k = 0; k < toks.size(); ++k) {
-                if constexpr (std::is_same_v<T, float>) {
-                    float v = 0;
-                    auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
-                    if (r.ec != std::errc{}) error("bad number '", toks[k], "'");
-                    p[k] = v;
-                } else if constexpr (std::is_floating_point_v<T>) {
-                    p[k] = static_cast<T>(parse_float_token(toks[k]));
-                } else {
-                    p[k] = static_cast<T>(parse_int_token(toks[k]));
-                }
-            }
-        });
-        return t;
-    }
+    attribute parse_tensor();
 
     // Nodes up to the block terminator: `return` for the graph, `->` for a block.
-    void parse_body(Block& b, std::string_view terminator) {
-        for (;;) {
-            skip_space();
-            if (terminator == "return" ? peek_word("return") : s_.substr(i_, 2) == "->") {
-                i_ += terminator == "return" ? 6 : 2;
-                return;
-            }
-            if (i_ >= s_.size()) error("unexpected end of text: expected '", std::string(terminator), "'");
-            parse_node(b);
-        }
-    }
+    void parse_body(Block& b, std::string_view terminator);
 
-    void parse_node(Block& b) {
-        std::vector<std::pair<std::string, Type>> outs;
-        if (peek('%')) {
-            do {
-                std::string name = value_name();
-                expect(':');
-                outs.emplace_back(std::move(name), parse_type());
-            } while (accept(','));
-            expect('=');
-        }
-        const std::string kind_name = word();
-        const kind_info* kind = find_kind(kind_name);
-        if (!kind) error("unknown node kind '", kind_name, "'");
-        Node* n = b.append(*kind);
-        if (accept('[')) {
-            bool first = true;
-            while (!accept(']')) {
-                if (!first) expect(',');
-                first = false;
-                const std::string name = word();
-                expect('=');
-                n->set_attr(name, parse_attribute());
-            }
-        }
-        expect('(');
-        for (Value* v : parse_value_refs()) n->add_input(v);
-        expect(')');
-        // Fresh outputs get automatic names first; move them out of the way of the text's names.
-        std::vector<Value*> created;
-        for (auto& out : outs) {
-            created.push_back(n->add_output(out.second));
-            g_->set_name(created.back(), "__parser_tmp");
-        }
-        for (std::size_t k = 0; k < outs.size(); ++k) define(created[k], outs[k].first);
-        for (int k = 0;; ++k) {
-            std::string block_word = "block";
-            block_word += std::to_string(k);
-            if (!peek_word(block_word)) break;
-            expect_word(block_word);
-            Block* inner = n->add_block();
-            expect('(');
-            parse_params(*inner);
-            expect(')');
-            expect(':');
-            parse_body(*inner, "->");
-            expect('(');
-            for (Value* v : parse_value_refs()) inner->register_output(v);
-            expect(')');
-        }
-    }
+    void parse_node(Block& b);
 
     std::string_view s_;
     std::size_t i_ = 0;
@@ -13209,9 +14180,355 @@ private:
 }  // namespace detail
 
 /// Parses the text form of a graph; throws graft::error with the line on bad input.
-[[nodiscard]] inline std::unique_ptr<Graph> parse(std::string_view text) { return detail::parser(text).parse_graph(); }
+[[nodiscard]] GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text);
 
 }  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/parse.ipp
+// Definitions for graft/ir/parse.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <charconv>
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE std::unique_ptr<Graph> parser::parse_graph() {
+    auto g = std::make_unique<Graph>();
+    g_ = g.get();
+    skip_space();
+    expect_word("graph");
+    expect('(');
+    parse_params(*g->block());
+    expect(')');
+    expect(':');
+    parse_body(*g->block(), "return");
+    expect('(');
+    for (Value* v : parse_value_refs()) g->register_output(v);
+    expect(')');
+    skip_space();
+    if (i_ != s_.size()) error("unexpected text after the graph's return");
+    return g;
+}
+
+GRAFT_INLINE void parser::skip_space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+}
+
+GRAFT_INLINE bool parser::peek(char c) {
+    skip_space();
+    return i_ < s_.size() && s_[i_] == c;
+}
+
+GRAFT_INLINE bool parser::accept(char c) {
+    if (!peek(c)) return false;
+    ++i_;
+    return true;
+}
+
+GRAFT_INLINE void parser::expect(char c) {
+    if (!accept(c)) error("expected '", c, "'");
+}
+
+GRAFT_INLINE bool parser::peek_word(std::string_view w) {
+    skip_space();
+    if (s_.substr(i_, w.size()) != w) return false;
+    const std::size_t end = i_ + w.size();
+    return end == s_.size() || !is_word_char(s_[end]);
+}
+
+GRAFT_INLINE void parser::expect_word(std::string_view w) {
+    if (!peek_word(w)) error("expected '", std::string(w), "'");
+    i_ += w.size();
+}
+
+GRAFT_INLINE std::string parser::word() {
+    skip_space();
+    const std::size_t start = i_;
+    while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
+    if (start == i_) error("expected a name");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE std::string parser::value_name() {
+    expect('%');
+    const std::size_t start = i_;
+    while (i_ < s_.size() && is_word_char(s_[i_]) && s_[i_] != ':') ++i_;
+    if (start == i_) error("expected a value name after '%'");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE Value* parser::lookup(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) error("use of undefined value %", name);
+    return it->second;
+}
+
+GRAFT_INLINE void parser::define(Value* v, const std::string& name) {
+    if (values_.count(name)) error("value %", name, " is defined twice");
+    g_->set_name(v, name);
+    if (v->name() != name) error("value name %", name, " is not available");
+    values_[name] = v;
+}
+
+GRAFT_INLINE std::int64_t parser::integer() {
+    skip_space();
+    std::int64_t v = 0;
+    auto r = std::from_chars(s_.data() + i_, s_.data() + s_.size(), v);
+    if (r.ec != std::errc{}) error("expected an integer");
+    i_ = static_cast<std::size_t>(r.ptr - s_.data());
+    return v;
+}
+
+GRAFT_INLINE Type parser::parse_type() {
+    const std::string w = word();
+    if (w == "int") return Type::int_type();
+    if (w == "float") return Type::float_type();
+    if (w == "bool") return Type::bool_type();
+    TensorType t;
+    if (w != "Tensor") {
+        t.scalar_type = dtype_from_type_name(w);
+        if (!t.scalar_type) error("unknown type '", w, "'");
+    }
+    skip_space();
+    if (i_ < s_.size() && s_[i_] == '(') {
+        ++i_;
+        bool first = true, rank_known = true;
+        std::vector<std::optional<std::int64_t>> sizes;
+        while (!accept(')')) {
+            if (!first) expect(',');
+            first = false;
+            if (peek_word("strides")) {
+                expect_word("strides");
+                expect('=');
+                expect('[');
+                t.strides.emplace();
+                while (!accept(']')) {
+                    if (!t.strides->empty()) expect(',');
+                    t.strides->push_back(integer());
+                }
+            } else if (peek_word("requires_grad")) {
+                expect_word("requires_grad");
+                expect('=');
+                t.requires_grad = integer() != 0;
+            } else if (accept('*')) {
+                sizes.emplace_back(std::nullopt);
+            } else if (peek('.')) {
+                if (s_.substr(i_, 3) != "...") error("expected '...'");
+                i_ += 3;
+                rank_known = false;
+            } else {
+                sizes.emplace_back(integer());
+            }
+        }
+        if (rank_known) t.sizes = std::move(sizes);
+    }
+    return Type::tensor_type(std::move(t));
+}
+
+GRAFT_INLINE void parser::parse_params(Block& b) {
+    if (peek(')')) return;
+    do {
+        const std::string name = value_name();
+        expect(':');
+        define(b.add_input(parse_type()), name);
+    } while (accept(','));
+}
+
+GRAFT_INLINE std::vector<Value*> parser::parse_value_refs() {
+    std::vector<Value*> r;
+    if (peek(')')) return r;
+    do r.push_back(lookup(value_name()));
+    while (accept(','));
+    return r;
+}
+
+GRAFT_INLINE double parser::parse_float_token(const std::string& tok) {
+    double v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad number '", tok, "'");
+    return v;
+}
+
+GRAFT_INLINE std::string parser::number_token() {
+    skip_space();
+    const std::size_t start = i_;
+    while (i_ < s_.size() && (is_word_char(s_[i_]) || s_[i_] == '-' || s_[i_] == '+') && s_[i_] != ':') ++i_;
+    if (start == i_) error("expected a number");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE attribute parser::parse_attribute() {
+    skip_space();
+    if (peek('"')) {
+        ++i_;
+        std::string r;
+        while (i_ < s_.size() && s_[i_] != '"') {
+            if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
+                ++i_;
+                r += s_[i_] == 'n' ? '\n' : s_[i_];
+            } else {
+                r += s_[i_];
+            }
+            ++i_;
+        }
+        expect('"');
+        return r;
+    }
+    if (peek_word("true")) {
+        expect_word("true");
+        return true;
+    }
+    if (peek_word("false")) {
+        expect_word("false");
+        return false;
+    }
+    if (peek_word("tensor")) return parse_tensor();
+    if (accept('[')) {
+        std::vector<std::string> toks;
+        while (!accept(']')) {
+            if (!toks.empty()) expect(',');
+            toks.push_back(number_token());
+        }
+        bool any_float = false;
+        for (const auto& t : toks) any_float = any_float || is_float_token(t);
+        if (any_float) {
+            std::vector<double> v;
+            for (const auto& t : toks) v.push_back(parse_float_token(t));
+            return v;
+        }
+        std::vector<std::int64_t> v;
+        for (const auto& t : toks) v.push_back(static_cast<std::int64_t>(parse_int_token(t)));
+        return v;
+    }
+    const std::string t = number_token();
+    if (is_float_token(t)) return parse_float_token(t);
+    return parse_int_token(t);
+}
+
+GRAFT_INLINE std::int64_t parser::parse_int_token(const std::string& tok) {
+    std::int64_t v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad integer '", tok, "'");
+    return v;
+}
+
+GRAFT_INLINE attribute parser::parse_tensor() {
+    expect_word("tensor");
+    expect('(');
+    const Type ty = parse_type();
+    if (!ty.is_tensor() || !ty.tensor.scalar_type || !ty.tensor.sizes) error("a tensor constant needs a dtype and sizes");
+    int_list sizes;
+    for (const auto& s : *ty.tensor.sizes) {
+        if (!s) error("a tensor constant cannot have symbolic sizes");
+        sizes.push_back(*s);
+    }
+    expect(',');
+    expect('[');
+    std::vector<std::string> toks;
+    while (!accept(']')) {
+        if (!toks.empty()) expect(',');
+        skip_space();
+        if (peek_word("true") || peek_word("false")) {
+            toks.push_back(peek_word("true") ? "1" : "0");
+            i_ += toks.back() == "1" ? 4 : 5;
+        } else {
+            toks.push_back(number_token());
+        }
+    }
+    expect(')');
+    Tensor t = empty(sizes, *ty.tensor.scalar_type);
+    if (static_cast<std::int64_t>(toks.size()) != t.numel())
+        error("tensor constant has ", toks.size(), " values for ", t.numel(), " elements");
+    graft::detail::visit_dtype(t.type(), [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        for (std::size_t k = 0; k < toks.size(); ++k) {
+            if constexpr (std::is_same_v<T, float>) {
+                float v = 0;
+                auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
+                if (r.ec != std::errc{}) error("bad number '", toks[k], "'");
+                p[k] = v;
+            } else if constexpr (std::is_floating_point_v<T>) {
+                p[k] = static_cast<T>(parse_float_token(toks[k]));
+            } else {
+                p[k] = static_cast<T>(parse_int_token(toks[k]));
+            }
+        }
+    });
+    return t;
+}
+
+GRAFT_INLINE void parser::parse_body(Block& b, std::string_view terminator) {
+    for (;;) {
+        skip_space();
+        if (terminator == "return" ? peek_word("return") : s_.substr(i_, 2) == "->") {
+            i_ += terminator == "return" ? 6 : 2;
+            return;
+        }
+        if (i_ >= s_.size()) error("unexpected end of text: expected '", std::string(terminator), "'");
+        parse_node(b);
+    }
+}
+
+GRAFT_INLINE void parser::parse_node(Block& b) {
+    std::vector<std::pair<std::string, Type>> outs;
+    if (peek('%')) {
+        do {
+            std::string name = value_name();
+            expect(':');
+            outs.emplace_back(std::move(name), parse_type());
+        } while (accept(','));
+        expect('=');
+    }
+    const std::string kind_name = word();
+    const kind_info* kind = find_kind(kind_name);
+    if (!kind) error("unknown node kind '", kind_name, "'");
+    Node* n = b.append(*kind);
+    if (accept('[')) {
+        bool first = true;
+        while (!accept(']')) {
+            if (!first) expect(',');
+            first = false;
+            const std::string name = word();
+            expect('=');
+            n->set_attr(name, parse_attribute());
+        }
+    }
+    expect('(');
+    for (Value* v : parse_value_refs()) n->add_input(v);
+    expect(')');
+    // Fresh outputs get automatic names first; move them out of the way of the text's names.
+    std::vector<Value*> created;
+    for (auto& out : outs) {
+        created.push_back(n->add_output(out.second));
+        g_->set_name(created.back(), "__parser_tmp");
+    }
+    for (std::size_t k = 0; k < outs.size(); ++k) define(created[k], outs[k].first);
+    for (int k = 0;; ++k) {
+        std::string block_word = "block";
+        block_word += std::to_string(k);
+        if (!peek_word(block_word)) break;
+        expect_word(block_word);
+        Block* inner = n->add_block();
+        expect('(');
+        parse_params(*inner);
+        expect(')');
+        expect(':');
+        parse_body(*inner, "->");
+        expect('(');
+        for (Value* v : parse_value_refs()) inner->register_output(v);
+        expect(')');
+    }
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text) { return detail::parser(text).parse_graph(); }
+
+}  // namespace graft::ir
+// ---- end graft/ir/impl/parse.ipp
+#endif
 // ---- end graft/ir/parse.hpp
 // ---- begin graft/ir/passes.hpp
 // Runtime passes over the graph IR. Each pass is a type with a name and
@@ -13223,7 +14540,6 @@ private:
 //   using cleanup = ir::pipeline<ir::inline_calls, ir::constant_propagation, ir::peephole,
 //                                ir::remove_noop_views, ir::canonicalize, ir::cse, ir::dce>;
 //   cleanup::run(graph);
-#include <algorithm>
 #include <concepts>
 #include <cstring>
 #include <map>
@@ -13243,69 +14559,17 @@ concept pass = requires(Graph& g) {
 namespace detail {
 
 /// Every block of the graph, outermost first.
-inline void collect_blocks(Block* b, std::vector<Block*>& out) {
-    out.push_back(b);
-    for (Node* n : b->nodes())
-        for (Block* inner : n->blocks()) collect_blocks(inner, out);
-}
+GRAFT_INLINE void collect_blocks(Block* b, std::vector<Block*>& out);
 
-[[nodiscard]] inline bool is_pure_tree(const Node* n) {
-    if (!n->kind().pure) return false;
-    for (const Block* b : n->blocks())
-        for (const Node* inner : b->nodes())
-            if (!is_pure_tree(inner)) return false;
-    return true;
-}
+[[nodiscard]] GRAFT_INLINE bool is_pure_tree(const Node* n);
 
-[[nodiscard]] inline bool attributes_equal(const attribute& a, const attribute& b) {
-    if (a.index() != b.index()) return false;
-    if (const auto* ta = std::get_if<Tensor>(&a)) {
-        const Tensor& tb = std::get<Tensor>(b);
-        if (ta->impl_ptr() == tb.impl_ptr()) return true;
-        if (ta->type() != tb.type() || ta->sizes() != tb.sizes()) return false;
-        // Bitwise equality: -0.0 and 0.0 (or two NaNs) are different constants.
-        const Tensor ca = ta->contiguous(), cb = tb.contiguous();
-        return std::memcmp(ca.raw_data(), cb.raw_data(),
-                           static_cast<std::size_t>(ca.numel()) * element_size(ca.type())) == 0;
-    }
-    if (const auto* da = std::get_if<double>(&a)) {
-        const double db = std::get<double>(b);
-        return std::memcmp(da, &db, sizeof db) == 0;
-    }
-    if (const auto* va = std::get_if<std::vector<double>>(&a)) {
-        const auto& vb = std::get<std::vector<double>>(b);
-        return va->size() == vb.size() && std::memcmp(va->data(), vb.data(), va->size() * sizeof(double)) == 0;
-    }
-    if (const auto* ia = std::get_if<std::int64_t>(&a)) return *ia == std::get<std::int64_t>(b);
-    if (const auto* ba = std::get_if<bool>(&a)) return *ba == std::get<bool>(b);
-    if (const auto* sa = std::get_if<std::string>(&a)) return *sa == std::get<std::string>(b);
-    return std::get<std::vector<std::int64_t>>(a) == std::get<std::vector<std::int64_t>>(b);
-}
+[[nodiscard]] GRAFT_INLINE bool attributes_equal(const attribute& a, const attribute& b);
 
-[[nodiscard]] inline bool same_computation(const Node* a, const Node* b) {
-    if (&a->kind() != &b->kind() || a->inputs() != b->inputs() || a->outputs().size() != b->outputs().size())
-        return false;
-    if (a->attributes().size() != b->attributes().size()) return false;
-    auto ia = a->attributes().begin();
-    for (auto ib = b->attributes().begin(); ib != b->attributes().end(); ++ia, ++ib)
-        if (ia->first != ib->first || !attributes_equal(ia->second, ib->second)) return false;
-    for (std::size_t i = 0; i < a->outputs().size(); ++i)
-        if (!(a->outputs()[i]->type() == b->outputs()[i]->type())) return false;
-    return true;
-}
+[[nodiscard]] GRAFT_INLINE bool same_computation(const Node* a, const Node* b);
 
-[[nodiscard]] inline const attribute* constant_value(const Value* v) {
-    if (!v->node() || !v->node()->is<kinds::constant>()) return nullptr;
-    return &v->node()->attr("value");
-}
+[[nodiscard]] GRAFT_INLINE const attribute* constant_value(const Value* v);
 
-[[nodiscard]] inline std::optional<double> number_constant(const Value* v) {
-    const attribute* a = constant_value(v);
-    if (!a) return std::nullopt;
-    if (const auto* d = std::get_if<double>(a)) return *d;
-    if (const auto* i = std::get_if<std::int64_t>(a)) return static_cast<double>(*i);
-    return std::nullopt;
-}
+[[nodiscard]] GRAFT_INLINE std::optional<double> number_constant(const Value* v);
 
 /// Is v a floating-point tensor of known dtype (numbers do not change its dtype)?
 [[nodiscard]] inline bool is_float_tensor(const Value* v) {
@@ -13315,37 +14579,14 @@ inline void collect_blocks(Block* b, std::vector<Block*>& out) {
 [[nodiscard]] inline bool bitwise_equal(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 /// Replaces n's only output by v (a value of the same category) and destroys n.
-inline bool forward_input(Node* n, Value* v) {
-    if (n->output()->type().kind != v->type().kind) return false;
-    n->output()->replace_all_uses_with(v);
-    n->destroy();
-    return true;
-}
+GRAFT_INLINE bool forward_input(Node* n, Value* v);
 
 }  // namespace detail
 
 /// Removes pure nodes (and pure If/Call trees) whose outputs are unused.
 struct dce {
     static constexpr std::string_view name = "dce";
-    static bool run(Graph& g) {
-        bool changed = false;
-        std::vector<Block*> blocks;
-        detail::collect_blocks(g.block(), blocks);
-        // Innermost blocks last in `blocks`: walk them in reverse so inner dead code goes first.
-        for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-            Block* b = *it;
-            std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
-            for (auto n = nodes.rbegin(); n != nodes.rend(); ++n) {
-                bool used = false;
-                for (const Value* v : (*n)->outputs()) used = used || v->has_uses();
-                if (!used && detail::is_pure_tree(*n)) {
-                    (*n)->destroy();
-                    changed = true;
-                }
-            }
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 };
 
 /// Common-subexpression elimination: a pure node identical to an earlier one
@@ -13358,27 +14599,7 @@ struct cse {
     }
 
 private:
-    static bool run_block(Block* b, std::vector<Node*>& seen) {
-        bool changed = false;
-        const std::size_t scope = seen.size();
-        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
-        for (Node* n : nodes) {
-            for (Block* inner : n->blocks()) changed = run_block(inner, seen) || changed;
-            if (!n->blocks().empty() || !n->kind().pure) continue;
-            auto match = std::find_if(seen.begin(), seen.end(),
-                                      [&](const Node* s) { return detail::same_computation(s, n); });
-            if (match == seen.end()) {
-                seen.push_back(n);
-                continue;
-            }
-            for (std::size_t i = 0; i < n->outputs().size(); ++i)
-                n->outputs()[i]->replace_all_uses_with((*match)->outputs()[i]);
-            n->destroy();
-            changed = true;
-        }
-        seen.resize(scope);
-        return changed;
-    }
+    static bool run_block(Block* b, std::vector<Node*>& seen);
 };
 
 /// Evaluates pure nodes whose inputs are all constants (under no_grad) and
@@ -13389,115 +14610,19 @@ struct constant_propagation {
     static bool run(Graph& g) { return run_block(g.block()); }
 
 private:
-    static ivalue to_ivalue(const attribute& a) {
-        if (const auto* t = std::get_if<Tensor>(&a)) return *t;
-        if (const auto* d = std::get_if<double>(&a)) return *d;
-        if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
-        return std::get<bool>(a);
-    }
-    static bool run_block(Block* b) {
-        bool changed = false;
-        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
-        for (Node* n : nodes) {
-            if (n->is<kinds::if_>()) {
-                if (const attribute* c = detail::constant_value(n->input(0))) {
-                    const ivalue cv = to_ivalue(*c);
-                    if (!std::holds_alternative<Tensor>(cv)) {
-                        inline_block(n, n->blocks()[detail::truthy(cv) ? 0 : 1]);
-                        changed = true;
-                        continue;
-                    }
-                }
-            }
-            for (Block* inner : n->blocks()) changed = run_block(inner) || changed;
-            if (n->is<kinds::constant>() || !n->kind().pure || !n->blocks().empty() || !n->kind().run) continue;
-            std::vector<ivalue> in;
-            bool all_constant = true;
-            for (const Value* v : n->inputs()) {
-                const attribute* a = detail::constant_value(v);
-                if (!a || std::holds_alternative<std::string>(*a) ||
-                    std::holds_alternative<std::vector<std::int64_t>>(*a) ||
-                    std::holds_alternative<std::vector<double>>(*a)) {
-                    all_constant = false;
-                    break;
-                }
-                in.push_back(to_ivalue(*a));
-            }
-            if (!all_constant || n->outputs().size() != 1) continue;
-            std::vector<ivalue> out;
-            try {
-                autograd::no_grad guard;
-                out = n->kind().run(n->attributes(), in);
-            } catch (const graft::error&) {
-                continue;  // leave the failure to run time, where it is reported in context
-            }
-            Node* c = b->insert_before(n, kind_v<kinds::constant>);
-            std::visit(
-                [&](const auto& v) {
-                    using V = std::decay_t<decltype(v)>;
-                    if constexpr (std::is_same_v<V, Tensor>) c->set_attr("value", v.contiguous().clone());
-                    else c->set_attr("value", v);
-                },
-                out[0]);
-            Value* cv = c->add_output(n->output()->type());
-            n->output()->replace_all_uses_with(cv);
-            const std::string name = n->output()->name();
-            n->destroy();
-            b->owning_graph().set_name(cv, name);  // the constant takes the folded value's name
-            changed = true;
-        }
-        return changed;
-    }
+    static ivalue to_ivalue(const attribute& a);
+    static bool run_block(Block* b);
 
 public:
     /// Moves block `inner`'s nodes before `n`, maps n's outputs to the block's, removes n.
-    static void inline_block(Node* n, Block* inner) {
-        std::vector<Node*> body(inner->nodes().begin(), inner->nodes().end());
-        for (Node* m : body) m->move_before(n);
-        for (std::size_t i = 0; i < n->outputs().size(); ++i)
-            n->outputs()[i]->replace_all_uses_with(inner->outputs()[i]);
-        n->remove_all_inputs();
-        for (Block* blk : n->blocks())
-            while (!blk->outputs().empty()) blk->remove_output(blk->outputs().size() - 1);
-        n->destroy();
-    }
+    static void inline_block(Node* n, Block* inner);
 };
 
 /// Hoists every constant to the start of the graph (in order of first
 /// appearance, outer blocks first) and merges equal ones.
 struct constant_pooling {
     static constexpr std::string_view name = "constant_pooling";
-    static bool run(Graph& g) {
-        bool changed = false;
-        std::vector<Block*> blocks;
-        detail::collect_blocks(g.block(), blocks);
-        std::vector<Node*> constants;
-        for (Block* b : blocks)
-            for (Node* n : b->nodes())
-                if (n->is<kinds::constant>()) constants.push_back(n);
-        std::vector<Node*> pool;
-        Block* top = g.block();
-        for (Node* n : constants) {
-            auto match = std::find_if(pool.begin(), pool.end(),
-                                      [&](const Node* p) { return detail::same_computation(p, n); });
-            if (match != pool.end()) {
-                n->output()->replace_all_uses_with((*match)->output());
-                n->destroy();
-                changed = true;
-                continue;
-            }
-            // Right after the previous pooled constant, or first in the graph.
-            Node* anchor = top->nodes().front();
-            if (!pool.empty())
-                anchor = *std::next(std::find(top->nodes().begin(), top->nodes().end(), pool.back()));
-            if (anchor != n) {
-                n->move_before(anchor);
-                changed = true;
-            }
-            pool.push_back(n);
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 };
 
 /// Algebraic rewrites that are exact in IEEE arithmetic, for floating-point
@@ -13505,49 +14630,11 @@ struct constant_pooling {
 /// x+0.0 is NOT rewritten: (-0.0)+0.0 is +0.0. Also removes double transposes.
 struct peephole {
     static constexpr std::string_view name = "peephole";
-    static bool run(Graph& g) {
-        bool changed = false;
-        std::vector<Block*> blocks;
-        detail::collect_blocks(g.block(), blocks);
-        for (Block* b : blocks) {
-            std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
-            for (Node* n : nodes) changed = rewrite(n) || changed;
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 
 private:
-    static bool same_shape_number(const Value* tensor, const Value* number, double expect) {
-        const auto c = detail::number_constant(number);
-        return c && detail::bitwise_equal(*c, expect) && detail::is_float_tensor(tensor);
-    }
-    static bool rewrite(Node* n) {
-        const kind_info& k = n->kind();
-        if (&k == &op_kind_v<ops::def::mul_op>) {
-            if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
-            if (same_shape_number(n->input(1), n->input(0), 1.0)) return detail::forward_input(n, n->input(1));
-        } else if (&k == &op_kind_v<ops::def::div_op>) {
-            if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
-        } else if (&k == &op_kind_v<ops::def::sub_op>) {
-            if (same_shape_number(n->input(0), n->input(1), 0.0)) return detail::forward_input(n, n->input(0));
-        } else if (&k == &op_kind_v<ops::def::add_op>) {
-            if (same_shape_number(n->input(0), n->input(1), -0.0)) return detail::forward_input(n, n->input(0));
-            if (same_shape_number(n->input(1), n->input(0), -0.0)) return detail::forward_input(n, n->input(1));
-        } else if (&k == &op_kind_v<ops::def::neg_op>) {
-            const Node* inner = n->input(0)->node();
-            if (inner && &inner->kind() == &op_kind_v<ops::def::neg_op>) return detail::forward_input(n, inner->input(0));
-        } else if (n->is<kinds::transpose>()) {
-            const Node* inner = n->input(0)->node();
-            if (inner && inner->is<kinds::transpose>()) {
-                // (std::minmax would return references to temporaries here.)
-                const auto sorted = [](std::int64_t a, std::int64_t b) { return std::pair{std::min(a, b), std::max(a, b)}; };
-                const auto d = sorted(n->i("dim0"), n->i("dim1"));
-                const auto e = sorted(inner->i("dim0"), inner->i("dim1"));
-                if (d == e && d.first >= 0) return detail::forward_input(n, inner->input(0));
-            }
-        }
-        return false;
-    }
+    static bool same_shape_number(const Value* tensor, const Value* number, double expect);
+    static bool rewrite(Node* n);
 };
 
 /// Removes views that do not change anything, when the input's sizes are known:
@@ -13555,130 +14642,29 @@ private:
 /// identity permutation, a full-length narrow.
 struct remove_noop_views {
     static constexpr std::string_view name = "remove_noop_views";
-    static bool run(Graph& g) {
-        bool changed = false;
-        std::vector<Block*> blocks;
-        detail::collect_blocks(g.block(), blocks);
-        for (Block* b : blocks) {
-            std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
-            for (Node* n : nodes)
-                if (is_noop(n)) changed = detail::forward_input(n, n->input(0)) || changed;
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 
 private:
-    static std::optional<std::vector<std::int64_t>> known_sizes(const Value* v) {
-        if (!v->type().is_tensor() || !v->type().tensor.sizes) return std::nullopt;
-        std::vector<std::int64_t> r;
-        for (const auto& s : *v->type().tensor.sizes) {
-            if (!s) return std::nullopt;
-            r.push_back(*s);
-        }
-        return r;
-    }
-    static bool is_noop(const Node* n) {
-        if (!n->kind().is_view || n->inputs().size() != 1) return false;
-        if (n->is<kinds::transpose>()) return n->i("dim0") == n->i("dim1");
-        if (n->is<kinds::permute>()) {
-            const auto& d = n->is("dims");
-            for (std::size_t i = 0; i < d.size(); ++i)
-                if (d[i] != static_cast<std::int64_t>(i)) return false;
-            return true;
-        }
-        const auto sizes = known_sizes(n->input(0));
-        if (!sizes) return false;
-        if (n->is<kinds::expand>() || n->is<kinds::reshape>()) return n->is("sizes") == *sizes;
-        if (n->is<kinds::narrow>()) {
-            const std::int64_t rank = static_cast<std::int64_t>(sizes->size());
-            std::int64_t d = n->i("dim");
-            if (d < -rank || d >= rank) return false;
-            if (d < 0) d += rank;
-            return n->i("start") == 0 && n->i("length") == (*sizes)[static_cast<std::size_t>(d)];
-        }
-        return false;
-    }
+    static std::optional<std::vector<std::int64_t>> known_sizes(const Value* v);
+    static bool is_noop(const Node* n);
 };
 
 /// Splices every prim::Call's callee into the caller.
 struct inline_calls {
     static constexpr std::string_view name = "inline_calls";
-    static bool run(Graph& g) {
-        bool changed = false;
-        for (bool again = true; again;) {
-            again = false;
-            std::vector<Block*> blocks;
-            detail::collect_blocks(g.block(), blocks);
-            for (Block* b : blocks) {
-                for (Node* n : std::vector<Node*>(b->nodes().begin(), b->nodes().end())) {
-                    if (!n->is<kinds::call>()) continue;
-                    Block* body = n->blocks()[0];
-                    for (std::size_t i = 0; i < body->inputs().size(); ++i)
-                        body->inputs()[i]->replace_all_uses_with(n->input(i));
-                    constant_propagation::inline_block(n, body);
-                    changed = again = true;
-                    break;  // the block list changed
-                }
-                if (again) break;
-            }
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 };
 
 /// A canonical form: operands of commutative ops in definition order, and
 /// automatically named values renumbered in order of definition.
 struct canonicalize {
     static constexpr std::string_view name = "canonicalize";
-    static bool run(Graph& g) {
-        bool changed = false;
-        std::map<const Value*, std::size_t> order;
-        std::vector<Value*> auto_named;
-        number(g.block(), order, auto_named);
-        std::vector<Block*> blocks;
-        detail::collect_blocks(g.block(), blocks);
-        for (Block* b : blocks)
-            for (Node* n : b->nodes()) {
-                if (!is_commutative(n->kind()) || n->inputs().size() != 2) continue;
-                Value *a = n->input(0), *c = n->input(1);
-                if (a != c && order.at(c) < order.at(a)) {
-                    n->replace_input(0, c);
-                    n->replace_input(1, a);
-                    changed = true;
-                }
-            }
-        // Two steps so new names never collide with old ones.
-        std::size_t next = 0;
-        for (Value* v : auto_named) g.set_name(v, "__canonical." + std::to_string(next++));
-        next = 0;
-        for (Value* v : auto_named) {
-            std::string target = std::to_string(next++);
-            g.set_name(v, target);
-            changed = changed || v->name() != target;
-        }
-        return changed;
-    }
+    static bool run(Graph& g);
 
 private:
-    static bool is_commutative(const kind_info& k) {
-        return &k == &op_kind_v<ops::def::add_op> || &k == &op_kind_v<ops::def::mul_op> ||
-               &k == &op_kind_v<ops::def::maximum_op> || &k == &op_kind_v<ops::def::minimum_op> ||
-               &k == &op_kind_v<ops::def::eq_op> || &k == &op_kind_v<ops::def::ne_op>;
-    }
-    static bool is_auto_name(const std::string& s) {
-        return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-    }
-    static void number(Block* b, std::map<const Value*, std::size_t>& order, std::vector<Value*>& auto_named) {
-        const auto visit = [&](Value* v) {
-            order.emplace(v, order.size());
-            if (is_auto_name(v->name())) auto_named.push_back(v);
-        };
-        for (Value* v : b->inputs()) visit(v);
-        for (Node* n : b->nodes()) {
-            for (Block* inner : n->blocks()) number(inner, order, auto_named);
-            for (Value* v : n->outputs()) visit(v);
-        }
-    }
+    static bool is_commutative(const kind_info& k);
+    static bool is_auto_name(const std::string& s);
+    static void number(Block* b, std::map<const Value*, std::size_t>& order, std::vector<Value*>& auto_named);
 };
 
 /// Options for running a pipeline.
@@ -13722,6 +14708,400 @@ using default_pipeline = pipeline<inline_calls, constant_propagation, peephole, 
                                   constant_pooling, dce>;
 
 }  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/passes.ipp
+// Definitions for graft/ir/passes.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+
+namespace graft::ir {
+
+namespace detail {
+
+GRAFT_INLINE void collect_blocks(Block* b, std::vector<Block*>& out) {
+    out.push_back(b);
+    for (Node* n : b->nodes())
+        for (Block* inner : n->blocks()) collect_blocks(inner, out);
+}
+
+GRAFT_INLINE bool is_pure_tree(const Node* n) {
+    if (!n->kind().pure) return false;
+    for (const Block* b : n->blocks())
+        for (const Node* inner : b->nodes())
+            if (!is_pure_tree(inner)) return false;
+    return true;
+}
+
+GRAFT_INLINE bool attributes_equal(const attribute& a, const attribute& b) {
+    if (a.index() != b.index()) return false;
+    if (const auto* ta = std::get_if<Tensor>(&a)) {
+        const Tensor& tb = std::get<Tensor>(b);
+        if (ta->impl_ptr() == tb.impl_ptr()) return true;
+        if (ta->type() != tb.type() || ta->sizes() != tb.sizes()) return false;
+        // Bitwise equality: -0.0 and 0.0 (or two NaNs) are different constants.
+        const Tensor ca = ta->contiguous(), cb = tb.contiguous();
+        return std::memcmp(ca.raw_data(), cb.raw_data(),
+                           static_cast<std::size_t>(ca.numel()) * element_size(ca.type())) == 0;
+    }
+    if (const auto* da = std::get_if<double>(&a)) {
+        const double db = std::get<double>(b);
+        return std::memcmp(da, &db, sizeof db) == 0;
+    }
+    if (const auto* va = std::get_if<std::vector<double>>(&a)) {
+        const auto& vb = std::get<std::vector<double>>(b);
+        return va->size() == vb.size() && std::memcmp(va->data(), vb.data(), va->size() * sizeof(double)) == 0;
+    }
+    if (const auto* ia = std::get_if<std::int64_t>(&a)) return *ia == std::get<std::int64_t>(b);
+    if (const auto* ba = std::get_if<bool>(&a)) return *ba == std::get<bool>(b);
+    if (const auto* sa = std::get_if<std::string>(&a)) return *sa == std::get<std::string>(b);
+    return std::get<std::vector<std::int64_t>>(a) == std::get<std::vector<std::int64_t>>(b);
+}
+
+GRAFT_INLINE bool same_computation(const Node* a, const Node* b) {
+    if (&a->kind() != &b->kind() || a->inputs() != b->inputs() || a->outputs().size() != b->outputs().size())
+        return false;
+    if (a->attributes().size() != b->attributes().size()) return false;
+    auto ia = a->attributes().begin();
+    for (auto ib = b->attributes().begin(); ib != b->attributes().end(); ++ia, ++ib)
+        if (ia->first != ib->first || !attributes_equal(ia->second, ib->second)) return false;
+    for (std::size_t i = 0; i < a->outputs().size(); ++i)
+        if (!(a->outputs()[i]->type() == b->outputs()[i]->type())) return false;
+    return true;
+}
+
+GRAFT_INLINE const attribute* constant_value(const Value* v) {
+    if (!v->node() || !v->node()->is<kinds::constant>()) return nullptr;
+    return &v->node()->attr("value");
+}
+
+GRAFT_INLINE std::optional<double> number_constant(const Value* v) {
+    const attribute* a = constant_value(v);
+    if (!a) return std::nullopt;
+    if (const auto* d = std::get_if<double>(a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(a)) return static_cast<double>(*i);
+    return std::nullopt;
+}
+
+GRAFT_INLINE bool forward_input(Node* n, Value* v) {
+    if (n->output()->type().kind != v->type().kind) return false;
+    n->output()->replace_all_uses_with(v);
+    n->destroy();
+    return true;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool dce::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    // Innermost blocks last in `blocks`: walk them in reverse so inner dead code goes first.
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+        Block* b = *it;
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (auto n = nodes.rbegin(); n != nodes.rend(); ++n) {
+            bool used = false;
+            for (const Value* v : (*n)->outputs()) used = used || v->has_uses();
+            if (!used && detail::is_pure_tree(*n)) {
+                (*n)->destroy();
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool cse::run_block(Block* b, std::vector<Node*>& seen) {
+    bool changed = false;
+    const std::size_t scope = seen.size();
+    std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node* n : nodes) {
+        for (Block* inner : n->blocks()) changed = run_block(inner, seen) || changed;
+        if (!n->blocks().empty() || !n->kind().pure) continue;
+        auto match = std::find_if(seen.begin(), seen.end(),
+                                  [&](const Node* s) { return detail::same_computation(s, n); });
+        if (match == seen.end()) {
+            seen.push_back(n);
+            continue;
+        }
+        for (std::size_t i = 0; i < n->outputs().size(); ++i)
+            n->outputs()[i]->replace_all_uses_with((*match)->outputs()[i]);
+        n->destroy();
+        changed = true;
+    }
+    seen.resize(scope);
+    return changed;
+}
+
+GRAFT_INLINE ivalue constant_propagation::to_ivalue(const attribute& a) {
+    if (const auto* t = std::get_if<Tensor>(&a)) return *t;
+    if (const auto* d = std::get_if<double>(&a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
+    return std::get<bool>(a);
+}
+
+GRAFT_INLINE bool constant_propagation::run_block(Block* b) {
+    bool changed = false;
+    std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node* n : nodes) {
+        if (n->is<kinds::if_>()) {
+            if (const attribute* c = detail::constant_value(n->input(0))) {
+                const ivalue cv = to_ivalue(*c);
+                if (!std::holds_alternative<Tensor>(cv)) {
+                    inline_block(n, n->blocks()[detail::truthy(cv) ? 0 : 1]);
+                    changed = true;
+                    continue;
+                }
+            }
+        }
+        for (Block* inner : n->blocks()) changed = run_block(inner) || changed;
+        if (n->is<kinds::constant>() || !n->kind().pure || !n->blocks().empty() || !n->kind().run) continue;
+        std::vector<ivalue> in;
+        bool all_constant = true;
+        for (const Value* v : n->inputs()) {
+            const attribute* a = detail::constant_value(v);
+            if (!a || std::holds_alternative<std::string>(*a) ||
+                std::holds_alternative<std::vector<std::int64_t>>(*a) ||
+                std::holds_alternative<std::vector<double>>(*a)) {
+                all_constant = false;
+                break;
+            }
+            in.push_back(to_ivalue(*a));
+        }
+        if (!all_constant || n->outputs().size() != 1) continue;
+        std::vector<ivalue> out;
+        try {
+            autograd::no_grad guard;
+            out = n->kind().run(n->attributes(), in);
+        } catch (const graft::error&) {
+            continue;  // leave the failure to run time, where it is reported in context
+        }
+        Node* c = b->insert_before(n, kind_v<kinds::constant>);
+        std::visit(
+            [&](const auto& v) {
+                using V = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<V, Tensor>) c->set_attr("value", v.contiguous().clone());
+                else c->set_attr("value", v);
+            },
+            out[0]);
+        Value* cv = c->add_output(n->output()->type());
+        n->output()->replace_all_uses_with(cv);
+        const std::string name = n->output()->name();
+        n->destroy();
+        b->owning_graph().set_name(cv, name);  // the constant takes the folded value's name
+        changed = true;
+    }
+    return changed;
+}
+
+GRAFT_INLINE void constant_propagation::inline_block(Node* n, Block* inner) {
+    std::vector<Node*> body(inner->nodes().begin(), inner->nodes().end());
+    for (Node* m : body) m->move_before(n);
+    for (std::size_t i = 0; i < n->outputs().size(); ++i)
+        n->outputs()[i]->replace_all_uses_with(inner->outputs()[i]);
+    n->remove_all_inputs();
+    for (Block* blk : n->blocks())
+        while (!blk->outputs().empty()) blk->remove_output(blk->outputs().size() - 1);
+    n->destroy();
+}
+
+GRAFT_INLINE bool constant_pooling::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    std::vector<Node*> constants;
+    for (Block* b : blocks)
+        for (Node* n : b->nodes())
+            if (n->is<kinds::constant>()) constants.push_back(n);
+    std::vector<Node*> pool;
+    Block* top = g.block();
+    for (Node* n : constants) {
+        auto match = std::find_if(pool.begin(), pool.end(),
+                                  [&](const Node* p) { return detail::same_computation(p, n); });
+        if (match != pool.end()) {
+            n->output()->replace_all_uses_with((*match)->output());
+            n->destroy();
+            changed = true;
+            continue;
+        }
+        // Right after the previous pooled constant, or first in the graph.
+        Node* anchor = top->nodes().front();
+        if (!pool.empty())
+            anchor = *std::next(std::find(top->nodes().begin(), top->nodes().end(), pool.back()));
+        if (anchor != n) {
+            n->move_before(anchor);
+            changed = true;
+        }
+        pool.push_back(n);
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool peephole::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) changed = rewrite(n) || changed;
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool peephole::same_shape_number(const Value* tensor, const Value* number, double expect) {
+    const auto c = detail::number_constant(number);
+    return c && detail::bitwise_equal(*c, expect) && detail::is_float_tensor(tensor);
+}
+
+GRAFT_INLINE bool peephole::rewrite(Node* n) {
+    const kind_info& k = n->kind();
+    if (&k == &op_kind_v<ops::def::mul_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
+        if (same_shape_number(n->input(1), n->input(0), 1.0)) return detail::forward_input(n, n->input(1));
+    } else if (&k == &op_kind_v<ops::def::div_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 1.0)) return detail::forward_input(n, n->input(0));
+    } else if (&k == &op_kind_v<ops::def::sub_op>) {
+        if (same_shape_number(n->input(0), n->input(1), 0.0)) return detail::forward_input(n, n->input(0));
+    } else if (&k == &op_kind_v<ops::def::add_op>) {
+        if (same_shape_number(n->input(0), n->input(1), -0.0)) return detail::forward_input(n, n->input(0));
+        if (same_shape_number(n->input(1), n->input(0), -0.0)) return detail::forward_input(n, n->input(1));
+    } else if (&k == &op_kind_v<ops::def::neg_op>) {
+        const Node* inner = n->input(0)->node();
+        if (inner && &inner->kind() == &op_kind_v<ops::def::neg_op>) return detail::forward_input(n, inner->input(0));
+    } else if (n->is<kinds::transpose>()) {
+        const Node* inner = n->input(0)->node();
+        if (inner && inner->is<kinds::transpose>()) {
+            // (std::minmax would return references to temporaries here.)
+            const auto sorted = [](std::int64_t a, std::int64_t b) { return std::pair{std::min(a, b), std::max(a, b)}; };
+            const auto d = sorted(n->i("dim0"), n->i("dim1"));
+            const auto e = sorted(inner->i("dim0"), inner->i("dim1"));
+            if (d == e && d.first >= 0) return detail::forward_input(n, inner->input(0));
+        }
+    }
+    return false;
+}
+
+GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes)
+            if (is_noop(n)) changed = detail::forward_input(n, n->input(0)) || changed;
+    }
+    return changed;
+}
+
+GRAFT_INLINE std::optional<std::vector<std::int64_t>> remove_noop_views::known_sizes(const Value* v) {
+    if (!v->type().is_tensor() || !v->type().tensor.sizes) return std::nullopt;
+    std::vector<std::int64_t> r;
+    for (const auto& s : *v->type().tensor.sizes) {
+        if (!s) return std::nullopt;
+        r.push_back(*s);
+    }
+    return r;
+}
+
+GRAFT_INLINE bool remove_noop_views::is_noop(const Node* n) {
+    if (!n->kind().is_view || n->inputs().size() != 1) return false;
+    if (n->is<kinds::transpose>()) return n->i("dim0") == n->i("dim1");
+    if (n->is<kinds::permute>()) {
+        const auto& d = n->is("dims");
+        for (std::size_t i = 0; i < d.size(); ++i)
+            if (d[i] != static_cast<std::int64_t>(i)) return false;
+        return true;
+    }
+    const auto sizes = known_sizes(n->input(0));
+    if (!sizes) return false;
+    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) return n->is("sizes") == *sizes;
+    if (n->is<kinds::narrow>()) {
+        const std::int64_t rank = static_cast<std::int64_t>(sizes->size());
+        std::int64_t d = n->i("dim");
+        if (d < -rank || d >= rank) return false;
+        if (d < 0) d += rank;
+        return n->i("start") == 0 && n->i("length") == (*sizes)[static_cast<std::size_t>(d)];
+    }
+    return false;
+}
+
+GRAFT_INLINE bool inline_calls::run(Graph& g) {
+    bool changed = false;
+    for (bool again = true; again;) {
+        again = false;
+        std::vector<Block*> blocks;
+        detail::collect_blocks(g.block(), blocks);
+        for (Block* b : blocks) {
+            for (Node* n : std::vector<Node*>(b->nodes().begin(), b->nodes().end())) {
+                if (!n->is<kinds::call>()) continue;
+                Block* body = n->blocks()[0];
+                for (std::size_t i = 0; i < body->inputs().size(); ++i)
+                    body->inputs()[i]->replace_all_uses_with(n->input(i));
+                constant_propagation::inline_block(n, body);
+                changed = again = true;
+                break;  // the block list changed
+            }
+            if (again) break;
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool canonicalize::run(Graph& g) {
+    bool changed = false;
+    std::map<const Value*, std::size_t> order;
+    std::vector<Value*> auto_named;
+    number(g.block(), order, auto_named);
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks)
+        for (Node* n : b->nodes()) {
+            if (!is_commutative(n->kind()) || n->inputs().size() != 2) continue;
+            Value *a = n->input(0), *c = n->input(1);
+            if (a != c && order.at(c) < order.at(a)) {
+                n->replace_input(0, c);
+                n->replace_input(1, a);
+                changed = true;
+            }
+        }
+    // Two steps so new names never collide with old ones.
+    std::size_t next = 0;
+    for (Value* v : auto_named) g.set_name(v, "__canonical." + std::to_string(next++));
+    next = 0;
+    for (Value* v : auto_named) {
+        std::string target = std::to_string(next++);
+        g.set_name(v, target);
+        changed = changed || v->name() != target;
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool canonicalize::is_commutative(const kind_info& k) {
+    return &k == &op_kind_v<ops::def::add_op> || &k == &op_kind_v<ops::def::mul_op> ||
+           &k == &op_kind_v<ops::def::maximum_op> || &k == &op_kind_v<ops::def::minimum_op> ||
+           &k == &op_kind_v<ops::def::eq_op> || &k == &op_kind_v<ops::def::ne_op>;
+}
+
+GRAFT_INLINE bool canonicalize::is_auto_name(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+GRAFT_INLINE void canonicalize::number(Block* b, std::map<const Value*, std::size_t>& order, std::vector<Value*>& auto_named) {
+    const auto visit = [&](Value* v) {
+        order.emplace(v, order.size());
+        if (is_auto_name(v->name())) auto_named.push_back(v);
+    };
+    for (Value* v : b->inputs()) visit(v);
+    for (Node* n : b->nodes()) {
+        for (Block* inner : n->blocks()) number(inner, order, auto_named);
+        for (Value* v : n->outputs()) visit(v);
+    }
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/impl/passes.ipp
+#endif
 // ---- end graft/ir/passes.hpp
 // ---- begin graft/ir/print.hpp
 // The IR's text form, printed by `std::ostream << graph` and read back by
@@ -13740,12 +15120,7 @@ using default_pipeline = pipeline<inline_calls, constant_propagation, peephole, 
 //
 // Every value carries its type; attributes are sorted by name; floats are
 // printed with the shortest text that reads back to the same bits.
-#include <charconv>
-#include <functional>
-#include <map>
-#include <cmath>
-#include <ostream>
-#include <sstream>
+#include <iosfwd>
 #include <string>
 
 
@@ -13753,7 +15128,50 @@ namespace graft::ir {
 namespace detail {
 
 /// Shortest round-trip text of a double, always recognisable as a float ("1." not "1").
-inline void print_float(std::ostream& os, double v) {
+GRAFT_INLINE void print_float(std::ostream& os, double v);
+
+GRAFT_INLINE void print_float32(std::ostream& os, float v);
+
+GRAFT_INLINE void print_string(std::ostream& os, const std::string& s);
+
+GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a);
+
+GRAFT_INLINE void print_value(std::ostream& os, const Value* v);
+
+GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed);
+
+GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent);
+
+GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent);
+
+}  // namespace detail
+
+/// The text form of `g` (see the top of this header).
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g);
+
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g);
+
+/// Graphviz DOT: one box per node (kind and attributes), graph inputs and
+/// outputs as ellipses, edges labelled with the value's name and type.
+GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/print.ipp
+// Definitions for graft/ir/print.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE void print_float(std::ostream& os, double v) {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v);
     std::string s(buf, r.ptr);
@@ -13761,7 +15179,7 @@ inline void print_float(std::ostream& os, double v) {
     os << s;
 }
 
-inline void print_float32(std::ostream& os, float v) {
+GRAFT_INLINE void print_float32(std::ostream& os, float v) {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v);
     std::string s(buf, r.ptr);
@@ -13769,7 +15187,7 @@ inline void print_float32(std::ostream& os, float v) {
     os << s;
 }
 
-inline void print_string(std::ostream& os, const std::string& s) {
+GRAFT_INLINE void print_string(std::ostream& os, const std::string& s) {
     os << '"';
     for (char c : s) {
         if (c == '"' || c == '\\') os << '\\' << c;
@@ -13779,7 +15197,7 @@ inline void print_string(std::ostream& os, const std::string& s) {
     os << '"';
 }
 
-inline void print_attribute(std::ostream& os, const attribute& a) {
+GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
     std::visit(
         [&](const auto& v) {
             using V = std::decay_t<decltype(v)>;
@@ -13823,9 +15241,9 @@ inline void print_attribute(std::ostream& os, const attribute& a) {
         a);
 }
 
-inline void print_value(std::ostream& os, const Value* v) { os << '%' << v->name(); }
+GRAFT_INLINE void print_value(std::ostream& os, const Value* v) { os << '%' << v->name(); }
 
-inline void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed) {
+GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed) {
     for (std::size_t i = 0; i < vs.size(); ++i) {
         if (i) os << ", ";
         print_value(os, vs[i]);
@@ -13833,9 +15251,7 @@ inline void print_values(std::ostream& os, const std::vector<Value*>& vs, bool t
     }
 }
 
-inline void print_block(std::ostream& os, const Block& b, int indent);
-
-inline void print_node(std::ostream& os, const Node& n, int indent) {
+GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent) {
     os << std::string(static_cast<std::size_t>(indent), ' ');
     if (!n.outputs().empty()) {
         print_values(os, n.outputs(), true);
@@ -13867,14 +15283,13 @@ inline void print_node(std::ostream& os, const Node& n, int indent) {
     }
 }
 
-inline void print_block(std::ostream& os, const Block& b, int indent) {
+GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent) {
     for (const Node* n : b.nodes()) print_node(os, *n, indent);
 }
 
 }  // namespace detail
 
-/// The text form of `g` (see the top of this header).
-inline std::ostream& operator<<(std::ostream& os, const Graph& g) {
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
     os << "graph(";
     detail::print_values(os, g.inputs(), true);
     os << "):\n";
@@ -13884,15 +15299,13 @@ inline std::ostream& operator<<(std::ostream& os, const Graph& g) {
     return os << ")\n";
 }
 
-[[nodiscard]] inline std::string to_string(const Graph& g) {
+GRAFT_INLINE std::string to_string(const Graph& g) {
     std::ostringstream os;
     os << g;
     return os.str();
 }
 
-/// Graphviz DOT: one box per node (kind and attributes), graph inputs and
-/// outputs as ellipses, edges labelled with the value's name and type.
-inline void to_dot(const Graph& g, std::ostream& os) {
+GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os) {
     const auto quote = [](const std::string& s) {
         std::string r;
         for (char c : s) {
@@ -13948,8 +15361,14 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 }
 
 }  // namespace graft::ir
+// ---- end graft/ir/impl/print.ipp
+#endif
 // ---- end graft/ir/print.hpp
 // ---- end graft/ir/ir.hpp
+// ---- end graft/ir.hpp
+// ---- begin graft/capture.hpp
+// graft/capture.hpp: graft/ir.hpp plus graph capture (graft::capture: tracing eager code
+// into the IR, functionalization, AOT forward/backward partition). Manual: docs/capture.md.
 // ---- begin graft/capture/capture.hpp
 // graft's graph capture: capture::trace (functionalized IR of eager code) and
 // capture::aot (forward and backward graphs from one joint trace).
@@ -13964,12 +15383,8 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 // so the backward ops recorded are exactly the eager engine's derivatives
 // (the op table's rules for elementwise ops). The partitioner then decides
 // what the forward saves for the backward (see partition_policy).
-#include <algorithm>
 #include <functional>
-#include <string>
-#include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 // ---- begin graft/capture/trace.hpp
@@ -13985,11 +15400,11 @@ inline void to_dot(const Graph& g, std::ostream& os) {
 //   std::cout << *cap.graph;           // the IR
 //   Tensor y = cap(x2, w2)[0];         // runs it (interpreter, with autograd)
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
-#include <ostream>
 #include <set>
-#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -14021,25 +15436,7 @@ struct graph_meta {
     std::vector<output_info> outputs;         // one per user output
 };
 
-inline std::ostream& operator<<(std::ostream& os, const graph_meta& m) {
-    os << "inputs: " << m.num_inputs << ", user outputs: " << m.num_user_outputs << ", mutated inputs: [";
-    for (std::size_t i = 0; i < m.mutated_inputs.size(); ++i) os << (i ? ", " : "") << m.mutated_inputs[i];
-    os << "]\n";
-    for (std::size_t i = 0; i < m.outputs.size(); ++i) {
-        const output_info& o = m.outputs[i];
-        os << "  output " << i << ": ";
-        switch (o.kind) {
-            case output_kind::fresh: os << "fresh"; break;
-            case output_kind::alias_of_input: os << "alias of input " << o.input; break;
-            case output_kind::view_of_input:
-                os << "view of input " << o.input << " (sizes " << o.sizes << ", strides " << o.strides
-                   << ", offset " << o.offset << ")";
-                break;
-        }
-        os << '\n';
-    }
-    return os;
-}
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m);
 
 namespace detail {
 
@@ -14051,31 +15448,14 @@ namespace detail {
            a.type() == b.type();
 }
 
-[[nodiscard]] inline ir::Type value_type(const Tensor& t) {
-    ir::TensorType tt;
-    tt.scalar_type = t.type();
-    tt.sizes.emplace();
-    for (auto s : t.sizes()) tt.sizes->push_back(s);
-    return ir::Type::tensor_type(std::move(tt));
-}
+[[nodiscard]] GRAFT_INLINE ir::Type value_type(const Tensor& t);
 
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
     explicit tracer(ir::Graph& g) : g_(g) {}
 
-    ir::Value* add_input(const Tensor& t, std::size_t index) {
-        graft::detail::check(t.defined(), "capture::trace: example input ", index, " is undefined");
-        graft::detail::check(!bases_.count(storage_key(t)), "capture::trace: example input ", index,
-                             " shares memory with another input; inputs that alias each other are not supported");
-        std::string name = "x";
-        name += std::to_string(index);
-        ir::Value* v = g_.add_input(value_type(t), std::move(name));
-        keep_.push_back(t);
-        bases_[storage_key(t)] = {t, v, 0, static_cast<int>(index)};
-        values_[impl_key(t)] = {v, 0};
-        return v;
-    }
+    ir::Value* add_input(const Tensor& t, std::size_t index);
 
     [[nodiscard]] bool traced(const Tensor& t) const {
         return t.defined() && (values_.count(impl_key(t)) || bases_.count(storage_key(t)));
@@ -14083,101 +15463,19 @@ public:
 
     /// The IR value holding t's current contents (recorded as a constant if t is not traced).
     /// `about_to_be_written`: t is the destination of a write, so fresh memory is fine.
-    ir::Value* value_of(const Tensor& t, bool about_to_be_written = false) {
-        auto bit = bases_.find(storage_key(t));
-        if (bit == bases_.end()) {
-            graft::detail::check(about_to_be_written || !fresh_.count(storage_key(t)),
-                                 "capture::trace: a tensor (sizes ", t.sizes(), ", ", t.type(),
-                                 ") was filled by code graph capture cannot see (memory from empty() written "
-                                 "element by element, or a raw kernel call); use graft ops so the graph records "
-                                 "the computation");
-            // A tensor made outside the traced computation: its value becomes a constant.
-            Tensor base = t;
-            const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
-            if (!(t.is_contiguous() && t.storage_offset() == 0 && t.numel() == elems))
-                base = graft::detail::raw::view_of(t, {elems}, {1}, 0);
-            ir::Node* c = g_.append<ir::kinds::constant>();
-            c->set_attr("value", graft::detail::raw::clone(base.detach()));
-            keep_.push_back(base);
-            bit = bases_.emplace(storage_key(t), base_state{base, c->add_output(value_type(base)), 0, -1}).first;
-            values_[impl_key(base)] = {bit->second.value, 0};
-        }
-        base_state& b = bit->second;
-        auto it = values_.find(impl_key(t));
-        if (it != values_.end() && it->second.gen == b.gen) return it->second.value;
-        // Stale (its memory was written since) or an unrecorded view: read it from the base.
-        ir::Value* v = same_geometry(t, b.base) ? b.value : take(b, t);
-        keep_.push_back(t);
-        values_[impl_key(t)] = {v, b.gen};
-        return v;
-    }
+    ir::Value* value_of(const Tensor& t, bool about_to_be_written = false);
 
     void on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
-               std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override {
-        bool any_traced = false;
-        for (const auto& o : operands) {
-            if (!o.tensor) continue;
-            any_traced = any_traced || traced(*o.tensor);
-            if (impl_key(*o.tensor) == impl_key(result)) return;  // the op returned its input unchanged
-        }
-        if (!any_traced) return;  // computed from constants only: it stays a constant
-        const ir::kind_info* k = ir::find_kind(kind);
-        graft::detail::check(k != nullptr, "capture::trace: op '", kind,
-                             "' has no graph IR kind, so it cannot be captured");
-        std::vector<ir::Value*> inputs;
-        for (const auto& o : operands) inputs.push_back(o.tensor ? value_of(*o.tensor) : number(o.number));
-        ir::Node* n = g_.append(*k);
-        for (ir::Value* v : inputs) n->add_input(v);
-        for (const auto& a : attrs)
-            std::visit([&](const auto& v) { n->set_attr(a.name, v); }, a.value);
-        ir::Value* out = n->add_output(value_type(result));
-        keep_.push_back(result);
-        auto bit = bases_.find(storage_key(result));
-        if (bit == bases_.end()) bit = bases_.emplace(storage_key(result), base_state{result, out, 0, -1}).first;
-        values_[impl_key(result)] = {out, bit->second.gen};
-    }
+               std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override;
 
-    void on_write(const Tensor& dst, const graft::detail::op_operand& src) override {
-        const bool src_traced = src.tensor && traced(*src.tensor);
-        if (!traced(dst) && !src_traced) return;  // initialising a constant
-        (void)value_of(dst, true);                // registers an untraced destination as a constant first
-        base_state& b = bases_.at(storage_key(dst));
-        ir::Value* s = src.tensor ? value_of(*src.tensor) : number(src.number);
-        ir::Value* next = nullptr;
-        if (same_geometry(dst, b.base) && src.tensor && src.tensor->sizes() == dst.sizes() &&
-            src.tensor->type() == dst.type()) {
-            next = s;
-        } else {
-            ir::Value* idx = index_constant(b, dst);
-            ir::Node* n = g_.append<ir::kinds::put>();
-            n->add_input(b.value);
-            n->add_input(idx);
-            n->add_input(s);
-            next = n->add_output(value_type(b.base));
-        }
-        b.value = next;
-        ++b.gen;
-        values_[impl_key(b.base)] = {next, b.gen};
-        ++mutations_;
-    }
+    void on_write(const Tensor& dst, const graft::detail::op_operand& src) override;
 
-    void on_alloc(const Tensor& t) override {
-        keep_.push_back(t);  // its address must stay unique while tracing
-        fresh_.insert(storage_key(t));
-    }
+    void on_alloc(const Tensor& t) override;
 
-    void on_read(std::string_view what, const Tensor& t) override {
-        if (!traced(t)) return;
-        graft::detail::fail(graft::detail::concat(
-            "capture::trace: ", what, "() reads the value of a traced tensor; data-dependent control flow and "
-            "reading values cannot be captured (the graph would bake in this example's value)"));
-    }
+    void on_read(std::string_view what, const Tensor& t) override;
 
     /// The current value of input `index`'s memory, and whether f wrote to it.
-    [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const {
-        const base_state& b = bases_.at(storage_key(input));
-        return {b.value, b.gen > 0};
-    }
+    [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
 private:
     struct base_state {
@@ -14191,36 +15489,12 @@ private:
         std::uint64_t gen;
     };
 
-    ir::Value* number(const scalar& s) {
-        ir::Node* c = g_.append<ir::kinds::constant>();
-        if (s.kind() == dtype::bool_) {
-            c->set_attr("value", s.to<bool>());
-            return c->add_output(ir::Type::bool_type());
-        }
-        if (s.kind() == dtype::int64) {
-            c->set_attr("value", s.to_int64());
-            return c->add_output(ir::Type::int_type());
-        }
-        c->set_attr("value", s.to_double());
-        return c->add_output(ir::Type::float_type());
-    }
+    ir::Value* number(const scalar& s);
 
     /// The row-major positions in b.base of t's elements, as an int64 constant.
-    ir::Value* index_constant(const base_state& b, const Tensor& t) {
-        const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
-                                                        autograd::detail::geometry_of(t));
-        ir::Node* c = g_.append<ir::kinds::constant>();
-        c->set_attr("value", idx);
-        return c->add_output(value_type(idx));
-    }
+    ir::Value* index_constant(const base_state& b, const Tensor& t);
 
-    ir::Value* take(const base_state& b, const Tensor& t) {
-        ir::Value* idx = index_constant(b, t);
-        ir::Node* n = g_.append<ir::kinds::take>();
-        n->add_input(b.value);
-        n->add_input(idx);
-        return n->add_output(value_type(t));
-    }
+    ir::Value* take(const base_state& b, const Tensor& t);
 
     ir::Graph& g_;
     std::map<const void*, base_state> bases_;
@@ -14233,55 +15507,20 @@ private:
 /// Installs an observer for the current thread for the lifetime of this object.
 class observer_scope {
 public:
-    explicit observer_scope(graft::detail::op_observer* o) {
-        graft::detail::check(graft::detail::tl_op_observer == nullptr,
-                             "capture::trace: already tracing on this thread (nested capture is not supported)");
-        graft::detail::tl_op_observer = o;
-    }
+    explicit observer_scope(graft::detail::op_observer* o);
     ~observer_scope() { graft::detail::tl_op_observer = nullptr; }
     observer_scope(const observer_scope&) = delete;
     observer_scope& operator=(const observer_scope&) = delete;
 };
 
 /// How output `out` relates to the (traced copies of the) inputs.
-[[nodiscard]] inline output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {
-    output_info info;
-    for (std::size_t k = 0; k < in.size(); ++k) {
-        if (storage_key(out) != storage_key(in[k])) continue;
-        info.input = k;
-        info.input_strides = in[k].strides();
-        if (same_geometry(out, in[k])) {
-            info.kind = output_kind::alias_of_input;
-        } else {
-            info.kind = output_kind::view_of_input;
-            info.sizes = out.sizes();
-            info.strides = out.strides();
-            info.offset = out.storage_offset() - in[k].storage_offset();
-        }
-    }
-    return info;
-}
+[[nodiscard]] GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>& in);
 
 /// The caller-visible output i: the graph's value, or the caller's input (or a view of it).
-[[nodiscard]] inline Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
-                                            const std::vector<Tensor>& inputs) {
-    if (o.kind == output_kind::fresh) return computed;
-    const Tensor& in = inputs[o.input];
-    if (o.kind == output_kind::alias_of_input) return in;
-    graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ", o.input,
-                         ", which had strides ", o.input_strides, " when captured but has ", in.strides(),
-                         " now; recapture for this layout");
-    return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
-}
+[[nodiscard]] GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
+                                                  const std::vector<Tensor>& inputs);
 
-inline void check_distinct_memory(const std::vector<Tensor>& examples) {
-    for (std::size_t i = 0; i < examples.size(); ++i)
-        for (std::size_t k = 0; k < i; ++k)
-            graft::detail::check(!examples[i].defined() || !examples[k].defined() ||
-                                     !examples[i].shares_storage_with(examples[k]),
-                                 "capture: example input ", i, " shares memory with another input (", k,
-                                 "); inputs that alias each other are not supported");
-}
+GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples);
 
 template <class R>
 [[nodiscard]] std::vector<Tensor> as_outputs(R&& r) {
@@ -14319,6 +15558,33 @@ template <class F>
     }
 }
 
+/// A reference to the function being captured (not owned, no allocation): lets the
+/// non-template parts of trace and aot call detail::call(f, in).
+struct traced_fn {
+    const void* object = nullptr;  // the callable object, or
+    void (*function)() = nullptr;  // the function (cast back to its own type by invoke)
+    std::vector<Tensor> (*invoke)(const traced_fn& self, const std::vector<Tensor>& in) = nullptr;
+
+    std::vector<Tensor> operator()(const std::vector<Tensor>& in) const { return invoke(*this, in); }
+
+    template <class F>
+    [[nodiscard]] static traced_fn of(F& f) {
+        traced_fn r;
+        if constexpr (std::is_function_v<F>) {
+            r.function = reinterpret_cast<void (*)()>(&f);
+            r.invoke = [](const traced_fn& self, const std::vector<Tensor>& in) {
+                return detail::call(*reinterpret_cast<F*>(self.function), in);
+            };
+        } else {
+            r.object = std::addressof(f);
+            r.invoke = [](const traced_fn& self, const std::vector<Tensor>& in) {
+                return detail::call(*const_cast<F*>(static_cast<const F*>(self.object)), in);
+            };
+        }
+        return r;
+    }
+};
+
 }  // namespace detail
 
 /// A captured function: the graph, its metadata, and how to run it.
@@ -14331,26 +15597,10 @@ public:
 
     /// Runs the graph with the eager interpreter (autograd records as usual), writes
     /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-        graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
-                             meta_.num_inputs, " inputs, got ", inputs.size());
-        return finish(inputs, ir::interpret(*graph_, inputs));
-    }
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
     /// The caller-visible results from the graph's raw outputs (however the graph was run):
     /// writes mutated inputs back and recreates outputs that alias inputs.
-    std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
-        graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
-                             "capture: the graph gave ", outs.size(), " outputs, expected ",
-                             meta_.num_user_outputs + meta_.mutated_inputs.size());
-        for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
-            Tensor dst = inputs[meta_.mutated_inputs[k]];
-            dst.copy_(outs[meta_.num_user_outputs + k]);
-        }
-        std::vector<Tensor> result;
-        for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
-            result.push_back(detail::recreate_output(meta_.outputs[i], i, outs[i], inputs));
-        return result;
-    }
+    std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -14362,11 +15612,276 @@ private:
     graph_meta meta_;
 };
 
+namespace detail {
+
+/// trace's non-template part: f is called once, through `f`, on copies of the examples.
+[[nodiscard]] GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f);
+
+}  // namespace detail
+
 /// Records what f does to `example_inputs` as a functionalized graph (see the top of this header).
 /// f takes the inputs as Tensor arguments (or one const std::vector<Tensor>&) and returns a
 /// Tensor, a std::vector<Tensor> or a tuple of Tensors. The examples are not modified.
 template <class F>
 [[nodiscard]] captured trace(F&& f, const std::vector<Tensor>& example_inputs) {
+    return detail::trace_impl(example_inputs, detail::traced_fn::of(f));
+}
+
+/// trace with the examples as arguments: capture::trace(f, x, w).
+template <class F, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+[[nodiscard]] captured trace(F&& f, const Ts&... examples) {
+    return trace(std::forward<F>(f), std::vector<Tensor>{examples...});
+}
+
+}  // namespace graft::capture
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/capture/impl/trace.ipp
+// Definitions for graft/capture/trace.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <ostream>
+#include <string>
+
+namespace graft::capture {
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m) {
+    os << "inputs: " << m.num_inputs << ", user outputs: " << m.num_user_outputs << ", mutated inputs: [";
+    for (std::size_t i = 0; i < m.mutated_inputs.size(); ++i) os << (i ? ", " : "") << m.mutated_inputs[i];
+    os << "]\n";
+    for (std::size_t i = 0; i < m.outputs.size(); ++i) {
+        const output_info& o = m.outputs[i];
+        os << "  output " << i << ": ";
+        switch (o.kind) {
+            case output_kind::fresh: os << "fresh"; break;
+            case output_kind::alias_of_input: os << "alias of input " << o.input; break;
+            case output_kind::view_of_input:
+                os << "view of input " << o.input << " (sizes " << o.sizes << ", strides " << o.strides
+                   << ", offset " << o.offset << ")";
+                break;
+        }
+        os << '\n';
+    }
+    return os;
+}
+
+namespace detail {
+
+GRAFT_INLINE ir::Type value_type(const Tensor& t) {
+    ir::TensorType tt;
+    tt.scalar_type = t.type();
+    tt.sizes.emplace();
+    for (auto s : t.sizes()) tt.sizes->push_back(s);
+    return ir::Type::tensor_type(std::move(tt));
+}
+
+GRAFT_INLINE ir::Value* tracer::add_input(const Tensor& t, std::size_t index) {
+    graft::detail::check(t.defined(), "capture::trace: example input ", index, " is undefined");
+    graft::detail::check(!bases_.count(storage_key(t)), "capture::trace: example input ", index,
+                         " shares memory with another input; inputs that alias each other are not supported");
+    std::string name = "x";
+    name += std::to_string(index);
+    ir::Value* v = g_.add_input(value_type(t), std::move(name));
+    keep_.push_back(t);
+    bases_[storage_key(t)] = {t, v, 0, static_cast<int>(index)};
+    values_[impl_key(t)] = {v, 0};
+    return v;
+}
+
+GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_written) {
+    auto bit = bases_.find(storage_key(t));
+    if (bit == bases_.end()) {
+        graft::detail::check(about_to_be_written || !fresh_.count(storage_key(t)),
+                             "capture::trace: a tensor (sizes ", t.sizes(), ", ", t.type(),
+                             ") was filled by code graph capture cannot see (memory from empty() written "
+                             "element by element, or a raw kernel call); use graft ops so the graph records "
+                             "the computation");
+        // A tensor made outside the traced computation: its value becomes a constant.
+        Tensor base = t;
+        const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
+        if (!(t.is_contiguous() && t.storage_offset() == 0 && t.numel() == elems))
+            base = graft::detail::raw::view_of(t, {elems}, {1}, 0);
+        ir::Node* c = g_.append<ir::kinds::constant>();
+        c->set_attr("value", graft::detail::raw::clone(base.detach()));
+        keep_.push_back(base);
+        bit = bases_.emplace(storage_key(t), base_state{base, c->add_output(value_type(base)), 0, -1}).first;
+        values_[impl_key(base)] = {bit->second.value, 0};
+    }
+    base_state& b = bit->second;
+    auto it = values_.find(impl_key(t));
+    if (it != values_.end() && it->second.gen == b.gen) return it->second.value;
+    // Stale (its memory was written since) or an unrecorded view: read it from the base.
+    ir::Value* v = same_geometry(t, b.base) ? b.value : take(b, t);
+    keep_.push_back(t);
+    values_[impl_key(t)] = {v, b.gen};
+    return v;
+}
+
+GRAFT_INLINE void tracer::on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+                                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) {
+    bool any_traced = false;
+    for (const auto& o : operands) {
+        if (!o.tensor) continue;
+        any_traced = any_traced || traced(*o.tensor);
+        if (impl_key(*o.tensor) == impl_key(result)) return;  // the op returned its input unchanged
+    }
+    if (!any_traced) return;  // computed from constants only: it stays a constant
+    const ir::kind_info* k = ir::find_kind(kind);
+    graft::detail::check(k != nullptr, "capture::trace: op '", kind,
+                         "' has no graph IR kind, so it cannot be captured");
+    std::vector<ir::Value*> inputs;
+    for (const auto& o : operands) inputs.push_back(o.tensor ? value_of(*o.tensor) : number(o.number));
+    ir::Node* n = g_.append(*k);
+    for (ir::Value* v : inputs) n->add_input(v);
+    for (const auto& a : attrs)
+        std::visit([&](const auto& v) { n->set_attr(a.name, v); }, a.value);
+    ir::Value* out = n->add_output(value_type(result));
+    keep_.push_back(result);
+    auto bit = bases_.find(storage_key(result));
+    if (bit == bases_.end()) bit = bases_.emplace(storage_key(result), base_state{result, out, 0, -1}).first;
+    values_[impl_key(result)] = {out, bit->second.gen};
+}
+
+GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_operand& src) {
+    const bool src_traced = src.tensor && traced(*src.tensor);
+    if (!traced(dst) && !src_traced) return;  // initialising a constant
+    (void)value_of(dst, true);                // registers an untraced destination as a constant first
+    base_state& b = bases_.at(storage_key(dst));
+    ir::Value* s = src.tensor ? value_of(*src.tensor) : number(src.number);
+    ir::Value* next = nullptr;
+    if (same_geometry(dst, b.base) && src.tensor && src.tensor->sizes() == dst.sizes() &&
+        src.tensor->type() == dst.type()) {
+        next = s;
+    } else {
+        ir::Value* idx = index_constant(b, dst);
+        ir::Node* n = g_.append<ir::kinds::put>();
+        n->add_input(b.value);
+        n->add_input(idx);
+        n->add_input(s);
+        next = n->add_output(value_type(b.base));
+    }
+    b.value = next;
+    ++b.gen;
+    values_[impl_key(b.base)] = {next, b.gen};
+    ++mutations_;
+}
+
+GRAFT_INLINE void tracer::on_alloc(const Tensor& t) {
+    keep_.push_back(t);  // its address must stay unique while tracing
+    fresh_.insert(storage_key(t));
+}
+
+GRAFT_INLINE void tracer::on_read(std::string_view what, const Tensor& t) {
+    if (!traced(t)) return;
+    graft::detail::fail(graft::detail::concat(
+        "capture::trace: ", what, "() reads the value of a traced tensor; data-dependent control flow and "
+        "reading values cannot be captured (the graph would bake in this example's value)"));
+}
+
+GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
+    const base_state& b = bases_.at(storage_key(input));
+    return {b.value, b.gen > 0};
+}
+
+GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
+    ir::Node* c = g_.append<ir::kinds::constant>();
+    if (s.kind() == dtype::bool_) {
+        c->set_attr("value", s.to<bool>());
+        return c->add_output(ir::Type::bool_type());
+    }
+    if (s.kind() == dtype::int64) {
+        c->set_attr("value", s.to_int64());
+        return c->add_output(ir::Type::int_type());
+    }
+    c->set_attr("value", s.to_double());
+    return c->add_output(ir::Type::float_type());
+}
+
+GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor& t) {
+    const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
+                                                    autograd::detail::geometry_of(t));
+    ir::Node* c = g_.append<ir::kinds::constant>();
+    c->set_attr("value", idx);
+    return c->add_output(value_type(idx));
+}
+
+GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
+    ir::Value* idx = index_constant(b, t);
+    ir::Node* n = g_.append<ir::kinds::take>();
+    n->add_input(b.value);
+    n->add_input(idx);
+    return n->add_output(value_type(t));
+}
+
+GRAFT_INLINE observer_scope::observer_scope(graft::detail::op_observer* o) {
+    graft::detail::check(graft::detail::tl_op_observer == nullptr,
+                         "capture::trace: already tracing on this thread (nested capture is not supported)");
+    graft::detail::tl_op_observer = o;
+}
+
+GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {
+    output_info info;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        if (storage_key(out) != storage_key(in[k])) continue;
+        info.input = k;
+        info.input_strides = in[k].strides();
+        if (same_geometry(out, in[k])) {
+            info.kind = output_kind::alias_of_input;
+        } else {
+            info.kind = output_kind::view_of_input;
+            info.sizes = out.sizes();
+            info.strides = out.strides();
+            info.offset = out.storage_offset() - in[k].storage_offset();
+        }
+    }
+    return info;
+}
+
+GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
+                                    const std::vector<Tensor>& inputs) {
+    if (o.kind == output_kind::fresh) return computed;
+    const Tensor& in = inputs[o.input];
+    if (o.kind == output_kind::alias_of_input) return in;
+    graft::detail::check(in.strides() == o.input_strides, "capture: output ", i, " is a view of input ", o.input,
+                         ", which had strides ", o.input_strides, " when captured but has ", in.strides(),
+                         " now; recapture for this layout");
+    return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
+}
+
+GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples) {
+    for (std::size_t i = 0; i < examples.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k)
+            graft::detail::check(!examples[i].defined() || !examples[k].defined() ||
+                                     !examples[i].shares_storage_with(examples[k]),
+                                 "capture: example input ", i, " shares memory with another input (", k,
+                                 "); inputs that alias each other are not supported");
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>& inputs) const {
+    graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
+                         meta_.num_inputs, " inputs, got ", inputs.size());
+    return finish(inputs, ir::interpret(*graph_, inputs));
+}
+
+GRAFT_INLINE std::vector<Tensor> captured::finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
+    graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
+                         "capture: the graph gave ", outs.size(), " outputs, expected ",
+                         meta_.num_user_outputs + meta_.mutated_inputs.size());
+    for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
+        Tensor dst = inputs[meta_.mutated_inputs[k]];
+        dst.copy_(outs[meta_.num_user_outputs + k]);
+    }
+    std::vector<Tensor> result;
+    for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
+        result.push_back(detail::recreate_output(meta_.outputs[i], i, outs[i], inputs));
+    return result;
+}
+
+namespace detail {
+
+GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f) {
     auto g = std::make_shared<ir::Graph>();
     detail::tracer tr(*g);
     detail::check_distinct_memory(example_inputs);
@@ -14385,7 +15900,7 @@ template <class F>
     {
         detail::observer_scope scope(&tr);
         for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
-        outs = detail::call(f, in);
+        outs = f(in);
         meta.num_user_outputs = outs.size();
         for (std::size_t i = 0; i < outs.size(); ++i) {
             graft::detail::check(outs[i].defined(), "capture::trace: output ", i, " is undefined");
@@ -14405,14 +15920,11 @@ template <class F>
     return captured(std::move(g), std::move(meta));
 }
 
-/// trace with the examples as arguments: capture::trace(f, x, w).
-template <class F, class... Ts>
-    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
-[[nodiscard]] captured trace(F&& f, const Ts&... examples) {
-    return trace(std::forward<F>(f), std::vector<Tensor>{examples...});
-}
+}  // namespace detail
 
 }  // namespace graft::capture
+// ---- end graft/capture/impl/trace.ipp
+#endif
 // ---- end graft/capture/trace.hpp
 
 namespace graft::capture {
@@ -14452,50 +15964,7 @@ public:
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-        graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
-                             " inputs, got ", inputs.size());
-        std::vector<Tensor> results;
-        {
-            autograd::no_grad guard;
-            results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
-        }
-        const std::size_t n_mut = meta.mutated_inputs.size();
-        for (std::size_t k = 0; k < n_mut; ++k) {
-            autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
-            Tensor dst = inputs[meta.mutated_inputs[k]];
-            dst.copy_(results[num_outputs + k]);
-        }
-        std::vector<Tensor> outs;
-        for (std::size_t i = 0; i < num_outputs; ++i)
-            outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
-        bool needs_node = autograd::is_grad_enabled();
-        bool any = false;
-        for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
-        if (!needs_node || !any) return outs;
-        auto node = std::make_shared<autograd::function_node>(node_name);
-        for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
-        for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
-        // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
-        // for zero gradients of outputs the caller did not differentiate.
-        std::vector<std::pair<int_list, dtype>> shapes;
-        for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-        node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
-                             autograd::function_node& n, const autograd::tensor_list& g) {
-            std::vector<Tensor> in;
-            for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
-            for (std::size_t k = 0; k < shapes.size(); ++k)
-                in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
-            // The saved values carry no history, so a backward that records (create_graph)
-            // would silently drop second-order terms: refused, as AOTAutograd does.
-            graft::detail::check(!autograd::is_grad_enabled(), n.name(),
-                                 ": double backward (create_graph=true) through a compiled graph is not supported; "
-                                 "differentiate the eager function instead");
-            return run ? run(in) : ir::interpret(*bwd, in);
-        };
-        for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
-        return outs;
-    }
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -14506,8 +15975,92 @@ public:
 namespace detail {
 
 /// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
-inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
-                      aot_function& r) {
+GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
+                            aot_function& r);
+
+/// aot's non-template part: f is called once, through `f`, on copies of the examples.
+[[nodiscard]] GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f,
+                                                 aot_options options);
+
+}  // namespace detail
+
+/// Captures f's forward and backward ahead of time (see the top of this header). The
+/// inputs that require grad in `example_inputs` get gradients; f must not mutate its
+/// inputs that require grad or return views of them (clear errors otherwise); other inputs
+/// (buffers) may be updated in place and returned, as capture::trace allows.
+template <class F>
+[[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
+    return detail::aot_impl(example_inputs, detail::traced_fn::of(f), options);
+}
+
+template <class F, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+[[nodiscard]] aot_function aot(F&& f, const Ts&... examples) {
+    return aot(std::forward<F>(f), std::vector<Tensor>{examples...});
+}
+
+}  // namespace graft::capture
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/capture/impl/aot.ipp
+// Definitions for graft/capture/aot.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+namespace graft::capture {
+
+GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tensor>& inputs) const {
+    graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
+                         " inputs, got ", inputs.size());
+    std::vector<Tensor> results;
+    {
+        autograd::no_grad guard;
+        results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
+    }
+    const std::size_t n_mut = meta.mutated_inputs.size();
+    for (std::size_t k = 0; k < n_mut; ++k) {
+        autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
+        Tensor dst = inputs[meta.mutated_inputs[k]];
+        dst.copy_(results[num_outputs + k]);
+    }
+    std::vector<Tensor> outs;
+    for (std::size_t i = 0; i < num_outputs; ++i)
+        outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
+    bool needs_node = autograd::is_grad_enabled();
+    bool any = false;
+    for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
+    if (!needs_node || !any) return outs;
+    auto node = std::make_shared<autograd::function_node>(node_name);
+    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
+    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
+    // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
+    // for zero gradients of outputs the caller did not differentiate.
+    std::vector<std::pair<int_list, dtype>> shapes;
+    for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
+                         autograd::function_node& n, const autograd::tensor_list& g) {
+        std::vector<Tensor> in;
+        for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
+        for (std::size_t k = 0; k < shapes.size(); ++k)
+            in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        // The saved values carry no history, so a backward that records (create_graph)
+        // would silently drop second-order terms: refused, as AOTAutograd does.
+        graft::detail::check(!autograd::is_grad_enabled(), n.name(),
+                             ": double backward (create_graph=true) through a compiled graph is not supported; "
+                             "differentiate the eager function instead");
+        return run ? run(in) : ir::interpret(*bwd, in);
+    };
+    for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
+    return outs;
+}
+
+namespace detail {
+
+GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
+                            aot_function& r) {
     // Joint outputs: the n_out outputs, then the new values of mutated inputs (forward
     // outputs too), then the input gradients.
     const std::size_t n_fwd_out = n_out + r.meta.mutated_inputs.size();
@@ -14624,14 +16177,7 @@ inline void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_ou
     r.num_saved = saved.size();
 }
 
-}  // namespace detail
-
-/// Captures f's forward and backward ahead of time (see the top of this header). The
-/// inputs that require grad in `example_inputs` get gradients; f must not mutate its
-/// inputs that require grad or return views of them (clear errors otherwise); other inputs
-/// (buffers) may be updated in place and returned, as capture::trace allows.
-template <class F>
-[[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
+GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f, aot_options options) {
     detail::check_distinct_memory(example_inputs);
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
@@ -14652,7 +16198,7 @@ template <class F>
         autograd::enable_grad grad_on;
         detail::observer_scope scope(&tr);
         for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
-        std::vector<Tensor> outs = detail::call(f, in);
+        std::vector<Tensor> outs = f(in);
         r.num_outputs = outs.size();
         r.meta.num_inputs = in.size();
         r.meta.num_user_outputs = outs.size();
@@ -14703,15 +16249,17 @@ template <class F>
     return r;
 }
 
-template <class F, class... Ts>
-    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
-[[nodiscard]] aot_function aot(F&& f, const Ts&... examples) {
-    return aot(std::forward<F>(f), std::vector<Tensor>{examples...});
-}
+}  // namespace detail
 
 }  // namespace graft::capture
+// ---- end graft/capture/impl/aot.ipp
+#endif
 // ---- end graft/capture/aot.hpp
 // ---- end graft/capture/capture.hpp
+// ---- end graft/capture.hpp
+// ---- begin graft/jit.hpp
+// graft/jit.hpp: the profiling graph executor (graft::jit) with everything it builds on
+// (tensors, autograd, expr, ir, capture). Manual: docs/jit.md.
 // ---- begin graft/jit/jit.hpp
 // graft::jit: the profiling graph executor (executor over an IR graph,
 // jit::script over a C++ function, jit::make_executor over a compile-time
@@ -14741,13 +16289,11 @@ template <class F, class... Ts>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <ostream>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 // ---- begin graft/jit/options.hpp
@@ -14758,12 +16304,10 @@ template <class F, class... Ts>
 // (like torch.jit.set_fusion_strategy), or by GRAFT_JIT_* environment
 // variables read once at first use.
 #include <algorithm>
-#include <atomic>
+#include <concepts>
 #include <cstdint>
-#include <cstdlib>
+#include <iosfwd>
 #include <mutex>
-#include <ostream>
-#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -14820,15 +16364,87 @@ struct fusion_strategy {
 using default_fusion_strategy = fusion_strategy<static_<2>, dynamic_<10>>;
 
 /// Sum of the depths.
-[[nodiscard]] inline std::size_t bailout_depth(const strategy& s) {
+[[nodiscard]] GRAFT_INLINE std::size_t bailout_depth(const strategy& s);
+
+/// The behaviour for an executor with `remaining` specializations left: the strategy's
+/// steps are consumed front to back as bailouts use up the depth (PyTorch's getCurrentBehavior).
+[[nodiscard]] GRAFT_INLINE fusion_behavior current_behavior(const strategy& s, std::size_t remaining);
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const strategy& s);
+
+/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names).
+[[nodiscard]] GRAFT_INLINE strategy parse_strategy(std::string_view text);
+
+/// How an executor behaves. Defaults come from jit::default_options().
+struct options {
+    /// Runs observed before the first optimization (PyTorch: num_profiled_runs, default 1).
+    std::size_t num_profiled_runs = 1;
+    strategy fusion = default_fusion_strategy::value();
+    /// Fuse elementwise ops into tile loops (off: specialized but unfused plans).
+    bool enable_fusion = true;
+    /// Free the profiling plan and its record once the graph is optimized
+    /// (PYTORCH_RELEASE_PROFILING_GRAPH_AFTER_OPTIMIZATION), after the delay.
+    bool release_profiling_after_optimization = true;
+    std::uint64_t release_profiling_delay_ms = 0;
+    /// Time every optimized run for debug_state() and record Chrome-trace events
+    /// (costs two clock reads per call).
+    bool collect_timings = false;
+    /// Threads a fused loop may use for large tensors (1: the calling thread only);
+    /// default: the hardware's threads, as PyTorch's intra-op pool.
+    std::size_t num_threads = std::max(1U, std::thread::hardware_concurrency());
+    /// Elements per thread below which a fused loop stays on the calling thread.
+    std::size_t parallel_grain = std::size_t{1} << 18;
+};
+
+namespace detail {
+
+[[nodiscard]] GRAFT_INLINE bool env_flag(const char* name, bool fallback);
+
+[[nodiscard]] GRAFT_INLINE std::uint64_t env_number(const char* name, std::uint64_t fallback);
+
+/// Options from the environment over the built-in defaults.
+[[nodiscard]] GRAFT_INLINE options options_from_env();
+
+struct global_options {
+    std::mutex mutex;
+    options value = options_from_env();
+};
+
+[[nodiscard]] GRAFT_INLINE global_options& globals();
+
+}  // namespace detail
+
+/// The options new executors start from: the environment's, changed by the setters below.
+[[nodiscard]] GRAFT_INLINE options default_options();
+
+/// Sets the process-wide fusion strategy for executors created afterwards; returns the old one.
+GRAFT_INLINE strategy set_fusion_strategy(strategy s);
+
+/// Sets the process-wide number of profiling runs for executors created afterwards; returns the old one.
+GRAFT_INLINE std::size_t set_num_profiled_runs(std::size_t n);
+
+/// Replaces every process-wide default at once; returns the old ones.
+GRAFT_INLINE options set_default_options(options o);
+
+}  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/options.ipp
+// Definitions for graft/jit/options.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cstdlib>
+#include <ostream>
+#include <string>
+
+namespace graft::jit {
+
+GRAFT_INLINE std::size_t bailout_depth(const strategy& s) {
     std::size_t d = 0;
     for (const auto& [b, n] : s) d += n;
     return d;
 }
 
-/// The behaviour for an executor with `remaining` specializations left: the strategy's
-/// steps are consumed front to back as bailouts use up the depth (PyTorch's getCurrentBehavior).
-[[nodiscard]] inline fusion_behavior current_behavior(const strategy& s, std::size_t remaining) {
+GRAFT_INLINE fusion_behavior current_behavior(const strategy& s, std::size_t remaining) {
     std::size_t depth = 0;
     for (std::size_t i = s.size(); i-- > 0;) {
         depth += s[i].second;
@@ -14837,15 +16453,14 @@ using default_fusion_strategy = fusion_strategy<static_<2>, dynamic_<10>>;
     return s.empty() ? fusion_behavior::static_ : s.front().first;
 }
 
-inline std::ostream& operator<<(std::ostream& os, const strategy& s) {
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const strategy& s) {
     os << '[';
     for (std::size_t i = 0; i < s.size(); ++i)
         os << (i ? ", " : "") << '(' << to_string(s[i].first) << ", " << s[i].second << ')';
     return os << ']';
 }
 
-/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names).
-[[nodiscard]] inline strategy parse_strategy(std::string_view text) {
+GRAFT_INLINE strategy parse_strategy(std::string_view text) {
     strategy r;
     std::size_t pos = 0;
     const auto bad = [&] {
@@ -14873,30 +16488,9 @@ inline std::ostream& operator<<(std::ostream& os, const strategy& s) {
     return r;
 }
 
-/// How an executor behaves. Defaults come from jit::default_options().
-struct options {
-    /// Runs observed before the first optimization (PyTorch: num_profiled_runs, default 1).
-    std::size_t num_profiled_runs = 1;
-    strategy fusion = default_fusion_strategy::value();
-    /// Fuse elementwise ops into tile loops (off: specialized but unfused plans).
-    bool enable_fusion = true;
-    /// Free the profiling plan and its record once the graph is optimized
-    /// (PYTORCH_RELEASE_PROFILING_GRAPH_AFTER_OPTIMIZATION), after the delay.
-    bool release_profiling_after_optimization = true;
-    std::uint64_t release_profiling_delay_ms = 0;
-    /// Time every optimized run for debug_state() and record Chrome-trace events
-    /// (costs two clock reads per call).
-    bool collect_timings = false;
-    /// Threads a fused loop may use for large tensors (1: the calling thread only);
-    /// default: the hardware's threads, as PyTorch's intra-op pool.
-    std::size_t num_threads = std::max(1U, std::thread::hardware_concurrency());
-    /// Elements per thread below which a fused loop stays on the calling thread.
-    std::size_t parallel_grain = std::size_t{1} << 18;
-};
-
 namespace detail {
 
-[[nodiscard]] inline bool env_flag(const char* name, bool fallback) {
+GRAFT_INLINE bool env_flag(const char* name, bool fallback) {
     const char* v = std::getenv(name);
     if (!v || !*v) return fallback;
     const std::string s(v);
@@ -14905,7 +16499,7 @@ namespace detail {
     graft::detail::fail(graft::detail::concat("jit: environment variable ", name, "='", s, "' is not a boolean (0 or 1)"));
 }
 
-[[nodiscard]] inline std::uint64_t env_number(const char* name, std::uint64_t fallback) {
+GRAFT_INLINE std::uint64_t env_number(const char* name, std::uint64_t fallback) {
     const char* v = std::getenv(name);
     if (!v || !*v) return fallback;
     const std::string s(v);
@@ -14914,8 +16508,7 @@ namespace detail {
     return std::stoull(s);
 }
 
-/// Options from the environment over the built-in defaults.
-[[nodiscard]] inline options options_from_env() {
+GRAFT_INLINE options options_from_env() {
     options o;
     o.num_profiled_runs = env_number("GRAFT_JIT_NUM_PROFILED_RUNS", o.num_profiled_runs);
     if (const char* s = std::getenv("GRAFT_JIT_FUSION_STRATEGY"); s && *s) o.fusion = parse_strategy(s);
@@ -14930,27 +16523,20 @@ namespace detail {
     return o;
 }
 
-struct global_options {
-    std::mutex mutex;
-    options value = options_from_env();
-};
-
-[[nodiscard]] inline global_options& globals() {
+GRAFT_INLINE global_options& globals() {
     static global_options g;
     return g;
 }
 
 }  // namespace detail
 
-/// The options new executors start from: the environment's, changed by the setters below.
-[[nodiscard]] inline options default_options() {
+GRAFT_INLINE options default_options() {
     auto& g = detail::globals();
     std::lock_guard lock(g.mutex);
     return g.value;
 }
 
-/// Sets the process-wide fusion strategy for executors created afterwards; returns the old one.
-inline strategy set_fusion_strategy(strategy s) {
+GRAFT_INLINE strategy set_fusion_strategy(strategy s) {
     graft::detail::check(!s.empty(), "jit::set_fusion_strategy: the strategy is empty");
     auto& g = detail::globals();
     std::lock_guard lock(g.mutex);
@@ -14958,16 +16544,14 @@ inline strategy set_fusion_strategy(strategy s) {
     return s;
 }
 
-/// Sets the process-wide number of profiling runs for executors created afterwards; returns the old one.
-inline std::size_t set_num_profiled_runs(std::size_t n) {
+GRAFT_INLINE std::size_t set_num_profiled_runs(std::size_t n) {
     auto& g = detail::globals();
     std::lock_guard lock(g.mutex);
     std::swap(g.value.num_profiled_runs, n);
     return n;
 }
 
-/// Replaces every process-wide default at once; returns the old ones.
-inline options set_default_options(options o) {
+GRAFT_INLINE options set_default_options(options o) {
     graft::detail::check(!o.fusion.empty(), "jit::set_default_options: the fusion strategy is empty");
     auto& g = detail::globals();
     std::lock_guard lock(g.mutex);
@@ -14976,6 +16560,8 @@ inline options set_default_options(options o) {
 }
 
 }  // namespace graft::jit
+// ---- end graft/jit/impl/options.ipp
+#endif
 // ---- end graft/jit/options.hpp
 // ---- begin graft/jit/plan.hpp
 // Execution plans: a graph lowered to a flat list of steps over numbered
@@ -14993,7 +16579,6 @@ inline options set_default_options(options o) {
 // not fit at all (undefined, another dtype, shapes that do not broadcast), the
 // group runs its nodes unfused, so the eager op reports the error.
 #include <algorithm>
-#include <array>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -15003,7 +16588,6 @@ inline options set_default_options(options o) {
 #include <optional>
 #include <set>
 #include <span>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15039,14 +16623,52 @@ struct value_profile {
 
 namespace detail {
 
-[[nodiscard]] inline ir::Type number_type(const ir::ivalue& v) {
+[[nodiscard]] GRAFT_INLINE ir::Type number_type(const ir::ivalue& v);
+
+/// a merged with b: parts that differ become unknown.
+[[nodiscard]] GRAFT_INLINE ir::TensorType merge(const ir::TensorType& a, const ir::TensorType& b);
+
+}  // namespace detail
+
+/// Per-value observations of the profiling runs, keyed by the graph's values.
+class profiling_record {
+public:
+    /// Records that `v` carried `x` in this run.
+    void observe(const ir::Value* v, const ir::ivalue& x);
+    void finish_run() { ++runs_; }
+
+    /// The profile of `v`, or null when no run reached it (an untaken If branch).
+    [[nodiscard]] const value_profile* find(const ir::Value* v) const {
+        auto it = values_.find(v);
+        return it == values_.end() ? nullptr : &it->second;
+    }
+    /// Completed profiling runs.
+    [[nodiscard]] std::size_t runs() const noexcept { return runs_; }
+    /// Did any value seen hold a tensor that requires grad (in some run)?
+    [[nodiscard]] bool any_requires_grad() const;
+    [[nodiscard]] const std::map<const ir::Value*, value_profile>& values() const noexcept { return values_; }
+
+private:
+    std::map<const ir::Value*, value_profile> values_;
+    std::size_t runs_ = 0;
+};
+
+}  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/profile.ipp
+// Definitions for graft/jit/profile.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::jit {
+namespace detail {
+
+GRAFT_INLINE ir::Type number_type(const ir::ivalue& v) {
     if (std::holds_alternative<double>(v)) return ir::Type::float_type();
     if (std::holds_alternative<std::int64_t>(v)) return ir::Type::int_type();
     return ir::Type::bool_type();
 }
 
-/// a merged with b: parts that differ become unknown.
-[[nodiscard]] inline ir::TensorType merge(const ir::TensorType& a, const ir::TensorType& b) {
+GRAFT_INLINE ir::TensorType merge(const ir::TensorType& a, const ir::TensorType& b) {
     ir::TensorType r;
     if (a.scalar_type == b.scalar_type) r.scalar_type = a.scalar_type;
     if (a.sizes && b.sizes && a.sizes->size() == b.sizes->size()) {
@@ -15061,56 +16683,39 @@ namespace detail {
 
 }  // namespace detail
 
-/// Per-value observations of the profiling runs, keyed by the graph's values.
-class profiling_record {
-public:
-    /// Records that `v` carried `x` in this run.
-    void observe(const ir::Value* v, const ir::ivalue& x) {
-        value_profile& p = values_[v];
-        const Tensor* t = std::get_if<Tensor>(&x);
-        const ir::Type seen = t && t->defined() ? ir::Type::tensor_type(ir::TensorType::of(*t)) : detail::number_type(x);
-        if (p.runs == 0) {
-            p.type = seen;
-            if (t && t->defined()) p.contiguous = t->is_contiguous();
-        } else if (p.type.kind != seen.kind) {
-            p.mixed_kinds = true;
-            p.type = ir::Type::tensor_type();
-            p.contiguous.reset();
-        } else if (seen.is_tensor()) {
-            p.type.tensor = detail::merge(p.type.tensor, seen.tensor);
-            if (p.contiguous && *p.contiguous != t->is_contiguous()) p.contiguous.reset();
-        }
-        if (t && t->defined()) {
-            if (p.shapes.size() < value_profile::max_shapes)
-                p.shapes.insert(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end()));
-            else if (!p.shapes.count(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end())))
-                p.shapes_overflow = true;
-        }
-        ++p.runs;
+GRAFT_INLINE void profiling_record::observe(const ir::Value* v, const ir::ivalue& x) {
+    value_profile& p = values_[v];
+    const Tensor* t = std::get_if<Tensor>(&x);
+    const ir::Type seen = t && t->defined() ? ir::Type::tensor_type(ir::TensorType::of(*t)) : detail::number_type(x);
+    if (p.runs == 0) {
+        p.type = seen;
+        if (t && t->defined()) p.contiguous = t->is_contiguous();
+    } else if (p.type.kind != seen.kind) {
+        p.mixed_kinds = true;
+        p.type = ir::Type::tensor_type();
+        p.contiguous.reset();
+    } else if (seen.is_tensor()) {
+        p.type.tensor = detail::merge(p.type.tensor, seen.tensor);
+        if (p.contiguous && *p.contiguous != t->is_contiguous()) p.contiguous.reset();
     }
-    void finish_run() { ++runs_; }
+    if (t && t->defined()) {
+        if (p.shapes.size() < value_profile::max_shapes)
+            p.shapes.insert(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end()));
+        else if (!p.shapes.count(std::vector<std::int64_t>(t->sizes().begin(), t->sizes().end())))
+            p.shapes_overflow = true;
+    }
+    ++p.runs;
+}
 
-    /// The profile of `v`, or null when no run reached it (an untaken If branch).
-    [[nodiscard]] const value_profile* find(const ir::Value* v) const {
-        auto it = values_.find(v);
-        return it == values_.end() ? nullptr : &it->second;
-    }
-    /// Completed profiling runs.
-    [[nodiscard]] std::size_t runs() const noexcept { return runs_; }
-    /// Did any value seen hold a tensor that requires grad (in some run)?
-    [[nodiscard]] bool any_requires_grad() const {
-        for (const auto& [v, p] : values_)
-            if (p.type.is_tensor() && p.type.tensor.requires_grad.value_or(true)) return true;
-        return false;
-    }
-    [[nodiscard]] const std::map<const ir::Value*, value_profile>& values() const noexcept { return values_; }
-
-private:
-    std::map<const ir::Value*, value_profile> values_;
-    std::size_t runs_ = 0;
-};
+GRAFT_INLINE bool profiling_record::any_requires_grad() const {
+    for (const auto& [v, p] : values_)
+        if (p.type.is_tensor() && p.type.tensor.requires_grad.value_or(true)) return true;
+    return false;
+}
 
 }  // namespace graft::jit
+// ---- end graft/jit/impl/profile.ipp
+#endif
 // ---- end graft/jit/profile.hpp
 
 namespace graft::jit::detail {
@@ -15137,20 +16742,9 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 }
 
 /// The op table's unary and binary ops, by IR kind.
-[[nodiscard]] inline const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
-    static const auto table = [] {
-        std::map<const ir::kind_info*, fusable_op> m;
-        std::apply([&](auto... op) { (add_fusable<decltype(op)>(m), ...); }, ops::all_elementwise_ops{});
-        return m;
-    }();
-    return table;
-}
+[[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
-[[nodiscard]] inline const fusable_op* find_fusable(const ir::Node* n) {
-    const auto& t = fusable_ops();
-    auto it = t.find(&n->kind());
-    return it == t.end() ? nullptr : &it->second;
-}
+[[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
 
 // ---------------------------------------------------------------- fusion groups
 
@@ -15232,79 +16826,21 @@ void run_tiles(const fusion_group& g, const reg_vector<T*>& base, const reg_vect
 /// A small pool of worker threads for splitting large fused loops.
 class worker_pool {
 public:
-    explicit worker_pool(std::size_t threads) {
-        for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
-    }
+    explicit worker_pool(std::size_t threads);
     worker_pool(const worker_pool&) = delete;
     worker_pool& operator=(const worker_pool&) = delete;
-    ~worker_pool() {
-        {
-            std::lock_guard lock(mutex_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        for (auto& w : workers_) w.join();
-    }
+    ~worker_pool();
     [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
 
     /// Runs f(0..parts-1): part 0 on the caller, the others on the workers; waits for all.
-    void run(std::size_t parts, const std::function<void(std::size_t)>& f) {
-        struct batch {
-            std::mutex m;
-            std::condition_variable done;
-            std::size_t left;
-            std::exception_ptr error;
-        };
-        auto b = std::make_shared<batch>();
-        b->left = parts - 1;
-        {
-            std::lock_guard lock(mutex_);
-            for (std::size_t k = 1; k < parts; ++k)
-                queue_.push_back([b, &f, k] {
-                    try {
-                        f(k);
-                    } catch (...) {
-                        std::lock_guard l(b->m);
-                        if (!b->error) b->error = std::current_exception();
-                    }
-                    std::lock_guard l(b->m);
-                    if (--b->left == 0) b->done.notify_all();
-                });
-        }
-        cv_.notify_all();
-        std::exception_ptr mine;
-        try {
-            f(0);
-        } catch (...) {
-            mine = std::current_exception();
-        }
-        std::unique_lock l(b->m);
-        b->done.wait(l, [&] { return b->left == 0; });
-        if (mine) std::rethrow_exception(mine);
-        if (b->error) std::rethrow_exception(b->error);
-    }
+    void run(std::size_t parts, const std::function<void(std::size_t)>& f);
 
     /// The process-wide pool, made on first use with `threads - 1` workers (never resized:
     /// callers use at most size() + 1 parts).
-    [[nodiscard]] static worker_pool& shared(std::size_t threads) {
-        static worker_pool pool(threads > 1 ? threads - 1 : 1);
-        return pool;
-    }
+    [[nodiscard]] static worker_pool& shared(std::size_t threads);
 
 private:
-    void loop() {
-        for (;;) {
-            std::function<void()> job;
-            {
-                std::unique_lock lock(mutex_);
-                cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-                if (stop_ && queue_.empty()) return;
-                job = std::move(queue_.front());
-                queue_.erase(queue_.begin());
-            }
-            job();
-        }
-    }
+    void loop();
     std::vector<std::thread> workers_;
     std::vector<std::function<void()>> queue_;
     std::mutex mutex_;
@@ -15346,234 +16882,29 @@ public:
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 
-    plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of)
-        : graph_(std::move(g)), options_(o) {
-        for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
-        top_ = build_block(*graph_->block(), type_of);
-    }
+    plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of);
 
     [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
     [[nodiscard]] std::size_t num_fusion_groups() const noexcept { return groups_.size(); }
     [[nodiscard]] const std::vector<const fusion_group*>& fusion_groups() const noexcept { return groups_; }
 
     /// Runs the plan (autograd records as usual where inputs require grad).
-    [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const {
-        graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
-                             " inputs, got ", inputs.size());
-        frame_t frame(num_slots_);
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-            frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
-            if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
-        }
-        return run_block(top_, frame, observe);
-    }
+    [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const;
 
     /// The plan as text: the graph, then each fusion group's members.
-    [[nodiscard]] std::string describe() const {
-        std::ostringstream os;
-        for (std::size_t k = 0; k < groups_.size(); ++k) {
-            const fusion_group& g = *groups_[k];
-            os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
-            if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
-            os << "):";
-            for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
-            os << '\n';
-        }
-        return os.str();
-    }
+    [[nodiscard]] std::string describe() const;
 
 private:
-    int slot(const ir::Value* v) {
-        auto [it, fresh] = slots_.emplace(v, static_cast<int>(num_slots_));
-        if (fresh) ++num_slots_;
-        return it->second;
-    }
+    int slot(const ir::Value* v);
 
     /// Can n join a group of dtype `type` (float32/float64)?
-    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
-        const fusable_op* op = find_fusable(n);
-        if (!op) return false;
-        const auto t = type_of(n->output());
-        if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
-        const dtype d = *t->tensor.scalar_type;
-        if (d != dtype::float32 && d != dtype::float64) return false;
-        if (type && *type != d) return false;
-        for (const ir::Value* in : n->inputs()) {
-            const auto ti = type_of(in);
-            if (!ti) return false;
-            if (ti->is_tensor()) {
-                if (ti->tensor.scalar_type != d) return false;
-            } else if (ti->kind == ir::type_kind::bool_) {
-                return false;
-            }
-        }
-        type = d;
-        return true;
-    }
+    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type);
 
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
-                                             const type_of_fn& type_of) {
-        auto g = std::make_unique<fusion_group>();
-        g->type = type;
-        g->nodes = nodes;
-        std::map<const ir::Value*, int> reg;
-        std::set<const ir::Value*> inside;
-        for (const ir::Node* n : nodes) inside.insert(n->output());
-        for (const ir::Node* n : nodes)
-            for (const ir::Value* v : n->inputs())
-                if (!inside.count(v) && !reg.count(v)) {
-                    reg[v] = static_cast<int>(g->regs.size());
-                    const auto t = type_of(v);
-                    g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
-                    g->temp_index.push_back(0);
-                    g->input_slots.push_back(slot(v));
-                }
-        for (const ir::Node* n : nodes) {
-            std::vector<int> in;
-            for (const ir::Value* v : n->inputs()) in.push_back(slot(v));
-            g->node_inputs.push_back(std::move(in));
-            g->node_outputs.push_back(slot(n->output()));
-        }
-        for (const ir::Node* n : nodes) {
-            const ir::Value* o = n->output();
-            const bool escapes = used_later.count(o) != 0;
-            reg[o] = static_cast<int>(g->regs.size());
-            g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
-            g->temp_index.resize(g->regs.size(), 0);
-            if (!escapes) g->temp_index.back() = g->num_temps++;
-            if (escapes) {
-                g->output_slots.push_back(slot(o));
-                g->output_regs.push_back(reg[o]);
-            }
-            tile_instr ins;
-            ins.op = *find_fusable(n);
-            ins.a = reg.at(n->input(0));
-            if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
-            ins.out = reg[o];
-            g->code.push_back(ins);
-        }
-        if (options_.static_shapes) {
-            // Loop bounds from the types: every output has the same complete sizes.
-            std::optional<int_list> sizes;
-            bool ok = true;
-            for (const ir::Node* n : nodes) {
-                const auto t = type_of(n->output());
-                if (!t || !t->is_tensor() || !t->tensor.sizes) {
-                    ok = false;
-                    break;
-                }
-                int_list s;
-                for (const auto& d : *t->tensor.sizes) {
-                    if (!d) ok = false;
-                    else s.push_back(*d);
-                }
-                if (!ok) break;
-                if (sizes && *sizes != s) ok = false;
-                sizes = s;
-            }
-            if (ok && sizes) g->static_sizes = sizes;
-        }
-        return g;
-    }
+                                             const type_of_fn& type_of);
 
-    block_plan build_block(const ir::Block& b, const type_of_fn& type_of) {
-        block_plan bp;
-        // Constants first (they read nothing), so they do not split runs of fusable ops.
-        std::vector<const ir::Node*> nodes;
-        for (const ir::Node* n : b.nodes())
-            if (n->is<ir::kinds::constant>()) nodes.push_back(n);
-        for (const ir::Node* n : b.nodes())
-            if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
-        // Values used at or after node i (and block outputs), for group outputs and releases.
-        std::map<const ir::Value*, std::size_t> last_use;
-        const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
-            for (const ir::Value* v : n->inputs()) last_use[v] = i;
-            for (const ir::Block* sub : n->blocks()) {
-                for (const ir::Node* m : sub->nodes()) self(m, i, self);
-                for (const ir::Value* v : sub->outputs()) last_use[v] = i;
-            }
-        };
-        for (std::size_t i = 0; i < nodes.size(); ++i) note_uses(nodes[i], i, note_uses);
-        const std::size_t end = nodes.size();
-        for (const ir::Value* v : b.outputs()) last_use[v] = end;
-        for (const ir::Value* v : graph_->outputs()) last_use[v] = end;
-
-        const auto releases_after = [&](std::size_t first, std::size_t last) {
-            // Values whose last use is in [first, last] and that this block may drop.
-            std::vector<int> r;
-            for (std::size_t i = first; i <= last; ++i) {
-                for (const ir::Value* v : nodes[i]->inputs())
-                    if (last_use.at(v) == last && slots_.count(v) && defined_in(v, b)) r.push_back(slots_.at(v));
-                for (const ir::Value* o : nodes[i]->outputs())
-                    if (!last_use.count(o) && slots_.count(o)) r.push_back(slots_.at(o));
-            }
-            std::sort(r.begin(), r.end());
-            r.erase(std::unique(r.begin(), r.end()), r.end());
-            return r;
-        };
-
-        std::size_t i = 0;
-        while (i < nodes.size()) {
-            // A fusion group: the longest run of fusable nodes of one dtype.
-            if (options_.fuse) {
-                std::optional<dtype> type;
-                std::size_t j = i;
-                while (j < nodes.size() && fusable(nodes[j], type_of, type)) ++j;
-                if (j - i >= 2) {
-                    std::set<const ir::Value*> later;
-                    for (std::size_t k = i; k < j; ++k) {
-                        const ir::Value* o = nodes[k]->output();
-                        if (last_use.count(o) && last_use.at(o) >= j) later.insert(o);
-                    }
-                    step s;
-                    s.what = step::kind::fused;
-                    s.group = make_group({nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                                          nodes.begin() + static_cast<std::ptrdiff_t>(j)},
-                                         *type, later, type_of);
-                    groups_.push_back(s.group.get());
-                    for (std::size_t k = i; k < j; ++k) {
-                        for (const ir::Value* v : nodes[k]->inputs()) s.in.push_back(slot(v));
-                        s.out.push_back(slot(nodes[k]->output()));
-                    }
-                    // Internal values never reach the frame; drop inputs last used here.
-                    std::vector<int> rel;
-                    for (std::size_t k = i; k < j; ++k)
-                        for (const ir::Value* v : nodes[k]->inputs())
-                            if (last_use.at(v) < j && defined_in(v, b) &&
-                                std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
-                                          nodes.begin() + static_cast<std::ptrdiff_t>(j), v->node()) ==
-                                    nodes.begin() + static_cast<std::ptrdiff_t>(j))
-                                rel.push_back(slot(v));
-                    std::sort(rel.begin(), rel.end());
-                    rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
-                    s.release = std::move(rel);
-                    bp.steps.push_back(std::move(s));
-                    i = j;
-                    continue;
-                }
-            }
-            const ir::Node* n = nodes[i];
-            step s;
-            s.node = n;
-            for (const ir::Value* v : n->inputs()) s.in.push_back(slot(v));
-            for (const ir::Value* v : n->outputs()) s.out.push_back(slot(v));
-            if (n->is<ir::kinds::if_>()) {
-                s.what = step::kind::if_;
-                s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
-                s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
-            } else {
-                graft::detail::check(!n->is<ir::kinds::call>(),
-                                     "jit: prim::Call must be inlined before planning (ir::inline_calls)");
-                graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
-            }
-            s.release = releases_after(i, i);
-            bp.steps.push_back(std::move(s));
-            ++i;
-        }
-        for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
-        return bp;
-    }
+    block_plan build_block(const ir::Block& b, const type_of_fn& type_of);
 
     /// Is v made by a node of block b (so b's plan may release it)? Graph inputs and
     /// values of enclosing blocks are released by their own block.
@@ -15581,57 +16912,14 @@ private:
         return v->node() != nullptr && v->node()->owning_block() == &b;
     }
 
-    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const {
-        for (const step& s : bp.steps) {
-            switch (s.what) {
-                case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
-                case step::kind::if_: {
-                    const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
-                    const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
-                    auto out = run_block(taken, frame, observe);
-                    for (std::size_t k = 0; k < out.size(); ++k) {
-                        if (observe) (*observe)(s.node->outputs()[k], out[k]);
-                        frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
-                    }
-                    break;
-                }
-                case step::kind::fused: run_group(*s.group, frame); break;
-            }
-            for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
-        }
-        std::vector<ivalue> r;
-        r.reserve(bp.outputs.size());
-        for (int o : bp.outputs) r.push_back(frame[static_cast<std::size_t>(o)]);
-        return r;
-    }
+    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const;
 
     /// Runs node n on the frame's values in slots `in`, storing its results in slots `out`.
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
-                         frame_t& frame, const observer_fn* observe) {
-        std::array<ivalue, 4> small;
-        std::vector<ivalue> big;
-        std::span<const ivalue> in;
-        if (in_slots.size() <= small.size()) {
-            for (std::size_t k = 0; k < in_slots.size(); ++k) small[k] = frame[static_cast<std::size_t>(in_slots[k])];
-            in = std::span<const ivalue>(small.data(), in_slots.size());
-        } else {
-            for (int k : in_slots) big.push_back(frame[static_cast<std::size_t>(k)]);
-            in = big;
-        }
-        auto out = n->kind().run(n->attributes(), in);
-        graft::detail::check(out.size() == out_slots.size(), "jit: ", n->kind().name, " gave ", out.size(),
-                             " values for ", out_slots.size(), " outputs");
-        for (std::size_t k = 0; k < out.size(); ++k) {
-            if (observe) (*observe)(n->outputs()[k], out[k]);
-            frame[static_cast<std::size_t>(out_slots[k])] = std::move(out[k]);
-        }
-    }
+                         frame_t& frame, const observer_fn* observe);
 
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
-    static void run_group_unfused(const fusion_group& g, frame_t& frame) {
-        for (std::size_t k = 0; k < g.nodes.size(); ++k)
-            run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
-    }
+    static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
     template <class T>
     void run_group_typed(const fusion_group& g, frame_t& frame) const {
@@ -15714,17 +17002,7 @@ private:
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(outs[k]);
     }
 
-    void run_group(const fusion_group& g, frame_t& frame) const {
-        if (autograd::is_grad_enabled()) {
-            // Fused loops record no autograd history: take the eager path when an input needs it.
-            for (int k : g.input_slots)
-                if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(k)]);
-                    t && t->defined() && t->requires_grad())
-                    return run_group_unfused(g, frame);
-        }
-        if (g.type == dtype::float32) run_group_typed<float>(g, frame);
-        else run_group_typed<double>(g, frame);
-    }
+    void run_group(const fusion_group& g, frame_t& frame) const;
 
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;
@@ -15736,6 +17014,390 @@ private:
 };
 
 }  // namespace graft::jit::detail
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/plan.ipp
+// Definitions for graft/jit/plan.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <array>
+#include <sstream>
+
+namespace graft::jit::detail {
+
+GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
+    static const auto table = [] {
+        std::map<const ir::kind_info*, fusable_op> m;
+        std::apply([&](auto... op) { (add_fusable<decltype(op)>(m), ...); }, ops::all_elementwise_ops{});
+        return m;
+    }();
+    return table;
+}
+
+GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n) {
+    const auto& t = fusable_ops();
+    auto it = t.find(&n->kind());
+    return it == t.end() ? nullptr : &it->second;
+}
+
+// ---------------------------------------------------------------- worker_pool
+
+GRAFT_INLINE worker_pool::worker_pool(std::size_t threads) {
+    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+}
+
+GRAFT_INLINE worker_pool::~worker_pool() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+}
+
+GRAFT_INLINE void worker_pool::run(std::size_t parts, const std::function<void(std::size_t)>& f) {
+    struct batch {
+        std::mutex m;
+        std::condition_variable done;
+        std::size_t left;
+        std::exception_ptr error;
+    };
+    auto b = std::make_shared<batch>();
+    b->left = parts - 1;
+    {
+        std::lock_guard lock(mutex_);
+        for (std::size_t k = 1; k < parts; ++k)
+            queue_.push_back([b, &f, k] {
+                try {
+                    f(k);
+                } catch (...) {
+                    std::lock_guard l(b->m);
+                    if (!b->error) b->error = std::current_exception();
+                }
+                std::lock_guard l(b->m);
+                if (--b->left == 0) b->done.notify_all();
+            });
+    }
+    cv_.notify_all();
+    std::exception_ptr mine;
+    try {
+        f(0);
+    } catch (...) {
+        mine = std::current_exception();
+    }
+    std::unique_lock l(b->m);
+    b->done.wait(l, [&] { return b->left == 0; });
+    if (mine) std::rethrow_exception(mine);
+    if (b->error) std::rethrow_exception(b->error);
+}
+
+GRAFT_INLINE worker_pool& worker_pool::shared(std::size_t threads) {
+    static worker_pool pool(threads > 1 ? threads - 1 : 1);
+    return pool;
+}
+
+GRAFT_INLINE void worker_pool::loop() {
+    for (;;) {
+        std::function<void()> job;
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (stop_ && queue_.empty()) return;
+            job = std::move(queue_.front());
+            queue_.erase(queue_.begin());
+        }
+        job();
+    }
+}
+
+// ---------------------------------------------------------------- plans
+
+GRAFT_INLINE plan::plan(std::shared_ptr<const ir::Graph> g, build_options o, const type_of_fn& type_of)
+    : graph_(std::move(g)), options_(o) {
+    for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
+    top_ = build_block(*graph_->block(), type_of);
+}
+
+GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const observer_fn* observe) const {
+    graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
+                         " inputs, got ", inputs.size());
+    frame_t frame(num_slots_);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
+        if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
+    }
+    return run_block(top_, frame, observe);
+}
+
+GRAFT_INLINE std::string plan::describe() const {
+    std::ostringstream os;
+    for (std::size_t k = 0; k < groups_.size(); ++k) {
+        const fusion_group& g = *groups_[k];
+        os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
+        if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
+        os << "):";
+        for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
+        os << '\n';
+    }
+    return os.str();
+}
+
+GRAFT_INLINE int plan::slot(const ir::Value* v) {
+    auto [it, fresh] = slots_.emplace(v, static_cast<int>(num_slots_));
+    if (fresh) ++num_slots_;
+    return it->second;
+}
+
+GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
+    const fusable_op* op = find_fusable(n);
+    if (!op) return false;
+    const auto t = type_of(n->output());
+    if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
+    const dtype d = *t->tensor.scalar_type;
+    if (d != dtype::float32 && d != dtype::float64) return false;
+    if (type && *type != d) return false;
+    for (const ir::Value* in : n->inputs()) {
+        const auto ti = type_of(in);
+        if (!ti) return false;
+        if (ti->is_tensor()) {
+            if (ti->tensor.scalar_type != d) return false;
+        } else if (ti->kind == ir::type_kind::bool_) {
+            return false;
+        }
+    }
+    type = d;
+    return true;
+}
+
+GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<const ir::Node*>& nodes, dtype type,
+                                                            const std::set<const ir::Value*>& used_later,
+                                                            const type_of_fn& type_of) {
+    auto g = std::make_unique<fusion_group>();
+    g->type = type;
+    g->nodes = nodes;
+    std::map<const ir::Value*, int> reg;
+    std::set<const ir::Value*> inside;
+    for (const ir::Node* n : nodes) inside.insert(n->output());
+    for (const ir::Node* n : nodes)
+        for (const ir::Value* v : n->inputs())
+            if (!inside.count(v) && !reg.count(v)) {
+                reg[v] = static_cast<int>(g->regs.size());
+                const auto t = type_of(v);
+                g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
+                g->temp_index.push_back(0);
+                g->input_slots.push_back(slot(v));
+            }
+    for (const ir::Node* n : nodes) {
+        std::vector<int> in;
+        for (const ir::Value* v : n->inputs()) in.push_back(slot(v));
+        g->node_inputs.push_back(std::move(in));
+        g->node_outputs.push_back(slot(n->output()));
+    }
+    for (const ir::Node* n : nodes) {
+        const ir::Value* o = n->output();
+        const bool escapes = used_later.count(o) != 0;
+        reg[o] = static_cast<int>(g->regs.size());
+        g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
+        g->temp_index.resize(g->regs.size(), 0);
+        if (!escapes) g->temp_index.back() = g->num_temps++;
+        if (escapes) {
+            g->output_slots.push_back(slot(o));
+            g->output_regs.push_back(reg[o]);
+        }
+        tile_instr ins;
+        ins.op = *find_fusable(n);
+        ins.a = reg.at(n->input(0));
+        if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
+        ins.out = reg[o];
+        g->code.push_back(ins);
+    }
+    if (options_.static_shapes) {
+        // Loop bounds from the types: every output has the same complete sizes.
+        std::optional<int_list> sizes;
+        bool ok = true;
+        for (const ir::Node* n : nodes) {
+            const auto t = type_of(n->output());
+            if (!t || !t->is_tensor() || !t->tensor.sizes) {
+                ok = false;
+                break;
+            }
+            int_list s;
+            for (const auto& d : *t->tensor.sizes) {
+                if (!d) ok = false;
+                else s.push_back(*d);
+            }
+            if (!ok) break;
+            if (sizes && *sizes != s) ok = false;
+            sizes = s;
+        }
+        if (ok && sizes) g->static_sizes = sizes;
+    }
+    return g;
+}
+
+GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
+    block_plan bp;
+    // Constants first (they read nothing), so they do not split runs of fusable ops.
+    std::vector<const ir::Node*> nodes;
+    for (const ir::Node* n : b.nodes())
+        if (n->is<ir::kinds::constant>()) nodes.push_back(n);
+    for (const ir::Node* n : b.nodes())
+        if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
+    // Values used at or after node i (and block outputs), for group outputs and releases.
+    std::map<const ir::Value*, std::size_t> last_use;
+    const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
+        for (const ir::Value* v : n->inputs()) last_use[v] = i;
+        for (const ir::Block* sub : n->blocks()) {
+            for (const ir::Node* m : sub->nodes()) self(m, i, self);
+            for (const ir::Value* v : sub->outputs()) last_use[v] = i;
+        }
+    };
+    for (std::size_t i = 0; i < nodes.size(); ++i) note_uses(nodes[i], i, note_uses);
+    const std::size_t end = nodes.size();
+    for (const ir::Value* v : b.outputs()) last_use[v] = end;
+    for (const ir::Value* v : graph_->outputs()) last_use[v] = end;
+
+    const auto releases_after = [&](std::size_t first, std::size_t last) {
+        // Values whose last use is in [first, last] and that this block may drop.
+        std::vector<int> r;
+        for (std::size_t i = first; i <= last; ++i) {
+            for (const ir::Value* v : nodes[i]->inputs())
+                if (last_use.at(v) == last && slots_.count(v) && defined_in(v, b)) r.push_back(slots_.at(v));
+            for (const ir::Value* o : nodes[i]->outputs())
+                if (!last_use.count(o) && slots_.count(o)) r.push_back(slots_.at(o));
+        }
+        std::sort(r.begin(), r.end());
+        r.erase(std::unique(r.begin(), r.end()), r.end());
+        return r;
+    };
+
+    std::size_t i = 0;
+    while (i < nodes.size()) {
+        // A fusion group: the longest run of fusable nodes of one dtype.
+        if (options_.fuse) {
+            std::optional<dtype> type;
+            std::size_t j = i;
+            while (j < nodes.size() && fusable(nodes[j], type_of, type)) ++j;
+            if (j - i >= 2) {
+                std::set<const ir::Value*> later;
+                for (std::size_t k = i; k < j; ++k) {
+                    const ir::Value* o = nodes[k]->output();
+                    if (last_use.count(o) && last_use.at(o) >= j) later.insert(o);
+                }
+                step s;
+                s.what = step::kind::fused;
+                s.group = make_group({nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                      nodes.begin() + static_cast<std::ptrdiff_t>(j)},
+                                     *type, later, type_of);
+                groups_.push_back(s.group.get());
+                for (std::size_t k = i; k < j; ++k) {
+                    for (const ir::Value* v : nodes[k]->inputs()) s.in.push_back(slot(v));
+                    s.out.push_back(slot(nodes[k]->output()));
+                }
+                // Internal values never reach the frame; drop inputs last used here.
+                std::vector<int> rel;
+                for (std::size_t k = i; k < j; ++k)
+                    for (const ir::Value* v : nodes[k]->inputs())
+                        if (last_use.at(v) < j && defined_in(v, b) &&
+                            std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                      nodes.begin() + static_cast<std::ptrdiff_t>(j), v->node()) ==
+                                nodes.begin() + static_cast<std::ptrdiff_t>(j))
+                            rel.push_back(slot(v));
+                std::sort(rel.begin(), rel.end());
+                rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
+                s.release = std::move(rel);
+                bp.steps.push_back(std::move(s));
+                i = j;
+                continue;
+            }
+        }
+        const ir::Node* n = nodes[i];
+        step s;
+        s.node = n;
+        for (const ir::Value* v : n->inputs()) s.in.push_back(slot(v));
+        for (const ir::Value* v : n->outputs()) s.out.push_back(slot(v));
+        if (n->is<ir::kinds::if_>()) {
+            s.what = step::kind::if_;
+            s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
+            s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
+        } else {
+            graft::detail::check(!n->is<ir::kinds::call>(),
+                                 "jit: prim::Call must be inlined before planning (ir::inline_calls)");
+            graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
+        }
+        s.release = releases_after(i, i);
+        bp.steps.push_back(std::move(s));
+        ++i;
+    }
+    for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
+    return bp;
+}
+
+GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame,
+                                                 const observer_fn* observe) const {
+    for (const step& s : bp.steps) {
+        switch (s.what) {
+            case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
+            case step::kind::if_: {
+                const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
+                const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
+                auto out = run_block(taken, frame, observe);
+                for (std::size_t k = 0; k < out.size(); ++k) {
+                    if (observe) (*observe)(s.node->outputs()[k], out[k]);
+                    frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                }
+                break;
+            }
+            case step::kind::fused: run_group(*s.group, frame); break;
+        }
+        for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
+    }
+    std::vector<ivalue> r;
+    r.reserve(bp.outputs.size());
+    for (int o : bp.outputs) r.push_back(frame[static_cast<std::size_t>(o)]);
+    return r;
+}
+
+GRAFT_INLINE void plan::run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
+                                 frame_t& frame, const observer_fn* observe) {
+    std::array<ivalue, 4> small;
+    std::vector<ivalue> big;
+    std::span<const ivalue> in;
+    if (in_slots.size() <= small.size()) {
+        for (std::size_t k = 0; k < in_slots.size(); ++k) small[k] = frame[static_cast<std::size_t>(in_slots[k])];
+        in = std::span<const ivalue>(small.data(), in_slots.size());
+    } else {
+        for (int k : in_slots) big.push_back(frame[static_cast<std::size_t>(k)]);
+        in = big;
+    }
+    auto out = n->kind().run(n->attributes(), in);
+    graft::detail::check(out.size() == out_slots.size(), "jit: ", n->kind().name, " gave ", out.size(),
+                         " values for ", out_slots.size(), " outputs");
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        if (observe) (*observe)(n->outputs()[k], out[k]);
+        frame[static_cast<std::size_t>(out_slots[k])] = std::move(out[k]);
+    }
+}
+
+GRAFT_INLINE void plan::run_group_unfused(const fusion_group& g, frame_t& frame) {
+    for (std::size_t k = 0; k < g.nodes.size(); ++k)
+        run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
+}
+
+GRAFT_INLINE void plan::run_group(const fusion_group& g, frame_t& frame) const {
+    if (autograd::is_grad_enabled()) {
+        // Fused loops record no autograd history: take the eager path when an input needs it.
+        for (int k : g.input_slots)
+            if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(k)]);
+                t && t->defined() && t->requires_grad())
+                return run_group_unfused(g, frame);
+    }
+    if (g.type == dtype::float32) run_group_typed<float>(g, frame);
+    else run_group_typed<double>(g, frame);
+}
+
+}  // namespace graft::jit::detail
+// ---- end graft/jit/impl/plan.ipp
+#endif
 // ---- end graft/jit/plan.hpp
 
 namespace graft::jit {
@@ -15747,14 +17409,7 @@ enum class plan_kind {
     eager,           // specialized, node by node through the eager ops (autograd records)
 };
 
-[[nodiscard]] inline const char* to_string(plan_kind k) noexcept {
-    switch (k) {
-        case plan_kind::fused: return "fused";
-        case plan_kind::differentiable: return "differentiable";
-        case plan_kind::eager: return "eager";
-    }
-    return "?";
-}
+[[nodiscard]] GRAFT_INLINE const char* to_string(plan_kind k) noexcept;
 
 /// One input's guard: the parts of its type a specialization relies on.
 struct input_guard {
@@ -15767,54 +17422,9 @@ struct input_guard {
     std::optional<bool> contiguous;                    // DYNAMIC
     std::optional<bool> requires_grad;
 
-    [[nodiscard]] bool check(const ir::ivalue& v) const {
-        if (any) return true;
-        const Tensor* t = std::get_if<Tensor>(&v);
-        if (kind != ir::type_kind::tensor) {
-            switch (kind) {
-                case ir::type_kind::float_: return std::holds_alternative<double>(v);
-                case ir::type_kind::int_: return std::holds_alternative<std::int64_t>(v);
-                default: return std::holds_alternative<bool>(v);
-            }
-        }
-        if (!t || !t->defined()) return false;
-        if (scalar_type && *scalar_type != t->type()) return false;
-        if (requires_grad && *requires_grad != t->requires_grad()) return false;
-        if (sizes && !std::equal(sizes->begin(), sizes->end(), t->sizes().begin(), t->sizes().end())) return false;
-        if (strides && !std::equal(strides->begin(), strides->end(), t->strides().begin(), t->strides().end()))
-            return false;
-        if (rank && *rank != t->sizes().size()) return false;
-        if (contiguous && *contiguous != t->is_contiguous()) return false;
-        return true;
-    }
+    [[nodiscard]] bool check(const ir::ivalue& v) const;
 
-    [[nodiscard]] std::string describe() const {
-        if (any) return "any";
-        std::ostringstream os;
-        switch (kind) {
-            case ir::type_kind::float_: return "float";
-            case ir::type_kind::int_: return "int";
-            case ir::type_kind::bool_: return "bool";
-            case ir::type_kind::tensor: break;
-        }
-        os << (scalar_type ? ir::detail::dtype_type_name(*scalar_type) : "Tensor") << '(';
-        if (sizes) {
-            for (std::size_t i = 0; i < sizes->size(); ++i) os << (i ? ", " : "") << (*sizes)[i];
-        } else if (rank) {
-            for (std::size_t i = 0; i < *rank; ++i) os << (i ? ", " : "") << '*';
-        } else {
-            os << "...";
-        }
-        if (strides) {
-            os << ", strides=[";
-            for (std::size_t i = 0; i < strides->size(); ++i) os << (i ? ", " : "") << (*strides)[i];
-            os << ']';
-        }
-        if (contiguous) os << ", contiguous=" << (*contiguous ? 1 : 0);
-        if (requires_grad) os << ", requires_grad=" << (*requires_grad ? 1 : 0);
-        os << ')';
-        return os.str();
-    }
+    [[nodiscard]] std::string describe() const;
 };
 
 /// What debug_state() reports about one optimized plan.
@@ -15852,15 +17462,243 @@ struct debug_state {
     std::vector<level_state> levels;
     std::string graph;  // after the profiling-insensitive passes
 
-    [[nodiscard]] std::uint64_t total_guard_failures() const {
-        std::uint64_t n = 0;
-        for (const auto& l : levels)
-            if (l.plan) n += l.plan->guard_failures;
-        return n;
-    }
+    [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const debug_state& s) {
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s);
+
+namespace detail {
+
+using clock = std::chrono::steady_clock;
+
+[[nodiscard]] inline double ms_since(clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+}
+
+/// Chrome trace events of one executor chain.
+struct trace_log {
+    struct event {
+        std::string name;
+        std::string category;
+        double start_us;
+        double duration_us;
+        std::size_t thread;
+        int level;
+    };
+    std::mutex mutex;
+    clock::time_point origin = clock::now();
+    std::vector<event> events;
+    static constexpr std::size_t max_events = 100000;
+
+    void add(std::string name, const char* category, clock::time_point start, int level);
+};
+
+class executor_state;
+
+/// A specialization: guards, the optimized plan and the fallback function.
+struct specialization {
+    plan_kind kind = plan_kind::eager;
+    fusion_behavior behavior = fusion_behavior::static_;
+    std::string reason;
+    std::vector<input_guard> guards;
+    std::vector<std::string> seen_shapes;
+    std::unique_ptr<plan> run_plan;  // fused or eager
+    std::shared_ptr<capture::aot_function> diff;
+    std::shared_ptr<plan> forward_plan, backward_plan;
+    std::string graph_text;
+    std::size_t fusion_groups = 0;
+    double compile_ms = 0;
+    /// The fallback function: runs the graph through an executor with one specialization less.
+    std::function<std::vector<ir::ivalue>(std::vector<ir::ivalue>)> fallback;
+    std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
+    mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
+
+    [[nodiscard]] bool admits(const std::vector<ir::ivalue>& in) const;
+
+    [[nodiscard]] std::vector<ir::ivalue> run(const std::vector<ir::ivalue>& in) const;
+};
+
+class executor_state : public std::enable_shared_from_this<executor_state> {
+public:
+    executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
+                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations);
+
+    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
+
+    void flush();
+
+    void collect(debug_state& d) const;
+
+    [[nodiscard]] const options& opts() const noexcept { return options_; }
+    [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
+    [[nodiscard]] const std::shared_ptr<trace_log>& log() const noexcept { return log_; }
+
+private:
+    static std::optional<ir::Type> no_types(const ir::Value*) { return std::nullopt; }
+
+    std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in);
+
+    [[nodiscard]] std::optional<ir::Type> profiled_type(const ir::Value* v) const;
+
+    [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const;
+
+    /// The graph with the profiled types on its values, as text.
+    [[nodiscard]] std::string specialized_text() const;
+
+    void compile(const std::vector<ir::ivalue>& in);
+
+    /// Builds the differentiable plan; returns why it is not possible (empty: done).
+    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo);
+
+    void release_profile_locked();
+
+    void maybe_release_profile();
+
+    std::shared_ptr<const ir::Graph> graph_;
+    options options_;
+    std::size_t remaining_;
+    std::shared_ptr<trace_log> log_;
+    int level_;
+    std::shared_ptr<std::atomic<std::size_t>> compilations_;
+
+    mutable std::mutex mutex_;
+    std::atomic<const specialization*> current_{nullptr};
+    std::unique_ptr<specialization> owned_;
+    std::vector<std::shared_ptr<const specialization>> retired_;  // flushed plans other threads may still run
+    std::unique_ptr<plan> unoptimized_;
+    std::unique_ptr<profiling_record> record_;
+    std::unique_ptr<plan> profiling_plan_;
+    std::size_t profiled_runs_ = 0;
+    double profiling_ms_ = 0;
+    bool profiling_released_ = false;
+    std::atomic<bool> release_pending_{false};
+    clock::time_point release_deadline_{};
+    std::atomic<std::uint64_t> unoptimized_runs_{0};
+};
+
+}  // namespace detail
+
+/// A profiling executor over an IR graph (see the top of this header).
+class executor {
+public:
+    explicit executor(const ir::Graph& g, options o = default_options());
+    explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
+
+    /// Runs the graph on tensors and numbers.
+    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
+    /// Runs a graph whose inputs and outputs are tensors.
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+    std::vector<Tensor> operator()(const Ts&... inputs) const {
+        return (*this)(std::vector<Tensor>{inputs...});
+    }
+
+    /// Plans, guards, counts and timings of the executor and its fallbacks.
+    [[nodiscard]] jit::debug_state debug_state() const { return state(); }
+    /// The same as debug_state().
+    [[nodiscard]] jit::debug_state state() const;
+    /// The state as text.
+    [[nodiscard]] std::string debug_string() const;
+
+    /// Profiling runs, compilations, bailouts (and, with collect_timings, every optimized run)
+    /// as Chrome trace JSON for chrome://tracing or Perfetto.
+    [[nodiscard]] std::string chrome_trace() const;
+
+    /// Forgets every specialization and profile: the next calls profile again with the
+    /// full bailout depth (torch.jit's flush of the compilation cache). Plans other threads
+    /// may still be running are kept until the executor is destroyed.
+    void flush_compilation_cache() const { top_->flush(); }
+
+    /// The graph the executor runs (after the profiling-insensitive passes).
+    [[nodiscard]] const ir::Graph& graph() const noexcept { return top_->graph(); }
+    [[nodiscard]] const options& opts() const noexcept { return top_->opts(); }
+
+private:
+    std::shared_ptr<detail::executor_state> top_;
+    std::shared_ptr<std::atomic<std::size_t>> compilations_;
+    strategy strategy_;
+    std::size_t depth_ = 0;
+};
+
+}  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/executor.ipp
+// Definitions for graft/jit/executor.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+namespace graft::jit {
+
+GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
+    switch (k) {
+        case plan_kind::fused: return "fused";
+        case plan_kind::differentiable: return "differentiable";
+        case plan_kind::eager: return "eager";
+    }
+    return "?";
+}
+
+GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
+    if (any) return true;
+    const Tensor* t = std::get_if<Tensor>(&v);
+    if (kind != ir::type_kind::tensor) {
+        switch (kind) {
+            case ir::type_kind::float_: return std::holds_alternative<double>(v);
+            case ir::type_kind::int_: return std::holds_alternative<std::int64_t>(v);
+            default: return std::holds_alternative<bool>(v);
+        }
+    }
+    if (!t || !t->defined()) return false;
+    if (scalar_type && *scalar_type != t->type()) return false;
+    if (requires_grad && *requires_grad != t->requires_grad()) return false;
+    if (sizes && !std::equal(sizes->begin(), sizes->end(), t->sizes().begin(), t->sizes().end())) return false;
+    if (strides && !std::equal(strides->begin(), strides->end(), t->strides().begin(), t->strides().end()))
+        return false;
+    if (rank && *rank != t->sizes().size()) return false;
+    if (contiguous && *contiguous != t->is_contiguous()) return false;
+    return true;
+}
+
+GRAFT_INLINE std::string input_guard::describe() const {
+    if (any) return "any";
+    std::ostringstream os;
+    switch (kind) {
+        case ir::type_kind::float_: return "float";
+        case ir::type_kind::int_: return "int";
+        case ir::type_kind::bool_: return "bool";
+        case ir::type_kind::tensor: break;
+    }
+    os << (scalar_type ? ir::detail::dtype_type_name(*scalar_type) : "Tensor") << '(';
+    if (sizes) {
+        for (std::size_t i = 0; i < sizes->size(); ++i) os << (i ? ", " : "") << (*sizes)[i];
+    } else if (rank) {
+        for (std::size_t i = 0; i < *rank; ++i) os << (i ? ", " : "") << '*';
+    } else {
+        os << "...";
+    }
+    if (strides) {
+        os << ", strides=[";
+        for (std::size_t i = 0; i < strides->size(); ++i) os << (i ? ", " : "") << (*strides)[i];
+        os << ']';
+    }
+    if (contiguous) os << ", contiguous=" << (*contiguous ? 1 : 0);
+    if (requires_grad) os << ", requires_grad=" << (*requires_grad ? 1 : 0);
+    os << ')';
+    return os.str();
+}
+
+GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
+    std::uint64_t n = 0;
+    for (const auto& l : levels)
+        if (l.plan) n += l.plan->guard_failures;
+    return n;
+}
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
     os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
        << s.compilations << " compilation(s)\n";
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
@@ -15894,507 +17732,408 @@ inline std::ostream& operator<<(std::ostream& os, const debug_state& s) {
 
 namespace detail {
 
-using clock = std::chrono::steady_clock;
-
-[[nodiscard]] inline double ms_since(clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+GRAFT_INLINE void trace_log::add(std::string name, const char* category, clock::time_point start, int level) {
+    const auto now = clock::now();
+    std::lock_guard lock(mutex);
+    if (events.size() >= max_events) return;
+    events.push_back({std::move(name), category,
+                      std::chrono::duration<double, std::micro>(start - origin).count(),
+                      std::chrono::duration<double, std::micro>(now - start).count(),
+                      std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000, level});
 }
 
-/// Chrome trace events of one executor chain.
-struct trace_log {
-    struct event {
-        std::string name;
-        std::string category;
-        double start_us;
-        double duration_us;
-        std::size_t thread;
-        int level;
-    };
-    std::mutex mutex;
-    clock::time_point origin = clock::now();
-    std::vector<event> events;
-    static constexpr std::size_t max_events = 100000;
+GRAFT_INLINE bool specialization::admits(const std::vector<ir::ivalue>& in) const {
+    if (in.size() != guards.size()) return false;
+    for (std::size_t i = 0; i < in.size(); ++i)
+        if (!guards[i].check(in[i])) return false;
+    return true;
+}
 
-    void add(std::string name, const char* category, clock::time_point start, int level) {
-        const auto now = clock::now();
-        std::lock_guard lock(mutex);
-        if (events.size() >= max_events) return;
-        events.push_back({std::move(name), category,
-                          std::chrono::duration<double, std::micro>(start - origin).count(),
-                          std::chrono::duration<double, std::micro>(now - start).count(),
-                          std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000, level});
-    }
-};
+GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::ivalue>& in) const {
+    if (kind != plan_kind::differentiable) return run_plan->run(in);
+    std::vector<Tensor> t;
+    t.reserve(in.size());
+    for (const auto& v : in) t.push_back(std::get<Tensor>(v));
+    auto out = (*diff)(t);
+    return {out.begin(), out.end()};
+}
 
-class executor_state;
+GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
+                                            std::shared_ptr<trace_log> log, int level,
+                                            std::shared_ptr<std::atomic<std::size_t>> compilations)
+    : graph_(std::move(g)),
+      options_(std::move(o)),
+      remaining_(remaining),
+      log_(std::move(log)),
+      level_(level),
+      compilations_(std::move(compilations)) {
+    if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+}
 
-/// A specialization: guards, the optimized plan and the fallback function.
-struct specialization {
-    plan_kind kind = plan_kind::eager;
-    fusion_behavior behavior = fusion_behavior::static_;
-    std::string reason;
-    std::vector<input_guard> guards;
-    std::vector<std::string> seen_shapes;
-    std::unique_ptr<plan> run_plan;  // fused or eager
-    std::shared_ptr<capture::aot_function> diff;
-    std::shared_ptr<plan> forward_plan, backward_plan;
-    std::string graph_text;
-    std::size_t fusion_groups = 0;
-    double compile_ms = 0;
-    /// The fallback function: runs the graph through an executor with one specialization less.
-    std::function<std::vector<ir::ivalue>(std::vector<ir::ivalue>)> fallback;
-    std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
-    mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
-
-    [[nodiscard]] bool admits(const std::vector<ir::ivalue>& in) const {
-        if (in.size() != guards.size()) return false;
-        for (std::size_t i = 0; i < in.size(); ++i)
-            if (!guards[i].check(in[i])) return false;
-        return true;
-    }
-
-    [[nodiscard]] std::vector<ir::ivalue> run(const std::vector<ir::ivalue>& in) const {
-        if (kind != plan_kind::differentiable) return run_plan->run(in);
-        std::vector<Tensor> t;
-        t.reserve(in.size());
-        for (const auto& v : in) t.push_back(std::get<Tensor>(v));
-        auto out = (*diff)(t);
-        return {out.begin(), out.end()};
-    }
-};
-
-class executor_state : public std::enable_shared_from_this<executor_state> {
-public:
-    executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
-                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations)
-        : graph_(std::move(g)),
-          options_(std::move(o)),
-          remaining_(remaining),
-          log_(std::move(log)),
-          level_(level),
-          compilations_(std::move(compilations)) {
-        if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
-    }
-
-    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in) {
-        for (;;) {
-            if (const specialization* s = current_.load(std::memory_order_acquire)) {
-                if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
-                if (s->admits(in)) {
-                    s->hits.fetch_add(1, std::memory_order_relaxed);
-                    if (!options_.collect_timings) return s->run(in);
-                    const auto t0 = clock::now();
-                    auto out = s->run(in);
-                    s->run_ns.fetch_add(static_cast<std::uint64_t>(
-                                            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()),
-                                        std::memory_order_relaxed);
-                    s->timed_runs.fetch_add(1, std::memory_order_relaxed);
-                    log_->add("optimized run", "run", t0, level_);
-                    return out;
-                }
-                s->guard_failures.fetch_add(1, std::memory_order_relaxed);
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
+    for (;;) {
+        if (const specialization* s = current_.load(std::memory_order_acquire)) {
+            if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
+            if (s->admits(in)) {
+                s->hits.fetch_add(1, std::memory_order_relaxed);
+                if (!options_.collect_timings) return s->run(in);
                 const auto t0 = clock::now();
-                auto out = s->fallback(std::move(in));
-                if (options_.collect_timings) log_->add("fallback", "bailout", t0, level_);
+                auto out = s->run(in);
+                s->run_ns.fetch_add(static_cast<std::uint64_t>(
+                                        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()),
+                                    std::memory_order_relaxed);
+                s->timed_runs.fetch_add(1, std::memory_order_relaxed);
+                log_->add("optimized run", "run", t0, level_);
                 return out;
             }
-            if (unoptimized_) {
-                unoptimized_runs_.fetch_add(1, std::memory_order_relaxed);
-                return unoptimized_->run(in);
-            }
-            std::unique_lock lock(mutex_);
-            if (current_.load(std::memory_order_acquire)) continue;  // another thread compiled meanwhile
-            if (profiled_runs_ < options_.num_profiled_runs) return profile(in);
-            compile(in);
+            s->guard_failures.fetch_add(1, std::memory_order_relaxed);
+            const auto t0 = clock::now();
+            auto out = s->fallback(std::move(in));
+            if (options_.collect_timings) log_->add("fallback", "bailout", t0, level_);
+            return out;
         }
+        if (unoptimized_) {
+            unoptimized_runs_.fetch_add(1, std::memory_order_relaxed);
+            return unoptimized_->run(in);
+        }
+        std::unique_lock lock(mutex_);
+        if (current_.load(std::memory_order_acquire)) continue;  // another thread compiled meanwhile
+        if (profiled_runs_ < options_.num_profiled_runs) return profile(in);
+        compile(in);
     }
+}
 
-    void flush() {
+GRAFT_INLINE void executor_state::flush() {
+    std::lock_guard lock(mutex_);
+    current_.store(nullptr, std::memory_order_release);
+    if (owned_) retired_.push_back(std::shared_ptr<const specialization>(owned_.release()));
+    record_.reset();
+    profiling_plan_.reset();
+    profiled_runs_ = 0;
+    profiling_ms_ = 0;
+    profiling_released_ = false;
+    release_pending_.store(false, std::memory_order_relaxed);
+}
+
+GRAFT_INLINE void executor_state::collect(debug_state& d) const {
+    level_state l;
+    l.remaining_depth = remaining_;
+    std::shared_ptr<executor_state> next;
+    {
         std::lock_guard lock(mutex_);
-        current_.store(nullptr, std::memory_order_release);
-        if (owned_) retired_.push_back(std::shared_ptr<const specialization>(owned_.release()));
-        record_.reset();
-        profiling_plan_.reset();
-        profiled_runs_ = 0;
-        profiling_ms_ = 0;
-        profiling_released_ = false;
-        release_pending_.store(false, std::memory_order_relaxed);
-    }
-
-    void collect(debug_state& d) const {
-        level_state l;
-        l.remaining_depth = remaining_;
-        std::shared_ptr<executor_state> next;
-        {
-            std::lock_guard lock(mutex_);
-            l.profiled_runs = profiled_runs_;
-            l.num_profiled_runs = options_.num_profiled_runs;
-            l.profiling_ms = profiling_ms_;
-            l.profiling_released = profiling_released_;
-            l.unoptimized_runs = unoptimized_runs_.load(std::memory_order_relaxed);
-            if (const specialization* s = current_.load(std::memory_order_acquire)) {
-                plan_state p;
-                p.kind = s->kind;
-                p.behavior = s->behavior;
-                p.reason = s->reason;
-                for (const auto& g : s->guards) p.guards.push_back(g.describe());
-                p.seen_shapes = s->seen_shapes;
-                p.graph = s->graph_text;
-                p.fusion_groups = s->fusion_groups;
-                p.hits = s->hits.load(std::memory_order_relaxed);
-                p.guard_failures = s->guard_failures.load(std::memory_order_relaxed);
-                p.compile_ms = s->compile_ms;
-                p.timed_runs = s->timed_runs.load(std::memory_order_relaxed);
-                p.run_ms_total = static_cast<double>(s->run_ns.load(std::memory_order_relaxed)) / 1e6;
-                l.plan = std::move(p);
-                next = s->fallback_executor;
-            }
+        l.profiled_runs = profiled_runs_;
+        l.num_profiled_runs = options_.num_profiled_runs;
+        l.profiling_ms = profiling_ms_;
+        l.profiling_released = profiling_released_;
+        l.unoptimized_runs = unoptimized_runs_.load(std::memory_order_relaxed);
+        if (const specialization* s = current_.load(std::memory_order_acquire)) {
+            plan_state p;
+            p.kind = s->kind;
+            p.behavior = s->behavior;
+            p.reason = s->reason;
+            for (const auto& g : s->guards) p.guards.push_back(g.describe());
+            p.seen_shapes = s->seen_shapes;
+            p.graph = s->graph_text;
+            p.fusion_groups = s->fusion_groups;
+            p.hits = s->hits.load(std::memory_order_relaxed);
+            p.guard_failures = s->guard_failures.load(std::memory_order_relaxed);
+            p.compile_ms = s->compile_ms;
+            p.timed_runs = s->timed_runs.load(std::memory_order_relaxed);
+            p.run_ms_total = static_cast<double>(s->run_ns.load(std::memory_order_relaxed)) / 1e6;
+            l.plan = std::move(p);
+            next = s->fallback_executor;
         }
-        d.levels.push_back(std::move(l));
-        if (next) next->collect(d);
     }
+    d.levels.push_back(std::move(l));
+    if (next) next->collect(d);
+}
 
-    [[nodiscard]] const options& opts() const noexcept { return options_; }
-    [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
-    [[nodiscard]] const std::shared_ptr<trace_log>& log() const noexcept { return log_; }
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::profile(const std::vector<ir::ivalue>& in) {
+    const auto t0 = clock::now();
+    if (!record_) record_ = std::make_unique<profiling_record>();
+    if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+    // Observe into a copy: a run that throws (bad input) must not leave its types behind.
+    profiling_record rec = *record_;
+    const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
+    auto out = profiling_plan_->run(in, &observe);
+    rec.finish_run();
+    *record_ = std::move(rec);
+    ++profiled_runs_;
+    profiling_ms_ += ms_since(t0);
+    log_->add("profiling run", "profile", t0, level_);
+    return out;
+}
 
-private:
-    static std::optional<ir::Type> no_types(const ir::Value*) { return std::nullopt; }
+GRAFT_INLINE std::optional<ir::Type> executor_state::profiled_type(const ir::Value* v) const {
+    if (!record_) return std::nullopt;
+    const value_profile* p = record_->find(v);
+    if (!p || p->mixed_kinds) return std::nullopt;
+    return p->type;
+}
 
-    std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in) {
-        const auto t0 = clock::now();
-        if (!record_) record_ = std::make_unique<profiling_record>();
-        if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
-        // Observe into a copy: a run that throws (bad input) must not leave its types behind.
-        profiling_record rec = *record_;
-        const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
-        auto out = profiling_plan_->run(in, &observe);
-        rec.finish_run();
-        *record_ = std::move(rec);
-        ++profiled_runs_;
-        profiling_ms_ += ms_since(t0);
-        log_->add("profiling run", "profile", t0, level_);
-        return out;
-    }
-
-    [[nodiscard]] std::optional<ir::Type> profiled_type(const ir::Value* v) const {
-        if (!record_) return std::nullopt;
-        const value_profile* p = record_->find(v);
-        if (!p || p->mixed_kinds) return std::nullopt;
-        return p->type;
-    }
-
-    [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const {
-        input_guard g;
-        const value_profile* p = record_ ? record_->find(v) : nullptr;
-        if (!p) {
-            g.any = true;  // never profiled (num_profiled_runs == 0)
-            return g;
-        }
-        if (p->mixed_kinds) return g;  // a tensor and a number were seen: any tensor
-        g.kind = p->type.kind;
-        if (!p->type.is_tensor()) return g;
-        const ir::TensorType& t = p->type.tensor;
-        g.scalar_type = t.scalar_type;
-        g.requires_grad = t.requires_grad;
-        if (b == fusion_behavior::static_ && t.complete()) {
-            g.sizes.emplace();
-            for (const auto& s : *t.sizes) g.sizes->push_back(*s);
-            g.strides = t.strides;
-        } else {
-            g.rank = t.rank();
-            g.contiguous = p->contiguous;
-        }
+GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_behavior b) const {
+    input_guard g;
+    const value_profile* p = record_ ? record_->find(v) : nullptr;
+    if (!p) {
+        g.any = true;  // never profiled (num_profiled_runs == 0)
         return g;
     }
-
-    /// The graph with the profiled types on its values, as text.
-    [[nodiscard]] std::string specialized_text() const {
-        auto copy = graph_->copy();
-        // copy() keeps value names: map types by name.
-        std::map<std::string, ir::Type> types;
-        if (record_)
-            for (const auto& [v, p] : record_->values())
-                if (!p.mixed_kinds) types[v->name()] = p.type;
-        const auto apply = [&](const ir::Block& b, auto& self) -> void {
-            for (ir::Value* v : b.inputs())
-                if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
-            for (const ir::Node* n : b.nodes()) {
-                for (ir::Value* v : n->outputs())
-                    if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
-                for (const ir::Block* sub : n->blocks()) self(*sub, self);
-            }
-        };
-        apply(*copy->block(), apply);
-        return ir::to_string(*copy);
+    if (p->mixed_kinds) return g;  // a tensor and a number were seen: any tensor
+    g.kind = p->type.kind;
+    if (!p->type.is_tensor()) return g;
+    const ir::TensorType& t = p->type.tensor;
+    g.scalar_type = t.scalar_type;
+    g.requires_grad = t.requires_grad;
+    if (b == fusion_behavior::static_ && t.complete()) {
+        g.sizes.emplace();
+        for (const auto& s : *t.sizes) g.sizes->push_back(*s);
+        g.strides = t.strides;
+    } else {
+        g.rank = t.rank();
+        g.contiguous = p->contiguous;
     }
+    return g;
+}
 
-    void compile(const std::vector<ir::ivalue>& in) {
-        const auto t0 = clock::now();
-        auto s = std::make_unique<specialization>();
-        const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
-        s->behavior = behavior;
-        for (const ir::Value* v : graph_->inputs()) {
-            s->guards.push_back(make_guard(v, behavior));
-            std::ostringstream os;
-            if (const value_profile* p = record_ ? record_->find(v) : nullptr) {
-                bool first = true;
-                for (const auto& shape : p->shapes) {
-                    os << (first ? "[" : ", [");
-                    for (std::size_t k = 0; k < shape.size(); ++k) os << (k ? ", " : "") << shape[k];
-                    os << ']';
-                    first = false;
-                }
-                if (p->shapes_overflow) os << ", ...";
-            }
-            s->seen_shapes.push_back(os.str());
+GRAFT_INLINE std::string executor_state::specialized_text() const {
+    auto copy = graph_->copy();
+    // copy() keeps value names: map types by name.
+    std::map<std::string, ir::Type> types;
+    if (record_)
+        for (const auto& [v, p] : record_->values())
+            if (!p.mixed_kinds) types[v->name()] = p.type;
+    const auto apply = [&](const ir::Block& b, auto& self) -> void {
+        for (ir::Value* v : b.inputs())
+            if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
+        for (const ir::Node* n : b.nodes()) {
+            for (ir::Value* v : n->outputs())
+                if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
+            for (const ir::Block* sub : n->blocks()) self(*sub, self);
         }
-        const auto type_of = [this](const ir::Value* v) { return profiled_type(v); };
-        plan::build_options bo;
-        bo.fuse = options_.enable_fusion;
-        bo.static_shapes = behavior == fusion_behavior::static_;
-        bo.num_threads = options_.num_threads;
-        bo.parallel_grain = options_.parallel_grain;
+    };
+    apply(*copy->block(), apply);
+    return ir::to_string(*copy);
+}
 
-        const bool needs_grad = record_ && record_->any_requires_grad();
-        if (!record_) {
+GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
+    const auto t0 = clock::now();
+    auto s = std::make_unique<specialization>();
+    const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
+    s->behavior = behavior;
+    for (const ir::Value* v : graph_->inputs()) {
+        s->guards.push_back(make_guard(v, behavior));
+        std::ostringstream os;
+        if (const value_profile* p = record_ ? record_->find(v) : nullptr) {
+            bool first = true;
+            for (const auto& shape : p->shapes) {
+                os << (first ? "[" : ", [");
+                for (std::size_t k = 0; k < shape.size(); ++k) os << (k ? ", " : "") << shape[k];
+                os << ']';
+                first = false;
+            }
+            if (p->shapes_overflow) os << ", ...";
+        }
+        s->seen_shapes.push_back(os.str());
+    }
+    const auto type_of = [this](const ir::Value* v) { return profiled_type(v); };
+    plan::build_options bo;
+    bo.fuse = options_.enable_fusion;
+    bo.static_shapes = behavior == fusion_behavior::static_;
+    bo.num_threads = options_.num_threads;
+    bo.parallel_grain = options_.parallel_grain;
+
+    const bool needs_grad = record_ && record_->any_requires_grad();
+    if (!record_) {
+        s->kind = plan_kind::eager;
+        s->reason = "no profiling runs";
+        s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
+        s->graph_text = specialized_text();
+    } else if (!needs_grad) {
+        s->kind = plan_kind::fused;
+        s->run_plan = std::make_unique<plan>(graph_, bo, type_of);
+        s->fusion_groups = s->run_plan->num_fusion_groups();
+        s->graph_text = specialized_text() + s->run_plan->describe();
+    } else {
+        s->reason = differentiable_plan(*s, in, bo);
+        if (s->reason.empty()) {
+            s->kind = plan_kind::differentiable;
+            // Differentiable graphs are traced through autograd for the observed shapes.
+            for (std::size_t i = 0; i < s->guards.size(); ++i) s->guards[i] = make_guard(graph_->inputs()[i], fusion_behavior::static_);
+        } else {
             s->kind = plan_kind::eager;
-            s->reason = "no profiling runs";
             s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
             s->graph_text = specialized_text();
-        } else if (!needs_grad) {
-            s->kind = plan_kind::fused;
-            s->run_plan = std::make_unique<plan>(graph_, bo, type_of);
-            s->fusion_groups = s->run_plan->num_fusion_groups();
-            s->graph_text = specialized_text() + s->run_plan->describe();
-        } else {
-            s->reason = differentiable_plan(*s, in, bo);
-            if (s->reason.empty()) {
-                s->kind = plan_kind::differentiable;
-                // Differentiable graphs are traced through autograd for the observed shapes.
-                for (std::size_t i = 0; i < s->guards.size(); ++i) s->guards[i] = make_guard(graph_->inputs()[i], fusion_behavior::static_);
-            } else {
-                s->kind = plan_kind::eager;
-                s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
-                s->graph_text = specialized_text();
-            }
-        }
-        // The fallback function: the same graph, one specialization less.
-        auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_);
-        s->fallback_executor = fb;
-        s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
-        s->compile_ms = ms_since(t0);
-        compilations_->fetch_add(1, std::memory_order_relaxed);
-        log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
-
-        owned_ = std::move(s);
-        current_.store(owned_.get(), std::memory_order_release);
-        if (options_.release_profiling_after_optimization) {
-            release_deadline_ = clock::now() + std::chrono::milliseconds(options_.release_profiling_delay_ms);
-            if (options_.release_profiling_delay_ms == 0) release_profile_locked();
-            else release_pending_.store(true, std::memory_order_relaxed);
         }
     }
+    // The fallback function: the same graph, one specialization less.
+    auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_);
+    s->fallback_executor = fb;
+    s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
+    s->compile_ms = ms_since(t0);
+    compilations_->fetch_add(1, std::memory_order_relaxed);
+    log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
 
-    /// Builds the differentiable plan; returns why it is not possible (empty: done).
-    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo) {
-        std::vector<Tensor> examples;
-        for (const auto& v : in) {
-            const Tensor* t = std::get_if<Tensor>(&v);
-            if (!t) return "an input is a number";
-            examples.push_back(*t);
-        }
-        for (const ir::Node* n : graph_->block()->nodes())
-            if (n->is<ir::kinds::constant>())
-                if (const auto* t = std::get_if<Tensor>(&n->attr("value")); t && t->requires_grad())
-                    return "a constant tensor requires grad";
-        std::shared_ptr<capture::aot_function> f;
-        try {
-            const ir::Graph& g = *graph_;
-            f = std::make_shared<capture::aot_function>(capture::aot(
-                [&g](const std::vector<Tensor>& args) {
-                    std::vector<ir::ivalue> a(args.begin(), args.end());
-                    std::vector<Tensor> r;
-                    for (auto& v : ir::interpret(g, a)) {
-                        auto* t = std::get_if<Tensor>(&v);
-                        graft::detail::check(t != nullptr, "an output is a number");
-                        r.push_back(std::move(*t));
-                    }
-                    return r;
-                },
-                examples));
-        } catch (const graft::error& e) {
-            return std::string("capture::aot: ") + e.what();
-        }
-        const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
-        s.forward_plan = std::make_shared<plan>(f->forward, bo, own_types);
-        s.backward_plan = std::make_shared<plan>(f->backward, bo, own_types);
-        const auto as_runner = [](std::shared_ptr<plan> p) {
-            return [p](const std::vector<Tensor>& args) {
+    owned_ = std::move(s);
+    current_.store(owned_.get(), std::memory_order_release);
+    if (options_.release_profiling_after_optimization) {
+        release_deadline_ = clock::now() + std::chrono::milliseconds(options_.release_profiling_delay_ms);
+        if (options_.release_profiling_delay_ms == 0) release_profile_locked();
+        else release_pending_.store(true, std::memory_order_relaxed);
+    }
+}
+
+GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in,
+                                                             plan::build_options bo) {
+    std::vector<Tensor> examples;
+    for (const auto& v : in) {
+        const Tensor* t = std::get_if<Tensor>(&v);
+        if (!t) return "an input is a number";
+        examples.push_back(*t);
+    }
+    for (const ir::Node* n : graph_->block()->nodes())
+        if (n->is<ir::kinds::constant>())
+            if (const auto* t = std::get_if<Tensor>(&n->attr("value")); t && t->requires_grad())
+                return "a constant tensor requires grad";
+    std::shared_ptr<capture::aot_function> f;
+    try {
+        const ir::Graph& g = *graph_;
+        f = std::make_shared<capture::aot_function>(capture::aot(
+            [&g](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
                 std::vector<Tensor> r;
-                for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+                for (auto& v : ir::interpret(g, a)) {
+                    auto* t = std::get_if<Tensor>(&v);
+                    graft::detail::check(t != nullptr, "an output is a number");
+                    r.push_back(std::move(*t));
+                }
                 return r;
-            };
+            },
+            examples));
+    } catch (const graft::error& e) {
+        return std::string("capture::aot: ") + e.what();
+    }
+    const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
+    s.forward_plan = std::make_shared<plan>(f->forward, bo, own_types);
+    s.backward_plan = std::make_shared<plan>(f->backward, bo, own_types);
+    const auto as_runner = [](std::shared_ptr<plan> p) {
+        return [p](const std::vector<Tensor>& args) {
+            std::vector<ir::ivalue> a(args.begin(), args.end());
+            std::vector<Tensor> r;
+            for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+            return r;
         };
-        f->forward_runner = as_runner(s.forward_plan);
-        f->backward_runner = as_runner(s.backward_plan);
-        f->node_name = "DifferentiableGraphBackward";
-        s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
-        s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
-                       ir::to_string(*f->backward) + s.backward_plan->describe();
-        s.diff = std::move(f);
-        return {};
-    }
+    };
+    f->forward_runner = as_runner(s.forward_plan);
+    f->backward_runner = as_runner(s.backward_plan);
+    f->node_name = "DifferentiableGraphBackward";
+    s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
+    s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
+                   ir::to_string(*f->backward) + s.backward_plan->describe();
+    s.diff = std::move(f);
+    return {};
+}
 
-    void release_profile_locked() {
-        record_.reset();
-        profiling_plan_.reset();
-        profiling_released_ = true;
-        release_pending_.store(false, std::memory_order_relaxed);
-    }
+GRAFT_INLINE void executor_state::release_profile_locked() {
+    record_.reset();
+    profiling_plan_.reset();
+    profiling_released_ = true;
+    release_pending_.store(false, std::memory_order_relaxed);
+}
 
-    void maybe_release_profile() {
-        if (clock::now() < release_deadline_) return;
-        std::unique_lock lock(mutex_, std::try_to_lock);
-        if (lock.owns_lock() && release_pending_.load(std::memory_order_relaxed)) release_profile_locked();
-    }
-
-    std::shared_ptr<const ir::Graph> graph_;
-    options options_;
-    std::size_t remaining_;
-    std::shared_ptr<trace_log> log_;
-    int level_;
-    std::shared_ptr<std::atomic<std::size_t>> compilations_;
-
-    mutable std::mutex mutex_;
-    std::atomic<const specialization*> current_{nullptr};
-    std::unique_ptr<specialization> owned_;
-    std::vector<std::shared_ptr<const specialization>> retired_;  // flushed plans other threads may still run
-    std::unique_ptr<plan> unoptimized_;
-    std::unique_ptr<profiling_record> record_;
-    std::unique_ptr<plan> profiling_plan_;
-    std::size_t profiled_runs_ = 0;
-    double profiling_ms_ = 0;
-    bool profiling_released_ = false;
-    std::atomic<bool> release_pending_{false};
-    clock::time_point release_deadline_{};
-    std::atomic<std::uint64_t> unoptimized_runs_{0};
-};
+GRAFT_INLINE void executor_state::maybe_release_profile() {
+    if (clock::now() < release_deadline_) return;
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock() && release_pending_.load(std::memory_order_relaxed)) release_profile_locked();
+}
 
 }  // namespace detail
 
-/// A profiling executor over an IR graph (see the top of this header).
-class executor {
-public:
-    explicit executor(const ir::Graph& g, options o = default_options()) : executor(g.copy(), std::move(o)) {}
-    explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options()) {
-        graft::detail::check(g != nullptr, "jit::executor: the graph is null");
-        graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
-        // Profiling-insensitive optimizations once, up front; input types are left to the profile.
-        ir::default_pipeline::run(*g);
-        for (ir::Value* v : g->inputs())
-            if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
-        g->lint();
-        depth_ = bailout_depth(o.fusion);
-        strategy_ = o.fusion;
-        auto log = std::make_shared<detail::trace_log>();
-        compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
-        top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
-                                                        depth_, std::move(log), 0, compilations_);
-    }
+GRAFT_INLINE executor::executor(const ir::Graph& g, options o) : executor(g.copy(), std::move(o)) {}
 
-    /// Runs the graph on tensors and numbers.
-    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const {
-        const auto& params = top_->graph().inputs();
-        graft::detail::check(inputs.size() == params.size(), "jit::executor: the graph takes ", params.size(),
-                             " inputs, got ", inputs.size());
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-            const ir::Type& t = params[i]->type();
-            const bool ok = t.is_tensor() ? std::holds_alternative<Tensor>(inputs[i]) && std::get<Tensor>(inputs[i]).defined()
-                                          : detail::number_type(inputs[i]) == t && !std::holds_alternative<Tensor>(inputs[i]);
-            graft::detail::check(ok, "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
-                                 t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t),
-                                 ", got a value that does not match");
-        }
-        return top_->run(std::move(inputs));
-    }
-    /// Runs a graph whose inputs and outputs are tensors.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-        std::vector<Tensor> r;
-        for (auto& v : run(std::vector<ir::ivalue>(inputs.begin(), inputs.end()))) {
-            auto* t = std::get_if<Tensor>(&v);
-            graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
-            r.push_back(std::move(*t));
-        }
-        return r;
-    }
-    template <class... Ts>
-        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
-    std::vector<Tensor> operator()(const Ts&... inputs) const {
-        return (*this)(std::vector<Tensor>{inputs...});
-    }
+GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
+    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
+    ir::default_pipeline::run(*g);
+    for (ir::Value* v : g->inputs())
+        if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
+    g->lint();
+    depth_ = bailout_depth(o.fusion);
+    strategy_ = o.fusion;
+    auto log = std::make_shared<detail::trace_log>();
+    compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
+    top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
+                                                    depth_, std::move(log), 0, compilations_);
+}
 
-    /// Plans, guards, counts and timings of the executor and its fallbacks.
-    [[nodiscard]] jit::debug_state debug_state() const { return state(); }
-    /// The same as debug_state().
-    [[nodiscard]] jit::debug_state state() const {
-        jit::debug_state d;
-        d.fusion = strategy_;
-        d.bailout_depth = depth_;
-        d.compilations = compilations_->load(std::memory_order_relaxed);
-        d.graph = ir::to_string(top_->graph());
-        top_->collect(d);
-        return d;
+GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {
+    const auto& params = top_->graph().inputs();
+    graft::detail::check(inputs.size() == params.size(), "jit::executor: the graph takes ", params.size(),
+                         " inputs, got ", inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const ir::Type& t = params[i]->type();
+        const bool ok = t.is_tensor() ? std::holds_alternative<Tensor>(inputs[i]) && std::get<Tensor>(inputs[i]).defined()
+                                      : detail::number_type(inputs[i]) == t && !std::holds_alternative<Tensor>(inputs[i]);
+        graft::detail::check(ok, "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
+                             t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t),
+                             ", got a value that does not match");
     }
-    /// The state as text.
-    [[nodiscard]] std::string debug_string() const {
-        std::ostringstream os;
-        os << state();
-        return os.str();
+    return top_->run(std::move(inputs));
+}
+
+GRAFT_INLINE std::vector<Tensor> executor::operator()(const std::vector<Tensor>& inputs) const {
+    std::vector<Tensor> r;
+    for (auto& v : run(std::vector<ir::ivalue>(inputs.begin(), inputs.end()))) {
+        auto* t = std::get_if<Tensor>(&v);
+        graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
+        r.push_back(std::move(*t));
     }
+    return r;
+}
 
-    /// Profiling runs, compilations, bailouts (and, with collect_timings, every optimized run)
-    /// as Chrome trace JSON for chrome://tracing or Perfetto.
-    [[nodiscard]] std::string chrome_trace() const {
-        auto& log = *top_->log();
-        std::lock_guard lock(log.mutex);
-        std::ostringstream os;
-        os << "{\"traceEvents\": [";
-        for (std::size_t i = 0; i < log.events.size(); ++i) {
-            const auto& e = log.events[i];
-            os << (i ? ",\n" : "\n") << "{\"name\": \"" << e.name << "\", \"cat\": \"" << e.category
-               << "\", \"ph\": \"X\", \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us
-               << ", \"pid\": 1, \"tid\": " << e.thread << ", \"args\": {\"level\": " << e.level << "}}";
-        }
-        os << "\n], \"displayTimeUnit\": \"ms\"}\n";
-        return os.str();
+GRAFT_INLINE jit::debug_state executor::state() const {
+    jit::debug_state d;
+    d.fusion = strategy_;
+    d.bailout_depth = depth_;
+    d.compilations = compilations_->load(std::memory_order_relaxed);
+    d.graph = ir::to_string(top_->graph());
+    top_->collect(d);
+    return d;
+}
+
+GRAFT_INLINE std::string executor::debug_string() const {
+    std::ostringstream os;
+    os << state();
+    return os.str();
+}
+
+GRAFT_INLINE std::string executor::chrome_trace() const {
+    auto& log = *top_->log();
+    std::lock_guard lock(log.mutex);
+    std::ostringstream os;
+    os << "{\"traceEvents\": [";
+    for (std::size_t i = 0; i < log.events.size(); ++i) {
+        const auto& e = log.events[i];
+        os << (i ? ",\n" : "\n") << "{\"name\": \"" << e.name << "\", \"cat\": \"" << e.category
+           << "\", \"ph\": \"X\", \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us
+           << ", \"pid\": 1, \"tid\": " << e.thread << ", \"args\": {\"level\": " << e.level << "}}";
     }
-
-    /// Forgets every specialization and profile: the next calls profile again with the
-    /// full bailout depth (torch.jit's flush of the compilation cache). Plans other threads
-    /// may still be running are kept until the executor is destroyed.
-    void flush_compilation_cache() const { top_->flush(); }
-
-    /// The graph the executor runs (after the profiling-insensitive passes).
-    [[nodiscard]] const ir::Graph& graph() const noexcept { return top_->graph(); }
-    [[nodiscard]] const options& opts() const noexcept { return top_->opts(); }
-
-private:
-    std::shared_ptr<detail::executor_state> top_;
-    std::shared_ptr<std::atomic<std::size_t>> compilations_;
-    strategy strategy_;
-    std::size_t depth_ = 0;
-};
+    os << "\n], \"displayTimeUnit\": \"ms\"}\n";
+    return os.str();
+}
 
 }  // namespace graft::jit
+// ---- end graft/jit/impl/executor.ipp
+#endif
 // ---- end graft/jit/executor.hpp
 // ---- begin graft/jit/from_expr.hpp
 // A compile-time expression (graft::expr) as an IR graph, so the profiling
 // executor can run it: jit::executor ex(jit::to_ir(e)). The expression's ops
 // are op-table entries, which are IR kinds, so the lowering is one node per
 // instruction; compile-time constants and runtime literals become constants.
+#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -16418,23 +18157,28 @@ struct num_inputs_of<expr::instrs<Is...>> {
     static constexpr std::size_t value = std::max({std::size_t{0}, max_input<Is>::value...});
 };
 
+/// One node of kind `kind` reading `inputs`, with one output.
+[[nodiscard]] GRAFT_INLINE ir::Value* lower_op(ir::Graph& g, const ir::kind_info& kind,
+                                               std::initializer_list<ir::Value*> inputs);
+/// A float constant.
+[[nodiscard]] GRAFT_INLINE ir::Value* lower_constant(ir::Graph& g, double value);
+/// A graph with `n` tensor inputs x0, x1, ...
+[[nodiscard]] GRAFT_INLINE std::unique_ptr<ir::Graph> graph_with_inputs(std::size_t n);
+/// Registers values[id] as the graph's outputs, in order, and checks the graph.
+GRAFT_INLINE void register_outputs(ir::Graph& g, const std::vector<ir::Value*>& values,
+                                   std::initializer_list<std::size_t> ids);
+
 template <class Instr, class G>
 ir::Value* lower_instr(ir::Graph& g, const expr::traced<G>& e, const std::vector<ir::Value*>& values) {
     if constexpr (requires { typename Instr::op; }) {
         return []<std::size_t... Ids>(ir::Graph& graph, const std::vector<ir::Value*>& vals,
                                       const expr::apply<typename Instr::op, Ids...>*) {
-            ir::Node* n = graph.append(ir::op_kind_v<typename Instr::op>);
-            (n->add_input(vals[Ids]), ...);
-            return n->add_output();
+            return detail::lower_op(graph, ir::op_kind_v<typename Instr::op>, {vals[Ids]...});
         }(g, values, static_cast<const Instr*>(nullptr));
     } else if constexpr (requires { Instr::value; }) {
-        ir::Node* n = g.append<ir::kinds::constant>();
-        n->set_attr("value", Instr::value);
-        return n->add_output(ir::Type::float_type());
+        return detail::lower_constant(g, Instr::value);
     } else if constexpr (requires { Instr::index; } && std::is_same_v<Instr, expr::literal<Instr::index>>) {
-        ir::Node* n = g.append<ir::kinds::constant>();
-        n->set_attr("value", e.literals[Instr::index]);
-        return n->add_output(ir::Type::float_type());
+        return detail::lower_constant(g, e.literals[Instr::index]);
     } else {
         return g.inputs()[Instr::index];
     }
@@ -16446,17 +18190,15 @@ ir::Value* lower_instr(ir::Graph& g, const expr::traced<G>& e, const std::vector
 /// one output per expression output.
 template <class G>
 [[nodiscard]] std::unique_ptr<ir::Graph> to_ir(const expr::traced<G>& e) {
-    auto g = std::make_unique<ir::Graph>();
     constexpr std::size_t n_in = detail::num_inputs_of<typename G::instructions>::value;
-    for (std::size_t i = 0; i < n_in; ++i) g->add_input(ir::Type::tensor_type(), "x" + std::to_string(i));
+    auto g = detail::graph_with_inputs(n_in);
     std::vector<ir::Value*> values;
     [&]<class... Is>(const expr::instrs<Is...>*) {
         (values.push_back(detail::lower_instr<Is>(*g, e, values)), ...);
     }(static_cast<const typename G::instructions*>(nullptr));
     [&]<std::size_t... Ids>(const expr::outputs<Ids...>*) {
-        (g->register_output(values[Ids]), ...);
+        detail::register_outputs(*g, values, {Ids...});
     }(static_cast<const typename G::results*>(nullptr));
-    g->lint();
     return g;
 }
 
@@ -16467,6 +18209,42 @@ template <class G>
 }
 
 }  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/from_expr.ipp
+// Definitions for graft/jit/from_expr.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <string>
+
+namespace graft::jit::detail {
+
+GRAFT_INLINE ir::Value* lower_op(ir::Graph& g, const ir::kind_info& kind, std::initializer_list<ir::Value*> inputs) {
+    ir::Node* n = g.append(kind);
+    for (ir::Value* v : inputs) n->add_input(v);
+    return n->add_output();
+}
+
+GRAFT_INLINE ir::Value* lower_constant(ir::Graph& g, double value) {
+    ir::Node* n = g.append<ir::kinds::constant>();
+    n->set_attr("value", value);
+    return n->add_output(ir::Type::float_type());
+}
+
+GRAFT_INLINE std::unique_ptr<ir::Graph> graph_with_inputs(std::size_t n) {
+    auto g = std::make_unique<ir::Graph>();
+    for (std::size_t i = 0; i < n; ++i) g->add_input(ir::Type::tensor_type(), "x" + std::to_string(i));
+    return g;
+}
+
+GRAFT_INLINE void register_outputs(ir::Graph& g, const std::vector<ir::Value*>& values,
+                                   std::initializer_list<std::size_t> ids) {
+    for (std::size_t id : ids) g.register_output(values[id]);
+    g.lint();
+}
+
+}  // namespace graft::jit::detail
+// ---- end graft/jit/impl/from_expr.ipp
+#endif
 // ---- end graft/jit/from_expr.hpp
 // ---- begin graft/jit/script.hpp
 // jit::script(f): f (a function of tensors written with graft's eager ops) as
@@ -16479,6 +18257,7 @@ template <class G>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -16486,21 +18265,48 @@ template <class G>
 
 namespace graft::jit {
 
+namespace detail {
+
+/// script_function's non-template part: the capture of f and its executor, made on the first call.
+class script_state {
+public:
+    explicit script_state(options o);
+    script_state(const script_state&) = delete;
+    script_state& operator=(const script_state&) = delete;
+
+    /// Calls f's compiled form (capturing f, called through `f`, on the first call).
+    std::vector<Tensor> call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    [[nodiscard]] jit::debug_state debug_state() const;
+    [[nodiscard]] std::string debug_string() const;
+    [[nodiscard]] std::string chrome_trace() const;
+    void flush_compilation_cache();
+    [[nodiscard]] const ir::Graph* graph() const;
+
+private:
+    struct compiled {
+        capture::captured cap;
+        executor exec;
+    };
+    const compiled& get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+
+    options options_;
+    std::mutex mutex_;
+    std::unique_ptr<compiled> owned_;
+    std::atomic<const compiled*> compiled_{nullptr};
+};
+
+}  // namespace detail
+
 template <class F>
 class script_function {
 public:
-    script_function(F f, options o) : f_(std::move(f)), options_(std::move(o)) {
-        graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
-    }
+    script_function(F f, options o) : f_(std::move(f)), state_(std::move(o)) {}
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
     /// Calls f's compiled form; returns what f returns as a vector of tensors.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
-        const compiled& c = get(inputs);
-        graft::detail::check(inputs.size() == c.cap.meta().num_inputs, "jit::script: the function was captured with ",
-                             c.cap.meta().num_inputs, " inputs, got ", inputs.size());
-        return c.cap.finish(inputs, c.exec(inputs));
+        return state_.call(inputs, capture::detail::traced_fn::of(f_));
     }
     /// Calls with tensors as arguments; returns a Tensor when f returns one.
     template <class... Ts>
@@ -16515,50 +18321,17 @@ public:
     }
 
     /// The captured graph's executor state (empty before the first call).
-    [[nodiscard]] jit::debug_state debug_state() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? c->exec.state() : jit::debug_state{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
-    }
-    [[nodiscard]] std::string debug_string() const {
-        std::ostringstream os;
-        os << debug_state();
-        return os.str();
-    }
-    [[nodiscard]] std::string chrome_trace() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? c->exec.chrome_trace() : std::string("{\"traceEvents\": []}\n");
-    }
+    [[nodiscard]] jit::debug_state debug_state() const { return state_.debug_state(); }
+    [[nodiscard]] std::string debug_string() const { return state_.debug_string(); }
+    [[nodiscard]] std::string chrome_trace() const { return state_.chrome_trace(); }
     /// Drops every specialization (the capture is kept).
-    void flush_compilation_cache() {
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) c->exec.flush_compilation_cache();
-    }
+    void flush_compilation_cache() { state_.flush_compilation_cache(); }
     /// The captured graph, or null before the first call.
-    [[nodiscard]] const ir::Graph* graph() const {
-        const compiled* c = compiled_.load(std::memory_order_acquire);
-        return c ? &c->exec.graph() : nullptr;
-    }
+    [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:
-    struct compiled {
-        capture::captured cap;
-        executor exec;
-    };
-    const compiled& get(const std::vector<Tensor>& inputs) {
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
-        std::lock_guard lock(mutex_);
-        if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
-        capture::captured cap = capture::trace(f_, inputs);
-        executor exec(cap.graph(), options_);
-        owned_ = std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
-        compiled_.store(owned_.get(), std::memory_order_release);
-        return *owned_;
-    }
-
     F f_;
-    options options_;
-    std::mutex mutex_;
-    std::unique_ptr<compiled> owned_;
-    std::atomic<const compiled*> compiled_{nullptr};
+    detail::script_state state_;
 };
 
 /// f as a profiling executor with the given options (default: jit::default_options()).
@@ -16577,18 +18350,69 @@ template <class F, class... Steps>
 }
 
 }  // namespace graft::jit
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/jit/impl/script.ipp
+// Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <sstream>
+
+namespace graft::jit::detail {
+
+GRAFT_INLINE script_state::script_state(options o) : options_(std::move(o)) {
+    graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
+}
+
+GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
+    const compiled& c = get(inputs, f);
+    graft::detail::check(inputs.size() == c.cap.meta().num_inputs, "jit::script: the function was captured with ",
+                         c.cap.meta().num_inputs, " inputs, got ", inputs.size());
+    return c.cap.finish(inputs, c.exec(inputs));
+}
+
+GRAFT_INLINE jit::debug_state script_state::debug_state() const {
+    const compiled* c = compiled_.load(std::memory_order_acquire);
+    return c ? c->exec.state() : jit::debug_state{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
+}
+
+GRAFT_INLINE std::string script_state::debug_string() const {
+    std::ostringstream os;
+    os << debug_state();
+    return os.str();
+}
+
+GRAFT_INLINE std::string script_state::chrome_trace() const {
+    const compiled* c = compiled_.load(std::memory_order_acquire);
+    return c ? c->exec.chrome_trace() : std::string("{\"traceEvents\": []}\n");
+}
+
+GRAFT_INLINE void script_state::flush_compilation_cache() {
+    if (const compiled* c = compiled_.load(std::memory_order_acquire)) c->exec.flush_compilation_cache();
+}
+
+GRAFT_INLINE const ir::Graph* script_state::graph() const {
+    const compiled* c = compiled_.load(std::memory_order_acquire);
+    return c ? &c->exec.graph() : nullptr;
+}
+
+GRAFT_INLINE const script_state::compiled& script_state::get(const std::vector<Tensor>& inputs,
+                                                             capture::detail::traced_fn f) {
+    if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
+    std::lock_guard lock(mutex_);
+    if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
+    capture::captured cap = capture::detail::trace_impl(inputs, f);
+    executor exec(cap.graph(), options_);
+    owned_ = std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
+    compiled_.store(owned_.get(), std::memory_order_release);
+    return *owned_;
+}
+
+}  // namespace graft::jit::detail
+// ---- end graft/jit/impl/script.ipp
+#endif
 // ---- end graft/jit/script.hpp
 // ---- end graft/jit/jit.hpp
-// ---- begin graft/version.hpp
-// graft's version, kept equal to project(VERSION) in CMakeLists.txt.
-#define GRAFT_VERSION_MAJOR 0
-#define GRAFT_VERSION_MINOR 1
-#define GRAFT_VERSION_PATCH 0
-
-namespace graft {
-inline constexpr const char* version_string = "0.1.0";
-}  // namespace graft
-// ---- end graft/version.hpp
+// ---- end graft/jit.hpp
 // ---- end graft/graft.hpp
 #endif  // GRAFT_SINGLE_HEADER_ONCE_
 #endif  // HWY_ONCE
