@@ -1,18 +1,30 @@
-# graft_add_header_test(<target> BASE_DIR <include dir> HEADERS <paths relative to BASE_DIR>...)
+# graft_add_header_test(<target> [SUBDIR <dir>] [LINK] HEADERS <paths relative to include/>...)
 #
 # Proves every listed header compiles on its own: one generated TU per header
-# containing only `#include <header>`, all built into the OBJECT library
-# <target>. Model: boostorg/hana cmake/TestHeaders.cmake (add_header_test).
+# containing only `#include <header>`, all built into <target>: an OBJECT library, or
+# with LINK an executable (a generated main added), which also proves that the TUs link
+# together (in header-only mode: no non-inline definition in a header). Generated
+# sources go to <binary dir>/<SUBDIR> (default header_tests).
+# Model: boostorg/hana cmake/TestHeaders.cmake (add_header_test).
 include_guard(GLOBAL)
 
 function(graft_add_header_test target)
-  cmake_parse_arguments(ARG "" "" "HEADERS" ${ARGN})
-  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/header_tests")
+  cmake_parse_arguments(ARG "LINK" "SUBDIR" "HEADERS" ${ARGN})
+  if(NOT ARG_SUBDIR)
+    set(ARG_SUBDIR header_tests)
+  endif()
+  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${ARG_SUBDIR}")
   set(sources "")
+  set(files "")
   foreach(header IN LISTS ARG_HEADERS)
     string(REGEX REPLACE "\\.[^.]*$" ".cpp" rel "${header}")
-    set(source "${gen_dir}/${rel}")
-    set(content "#include <${header}>\n")
+    list(APPEND files "${gen_dir}/${rel}" "#include <${header}>\n")
+  endforeach()
+  if(ARG_LINK)
+    list(APPEND files "${gen_dir}/header_test_main.cpp" "int main() { return 0; }\n")
+  endif()
+  while(files)
+    list(POP_FRONT files source content)
     # Rewrite only on change so an unchanged configure does not force rebuilds.
     if(EXISTS "${source}")
       file(READ "${source}" old)
@@ -23,6 +35,10 @@ function(graft_add_header_test target)
       file(WRITE "${source}" "${content}")
     endif()
     list(APPEND sources "${source}")
-  endforeach()
-  add_library(${target} OBJECT ${sources})
+  endwhile()
+  if(ARG_LINK)
+    add_executable(${target} ${sources})
+  else()
+    add_library(${target} OBJECT ${sources})
+  endif()
 endfunction()
