@@ -84,7 +84,9 @@ constexpr bool call_grad(program& q, const instr_data& d, std::size_t self, std:
     const std::size_t n = s.n;
     constexpr std::size_t add = op_index_v<ops::def::add_op>;
 
-    std::vector<bool> needs(n, false);
+    // char, not bool: clang cannot constant-evaluate libstdc++'s std::vector<bool> (its
+    // _M_allocate assigns to words it never constructed; llvm/llvm-project#85553).
+    std::vector<char> needs(n, false);
     for (std::size_t i = 0; i < n; ++i) {
         const instr_data& d = p.nodes[i];
         if (d.kind == instr_kind::input) {
@@ -209,7 +211,7 @@ template <class Policy>
     const program& q = s.p;
     const std::size_t n = s.n, total = q.nodes.size();
 
-    std::vector<bool> live(total, false);
+    std::vector<char> live(total, false);  // char, not bool: see build_grad
     for (std::size_t o : q.outs) live[o] = true;
     for (std::size_t i = total; i-- > 0;)
         if (live[i])

@@ -77,7 +77,9 @@ namespace detail {
 /// Dead-code elimination: keeps inputs and everything an output reads.
 [[nodiscard]] constexpr program dce_program(const program& p) {
     const std::size_t n = p.nodes.size();
-    std::vector<bool> live(n, false);
+    // char, not bool: clang cannot constant-evaluate libstdc++'s std::vector<bool> (its
+    // _M_allocate assigns to words it never constructed; llvm/llvm-project#85553).
+    std::vector<char> live(n, false);
     for (std::size_t o : p.outs) live[o] = true;
     for (std::size_t i = n; i-- > 0;) {
         if (p.nodes[i].kind == instr_kind::input) live[i] = true;

@@ -76,8 +76,14 @@ GRAFT_INLINE void buffer_cache::empty_large() noexcept {
 }
 
 GRAFT_INLINE buffer_cache::buffer_cache() {
+    // Let AddressSanitizer see every use after free. Clang does not define
+    // __SANITIZE_ADDRESS__ (GCC does); it has __has_feature(address_sanitizer).
 #if defined(__SANITIZE_ADDRESS__)
-    limit_ = 0;  // let AddressSanitizer see every use after free
+    limit_ = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    limit_ = 0;
+#endif
 #endif
     if (const char* env = std::getenv("GRAFT_BUFFER_CACHE_MB")) limit_ = std::strtoull(env, nullptr, 10) << 20;
 }
