@@ -159,12 +159,28 @@ template <class G, class T, std::size_t NumIn, std::uint64_t Bcast, std::size_t 
 /// Lanes of a T vector in the fused loops of the current target (for tests).
 template <class T>
 [[nodiscard]] std::size_t fused_vector_lanes() {
+    // The same cases as select_fused (the default is only right for the static target).
     switch (kernels::current_target()) {
+#if HWY_TARGETS & HWY_AVX3_DL
+        case kernels::target::avx3_dl: return N_AVX3_DL::fused_lanes<T>();
+#endif
 #if HWY_TARGETS & HWY_AVX3
         case kernels::target::avx3: return N_AVX3::fused_lanes<T>();
 #endif
 #if HWY_TARGETS & HWY_AVX2
         case kernels::target::avx2: return N_AVX2::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_SSE4
+        case kernels::target::sse4: return N_SSE4::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+        case kernels::target::ssse3: return N_SSSE3::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_NEON
+        case kernels::target::neon: return N_NEON::fused_lanes<T>();
+#endif
+#if HWY_TARGETS & HWY_EMU128
+        case kernels::target::emu128: return N_EMU128::fused_lanes<T>();
 #endif
 #if HWY_TARGETS & HWY_SCALAR
         case kernels::target::scalar: return N_SCALAR::fused_lanes<T>();

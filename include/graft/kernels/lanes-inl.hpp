@@ -86,6 +86,21 @@ HWY_INLINE V min_keep_nan(V c, V v) {
 }
 #undef GRAFT_LANES_X86_MINMAX_NAN
 
+// The argument for Highway's Exp, Tanh (Expm1), Sin and Cos. On EMU128 and SCALAR, Highway
+// 1.0.3 converts float lanes to int32 with a plain C++ cast (ToInt32: ConvertTo/DemoteTo),
+// which is undefined for NaN (+-inf and huge values are clamped first): clang's
+// -fsanitize=undefined reports it (GCC's does not check float-cast-overflow) and LLVM turns
+// it into poison. Those targets get NaN lanes zeroed; every caller overrides the results of
+// NaN lanes afterwards.
+template <class V>
+HWY_INLINE V hwy_math_arg(V x) {
+#if HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR
+    return hn::IfThenZeroElse(hn::IsNaN(x), x);
+#else
+    return x;
+#endif
+}
+
 // Cody-Waite reduction of x (|x| <= ~150) to r; kf = x*log2e + magic carries n (+ the
 // bias folded into magic) in its low mantissa bits.
 template <class D, class V>
@@ -187,12 +202,12 @@ HWY_INLINE V exp_ieee(D d, V x) {
     } else {
         const T kMaxArg = static_cast<T>(709.782712893384);  // largest x with a finite exp
         const T kMinNormalArg = static_cast<T>(-708.3964185322641);  // below: subnormal result
-        V y = hn::Exp(d, x);
+        V y = hn::Exp(d, hwy_math_arg(x));
         const auto sub = hn::Lt(x, hn::Set(d, kMinNormalArg));
         if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
             // exp(x) = exp(x/2)^2: x/2 is exact and exp(x/2) is normal; the final multiply
             // rounds once into the subnormal range (<= ~2 subnormal ULP).
-            const V h = hn::Exp(d, hn::Mul(x, hn::Set(d, T(0.5))));
+            const V h = hn::Exp(d, hwy_math_arg(hn::Mul(x, hn::Set(d, T(0.5)))));
             y = hn::IfThenElse(sub, hn::Mul(h, h), y);
         }
         y = hn::IfThenElse(hn::Gt(x, hn::Set(d, kMaxArg)), hn::Set(d, std::numeric_limits<T>::infinity()), y);
@@ -233,7 +248,7 @@ HWY_INLINE V tanh_ieee(D d, V x) {
     if constexpr (sizeof(T) == 4) {
         return tanh_f32(d, x);
     } else {
-        V y = hn::Tanh(d, x);
+        V y = hn::Tanh(d, hwy_math_arg(x));
         // Tanh saturates to ±1 for large |x|; make ±inf exact and keep NaN.
         const auto big = hn::Gt(hn::Abs(x), hn::Set(d, T(19)));
         y = hn::IfThenElse(big, hn::CopySign(hn::Set(d, T(1)), x), y);
@@ -262,7 +277,7 @@ HWY_INLINE V fix_lanes_scalar(D d, V x, V y, M bad, F f) {
 template <class D, class V>
 HWY_INLINE V sin_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    const V y = hn::Sin(d, x);
+    const V y = hn::Sin(d, hwy_math_arg(x));
     const auto bad = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, T(39000))));  // also NaN
     return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::sin(v)); });
 }
@@ -270,7 +285,7 @@ HWY_INLINE V sin_ieee(D d, V x) {
 template <class D, class V>
 HWY_INLINE V cos_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    const V y = hn::Cos(d, x);
+    const V y = hn::Cos(d, hwy_math_arg(x));
     const auto bad = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, T(39000))));
     return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::cos(v)); });
 }
@@ -341,11 +356,11 @@ HWY_INLINE V gelu_tanh_ieee(D d, V x) {
     const auto pos = hn::Gt(u, hn::Zero(d));  // x < 0
     const V wh = hn::IfThenElse(pos, hn::Neg(u), u);  // -|u| = wh + wl
     const V wl = hn::IfThenElse(pos, hn::Neg(ul), ul);
-    const V e = hn::Mul(hn::Exp(d, wh), hn::Add(one, wl));
+    const V e = hn::Mul(hn::Exp(d, hwy_math_arg(wh)), hn::Add(one, wl));
     V num = hn::IfThenElse(pos, hn::Mul(x, e), x);
     const auto sub = hn::And(pos, hn::Lt(wh, hn::Set(d, kMinNormalArg)));
     if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hn::Mul(wh, half)), hn::MulAdd(wl, half, one));
+        const V h = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(wh, half))), hn::MulAdd(wl, half, one));
         num = hn::IfThenElse(sub, hn::Mul(hn::Mul(x, h), h), num);
     }
     const V r = hn::Div(num, hn::Add(one, e));
@@ -386,14 +401,14 @@ HWY_INLINE V gelu_erf_f32(D d, V x) {
     r = hn::MulAdd(r, q, hn::Set(d, 0x1.1ba038p-2f));
     const V R = hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
     const V hR = hn::Mul(half, R);
-    const V E = hn::Mul(hn::Exp(d, hn::Neg(s_hi)), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
+    const V E = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Neg(s_hi))), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
     const auto neg = hn::Lt(x, hn::Zero(d));
     const V rpos = hn::Mul(x, hn::NegMulAdd(hR, E, one));
     const V xhR = hn::Mul(x, hR);
     V rneg = hn::Mul(xhR, E);
     const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
     if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hn::Mul(s_hi, hn::Set(d, -0.5f))), hn::NegMulAdd(s_lo, half, one));
+        const V h = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(s_hi, hn::Set(d, -0.5f)))), hn::NegMulAdd(s_lo, half, one));
         rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(xhR, h), h), rneg);
         // x < -15 (a clamped): the result underflows; x*0 gives -0, and NaN for -inf as
         // 0.5*x*erfc(+inf) does.
