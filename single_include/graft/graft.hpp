@@ -950,10 +950,20 @@ private:
             return ::operator new(n);
     }
     static void system_delete(void* p, std::size_t n) noexcept {
+#if defined(__cpp_sized_deallocation)
         if constexpr (Classes::alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
             ::operator delete(p, n, std::align_val_t{Classes::alignment});
         else
             ::operator delete(p, n);
+#else
+        // Sized deallocation is off (clang before 19, Apple clang, -fno-sized-deallocation):
+        // libstdc++ then does not declare the sized operator delete.
+        (void)n;
+        if constexpr (Classes::alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__)
+            ::operator delete(p, std::align_val_t{Classes::alignment});
+        else
+            ::operator delete(p);
+#endif
     }
 
     [[nodiscard]] static lists& local() noexcept {
