@@ -4707,6 +4707,7 @@ GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b) {
 //       on float/double returns the input type.
 //   maximum/minimum/amax/amin propagate NaN for floating types.
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -4768,6 +4769,72 @@ constexpr T fp_min(T a, T b) {
     return a < b ? a : b;
 }
 
+// For constant evaluation (the constant folding of graft/expr): clang, unlike GCC, cannot
+// evaluate std::fabs(double) or std::sqrt at compile time. Exact equivalents from the bits.
+template <class T>
+constexpr T fabs_bits(T x) {
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    return std::bit_cast<T>(static_cast<U>(std::bit_cast<U>(x) & ~(U{1} << (sizeof(T) * 8 - 1))));
+}
+
+/// Correctly rounded sqrt of a double: the integer square root of its 53-bit significand
+/// scaled by 2^56 (55 result bits, digit by digit in 128-bit arithmetic), rounded to
+/// nearest even with the remainder as sticky bit. float: through double (innocuous double
+/// rounding for sqrt, 53 >= 2*24 + 2).
+template <class T>
+constexpr T sqrt_bits(T x) {
+    if constexpr (sizeof(T) == 4) {
+        return static_cast<T>(sqrt_bits(static_cast<double>(x)));
+    } else {
+        if (x != x || x == T(0) || x == std::numeric_limits<T>::infinity()) return x;  // NaN, +-0, +inf
+        if (x < T(0)) return std::numeric_limits<T>::quiet_NaN();
+        const auto u = std::bit_cast<std::uint64_t>(x);
+        constexpr std::uint64_t implicit = std::uint64_t{1} << 52;
+        std::uint64_t m = u & (implicit - 1);
+        int e = static_cast<int>(u >> 52);
+        if (e == 0) {  // subnormal: normalize
+            e = -1074;
+            while (m < implicit) {
+                m <<= 1;
+                --e;
+            }
+        } else {
+            m |= implicit;
+            e -= 1075;
+        }
+        if (e % 2 != 0) {  // x = m * 2^e with e even, m in [2^52, 2^54)
+            m <<= 1;
+            --e;
+        }
+        // q = floor(sqrt(m * 2^56)) in [2^54, 2^55), num = the remainder.
+        std::uint64_t num_hi = m >> 8, num_lo = m << 56, res_hi = 0, res_lo = 0;
+        std::uint64_t bit_hi = std::uint64_t{1} << 46, bit_lo = 0;  // 2^110 > m * 2^56
+        for (int i = 0; i < 56; ++i) {
+            const std::uint64_t t_lo = res_lo + bit_lo, t_hi = res_hi + bit_hi + (t_lo < res_lo ? 1 : 0);
+            const bool ge = num_hi != t_hi ? num_hi > t_hi : num_lo >= t_lo;
+            res_lo = (res_lo >> 1) | (res_hi << 63);
+            res_hi >>= 1;
+            if (ge) {
+                num_hi = num_hi - t_hi - (num_lo < t_lo ? 1 : 0);
+                num_lo -= t_lo;
+                res_lo += bit_lo;  // no carry: bit's set bit is above res's
+                res_hi += bit_hi;
+            }
+            bit_lo = (bit_lo >> 2) | (bit_hi << 62);
+            bit_hi >>= 2;
+        }
+        const std::uint64_t q = res_lo;
+        std::uint64_t mant = q >> 2;
+        if ((q & 2) != 0 && ((q & 1) != 0 || (num_hi | num_lo) != 0 || (mant & 1) != 0)) ++mant;
+        int k = (e - 56) / 2 + 2;  // sqrt(x) = mant * 2^k
+        if (mant == implicit << 1) {
+            mant >>= 1;
+            ++k;
+        }
+        return std::bit_cast<T>((static_cast<std::uint64_t>(52 + k + 1023) << 52) | (mant - implicit));
+    }
+}
+
 }  // namespace detail
 
 /// Scalar unary op (float/double only), computed in a wider type and rounded once.
@@ -4778,10 +4845,10 @@ constexpr T unary_scalar(unary_op op, T x) {
     const W w = static_cast<W>(x);
     switch (op) {
         case unary_op::neg: return -x;
-        case unary_op::abs: return std::fabs(x);
+        case unary_op::abs: return std::is_constant_evaluated() ? detail::fabs_bits(x) : std::fabs(x);
         case unary_op::exp: return static_cast<T>(std::exp(w));
         case unary_op::log: return static_cast<T>(std::log(w));
-        case unary_op::sqrt: return std::sqrt(x);
+        case unary_op::sqrt: return std::is_constant_evaluated() ? detail::sqrt_bits(x) : std::sqrt(x);
         case unary_op::rsqrt: return static_cast<T>(W(1) / std::sqrt(w));
         case unary_op::tanh: return static_cast<T>(std::tanh(w));
         case unary_op::sigmoid: return static_cast<T>(W(1) / (W(1) + std::exp(-w)));
@@ -10342,7 +10409,8 @@ using program_graph_t = typename detail::materialize<Builder>::type;
 //                   by its value computed with the op table's `scalar<double>`,
 //                   only for correctly rounded ops (neg abs sqrt relu sign add
 //                   sub mul div maximum minimum) and only when every operand is
-//                   exactly representable as float32, so the folded constant
+//                   finite and exactly representable as float32 and the result is
+//                   finite (no x/0, no sqrt of a negative), so the folded constant
 //                   equals the unfolded result in float32 too (rounding twice
 //                   through double is harmless for these ops). Transcendental
 //                   ops (exp, tanh, ...) are never folded: the SIMD kernels do
@@ -10364,6 +10432,8 @@ using program_graph_t = typename detail::materialize<Builder>::type;
 
 #include <concepts>
 #include <cstddef>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 
@@ -10428,6 +10498,11 @@ namespace detail {
 [[nodiscard]] constexpr bool float_exact(double v) {
     return v != v || static_cast<double>(static_cast<float>(v)) == v;
 }
+// Finite: folding NaN or inf operands is not a constant expression for clang (NaN
+// results) or GCC (inf - inf), and a NaN produced at run time has the hardware's bits.
+[[nodiscard]] constexpr bool finite(double v) {
+    return v >= -std::numeric_limits<double>::max() && v <= std::numeric_limits<double>::max();
+}
 [[nodiscard]] constexpr bool foldable(std::string_view name) {
     constexpr std::string_view names[] = {"neg", "abs", "sqrt", "relu", "sign", "add",
                                           "sub", "mul", "div",  "maximum", "minimum"};
@@ -10446,20 +10521,25 @@ namespace detail {
         bool all_const = true;
         for (std::size_t k = 0; k < d.nargs; ++k) {
             const instr_data& a = r.nodes[d.args[k]];
-            all_const = all_const && a.kind == instr_kind::constant && detail::float_exact(a.value);
+            all_const = all_const && a.kind == instr_kind::constant && detail::float_exact(a.value) &&
+                        detail::finite(a.value);
         }
         if (!all_const) continue;
         double v = 0.0;
+        bool ok = true;  // also a finite result: not x/0 (inf or NaN) or sqrt(x < 0) (NaN)
         visit_op(d.index, [&](auto op) {
             using Op = decltype(op);
             if constexpr (reduction_op<Op>) {
                 // never folded (not in the foldable list: the value depends on the domain)
             } else if constexpr (Op::kind == ops::op_kind::unary) {
-                v = Op::scalar(r.nodes[d.args[0]].value);
+                if constexpr (std::is_same_v<Op, ops::def::sqrt_op>) ok = !(r.nodes[d.args[0]].value < 0.0);
+                if (ok) v = Op::scalar(r.nodes[d.args[0]].value);
             } else if constexpr (Op::kind == ops::op_kind::binary) {
-                v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
+                if constexpr (std::is_same_v<Op, ops::def::div_op>) ok = r.nodes[d.args[1]].value != 0.0;
+                if (ok) v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
             }
         });
+        if (!ok) continue;
         r.nodes[i] = make_constant(v);
     }
     return r;

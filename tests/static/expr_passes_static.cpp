@@ -1,6 +1,7 @@
 // Each pass's result type equals the expected graph type: only static_asserts.
 #include <graft/expr/expr.hpp>
 
+#include <limits>
 #include <type_traits>
 
 namespace {
@@ -43,6 +44,23 @@ static_assert(std::is_same_v<run<ex::fold_constants, fold_in>,
                                           apply<d::exp_op, 5>, constant<0.1>, apply<d::add_op, 8, 1>,
                                           constant<-2.0>, constant<1.0>, apply<d::mul_op, 0, 11>>,
                                    outputs<4, 6, 7, 9, 12>, 0>>);
+// abs and sqrt fold under clang too (no constexpr std::fabs/std::sqrt there); non-finite
+// operands and results (x/0, sqrt of a negative, inf - inf, NaN + x) are never folded.
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
+using fold_edge_in = graph<instrs<input<0>, constant<-2.0>, apply<d::abs_op, 1>,  // abs(-2): folded
+                                  constant<0.0>, apply<d::div_op, 1, 3>,          // -2/0: not
+                                  apply<d::sqrt_op, 1>,                          // sqrt(-2): not
+                                  constant<inf>, apply<d::sub_op, 6, 6>,         // inf - inf: not
+                                  constant<qnan>, apply<d::add_op, 8, 1>,        // NaN + -2: not
+                                  apply<d::sqrt_op, 2>>,                         // sqrt(abs(-2)): folded
+                           outputs<2, 4, 5, 7, 9, 10>, 0>;
+static_assert(std::is_same_v<run<ex::fold_constants, fold_edge_in>,
+                             graph<instrs<input<0>, constant<-2.0>, constant<2.0>, constant<0.0>,
+                                          apply<d::div_op, 1, 3>, apply<d::sqrt_op, 1>, constant<inf>,
+                                          apply<d::sub_op, 6, 6>, constant<qnan>, apply<d::add_op, 8, 1>,
+                                          constant<1.4142135623730951>>,
+                                   outputs<2, 4, 5, 7, 9, 10>, 0>>);
 
 // ---- simplify: only IEEE-exact rewrites
 using simp_in = graph<instrs<input<0>, constant<1.0>, apply<d::mul_op, 0, 1>,    // x*1 -> x
@@ -103,7 +121,9 @@ struct sub_to_add_neg_fn {  // rewrites a - b into a + neg(b) (exact in IEEE)
     constexpr ex::program operator()(const ex::program& p) const {
         ex::program r;
         r.num_literals = p.num_literals;
-        std::vector<std::size_t> id(p.nodes.size());
+        // (n, 0), not (n): clang cannot constant-evaluate libstdc++ 12's value-initializing
+        // vector(n) of a trivial type (it fill_n's into elements it never constructed).
+        std::vector<std::size_t> id(p.nodes.size(), 0);
         for (std::size_t i = 0; i < p.nodes.size(); ++i) {
             ex::instr_data n = p.nodes[i];
             for (std::size_t k = 0; k < n.nargs; ++k) n.args[k] = id[n.args[k]];

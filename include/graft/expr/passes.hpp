@@ -15,7 +15,8 @@
 //                   by its value computed with the op table's `scalar<double>`,
 //                   only for correctly rounded ops (neg abs sqrt relu sign add
 //                   sub mul div maximum minimum) and only when every operand is
-//                   exactly representable as float32, so the folded constant
+//                   finite and exactly representable as float32 and the result is
+//                   finite (no x/0, no sqrt of a negative), so the folded constant
 //                   equals the unfolded result in float32 too (rounding twice
 //                   through double is harmless for these ops). Transcendental
 //                   ops (exp, tanh, ...) are never folded: the SIMD kernels do
@@ -37,6 +38,8 @@
 
 #include <concepts>
 #include <cstddef>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "graft/expr/graph.hpp"
@@ -103,6 +106,11 @@ namespace detail {
 [[nodiscard]] constexpr bool float_exact(double v) {
     return v != v || static_cast<double>(static_cast<float>(v)) == v;
 }
+// Finite: folding NaN or inf operands is not a constant expression for clang (NaN
+// results) or GCC (inf - inf), and a NaN produced at run time has the hardware's bits.
+[[nodiscard]] constexpr bool finite(double v) {
+    return v >= -std::numeric_limits<double>::max() && v <= std::numeric_limits<double>::max();
+}
 [[nodiscard]] constexpr bool foldable(std::string_view name) {
     constexpr std::string_view names[] = {"neg", "abs", "sqrt", "relu", "sign", "add",
                                           "sub", "mul", "div",  "maximum", "minimum"};
@@ -121,20 +129,25 @@ namespace detail {
         bool all_const = true;
         for (std::size_t k = 0; k < d.nargs; ++k) {
             const instr_data& a = r.nodes[d.args[k]];
-            all_const = all_const && a.kind == instr_kind::constant && detail::float_exact(a.value);
+            all_const = all_const && a.kind == instr_kind::constant && detail::float_exact(a.value) &&
+                        detail::finite(a.value);
         }
         if (!all_const) continue;
         double v = 0.0;
+        bool ok = true;  // also a finite result: not x/0 (inf or NaN) or sqrt(x < 0) (NaN)
         visit_op(d.index, [&](auto op) {
             using Op = decltype(op);
             if constexpr (reduction_op<Op>) {
                 // never folded (not in the foldable list: the value depends on the domain)
             } else if constexpr (Op::kind == ops::op_kind::unary) {
-                v = Op::scalar(r.nodes[d.args[0]].value);
+                if constexpr (std::is_same_v<Op, ops::def::sqrt_op>) ok = !(r.nodes[d.args[0]].value < 0.0);
+                if (ok) v = Op::scalar(r.nodes[d.args[0]].value);
             } else if constexpr (Op::kind == ops::op_kind::binary) {
-                v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
+                if constexpr (std::is_same_v<Op, ops::def::div_op>) ok = r.nodes[d.args[1]].value != 0.0;
+                if (ok) v = Op::scalar(r.nodes[d.args[0]].value, r.nodes[d.args[1]].value);
             }
         });
+        if (!ok) continue;
         r.nodes[i] = make_constant(v);
     }
     return r;
