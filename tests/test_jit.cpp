@@ -457,3 +457,215 @@ TEST_CASE("jit: many threads call one executor", "[jit][threads]") {
         if (l.plan) hits += l.plan->hits;
     CHECK(hits > 0);
 }
+
+// ---------------------------------------------------------------- plans built from their guards' types
+
+namespace {
+
+Tensor bias_tanh_sum(Tensor x, Tensor w) { return tanh(x * w + 1.0).sum(); }
+
+/// The value and gradients of f through the executor and through eager autograd agree.
+void check_against_eager(jit::script_function<Tensor (*)(Tensor, Tensor)>& fn, std::int64_t rows, std::int64_t cols,
+                         bool grad) {
+    Tensor x = randn({rows, cols}, dtype::float64), w = randn({cols}, dtype::float64);
+    if (grad) {
+        x.requires_grad_();
+        w.requires_grad_();
+    }
+    const Tensor y = fn(x, w);
+    const Tensor ye = bias_tanh_sum(x, w);
+    REQUIRE(y.sizes() == ye.sizes());
+    CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+    REQUIRE(y.requires_grad() == grad);
+    if (!grad) return;
+    const auto got = autograd::grad({y}, {x, w});
+    const auto want = autograd::grad({ye}, {x, w});
+    REQUIRE(got[0].sizes() == x.sizes());
+    REQUIRE(got[1].sizes() == w.sizes());
+    CHECK(allclose(got[0], want[0], 1e-12, 1e-12));
+    CHECK(allclose(got[1], want[1], 1e-12, 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("jit: a differentiable plan is traced for the types its guards check, not the compiling call's",
+          "[jit]") {
+    using fn_t = Tensor (*)(Tensor, Tensor);
+    SECTION("profiled [2, 3], compiled on a [5, 6] call, then [2, 3] again") {
+        auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts());
+        check_against_eager(fn, 2, 3, true);  // profiled
+        check_against_eager(fn, 5, 6, true);  // compiles (for [2, 3]), then falls back
+        check_against_eager(fn, 2, 3, true);  // the optimized plan
+        check_against_eager(fn, 5, 6, true);
+        const jit::debug_state d = fn.debug_state();
+        REQUIRE(d.levels[0].plan);
+        CHECK(d.levels[0].plan->kind == jit::plan_kind::differentiable);
+        CHECK(d.levels[0].plan->hits == 1);
+        CHECK(d.levels[0].plan->guards[0] == "Double(2, 3, requires_grad=1)");
+    }
+    SECTION("profiled with requires-grad inputs, compiled on a call without") {
+        auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts());
+        check_against_eager(fn, 4, 3, true);
+        check_against_eager(fn, 4, 3, false);  // compiles the plan for requires-grad inputs
+        check_against_eager(fn, 4, 3, true);   // has a grad_fn and eager's gradients
+        check_against_eager(fn, 4, 3, false);
+        const jit::debug_state d = fn.debug_state();
+        CHECK(d.levels[0].plan->kind == jit::plan_kind::differentiable);
+        CHECK(d.levels[0].plan->hits == 1);
+    }
+    SECTION("one-element inputs profiled, a 128-element call compiles, one element again") {
+        auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts());
+        check_against_eager(fn, 1, 1, true);
+        check_against_eager(fn, 1, 128, true);
+        check_against_eager(fn, 1, 1, true);
+        check_against_eager(fn, 1, 128, true);
+    }
+    SECTION("two profiled shapes (symbolic sizes): the plan serves the compiling call's shape only") {
+        auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts(jit::default_fusion_strategy::value(), 2));
+        check_against_eager(fn, 2, 3, true);
+        check_against_eager(fn, 3, 3, true);
+        check_against_eager(fn, 7, 3, true);  // compiles for [7, 3]
+        check_against_eager(fn, 2, 3, true);
+        check_against_eager(fn, 7, 3, true);
+        CHECK(fn.debug_state().levels[0].plan->guards[0] == "Double(7, 3, requires_grad=1)");
+    }
+}
+
+TEST_CASE("jit: threads calling one script with changing shapes and requires_grad get eager's results",
+          "[jit][threads]") {
+    using fn_t = Tensor (*)(Tensor, Tensor);
+    auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts());
+    std::atomic<int> wrong{0}, errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 40; ++i) {
+                const int k = (i + t) % 4;
+                const std::int64_t rows = k < 2 ? 2 : 5, cols = k < 2 ? 3 : 6;
+                const bool grad = k % 2 == 0;
+                try {
+                    Tensor x = randn({rows, cols}, dtype::float64), w = randn({cols}, dtype::float64);
+                    if (grad) {
+                        x.requires_grad_();
+                        w.requires_grad_();
+                    }
+                    const Tensor y = fn(x, w), ye = bias_tanh_sum(x, w);
+                    bool ok = y.sizes() == ye.sizes() && y.requires_grad() == grad &&
+                              allclose(y.detach(), ye.detach(), 1e-12, 1e-12);
+                    if (ok && grad) {
+                        const auto got = autograd::grad({y}, {x, w});
+                        const auto want = autograd::grad({ye}, {x, w});
+                        ok = got[0].sizes() == x.sizes() && allclose(got[0], want[0], 1e-12, 1e-12) &&
+                             allclose(got[1], want[1], 1e-12, 1e-12);
+                    }
+                    if (!ok) ++wrong;
+                } catch (const graft::error&) {
+                    ++errors;
+                }
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(wrong == 0);
+    CHECK(errors == 0);
+}
+
+// ---------------------------------------------------------------- inputs that share memory
+
+namespace {
+
+Tensor write_then_read(Tensor a, Tensor b, Tensor c, Tensor d) {
+    a.add_(b);
+    return a * c + d;
+}
+
+}  // namespace
+
+TEST_CASE("jit: a script called with aliased inputs gets eager's result, never the distinct-input plan's",
+          "[jit]") {
+    auto fn = jit::script(write_then_read, opts());
+    const auto distinct = [&] {
+        std::vector<Tensor> in{randn({6}, dtype::float64), randn({6}, dtype::float64), randn({6}, dtype::float64),
+                               randn({6}, dtype::float64)};
+        std::vector<Tensor> ref;
+        for (const auto& t : in) ref.push_back(t.clone());
+        const Tensor got = fn(in[0], in[1], in[2], in[3]);
+        const Tensor want = write_then_read(ref[0], ref[1], ref[2], ref[3]);
+        CHECK(allclose(got, want, 0, 0));
+        CHECK(allclose(in[0], ref[0], 0, 0));
+    };
+    distinct();
+    distinct();  // the optimized plan for distinct inputs
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = randn({6}, dtype::float64), xe = x.clone();
+        const Tensor got = fn(x, x, x, x);
+        const Tensor want = write_then_read(xe, xe, xe, xe);  // x doubled, then 2x * 2x + 2x
+        CHECK(allclose(got, want, 0, 0));
+        CHECK(allclose(x, xe, 0, 0));
+    }
+    // Two of the four slots aliased: another pattern, another capture.
+    Tensor x = randn({6}, dtype::float64), y = randn({6}, dtype::float64);
+    Tensor xe = x.clone(), ye = y.clone();
+    CHECK(allclose(fn(x, y, x, y), write_then_read(xe, ye, xe, ye), 0, 0));
+    CHECK(allclose(x, xe, 0, 0));
+    distinct();  // the first plan still serves distinct inputs
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->hits == 2);
+}
+
+TEST_CASE("jit: a script first called as f(x, x) handles gradients and later distinct calls", "[jit]") {
+    const auto f = [](Tensor a, Tensor b) { return (a * b + tanh(a)).sum(); };
+    auto fn = jit::script(f, opts());
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = randn({5}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x, x);
+        const Tensor ye = f(x, x);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        CHECK(allclose(autograd::grad({y}, {x})[0], autograd::grad({ye}, {x})[0], 1e-12, 1e-12));
+    }
+    Tensor a = randn({5}, dtype::float64), b = randn({5}, dtype::float64);
+    a.requires_grad_();
+    b.requires_grad_();
+    const Tensor y = fn(a, b), ye = f(a, b);
+    CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+    const auto got = autograd::grad({y}, {a, b}), want = autograd::grad({ye}, {a, b});
+    CHECK(allclose(got[0], want[0], 1e-12, 1e-12));
+    CHECK(allclose(got[1], want[1], 1e-12, 1e-12));
+}
+
+TEST_CASE("jit: overlapping views written through one alias, through a script", "[jit]") {
+    const auto f = [](Tensor a, Tensor b) {
+        a.mul_(3.0);
+        return b * b;
+    };
+    auto fn = jit::script(f, opts());
+    for (int i = 0; i < 3; ++i) {
+        Tensor buf = randn({7}, dtype::float64), eager = buf.clone();
+        const Tensor got = fn(buf.narrow(0, 0, 5), buf.narrow(0, 2, 5));
+        const Tensor want = f(eager.narrow(0, 0, 5), eager.narrow(0, 2, 5));
+        CHECK(allclose(got, want, 0, 0));
+        CHECK(allclose(buf, eager, 0, 0));
+    }
+}
+
+TEST_CASE("jit: the process-wide strategy is read at a script's first call and again after a flush", "[jit]") {
+    const jit::strategy old = jit::set_fusion_strategy({{jit::fusion_behavior::static_, 1}});
+    auto fn = jit::script(chain);
+    jit::set_fusion_strategy({{jit::fusion_behavior::dynamic_, 3}});  // after creation, before the first call
+    const auto in = inputs3(8);
+    (void)fn(in[0], in[1], in[2]);
+    CHECK(fn.debug_state().fusion == jit::strategy{{jit::fusion_behavior::dynamic_, 3}});
+    CHECK(fn.debug_state().bailout_depth == 3);
+    jit::set_fusion_strategy({{jit::fusion_behavior::static_, 5}});
+    fn.flush_compilation_cache();
+    (void)fn(in[0], in[1], in[2]);
+    CHECK(fn.debug_state().bailout_depth == 5);
+    // Explicit options are kept.
+    auto fixed = jit::script(chain, opts(jit::strategy{{jit::fusion_behavior::static_, 2}}));
+    (void)fixed(in[0], in[1], in[2]);
+    fixed.flush_compilation_cache();
+    (void)fixed(in[0], in[1], in[2]);
+    CHECK(fixed.debug_state().bailout_depth == 2);
+    jit::set_fusion_strategy(old);
+}

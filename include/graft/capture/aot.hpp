@@ -42,7 +42,7 @@ public:
     std::size_t num_inputs = 0;
     std::size_t num_outputs = 0;
     std::size_t num_saved = 0;
-    std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
+    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling

@@ -44,12 +44,38 @@ struct output_info {
     int_list input_strides;                   // the input's strides at capture (must match at run time)
 };
 
+/// Inputs that shared memory in the examples (f(x, x), overlapping views), captured as
+/// AOTAutograd does: one graph input, a synthetic base (1-D, contiguous) covering every
+/// member's elements, from which the graph reads each member (`take`) and into which it
+/// writes (`put`), so a write through one member is seen through the others.
+struct alias_group {
+    std::vector<std::size_t> members;      // function inputs, ascending
+    std::vector<std::int64_t> offsets;     // each member's storage offset minus the base's
+    std::vector<int_list> sizes, strides;  // each member's geometry when captured
+    std::int64_t numel = 0;                // the base's number of elements
+};
+
 /// What running the graph must do besides computing outputs (PyTorch's ViewAndMutationMeta).
 struct graph_meta {
-    std::size_t num_inputs = 0;
+    std::size_t num_inputs = 0;               // the function's inputs
     std::size_t num_user_outputs = 0;         // graph outputs [0, n) are the function's outputs
-    std::vector<std::size_t> mutated_inputs;  // then one graph output per mutated input, in this order
+    std::vector<std::size_t> mutated_inputs;  // graph inputs f writes to: one more graph output each, in this order
     std::vector<output_info> outputs;         // one per user output
+    std::vector<alias_group> alias_groups;    // empty when no two examples shared memory
+    /// Graph input j is function input graph_inputs[j] when that is < num_inputs, else the
+    /// synthetic base of alias group graph_inputs[j] - num_inputs. Empty: the graph's inputs
+    /// are the function's inputs.
+    std::vector<std::size_t> graph_inputs;
+
+    /// Do `inputs` share memory the way the examples did, as far as the graph can tell? Inputs
+    /// captured as one alias group must again share memory with the same relative geometry;
+    /// when the graph writes to an input, inputs captured apart must not share memory. (A graph
+    /// that writes nothing reads the same values whatever aliases what.) Cheap: pointer
+    /// comparisons only.
+    [[nodiscard]] bool aliasing_matches(const std::vector<Tensor>& inputs) const;
+    /// The graph's inputs for a call: `inputs`, with each alias group replaced by its base (a
+    /// view of the caller's memory). Throws graft::error when aliasing_matches(inputs) is false.
+    [[nodiscard]] std::vector<Tensor> graph_arguments(const std::vector<Tensor>& inputs) const;
 };
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m);
@@ -136,7 +162,15 @@ public:
 [[nodiscard]] GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
                                                   const std::vector<Tensor>& inputs);
 
-GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples);
+/// The examples' alias groups (inputs sharing memory), with the traced copies of the inputs:
+/// each group's members become views of one fresh copy of the memory they cover.
+struct traced_inputs {
+    std::vector<Tensor> copies;     // one per function input (group members: views of their base's copy)
+    std::vector<Tensor> graph_inputs;  // the graph's inputs, in order
+    std::vector<alias_group> groups;
+    std::vector<std::size_t> graph_input_sources;  // graph_meta::graph_inputs (empty without groups)
+};
+[[nodiscard]] GRAFT_INLINE traced_inputs copy_inputs(const std::vector<Tensor>& examples, const char* who);
 
 template <class R>
 [[nodiscard]] std::vector<Tensor> as_outputs(R&& r) {
@@ -214,8 +248,9 @@ public:
     /// Runs the graph with the eager interpreter (autograd records as usual), writes
     /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
-    /// The caller-visible results from the graph's raw outputs (however the graph was run):
-    /// writes mutated inputs back and recreates outputs that alias inputs.
+    /// The caller-visible results from the graph's raw outputs (however the graph was run on
+    /// meta().graph_arguments(inputs)): writes mutated inputs back and recreates outputs that
+    /// alias inputs.
     std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)

@@ -5,10 +5,13 @@
 // specialized, fused plans. Like torch.jit.trace, the capture records the path
 // taken and the sizes that view ops were given on the first call: f must not
 // branch on tensor values, and view sizes computed from input sizes stay
-// those of the first call.
+// those of the first call. Inputs that share memory (f(x, x)) are part of what a
+// capture is for: a call whose inputs alias differently from the capture's (where
+// that changes the result) gets a capture and executor of its own.
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -24,7 +27,9 @@ namespace detail {
 /// script_function's non-template part: the capture of f and its executor, made on the first call.
 class script_state {
 public:
-    explicit script_state(options o);
+    /// `o` empty: the process-wide default_options(), read at the first call and again after
+    /// flush_compilation_cache() (as torch.jit reads its global settings).
+    explicit script_state(std::optional<options> o);
     script_state(const script_state&) = delete;
     script_state& operator=(const script_state&) = delete;
 
@@ -41,12 +46,20 @@ private:
         capture::captured cap;
         executor exec;
     };
-    const compiled& get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    /// The capture (and executor) for the inputs' aliasing pattern, made on first need; null
+    /// when max_alias_patterns captures exist already and none fits (f then runs eagerly).
+    const compiled* get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+
+    /// Captures kept for other aliasing patterns than the first call's (inputs sharing memory).
+    static constexpr std::size_t max_alias_patterns = 8;
 
     options options_;
+    bool use_defaults_ = false;
     std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
-    std::atomic<const compiled*> compiled_{nullptr};
+    std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
+    std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
+    std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
 };
 
 }  // namespace detail
@@ -54,7 +67,7 @@ private:
 template <class F>
 class script_function {
 public:
-    script_function(F f, options o) : f_(std::move(f)), state_(std::move(o)) {}
+    script_function(F f, std::optional<options> o) : f_(std::move(f)), state_(std::move(o)) {}
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
@@ -78,7 +91,8 @@ public:
     [[nodiscard]] jit::debug_state debug_state() const { return state_.debug_state(); }
     [[nodiscard]] std::string debug_string() const { return state_.debug_string(); }
     [[nodiscard]] std::string chrome_trace() const { return state_.chrome_trace(); }
-    /// Drops every specialization (the capture is kept).
+    /// Forgets the captures and every specialization: the next call captures and profiles
+    /// again (with the process-wide options re-read when the script was made without options).
     void flush_compilation_cache() { state_.flush_compilation_cache(); }
     /// The captured graph, or null before the first call.
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
@@ -88,9 +102,16 @@ private:
     detail::script_state state_;
 };
 
-/// f as a profiling executor with the given options (default: jit::default_options()).
+/// f as a profiling executor with the process-wide options (jit::default_options(), read at
+/// the first call: jit::set_fusion_strategy before then applies).
 template <class F>
-[[nodiscard]] auto script(F&& f, options o = default_options()) {
+[[nodiscard]] auto script(F&& f) {
+    return script_function<std::decay_t<F>>(std::forward<F>(f), std::nullopt);
+}
+
+/// f as a profiling executor with the given options.
+template <class F>
+[[nodiscard]] auto script(F&& f, options o) {
     return script_function<std::decay_t<F>>(std::forward<F>(f), std::move(o));
 }
 

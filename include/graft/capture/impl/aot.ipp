@@ -12,15 +12,21 @@ namespace graft::capture {
 GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tensor>& inputs) const {
     graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
                          " inputs, got ", inputs.size());
+    // The graphs' inputs: the function's, or with alias groups their bases (inputs that share
+    // memory the way the examples did; otherwise a graft::error, never a wrong result).
+    const std::vector<Tensor> args_storage = meta.graph_inputs.empty() && meta.mutated_inputs.empty()
+                                                 ? std::vector<Tensor>{}
+                                                 : meta.graph_arguments(inputs);
+    const std::vector<Tensor>& args = meta.graph_inputs.empty() ? inputs : args_storage;
     std::vector<Tensor> results;
     {
         autograd::no_grad guard;
-        results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
+        results = forward_runner ? forward_runner(args) : ir::interpret(*forward, args);
     }
     const std::size_t n_mut = meta.mutated_inputs.size();
     for (std::size_t k = 0; k < n_mut; ++k) {
         autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
-        Tensor dst = inputs[meta.mutated_inputs[k]];
+        Tensor dst = args[meta.mutated_inputs[k]];
         dst.copy_(results[num_outputs + k]);
     }
     std::vector<Tensor> outs;
@@ -28,10 +34,10 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
     bool needs_node = autograd::is_grad_enabled();
     bool any = false;
-    for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
+    for (std::size_t i : grad_inputs) any = any || args[i].requires_grad();
     if (!needs_node || !any) return outs;
     auto node = std::make_shared<autograd::function_node>(node_name);
-    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
+    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
     for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
     // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
     // for zero gradients of outputs the caller did not differentiate.
@@ -175,36 +181,45 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
 }
 
 GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f, aot_options options) {
-    detail::check_distinct_memory(example_inputs);
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);
-    std::vector<Tensor> in;
-    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
-        const Tensor& e = example_inputs[i];
-        graft::detail::check(e.defined(), "capture::aot: example input ", i, " is undefined");
-        Tensor c = graft::detail::raw::clone(e.detach());
-        if (e.requires_grad()) {
-            c.requires_grad_();
-            r.grad_inputs.push_back(i);
-        }
-        in.push_back(c);
-    }
+    traced_inputs ti = copy_inputs(example_inputs, "capture::aot");
+    for (const alias_group& g : ti.groups)
+        for (std::size_t m : g.members)
+            graft::detail::check(!example_inputs[m].requires_grad(), "capture::aot: example input ", m,
+                                 " shares memory with input ", m == g.members[0] ? g.members[1] : g.members[0],
+                                 " and requires grad; aliased inputs that require grad are supported by "
+                                 "jit::script, not by capture::aot yet (pass distinct tensors)");
+    const std::vector<Tensor>& in = ti.copies;  // the function's inputs
+    const std::vector<Tensor>& gin = ti.graph_inputs;  // the graphs' inputs
+    for (std::size_t j = 0; j < gin.size(); ++j)
+        if (gin[j].requires_grad()) r.grad_inputs.push_back(j);
     r.num_inputs = in.size();
+    r.meta.alias_groups = ti.groups;
+    r.meta.graph_inputs = ti.graph_input_sources;
     {
         autograd::enable_grad grad_on;
         detail::observer_scope scope(&tr);
-        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        for (std::size_t j = 0; j < gin.size(); ++j) {
+            tr.add_input(gin[j], j);
+            if (!r.meta.graph_inputs.empty() && r.meta.graph_inputs[j] >= in.size()) {
+                std::string name = "base";
+                name += std::to_string(r.meta.graph_inputs[j] - in.size());
+                joint->set_name(joint->inputs().back(), std::move(name));
+            }
+        }
         std::vector<Tensor> outs = f(in);
         r.num_outputs = outs.size();
         r.meta.num_inputs = in.size();
         r.meta.num_user_outputs = outs.size();
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            if (!tr.input_state(in[i]).second) continue;
-            graft::detail::check(!in[i].requires_grad(), "capture::aot: the function writes into input ", i,
+        for (std::size_t j = 0; j < gin.size(); ++j) {
+            if (!tr.input_state(gin[j]).second) continue;
+            graft::detail::check(!gin[j].requires_grad(), "capture::aot: the function writes into input ",
+                                 r.meta.graph_inputs.empty() ? j : r.meta.graph_inputs[j],
                                  ", which requires grad; only inputs that do not require grad (buffers) may be "
                                  "updated in place");
-            r.meta.mutated_inputs.push_back(i);
+            r.meta.mutated_inputs.push_back(j);
         }
         std::vector<Tensor> diff_outs, tangents;
         for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -221,27 +236,27 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
             r.differentiable_outputs.push_back(i);
             diff_outs.push_back(outs[i]);
             Tensor t = ones(outs[i].sizes(), outs[i].type());
-            tr.add_input(t, in.size() + tangents.size());
+            tr.add_input(t, gin.size() + tangents.size());
             std::string name = "g";
             name += std::to_string(tangents.size());
             joint->set_name(joint->inputs().back(), std::move(name));
             tangents.push_back(t);
         }
         for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
-        for (std::size_t i : r.meta.mutated_inputs) joint->register_output(tr.input_state(in[i]).first);
+        for (std::size_t j : r.meta.mutated_inputs) joint->register_output(tr.input_state(gin[j]).first);
         std::vector<autograd::grad_input> wrt;
-        for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
+        for (std::size_t j : r.grad_inputs) wrt.emplace_back(gin[j]);
         std::vector<Tensor> grads;
         if (!wrt.empty() && !diff_outs.empty())
             grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
         for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
-            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(in[r.grad_inputs[k]]);
+            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(gin[r.grad_inputs[k]]);
             joint->register_output(tr.value_of(gk.detach()));
         }
     }
     ir::dce::run(*joint);
     joint->lint();
-    detail::partition(*joint, r.num_inputs, r.num_outputs, options.policy, r);
+    detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
     return r;
 }

@@ -2,6 +2,7 @@
 // Definitions for graft/capture/trace.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/capture/trace.hpp"
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 
@@ -11,6 +12,12 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m) {
     os << "inputs: " << m.num_inputs << ", user outputs: " << m.num_user_outputs << ", mutated inputs: [";
     for (std::size_t i = 0; i < m.mutated_inputs.size(); ++i) os << (i ? ", " : "") << m.mutated_inputs[i];
     os << "]\n";
+    for (const alias_group& g : m.alias_groups) {
+        os << "  alias group (one graph input, a base of " << g.numel << " elements): inputs";
+        for (std::size_t k = 0; k < g.members.size(); ++k)
+            os << (k ? ", " : " ") << g.members[k] << " at offset " << g.offsets[k];
+        os << '\n';
+    }
     for (std::size_t i = 0; i < m.outputs.size(); ++i) {
         const output_info& o = m.outputs[i];
         os << "  output " << i << ": ";
@@ -39,8 +46,8 @@ GRAFT_INLINE ir::Type value_type(const Tensor& t) {
 
 GRAFT_INLINE ir::Value* tracer::add_input(const Tensor& t, std::size_t index) {
     graft::detail::check(t.defined(), "capture::trace: example input ", index, " is undefined");
-    graft::detail::check(!bases_.count(storage_key(t)), "capture::trace: example input ", index,
-                         " shares memory with another input; inputs that alias each other are not supported");
+    graft::detail::check(!bases_.count(storage_key(t)), "capture: graph input ", index,
+                         " shares memory with another graph input");  // copy_inputs groups aliases first
     std::string name = "x";
     name += std::to_string(index);
     ir::Value* v = g_.add_input(value_type(t), std::move(name));
@@ -189,6 +196,7 @@ GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>
         info.input_strides = in[k].strides();
         if (same_geometry(out, in[k])) {
             info.kind = output_kind::alias_of_input;
+            return info;  // the input itself (among inputs sharing memory, this one)
         } else {
             info.kind = output_kind::view_of_input;
             info.sizes = out.sizes();
@@ -210,30 +218,184 @@ GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const T
     return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
 }
 
-GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples) {
-    for (std::size_t i = 0; i < examples.size(); ++i)
-        for (std::size_t k = 0; k < i; ++k)
-            graft::detail::check(!examples[i].defined() || !examples[k].defined() ||
-                                     !examples[i].shares_storage_with(examples[k]),
-                                 "capture: example input ", i, " shares memory with another input (", k,
-                                 "); inputs that alias each other are not supported");
+GRAFT_INLINE traced_inputs copy_inputs(const std::vector<Tensor>& examples, const char* who) {
+    traced_inputs r;
+    const std::size_t n = examples.size();
+    for (std::size_t i = 0; i < n; ++i)
+        graft::detail::check(examples[i].defined(), who, ": example input ", i, " is undefined");
+    // Inputs sharing a storage form one group (sharing is storage identity, so transitive).
+    std::vector<int> group_of(n, -1);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < i; ++k) {
+            if (!examples[i].shares_storage_with(examples[k])) continue;
+            if (group_of[k] < 0) {
+                group_of[k] = static_cast<int>(r.groups.size());
+                r.groups.emplace_back().members.push_back(k);
+            }
+            group_of[i] = group_of[k];
+            r.groups[static_cast<std::size_t>(group_of[i])].members.push_back(i);
+            break;
+        }
+    // Each group's memory, from its lowest to its highest element, copied once: the members
+    // become views of the copy with their own geometry.
+    std::vector<Tensor> bases;
+    for (std::size_t gi = 0; gi < r.groups.size(); ++gi) {
+        alias_group& g = r.groups[gi];
+        const Tensor& first = examples[g.members[0]];
+        std::int64_t lo = first.storage_offset(), hi = lo;
+        bool grad = false;
+        for (std::size_t m : g.members) {
+            const Tensor& e = examples[m];
+            graft::detail::check(e.type() == first.type(), who, ": example inputs ", g.members[0], " and ", m,
+                                 " share memory but have different dtypes (", first.type(), ", ", e.type(), ")");
+            const std::int64_t extent = autograd::detail::storage_extent(autograd::detail::geometry_of(e));
+            lo = std::min(lo, e.storage_offset());
+            hi = std::max(hi, e.storage_offset() + extent);
+            grad = grad || e.requires_grad();
+        }
+        g.numel = hi - lo;
+        Tensor base = graft::detail::raw::clone(graft::detail::raw::as_strided(first.detach(), {g.numel}, {1}, lo));
+        if (grad) base.requires_grad_();
+        for (std::size_t m : g.members) {
+            const Tensor& e = examples[m];
+            g.offsets.push_back(e.storage_offset() - lo);
+            g.sizes.push_back(e.sizes());
+            g.strides.push_back(e.strides());
+        }
+        bases.push_back(std::move(base));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const Tensor& e = examples[i];
+        if (group_of[i] < 0) {
+            Tensor c = graft::detail::raw::clone(e.detach());
+            if (e.requires_grad()) c.requires_grad_();
+            r.copies.push_back(c);
+            r.graph_inputs.push_back(c);
+            if (!r.groups.empty()) r.graph_input_sources.push_back(i);
+            continue;
+        }
+        const auto gi = static_cast<std::size_t>(group_of[i]);
+        const alias_group& g = r.groups[gi];
+        const Tensor& base = bases[gi];
+        std::size_t k = 0;
+        while (g.members[k] != i) ++k;
+        // A differentiable view when the base requires grad, so eager code inside f sees what
+        // it would see on the caller's aliased tensors.
+        r.copies.push_back(base.as_strided(g.sizes[k], g.strides[k], g.offsets[k]));
+        if (k == 0) {
+            r.graph_inputs.push_back(base);
+            r.graph_input_sources.push_back(n + gi);
+        }
+    }
+    return r;
 }
 
 }  // namespace detail
 
+namespace detail {
+
+/// The alias group input `i` belongs to, or -1.
+[[nodiscard]] inline int group_of_input(const graph_meta& m, std::size_t i) {
+    for (std::size_t g = 0; g < m.alias_groups.size(); ++g)
+        for (std::size_t k : m.alias_groups[g].members)
+            if (k == i) return static_cast<int>(g);
+    return -1;
+}
+
+[[nodiscard]] inline std::string describe_aliasing(const graph_meta& m) {
+    if (m.alias_groups.empty()) return "no two inputs shared memory";
+    std::string r;
+    for (const alias_group& g : m.alias_groups) {
+        r += r.empty() ? "inputs " : "; inputs ";
+        for (std::size_t k = 0; k < g.members.size(); ++k) {
+            if (k) r += ", ";
+            r += std::to_string(g.members[k]);
+        }
+        r += " shared memory";
+    }
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool graph_meta::aliasing_matches(const std::vector<Tensor>& inputs) const {
+    if (inputs.size() != num_inputs) return false;
+    if (alias_groups.empty() && mutated_inputs.empty()) return true;
+    for (const alias_group& g : alias_groups) {
+        const Tensor& a = inputs[g.members[0]];
+        if (!a.defined()) return false;
+        for (std::size_t k = 0; k < g.members.size(); ++k) {
+            const Tensor& m = inputs[g.members[k]];
+            if (!m.defined() || !m.shares_storage_with(a) || m.type() != a.type() || m.sizes() != g.sizes[k] ||
+                m.strides() != g.strides[k] || m.storage_offset() - a.storage_offset() != g.offsets[k] - g.offsets[0])
+                return false;
+        }
+    }
+    if (mutated_inputs.empty()) return true;
+    // The graph writes: inputs captured apart must not share memory.
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k) {
+            if (!inputs[i].defined() || !inputs[k].defined() || !inputs[i].shares_storage_with(inputs[k])) continue;
+            const int gi = detail::group_of_input(*this, i);
+            if (gi < 0 || gi != detail::group_of_input(*this, k)) return false;
+        }
+    return true;
+}
+
+GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(const std::vector<Tensor>& inputs) const {
+    graft::detail::check(inputs.size() == num_inputs, "capture: the captured function takes ", num_inputs,
+                         " inputs, got ", inputs.size());
+    if (!aliasing_matches(inputs)) {
+        std::string now;
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            for (std::size_t k = 0; k < i; ++k)
+                if (inputs[i].defined() && inputs[k].defined() && inputs[i].shares_storage_with(inputs[k])) {
+                    now += now.empty() ? "inputs " : ", ";
+                    now += std::to_string(k);
+                    now += " and ";
+                    now += std::to_string(i);
+                }
+        graft::detail::fail(graft::detail::concat(
+            "capture: the inputs share memory differently from the examples the function was captured with (then: ",
+            detail::describe_aliasing(*this), "; now: ", now.empty() ? std::string("no two inputs share memory") : now + " share memory",
+            ", or with another geometry); the graph would compute a wrong result: capture again with inputs "
+            "aliased like these (jit::script does so by itself)"));
+    }
+    if (graph_inputs.empty()) return inputs;
+    std::vector<Tensor> args;
+    args.reserve(graph_inputs.size());
+    for (std::size_t src : graph_inputs) {
+        if (src < num_inputs) {
+            args.push_back(inputs[src]);
+            continue;
+        }
+        const alias_group& g = alias_groups[src - num_inputs];
+        const Tensor& first = inputs[g.members[0]];
+        // The base is a view of the caller's memory; taken from the root of a differentiable
+        // view, so that gradients reach the tensor the members are views of.
+        Tensor root = first;
+        if (const auto* vm = autograd::detail::tracked_view(first)) root = vm->base;
+        args.push_back(root.as_strided({g.numel}, {1}, first.storage_offset() - g.offsets[0]));
+    }
+    return args;
+}
+
 GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>& inputs) const {
     graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
                          meta_.num_inputs, " inputs, got ", inputs.size());
-    return finish(inputs, ir::interpret(*graph_, inputs));
+    return finish(inputs, ir::interpret(*graph_, meta_.graph_arguments(inputs)));
 }
 
 GRAFT_INLINE std::vector<Tensor> captured::finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
     graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
                          "capture: the graph gave ", outs.size(), " outputs, expected ",
                          meta_.num_user_outputs + meta_.mutated_inputs.size());
-    for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
-        Tensor dst = inputs[meta_.mutated_inputs[k]];
-        dst.copy_(outs[meta_.num_user_outputs + k]);
+    if (!meta_.mutated_inputs.empty()) {
+        const std::vector<Tensor> args = meta_.graph_inputs.empty() ? std::vector<Tensor>{} : meta_.graph_arguments(inputs);
+        for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
+            Tensor dst = args.empty() ? inputs[meta_.mutated_inputs[k]] : args[meta_.mutated_inputs[k]];
+            dst.copy_(outs[meta_.num_user_outputs + k]);
+        }
     }
     std::vector<Tensor> result;
     for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
@@ -246,22 +408,24 @@ namespace detail {
 GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f) {
     auto g = std::make_shared<ir::Graph>();
     detail::tracer tr(*g);
-    detail::check_distinct_memory(example_inputs);
     // Work on copies, so tracing never writes into the caller's examples.
-    std::vector<Tensor> in;
-    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
-        const Tensor& e = example_inputs[i];
-        graft::detail::check(e.defined(), "capture::trace: example input ", i, " is undefined");
-        Tensor c = graft::detail::raw::clone(e.detach());
-        if (e.requires_grad()) c.requires_grad_();
-        in.push_back(c);
-    }
+    traced_inputs ti = copy_inputs(example_inputs, "capture::trace");
+    const std::vector<Tensor>& in = ti.copies;
     graph_meta meta;
     meta.num_inputs = in.size();
+    meta.alias_groups = ti.groups;
+    meta.graph_inputs = ti.graph_input_sources;
     std::vector<Tensor> outs;
     {
         detail::observer_scope scope(&tr);
-        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        for (std::size_t j = 0; j < ti.graph_inputs.size(); ++j) {
+            tr.add_input(ti.graph_inputs[j], j);
+            if (!meta.graph_inputs.empty() && meta.graph_inputs[j] >= meta.num_inputs) {
+                std::string name = "base";
+                name += std::to_string(meta.graph_inputs[j] - meta.num_inputs);
+                g->set_name(g->inputs().back(), std::move(name));
+            }
+        }
         outs = f(in);
         meta.num_user_outputs = outs.size();
         for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -270,10 +434,10 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
             meta.outputs.push_back(info);
             g->register_output(tr.value_of(outs[i]));
         }
-        for (std::size_t k = 0; k < in.size(); ++k) {
-            const auto [value, mutated] = tr.input_state(in[k]);
+        for (std::size_t j = 0; j < ti.graph_inputs.size(); ++j) {
+            const auto [value, mutated] = tr.input_state(ti.graph_inputs[j]);
             if (!mutated) continue;
-            meta.mutated_inputs.push_back(k);
+            meta.mutated_inputs.push_back(j);
             g->register_output(value);
         }
     }

@@ -259,14 +259,27 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
     const ir::TensorType& t = p->type.tensor;
     g.scalar_type = t.scalar_type;
     g.requires_grad = t.requires_grad;
-    if (b == fusion_behavior::static_ && t.complete()) {
+    // STATIC: every part of the type the profile knows is checked (a STATIC plan may rely on
+    // sizes and strides separately: known sizes with strides that varied still fix loop bounds).
+    const bool sizes_known = t.sizes && std::all_of(t.sizes->begin(), t.sizes->end(), [](const auto& d) { return d.has_value(); });
+    if (b == fusion_behavior::static_ && sizes_known) {
         g.sizes.emplace();
         for (const auto& s : *t.sizes) g.sizes->push_back(*s);
         g.strides = t.strides;
+        if (!g.strides) g.contiguous = p->contiguous;
     } else {
         g.rank = t.rank();
         g.contiguous = p->contiguous;
     }
+    return g;
+}
+
+GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
+    input_guard g;
+    g.kind = ir::type_kind::tensor;
+    g.scalar_type = t.type();
+    g.sizes.emplace(t.sizes().begin(), t.sizes().end());
+    g.requires_grad = t.requires_grad();
     return g;
 }
 
@@ -331,9 +344,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     } else {
         s->reason = differentiable_plan(*s, in, bo);
         if (s->reason.empty()) {
-            s->kind = plan_kind::differentiable;
-            // Differentiable graphs are traced through autograd for the observed shapes.
-            for (std::size_t i = 0; i < s->guards.size(); ++i) s->guards[i] = make_guard(graph_->inputs()[i], fusion_behavior::static_);
+            s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
             s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
@@ -359,16 +370,55 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
 
 GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in,
                                                              plan::build_options bo) {
-    std::vector<Tensor> examples;
-    for (const auto& v : in) {
-        const Tensor* t = std::get_if<Tensor>(&v);
-        if (!t) return "an input is a number";
-        examples.push_back(*t);
-    }
-    for (const ir::Node* n : graph_->block()->nodes())
+    for (const ir::Node* n : graph_->block()->nodes()) {
+        if (!n->blocks().empty())
+            return std::string("the graph has control flow (") + std::string(n->kind().name) +
+                   "); differentiable plans are straight-line graphs";
         if (n->is<ir::kinds::constant>())
             if (const auto* t = std::get_if<Tensor>(&n->attr("value")); t && t->requires_grad())
                 return "a constant tensor requires grad";
+    }
+    // The forward and backward graphs are traced (capture::aot) for the dtypes, sizes and
+    // requires_grad flags of example inputs, so the plan's guards are exactly those of the
+    // examples. The examples are the inputs of the profiled runs when the profile knows them
+    // completely (this call's inputs when they agree, otherwise zeros of the profiled types:
+    // the values do not matter, a straight-line graph is traced the same way for any values),
+    // else this call's inputs.
+    const auto& params = graph_->inputs();
+    std::vector<Tensor> examples;
+    bool profile_complete = record_ != nullptr, call_matches = true;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor* t = std::get_if<Tensor>(&in[i]);
+        if (!t) return "an input is a number";
+        const value_profile* p = record_ ? record_->find(params[i]) : nullptr;
+        const bool known = p && !p->mixed_kinds && p->type.is_tensor() && p->type.tensor.scalar_type &&
+                           p->type.tensor.requires_grad && p->type.tensor.sizes &&
+                           std::all_of(p->type.tensor.sizes->begin(), p->type.tensor.sizes->end(),
+                                       [](const auto& d) { return d.has_value(); });
+        if (!known) {
+            profile_complete = false;
+            continue;
+        }
+        const ir::TensorType& pt = p->type.tensor;
+        call_matches = call_matches && t->type() == *pt.scalar_type && t->requires_grad() == *pt.requires_grad &&
+                       std::equal(t->sizes().begin(), t->sizes().end(), pt.sizes->begin(), pt.sizes->end(),
+                                  [](std::int64_t a, const std::optional<std::int64_t>& b) { return a == *b; });
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor& t = std::get<Tensor>(in[i]);
+        if (!profile_complete || call_matches) {
+            examples.push_back(t);
+            continue;
+        }
+        const ir::TensorType& pt = record_->find(params[i])->type.tensor;
+        int_list sizes;
+        for (const auto& d : *pt.sizes) sizes.push_back(*d);
+        Tensor z = zeros(sizes, *pt.scalar_type);
+        if (*pt.requires_grad) z.requires_grad_();
+        examples.push_back(std::move(z));
+    }
+    s.guards.clear();
+    for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
     std::shared_ptr<capture::aot_function> f;
     try {
         const ir::Graph& g = *graph_;
