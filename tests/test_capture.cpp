@@ -422,3 +422,23 @@ TEST_CASE("capture::aot: aliased buffers are supported, aliased inputs that requ
     CHECK_THROWS_WITH(capture::aot([](Tensor p, Tensor q) { return (p * q).sum(); }, std::vector<Tensor>{w, w}),
                       Catch::Contains("aliased inputs that require grad are supported by jit::script"));
 }
+
+TEST_CASE("capture::aot: the joint graph is cleaned before partitioning, so equal values are saved once",
+          "[capture]") {
+    const auto f = [](Tensor p, Tensor y) { return ((p - y) * (p - y)).mean(); };
+    Tensor p = randn({8, 1}, dtype::float64), y = randn({8, 1}, dtype::float64);
+    p.requires_grad_();
+    const auto a = capture::aot(f, p, y);
+    const auto count = [](const ir::Graph& g, std::string_view kind) {
+        std::size_t n = 0;
+        for (const ir::Node* node : g.block()->nodes()) n += node->kind().name == kind;
+        return n;
+    };
+    CHECK(count(*a.forward, "sub") == 1);  // traced twice, computed once
+    CHECK(a.num_saved == 1);               // p - y, saved once (mul's backward reads it twice)
+    for (const ir::Node* n : a.backward->block()->nodes())  // no reshape to the sizes a value already has
+        if (n->kind().name == "reshape") CHECK(n->input(0)->type().tensor.sizes != n->output()->type().tensor.sizes);
+    const Tensor got = autograd::grad({a(p, y)[0]}, {p})[0];
+    const Tensor want = autograd::grad({f(p, y)}, {p})[0];
+    CHECK(allclose(got, want, 1e-12, 1e-12));
+}

@@ -254,7 +254,10 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
             joint->register_output(tr.value_of(gk.detach()));
         }
     }
-    ir::dce::run(*joint);
+    // The IR's clean-up before partitioning, so that equal values are computed and saved once
+    // ((p - y) * (p - y) traces two subs) and views that change nothing (the backward's
+    // reshape to the same sizes) are gone. Values are unchanged bit for bit.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::dce>::run(*joint);
     joint->lint();
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
