@@ -3,6 +3,8 @@
 // mutation, aliasing and gradients.
 #include <catch2/catch.hpp>
 
+#include <memory>
+
 #include <graft/capture/aot.hpp>
 #include <graft/graft.hpp>
 #include <graft/ir/ir.hpp>
@@ -441,4 +443,44 @@ TEST_CASE("capture::aot: the joint graph is cleaned before partitioning, so equa
     const Tensor got = autograd::grad({a(p, y)[0]}, {p})[0];
     const Tensor want = autograd::grad({f(p, y)}, {p})[0];
     CHECK(allclose(got, want, 1e-12, 1e-12));
+}
+
+TEST_CASE("capture::aot: a call with another signature captures again (one capture per signature)",
+          "[capture]") {
+    const auto f = [](Tensor x, Tensor w) { return tanh(matmul(x, w)).mean(); };
+    Tensor w = randn({3, 2}, dtype::float64);
+    w.requires_grad_();
+    const auto a = capture::aot(f, randn({8, 3}, dtype::float64), w);
+    const auto check_call = [&](std::int64_t batch, bool x_grad) {
+        Tensor x = randn({batch, 3}, dtype::float64);
+        if (x_grad) x.requires_grad_();
+        const Tensor y = a(x, w)[0], ye = f(x, w);
+        CHECK(allclose(y, ye, 1e-12, 1e-12));
+        std::vector<autograd::grad_input> wrt{w};
+        if (x_grad) wrt.emplace_back(x);
+        const auto got = autograd::grad({y}, wrt), want = autograd::grad({ye}, wrt);
+        for (std::size_t k = 0; k < got.size(); ++k) CHECK(allclose(got[k], want[k], 1e-12, 1e-12));
+    };
+    check_call(8, false);
+    CHECK(a.recaptures() == 0);
+    check_call(5, false);  // another batch size: captured again (mean divides by 5, not 8)
+    CHECK(a.recaptures() == 1);
+    check_call(8, false);
+    check_call(5, false);
+    CHECK(a.recaptures() == 1);
+    check_call(8, true);  // x requires grad now: the first capture has no gradient for it
+    CHECK(a.recaptures() == 2);
+    // A function that cannot be copied is not kept: a mismatch names both signatures.
+    auto owned = std::make_unique<double>(2.0);
+    const auto g = capture::aot([p = std::move(owned)](Tensor x) { return (x * *p).sum(); },
+                                randn({4, 3}, dtype::float64));
+    CHECK_THROWS_WITH(g(randn({5, 3}, dtype::float64)),
+                      Catch::Contains("captured for (Double(4, 3)), got (Double(5, 3))"));
+    CHECK(allclose(g(ones({4, 3}, dtype::float64))[0], full({}, 24.0, dtype::float64)));
+}
+
+TEST_CASE("ir::interpret: an input of another type is named in the message", "[capture]") {
+    const auto cap = capture::trace([](Tensor x) { return x * 2.0; }, ones({8, 3}));
+    CHECK_THROWS_WITH(ir::interpret(cap.graph(), std::vector<ir::ivalue>{ones({5, 3})}),
+                      Catch::Contains("expects Float(8, 3), got Float(5, 3)"));
 }

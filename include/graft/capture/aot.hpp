@@ -9,8 +9,13 @@
 // so the backward ops recorded are exactly the eager engine's derivatives
 // (the op table's rules for elementwise ops). The partitioner then decides
 // what the forward saves for the backward (see partition_policy).
+//
+// The graphs are traced for the examples' dtypes and sizes; a call with other ones captures
+// f again (a small cache per signature, like torch.compile's recompilation).
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "graft/autograd/tensor_methods.hpp"
@@ -33,6 +38,29 @@ struct aot_options {
     partition_policy policy = partition_policy::save_all;
 };
 
+class aot_function;
+
+namespace detail {
+
+/// What a capture of capture::aot is specialized for, per function input.
+struct input_signature {
+    dtype type = dtype::float32;
+    int_list sizes;
+    bool requires_grad = false;
+};
+
+/// capture::aot's own copy of f, to capture it again for inputs of another signature (as
+/// torch.compile recompiles), and the captures made so far.
+struct aot_recapture {
+    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> f;
+    aot_options options;
+    std::mutex mutex;
+    std::vector<std::pair<std::vector<input_signature>, std::shared_ptr<const aot_function>>> cache;
+    static constexpr std::size_t max_signatures = 16;  // past that, f runs eagerly
+};
+
+}  // namespace detail
+
 /// The result of capture::aot: two graphs and how to run them as one autograd node.
 class aot_function {
 public:
@@ -50,10 +78,22 @@ public:
     std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
+    /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.
+    std::vector<detail::input_signature> signature;
+    /// Set by capture::aot when f can be copied: a call with another signature (dtype, sizes,
+    /// or an input that requires grad where the example did not) captures f again for it,
+    /// once per signature (at most 16; past that f runs eagerly). Empty: such a call is a
+    /// graft::error naming the expected and the actual types.
+    std::shared_ptr<detail::aot_recapture> recapture;
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+    /// Were the graphs traced for inputs like these (dtypes, sizes; no input requiring grad
+    /// that did not when captured)?
+    [[nodiscard]] bool admits(const std::vector<Tensor>& inputs) const;
+    /// Number of captures made for other signatures so far (see `recapture`).
+    [[nodiscard]] std::size_t recaptures() const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -79,7 +119,15 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
 /// (buffers) may be updated in place and returned, as capture::trace allows.
 template <class F>
 [[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
-    return detail::aot_impl(example_inputs, detail::traced_fn::of(f), options);
+    aot_function r = detail::aot_impl(example_inputs, detail::traced_fn::of(f), options);
+    if constexpr (std::is_copy_constructible_v<std::decay_t<F>>) {
+        r.recapture = std::make_shared<detail::aot_recapture>();
+        r.recapture->f = [fn = std::decay_t<F>(f)](const std::vector<Tensor>& in) mutable {
+            return detail::call(fn, in);
+        };
+        r.recapture->options = options;
+    }
+    return r;
 }
 
 template <class F, class... Ts>

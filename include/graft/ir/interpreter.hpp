@@ -12,6 +12,8 @@ namespace detail {
 
 [[nodiscard]] GRAFT_INLINE bool truthy(const ivalue& v);
 
+/// The type of a value as graph text prints it (Float(5, 3), an int, ...), for messages.
+[[nodiscard]] GRAFT_INLINE std::string describe_value(const ivalue& x);
 GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x);
 
 GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env);

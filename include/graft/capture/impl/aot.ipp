@@ -9,9 +9,73 @@
 
 namespace graft::capture {
 
+namespace detail {
+
+GRAFT_INLINE std::vector<input_signature> signature_of(const std::vector<Tensor>& inputs) {
+    std::vector<input_signature> r;
+    r.reserve(inputs.size());
+    for (const Tensor& t : inputs) r.push_back({t.type(), t.sizes(), t.requires_grad()});
+    return r;
+}
+
+GRAFT_INLINE std::string describe_signature(const std::vector<input_signature>& s) {
+    std::string r;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        ir::TensorType t;
+        t.scalar_type = s[i].type;
+        t.sizes.emplace(s[i].sizes.begin(), s[i].sizes.end());
+        if (s[i].requires_grad) t.requires_grad = true;
+        if (i) r += ", ";
+        r += ir::to_string(ir::Type::tensor_type(std::move(t)));
+    }
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool aot_function::admits(const std::vector<Tensor>& inputs) const {
+    if (inputs.size() != signature.size()) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i];
+        const detail::input_signature& s = signature[i];
+        if (!t.defined() || t.type() != s.type || t.sizes() != s.sizes || (t.requires_grad() && !s.requires_grad))
+            return false;
+    }
+    return true;
+}
+
+GRAFT_INLINE std::size_t aot_function::recaptures() const {
+    if (!recapture) return 0;
+    std::lock_guard lock(recapture->mutex);
+    return recapture->cache.size();
+}
+
 GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tensor>& inputs) const {
     graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
                          " inputs, got ", inputs.size());
+    if (!signature.empty() && !admits(inputs)) {
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            graft::detail::check(inputs[i].defined(), "capture::aot: input ", i, " is undefined");
+        const auto sig = detail::signature_of(inputs);
+        graft::detail::check(recapture != nullptr, "capture::aot: the graphs were captured for (",
+                             detail::describe_signature(signature), "), got (", detail::describe_signature(sig),
+                             "); capture again for these inputs");
+        std::shared_ptr<const aot_function> other;
+        {
+            std::lock_guard lock(recapture->mutex);
+            for (const auto& [s, fn] : recapture->cache)
+                if (fn->admits(inputs)) other = fn;
+            if (!other && recapture->cache.size() < detail::aot_recapture::max_signatures) {
+                auto fn = std::make_shared<aot_function>(
+                    detail::aot_impl(inputs, detail::traced_fn::of(recapture->f), recapture->options));
+                fn->node_name = node_name;
+                recapture->cache.emplace_back(sig, fn);
+                other = std::move(fn);
+            }
+        }
+        if (!other) return recapture->f(inputs);  // past max_signatures: eager
+        return (*other)(inputs);
+    }
     // The graphs' inputs: the function's, or with alias groups their bases (inputs that share
     // memory the way the examples did; otherwise a graft::error, never a wrong result).
     const std::vector<Tensor> args_storage = meta.graph_inputs.empty() && meta.mutated_inputs.empty()
@@ -196,6 +260,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     for (std::size_t j = 0; j < gin.size(); ++j)
         if (gin[j].requires_grad()) r.grad_inputs.push_back(j);
     r.num_inputs = in.size();
+    r.signature = signature_of(example_inputs);
     r.meta.alias_groups = ti.groups;
     r.meta.graph_inputs = ti.graph_input_sources;
     {

@@ -12,6 +12,19 @@ GRAFT_INLINE bool truthy(const ivalue& v) {
     graft::detail::fail("prim::If: the condition must be a number, not a tensor");
 }
 
+GRAFT_INLINE std::string describe_value(const ivalue& x) {
+    if (const auto* t = std::get_if<Tensor>(&x)) {
+        if (!t->defined()) return "an undefined tensor";
+        ir::TensorType tt = ir::TensorType::of(*t);
+        if (t->is_contiguous()) tt.strides.reset();  // as types print: strides only when they matter
+        if (!t->requires_grad()) tt.requires_grad.reset();
+        return to_string(Type::tensor_type(std::move(tt)));
+    }
+    if (std::holds_alternative<double>(x)) return "a float";
+    if (std::holds_alternative<std::int64_t>(x)) return "an int";
+    return "a bool";
+}
+
 GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
     const Type& t = v->type();
     const bool ok = std::visit(
@@ -23,8 +36,9 @@ GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
             else return t.kind == type_kind::bool_;
         },
         x);
-    graft::detail::check(ok, "ir::interpret: input %", v->name(), " expects ", to_string(t),
-                         ", got a value that does not match");
+    if (ok) return;
+    graft::detail::fail(graft::detail::concat("ir::interpret: input %", v->name(), " expects ", to_string(t), ", got ",
+                                              describe_value(x)));
 }
 
 GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
