@@ -499,9 +499,11 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> input
         const ir::Type& t = params[i]->type();
         const bool ok = t.is_tensor() ? std::holds_alternative<Tensor>(inputs[i]) && std::get<Tensor>(inputs[i]).defined()
                                       : detail::number_type(inputs[i]) == t && !std::holds_alternative<Tensor>(inputs[i]);
-        graft::detail::check(ok, "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
-                             t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t), ", got ",
-                             ir::detail::describe_value(inputs[i]));
+        if (!ok)  // not check(): the message's parts are formatted only on failure
+            graft::detail::fail(graft::detail::concat(
+                "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
+                t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t), ", got ",
+                ir::detail::describe_value(inputs[i])));
     }
     return top_->run(std::move(inputs));
 }
