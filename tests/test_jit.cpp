@@ -669,3 +669,97 @@ TEST_CASE("jit: the process-wide strategy is read at a script's first call and a
     CHECK(fixed.debug_state().bailout_depth == 2);
     jit::set_fusion_strategy(old);
 }
+
+// ---------------------------------------------------------------- symbolic sizes (DYNAMIC differentiable plans)
+
+namespace {
+
+Tensor mlp_step(Tensor x, Tensor y, Tensor w1, Tensor b1, Tensor w2, Tensor b2) {
+    const Tensor h = tanh(matmul(x, w1) + b1);
+    const Tensor p = matmul(h, w2) + b2;
+    return ((p - y) * (p - y)).mean();
+}
+
+}  // namespace
+
+TEST_CASE("jit: a DYNAMIC differentiable plan serves every batch size through symbolic sizes", "[jit]") {
+    std::vector<Tensor> params{randn({3, 5}, dtype::float64), randn({5}, dtype::float64), randn({5, 1}, dtype::float64),
+                               randn({1}, dtype::float64)};
+    for (auto& p : params) p.requires_grad_();
+    const auto train = [&](auto& fn, std::initializer_list<std::int64_t> batches) {
+        for (std::int64_t n : batches) {
+            const Tensor x = randn({n, 3}, dtype::float64), y = randn({n, 1}, dtype::float64);
+            const Tensor loss = fn(x, y, params[0], params[1], params[2], params[3]);
+            const Tensor want = mlp_step(x, y, params[0], params[1], params[2], params[3]);
+            CHECK(allclose(loss.detach(), want.detach(), 1e-12, 1e-12));
+            const auto got_g = autograd::grad({loss}, {params[0], params[1], params[2], params[3]});
+            const auto want_g = autograd::grad({want}, {params[0], params[1], params[2], params[3]});
+            for (std::size_t k = 0; k < 4; ++k) CHECK(allclose(got_g[k], want_g[k], 1e-12, 1e-12));
+        }
+    };
+    SECTION("default strategy: two STATIC specializations, then one DYNAMIC plan for every other size") {
+        auto fn = jit::script(mlp_step, opts());
+        train(fn, {8, 16, 32, 5, 64, 128, 7});
+        const jit::debug_state d = fn.debug_state();
+        CHECK(d.compilations == 3);  // STATIC for 8, STATIC for 16, DYNAMIC (symbolic) for the rest
+        REQUIRE(d.levels.size() >= 3);
+        REQUIRE(d.levels[2].plan);
+        const jit::plan_state& p = *d.levels[2].plan;
+        CHECK(p.kind == jit::plan_kind::differentiable);
+        CHECK(p.behavior == jit::fusion_behavior::dynamic_);
+        CHECK(p.guards[0] == "Double(s0, 3, requires_grad=0)");
+        CHECK(p.guards[2] == "Double(3, 5, requires_grad=1)");  // sizes that never varied stay exact
+        CHECK(p.symbolic.find("expand.sizes[0] = s0") != std::string::npos);
+        CHECK(p.hits == 4);  // 5, 64, 128, 7
+        CHECK(d.total_guard_failures() > 0);
+    }
+    SECTION("DYNAMIC only: one compilation, on the second size") {
+        auto fn = jit::script(mlp_step, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 4}}));
+        train(fn, {8, 16, 32, 5, 64});
+        const jit::debug_state d = fn.debug_state();
+        CHECK(d.compilations == 1);
+        CHECK(d.levels[0].plan->hits == 4);  // 16 (the compiling call), 32, 5, 64
+        train(fn, {1});  // size 1 is specialized (broadcasting): a fallback, still eager's result
+        CHECK(fn.debug_state().levels[0].plan->guard_failures == 1);
+    }
+}
+
+TEST_CASE("jit: symbolic sizes from two varying dimensions (a mean over both)", "[jit]") {
+    const auto f = [](Tensor x, Tensor w) { return (tanh(x * w) * x).mean(); };
+    auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 3}}));
+    for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{4, 5}, {6, 7}, {8, 9}, {3, 11}, {12, 2}}) {
+        Tensor x = randn({r, c}, dtype::float64), w = randn({c}, dtype::float64);
+        x.requires_grad_();
+        w.requires_grad_();
+        const Tensor y = fn(x, w), ye = f(x, w);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        const auto g = autograd::grad({y}, {x, w}), ge = autograd::grad({ye}, {x, w});
+        CHECK(allclose(g[0], ge[0], 1e-12, 1e-12));
+        CHECK(allclose(g[1], ge[1], 1e-12, 1e-12));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(d.compilations == 1);
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->guards[0] == "Double(s0, s1, requires_grad=1)");
+    CHECK(d.levels[0].plan->symbolic.find("= s0 * s1") != std::string::npos);  // the mean's count
+}
+
+TEST_CASE("jit: sizes no input size explains keep a DYNAMIC differentiable plan exact, never wrong", "[jit]") {
+    // narrow's backward writes the gradient into zeros of the input's size through index
+    // constants: tensor constants that change with the size, which no symbol explains.
+    const auto f = [](Tensor x) { return tanh(x.narrow(0, 1, 2)).sum(); };
+    auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 6}}));
+    for (std::int64_t n : {4, 6, 8, 6, 9}) {
+        Tensor x = randn({n, 3}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x), ye = f(x);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        CHECK(allclose(autograd::grad({y}, {x})[0], autograd::grad({ye}, {x})[0], 1e-12, 1e-12));
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() >= 2);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[1].plan->kind == jit::plan_kind::differentiable);
+    CHECK(d.levels[1].plan->symbolic.find("none (exact sizes)") != std::string::npos);
+    CHECK(d.levels[1].plan->guards[0] == "Double(6, 3, requires_grad=1)");
+}

@@ -6,4 +6,5 @@
 #include "graft/ir/parse.hpp"
 #include "graft/ir/passes.hpp"
 #include "graft/ir/print.hpp"
+#include "graft/ir/symbolic.hpp"
 #include "graft/ir/type.hpp"

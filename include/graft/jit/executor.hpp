@@ -61,6 +61,9 @@ struct input_guard {
     std::optional<std::size_t> rank;                   // DYNAMIC
     std::optional<bool> contiguous;                    // DYNAMIC
     std::optional<bool> requires_grad;
+    /// Symbolic differentiable plans: per dimension, the exact size, or -1 - k for size symbol
+    /// s_k (any size >= 2; dimensions with one symbol must be equal: checked by the specialization).
+    std::optional<std::vector<std::int64_t>> symbolic_sizes;
 
     [[nodiscard]] bool check(const ir::ivalue& v) const;
 
@@ -74,6 +77,7 @@ struct plan_state {
     std::string reason;               // why a plan is eager (or empty)
     std::vector<std::string> guards;       // one per input
     std::vector<std::string> seen_shapes;  // per input: the shapes the profiling runs saw, e.g. "[100], [200]"
+    std::string symbolic;                  // symbolic differentiable plans: symbols and computed attributes
     std::string graph;                     // the specialized graph (types from the profile) and its fusion groups
     std::size_t fusion_groups = 0;
     std::uint64_t hits = 0;            // calls that passed the guards
@@ -115,6 +119,18 @@ using clock = std::chrono::steady_clock;
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
 
+/// Input sizes seen by the profiling runs and compilations of one executor chain: which
+/// dimensions vary, for symbolic differentiable plans.
+struct shape_history {
+    std::mutex mutex;
+    std::vector<std::vector<std::vector<std::int64_t>>> calls;  // per call, per input: sizes (empty: a number)
+    static constexpr std::size_t max_calls = 64;
+
+    void add(const std::vector<ir::ivalue>& in);
+    /// (input, dim) pairs whose size differed between calls of the same rank.
+    [[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> varying_dims();
+};
+
 /// Chrome trace events of one executor chain.
 struct trace_log {
     struct event {
@@ -150,6 +166,9 @@ struct specialization {
     double compile_ms = 0;
     /// The fallback function: runs the graph through an executor with one specialization less.
     std::function<std::vector<ir::ivalue>(std::vector<ir::ivalue>)> fallback;
+    /// Symbolic differentiable plans: where each size symbol occurs (input, dimension).
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> symbol_occurrences;
+    std::string symbolic_text;  // the symbols and the attributes computed from them
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
@@ -161,7 +180,8 @@ struct specialization {
 class executor_state : public std::enable_shared_from_this<executor_state> {
 public:
     executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
-                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations);
+                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations,
+                   std::shared_ptr<shape_history> history);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
@@ -188,7 +208,8 @@ private:
     void compile(const std::vector<ir::ivalue>& in);
 
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
-    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo);
+    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
+                                    fusion_behavior behavior);
 
     void release_profile_locked();
 
@@ -200,6 +221,7 @@ private:
     std::shared_ptr<trace_log> log_;
     int level_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
+    std::shared_ptr<shape_history> history_;
 
     mutable std::mutex mutex_;
     std::atomic<const specialization*> current_{nullptr};

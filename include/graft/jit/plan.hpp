@@ -37,6 +37,7 @@
 #include "graft/ir/interpreter.hpp"
 #include "graft/ir/kinds.hpp"
 #include "graft/ir/print.hpp"
+#include "graft/ir/symbolic.hpp"
 #include "graft/jit/options.hpp"
 #include "graft/jit/profile.hpp"
 #include "graft/kernels/dispatch.hpp"
@@ -184,6 +185,7 @@ struct step {
     std::vector<int> release;  // slots to clear after this step
     std::unique_ptr<block_plan> then_plan, else_plan;
     std::unique_ptr<fusion_group> group;
+    bool patched = false;  // a node whose attributes are computed from symbolic sizes
 };
 
 struct block_plan {
@@ -203,6 +205,8 @@ public:
         bool static_shapes = false;  // fusion groups precompute their loop bounds from the types
         std::size_t num_threads = 1;
         std::size_t parallel_grain = std::size_t{1} << 18;
+        /// Attributes computed from the inputs' sizes at every run (DYNAMIC differentiable plans).
+        std::shared_ptr<const ir::symbolic_sizes> symbolic;
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 
@@ -236,7 +240,9 @@ private:
         return v->node() != nullptr && v->node()->owning_block() == &b;
     }
 
-    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const;
+    /// `sizes`: the symbols' values for this run (symbolic plans only).
+    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
+                                  std::span<const std::int64_t> sizes = {}) const;
 
     /// Runs node n on the frame's values in slots `in`, storing its results in slots `out`.
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,

@@ -316,7 +316,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
             grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
         for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
             Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(gin[r.grad_inputs[k]]);
-            joint->register_output(tr.value_of(gk.detach()));
+            joint->register_output(tr.value_of(gk));  // gk itself: a detached alias would read as take
         }
     }
     // The IR's clean-up before partitioning, so that equal values are computed and saved once

@@ -3,6 +3,7 @@
 #include "graft/jit/executor.hpp"
 
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -35,6 +36,14 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
         return false;
     if (rank && *rank != t->sizes().size()) return false;
     if (contiguous && *contiguous != t->is_contiguous()) return false;
+    if (symbolic_sizes) {
+        const auto sz = t->sizes();
+        if (sz.size() != symbolic_sizes->size()) return false;
+        for (std::size_t d = 0; d < sz.size(); ++d) {
+            const std::int64_t want = (*symbolic_sizes)[d];
+            if (want >= 0 ? sz[d] != want : sz[d] < 2) return false;  // symbols: 0 and 1 are specialized
+        }
+    }
     return true;
 }
 
@@ -50,6 +59,13 @@ GRAFT_INLINE std::string input_guard::describe() const {
     os << (scalar_type ? ir::detail::dtype_type_name(*scalar_type) : "Tensor") << '(';
     if (sizes) {
         for (std::size_t i = 0; i < sizes->size(); ++i) os << (i ? ", " : "") << (*sizes)[i];
+    } else if (symbolic_sizes) {
+        for (std::size_t i = 0; i < symbolic_sizes->size(); ++i) {
+            const std::int64_t d = (*symbolic_sizes)[i];
+            os << (i ? ", " : "");
+            if (d >= 0) os << d;
+            else os << 's' << (-1 - d);
+        }
     } else if (rank) {
         for (std::size_t i = 0; i < *rank; ++i) os << (i ? ", " : "") << '*';
     } else {
@@ -97,6 +113,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
         if (p.timed_runs) os << ", " << p.timed_runs << " timed run(s) " << p.run_ms_total / static_cast<double>(p.timed_runs) << " ms each";
         os << "\n  guards:";
         for (std::size_t k = 0; k < p.guards.size(); ++k) os << (k ? ", " : " ") << '%' << k << ": " << p.guards[k];
+        if (!p.symbolic.empty()) os << "\n  symbolic sizes: " << p.symbolic;
         os << "\n  shapes profiled:";
         for (std::size_t k = 0; k < p.seen_shapes.size(); ++k)
             os << (k ? "; " : " ") << '%' << k << ": " << (p.seen_shapes[k].empty() ? "-" : p.seen_shapes[k]);
@@ -121,7 +138,37 @@ GRAFT_INLINE bool specialization::admits(const std::vector<ir::ivalue>& in) cons
     if (in.size() != guards.size()) return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!guards[i].check(in[i])) return false;
+    for (const auto& occ : symbol_occurrences) {  // duck sizing: one symbol, one size
+        const std::int64_t v = std::get<Tensor>(in[occ[0].first]).sizes()[occ[0].second];
+        for (std::size_t k = 1; k < occ.size(); ++k)
+            if (std::get<Tensor>(in[occ[k].first]).sizes()[occ[k].second] != v) return false;
+    }
     return true;
+}
+
+GRAFT_INLINE void shape_history::add(const std::vector<ir::ivalue>& in) {
+    std::vector<std::vector<std::int64_t>> sizes;
+    for (const auto& v : in) {
+        const Tensor* t = std::get_if<Tensor>(&v);
+        sizes.emplace_back();
+        if (t && t->defined()) sizes.back().assign(t->sizes().begin(), t->sizes().end());
+    }
+    std::lock_guard lock(mutex);
+    if (calls.size() < max_calls) calls.push_back(std::move(sizes));
+}
+
+GRAFT_INLINE std::vector<std::pair<std::size_t, std::size_t>> shape_history::varying_dims() {
+    std::lock_guard lock(mutex);
+    std::vector<std::pair<std::size_t, std::size_t>> r;
+    if (calls.empty()) return r;
+    for (std::size_t i = 0; i < calls[0].size(); ++i)
+        for (std::size_t d = 0; d < calls[0][i].size(); ++d) {
+            bool varies = false;
+            for (const auto& c : calls)
+                varies = varies || (i < c.size() && c[i].size() == calls[0][i].size() && c[i][d] != calls[0][i][d]);
+            if (varies) r.emplace_back(i, d);
+        }
+    return r;
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::ivalue>& in) const {
@@ -135,13 +182,15 @@ GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::i
 
 GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                                             std::shared_ptr<trace_log> log, int level,
-                                            std::shared_ptr<std::atomic<std::size_t>> compilations)
+                                            std::shared_ptr<std::atomic<std::size_t>> compilations,
+                                            std::shared_ptr<shape_history> history)
     : graph_(std::move(g)),
       options_(std::move(o)),
       remaining_(remaining),
       log_(std::move(log)),
       level_(level),
-      compilations_(std::move(compilations)) {
+      compilations_(std::move(compilations)),
+      history_(std::move(history)) {
     if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
 }
 
@@ -208,6 +257,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             p.reason = s->reason;
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
+            p.symbolic = s->symbolic_text;
             p.graph = s->graph_text;
             p.fusion_groups = s->fusion_groups;
             p.hits = s->hits.load(std::memory_order_relaxed);
@@ -232,6 +282,7 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::profile(const std::vector<i
     const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
     auto out = profiling_plan_->run(in, &observe);
     rec.finish_run();
+    history_->add(in);
     *record_ = std::move(rec);
     ++profiled_runs_;
     profiling_ms_ += ms_since(t0);
@@ -305,6 +356,7 @@ GRAFT_INLINE std::string executor_state::specialized_text() const {
 
 GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
+    history_->add(in);
     auto s = std::make_unique<specialization>();
     const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
     s->behavior = behavior;
@@ -342,7 +394,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         s->fusion_groups = s->run_plan->num_fusion_groups();
         s->graph_text = specialized_text() + s->run_plan->describe();
     } else {
-        s->reason = differentiable_plan(*s, in, bo);
+        s->reason = differentiable_plan(*s, in, bo, behavior);
         if (s->reason.empty()) {
             s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
@@ -352,7 +404,8 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         }
     }
     // The fallback function: the same graph, one specialization less.
-    auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_);
+    auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_,
+                                               history_);
     s->fallback_executor = fb;
     s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
     s->compile_ms = ms_since(t0);
@@ -369,7 +422,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
 }
 
 GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in,
-                                                             plan::build_options bo) {
+                                                             plan::build_options bo, fusion_behavior behavior) {
     for (const ir::Node* n : graph_->block()->nodes()) {
         if (!n->blocks().empty())
             return std::string("the graph has control flow (") + std::string(n->kind().name) +
@@ -419,10 +472,9 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     }
     s.guards.clear();
     for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
-    std::shared_ptr<capture::aot_function> f;
-    try {
-        const ir::Graph& g = *graph_;
-        f = std::make_shared<capture::aot_function>(capture::aot(
+    const ir::Graph& g = *graph_;
+    const auto trace = [&g](const std::vector<Tensor>& ex) {
+        return std::make_shared<capture::aot_function>(capture::aot(
             [&g](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
                 std::vector<Tensor> r;
@@ -433,13 +485,93 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                 }
                 return r;
             },
-            examples));
+            ex));
+    };
+    std::shared_ptr<capture::aot_function> f;
+    try {
+        f = trace(examples);
     } catch (const graft::error& e) {
         return std::string("capture::aot: ") + e.what();
     }
+    // DYNAMIC: sizes that varied over the chain's calls become symbols when the graphs traced
+    // at other values of them differ only in attributes that are products of input sizes.
+    std::shared_ptr<const ir::symbolic_sizes> fwd_sym, bwd_sym;
+    if (behavior == fusion_behavior::dynamic_) {
+        std::vector<std::pair<std::size_t, std::size_t>> varying;
+        for (const auto& [i, d] : history_->varying_dims())
+            if (examples[i].sizes().size() > d && examples[i].sizes()[d] >= 2) varying.emplace_back(i, d);
+        if (!varying.empty()) {
+            // Duck sizing: varying dimensions of equal size share a symbol.
+            std::vector<std::int64_t> group_value;
+            std::vector<std::vector<std::pair<std::size_t, std::size_t>>> groups;
+            for (const auto& [i, d] : varying) {
+                const std::int64_t v = examples[i].sizes()[d];
+                std::size_t k = 0;
+                while (k < group_value.size() && group_value[k] != v) ++k;
+                if (k == group_value.size()) {
+                    group_value.push_back(v);
+                    groups.emplace_back();
+                }
+                groups[k].emplace_back(i, d);
+            }
+            std::set<std::int64_t> used;
+            for (const Tensor& e : examples)
+                for (std::int64_t d : e.sizes()) used.insert(d);
+            std::string why;
+            try {
+                std::vector<std::shared_ptr<capture::aot_function>> others;
+                for (int round = 1; round <= 2; ++round) {
+                    std::vector<Tensor> ex;
+                    for (const Tensor& e : examples) ex.push_back(e);
+                    std::vector<int_list> sizes;
+                    for (const Tensor& e : examples) sizes.push_back(e.sizes());
+                    for (std::size_t k = 0; k < groups.size(); ++k) {
+                        std::int64_t v = group_value[k] + round;
+                        while (used.count(v)) ++v;
+                        used.insert(v);
+                        for (const auto& [i, d] : groups[k]) sizes[i][d] = v;
+                    }
+                    for (std::size_t i = 0; i < ex.size(); ++i) {
+                        if (sizes[i] == examples[i].sizes()) continue;
+                        ex[i] = zeros(sizes[i], examples[i].type());
+                        if (examples[i].requires_grad()) ex[i].requires_grad_();
+                    }
+                    others.push_back(trace(ex));
+                }
+                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()}, why);
+                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward, {others[0]->backward.get(), others[1]->backward.get()}, why)
+                             : std::nullopt;
+                if (fs && bs) {
+                    fwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*fs));
+                    bwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*bs));
+                }
+            } catch (const graft::error& e) {
+                why = std::string("tracing at other sizes failed: ") + e.what();
+            }
+            if (fwd_sym) {
+                for (std::size_t k = 0; k < groups.size(); ++k)
+                    for (const auto& [i, d] : groups[k]) {
+                        input_guard& gd = s.guards[i];
+                        if (!gd.symbolic_sizes) gd.symbolic_sizes.emplace(gd.sizes->begin(), gd.sizes->end());
+                        (*gd.symbolic_sizes)[d] = -1 - static_cast<std::int64_t>(k);
+                    }
+                for (input_guard& gd : s.guards)
+                    if (gd.symbolic_sizes) gd.sizes.reset();
+                s.symbol_occurrences = groups;
+                f->signature.clear();  // the specialization's guards decide what the graphs serve
+                s.symbolic_text = "forward: " + fwd_sym->describe(*f->forward) + "\n    backward: " +
+                                  bwd_sym->describe(*f->backward);
+            } else {
+                s.symbolic_text = "none (exact sizes): " + why;
+            }
+        }
+    }
     const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
-    s.forward_plan = std::make_shared<plan>(f->forward, bo, own_types);
-    s.backward_plan = std::make_shared<plan>(f->backward, bo, own_types);
+    plan::build_options fbo = bo, bbo = bo;
+    fbo.symbolic = fwd_sym;
+    bbo.symbolic = bwd_sym;
+    s.forward_plan = std::make_shared<plan>(f->forward, fbo, own_types);
+    s.backward_plan = std::make_shared<plan>(f->backward, bbo, own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
             std::vector<ir::ivalue> a(args.begin(), args.end());
@@ -488,7 +620,8 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
     auto log = std::make_shared<detail::trace_log>();
     compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
     top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
-                                                    depth_, std::move(log), 0, compilations_);
+                                                    depth_, std::move(log), 0, compilations_,
+                                                    std::make_shared<detail::shape_history>());
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {

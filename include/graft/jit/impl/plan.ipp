@@ -108,6 +108,10 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
         frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
         if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
     }
+    if (options_.symbolic) {
+        const std::vector<std::int64_t> sizes = options_.symbolic->bind(inputs);
+        return run_block(top_, frame, observe, sizes);
+    }
     return run_block(top_, frame, observe);
 }
 
@@ -307,6 +311,7 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                                  "jit: prim::Call must be inlined before planning (ir::inline_calls)");
             graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
         }
+        s.patched = options_.symbolic && options_.symbolic->patches_node(n);
         s.release = releases_after(i, i);
         bp.steps.push_back(std::move(s));
         ++i;
@@ -315,15 +320,29 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     return bp;
 }
 
-GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame,
-                                                 const observer_fn* observe) const {
+GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
+                                                 std::span<const std::int64_t> sizes) const {
     for (const step& s : bp.steps) {
         switch (s.what) {
-            case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
+            case step::kind::node:
+                if (s.patched) {
+                    // Attributes that are functions of the inputs' sizes, evaluated for this run.
+                    const ir::attribute_map attrs = options_.symbolic->attributes(s.node, sizes);
+                    std::vector<ivalue> in;
+                    for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
+                    auto out = s.node->kind().run(attrs, in);
+                    for (std::size_t k = 0; k < out.size() && k < s.out.size(); ++k) {
+                        if (observe) (*observe)(s.node->outputs()[k], out[k]);
+                        frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                    }
+                } else {
+                    run_node(s.node, s.in, s.out, frame, observe);
+                }
+                break;
             case step::kind::if_: {
                 const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
                 const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
-                auto out = run_block(taken, frame, observe);
+                auto out = run_block(taken, frame, observe, sizes);
                 for (std::size_t k = 0; k < out.size(); ++k) {
                     if (observe) (*observe)(s.node->outputs()[k], out[k]);
                     frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
