@@ -484,3 +484,36 @@ TEST_CASE("ir::interpret: an input of another type is named in the message", "[c
     CHECK_THROWS_WITH(ir::interpret(cap.graph(), std::vector<ir::ivalue>{ones({5, 3})}),
                       Catch::Contains("expects Float(8, 3), got Float(5, 3)"));
 }
+
+TEST_CASE("capture::aot: dynamic_dims give one capture with symbolic sizes for every batch size", "[capture]") {
+    const auto f = [](Tensor x, Tensor y, Tensor w) {
+        const Tensor d = matmul(x, w) - y;
+        return (d * d).mean();
+    };
+    Tensor w = randn({3, 2}, dtype::float64);
+    w.requires_grad_();
+    capture::aot_options o;
+    o.dynamic_dims = {{0, 0}, {1, 0}};  // the batch dimension of x and y
+    const auto a = capture::aot(f, {randn({8, 3}, dtype::float64), randn({8, 2}, dtype::float64), w}, o);
+    REQUIRE(a.forward_sizes);
+    REQUIRE(a.backward_sizes);
+    CHECK(a.size_groups.size() == 1);  // x's and y's batch: one symbol
+    CHECK(ir::to_string(*a.forward).find("Double(*, 3)") != std::string::npos);
+    for (std::int64_t n : {8, 5, 13, 2, 1}) {
+        Tensor x = randn({n, 3}, dtype::float64), y = randn({n, 2}, dtype::float64);
+        x.requires_grad_();
+        const Tensor loss = a(x, y, w)[0], want = f(x, y, w);
+        CHECK(allclose(loss, want, 1e-12, 1e-12));
+        const auto g = autograd::grad({loss}, {x, w}), ge = autograd::grad({want}, {x, w});
+        CHECK(allclose(g[0], ge[0], 1e-12, 1e-12));  // the mean divides by 2n, computed per call
+        CHECK(allclose(g[1], ge[1], 1e-12, 1e-12));
+    }
+    CHECK(a.recaptures() == 2);  // x requiring grad (not in the example), and then size 1 (specialized)
+    // Bad requests are clear errors.
+    CHECK_THROWS_WITH(capture::aot(f, {randn({1, 3}), randn({1, 2}), randn({3, 2})},
+                                   capture::aot_options{capture::partition_policy::save_all, {{0, 0}}}),
+                      Catch::Contains("sizes 0 and 1 are specialized"));
+    CHECK_THROWS_WITH(capture::aot(f, {randn({4, 3}), randn({4, 2}), randn({3, 2})},
+                                   capture::aot_options{capture::partition_policy::save_all, {{0, 2}}}),
+                      Catch::Contains("dynamic dimension 2 of input 0 does not exist"));
+}

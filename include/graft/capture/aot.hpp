@@ -20,6 +20,7 @@
 
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/capture/trace.hpp"
+#include "graft/ir/symbolic.hpp"
 
 namespace graft::capture {
 
@@ -36,6 +37,11 @@ enum class partition_policy {
 
 struct aot_options {
     partition_policy policy = partition_policy::save_all;
+    /// (input, dimension) pairs whose size may change between calls, as
+    /// torch._dynamo.mark_dynamic: the graphs get symbolic sizes there (ir/symbolic.hpp;
+    /// dimensions of equal size share one symbol), so one capture serves every size >= 2.
+    /// Empty: sizes are exact and another size captures again.
+    std::vector<std::pair<std::size_t, std::size_t>> dynamic_dims;
 };
 
 class aot_function;
@@ -80,6 +86,10 @@ public:
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
     /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.
     std::vector<detail::input_signature> signature;
+    /// With aot_options::dynamic_dims: the attributes of the forward and backward graphs that
+    /// are computed from the inputs' sizes, and the dynamic dimensions grouped by symbol.
+    std::shared_ptr<const ir::symbolic_sizes> forward_sizes, backward_sizes;
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> size_groups;
     /// Set by capture::aot when f can be copied: a call with another signature (dtype, sizes,
     /// or an input that requires grad where the example did not) captures f again for it,
     /// once per signature (at most 16; past that f runs eagerly). Empty: such a call is a
@@ -102,6 +112,19 @@ public:
 };
 
 namespace detail {
+
+/// Dynamic dimensions grouped by their size in the examples (duck sizing).
+struct dynamic_groups {
+    std::vector<std::int64_t> values;
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> dims;
+};
+[[nodiscard]] GRAFT_INLINE dynamic_groups group_dynamic_dims(const std::vector<Tensor>& examples,
+                                                             const std::vector<std::pair<std::size_t, std::size_t>>& dims);
+/// `rounds` sets of examples in which every group has another size (distinct from every size
+/// of the examples and of the other rounds); inputs with other sizes are zeros (values do not
+/// change how a straight-line program traces).
+[[nodiscard]] GRAFT_INLINE std::vector<std::vector<Tensor>> perturbed_examples(const std::vector<Tensor>& examples,
+                                                                               const dynamic_groups& groups, int rounds);
 
 /// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
 GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graft/ir/graph.hpp"
@@ -46,6 +47,9 @@ struct size_patch {
 struct symbolic_sizes {
     std::vector<size_symbol> symbols;
     std::vector<size_patch> patches;
+    /// Every input dimension that differed between the traces, and its symbol.
+    std::vector<std::pair<std::size_t, std::size_t>> dims;
+    std::vector<std::size_t> dim_symbols;
 
     /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
     /// the needed rank).
@@ -54,6 +58,9 @@ struct symbolic_sizes {
     [[nodiscard]] bool patches_node(const Node* n) const;
     /// n's attributes with its patches evaluated for `values`.
     [[nodiscard]] attribute_map attributes(const Node* n, std::span<const std::int64_t> values) const;
+    /// Marks the symbolic dimensions of g's input types unknown (`Float(*, 3)`), so that the
+    /// interpreter's input check admits any size there.
+    void relax_input_types(Graph& g) const;
     /// Text for debug output: `s0 = %x0.size(0); %17 expand.sizes[0] = s0; %18 value = 1 * s0`.
     [[nodiscard]] std::string describe(const Graph& g) const;
 };

@@ -38,9 +38,22 @@ GRAFT_INLINE bool aot_function::admits(const std::vector<Tensor>& inputs) const 
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& t = inputs[i];
         const detail::input_signature& s = signature[i];
-        if (!t.defined() || t.type() != s.type || t.sizes() != s.sizes || (t.requires_grad() && !s.requires_grad))
-            return false;
+        if (!t.defined() || t.type() != s.type || (t.requires_grad() && !s.requires_grad)) return false;
+        if (size_groups.empty()) {
+            if (t.sizes() != s.sizes) return false;
+            continue;
+        }
+        if (t.sizes().size() != s.sizes.size()) return false;
+        for (std::size_t d = 0; d < s.sizes.size(); ++d) {
+            bool dynamic = false;
+            for (const auto& grp : size_groups)
+                for (const auto& [gi, gd] : grp) dynamic = dynamic || (gi == i && gd == d);
+            if (dynamic ? t.sizes()[d] < 2 : t.sizes()[d] != s.sizes[d]) return false;
+        }
     }
+    for (const auto& grp : size_groups)  // one symbol, one size
+        for (const auto& [gi, gd] : grp)
+            if (inputs[gi].sizes()[gd] != inputs[grp[0].first].sizes()[grp[0].second]) return false;
     return true;
 }
 
@@ -66,8 +79,13 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
             for (const auto& [s, fn] : recapture->cache)
                 if (fn->admits(inputs)) other = fn;
             if (!other && recapture->cache.size() < detail::aot_recapture::max_signatures) {
+                aot_options opts = recapture->options;  // dynamic dimensions stay dynamic where they can
+                bool keep = true;
+                for (const auto& [i, d] : opts.dynamic_dims)
+                    keep = keep && d < inputs[i].sizes().size() && inputs[i].sizes()[d] >= 2;
+                if (!keep) opts.dynamic_dims.clear();
                 auto fn = std::make_shared<aot_function>(
-                    detail::aot_impl(inputs, detail::traced_fn::of(recapture->f), recapture->options));
+                    detail::aot_impl(inputs, detail::traced_fn::of(recapture->f), opts));
                 fn->node_name = node_name;
                 recapture->cache.emplace_back(sig, fn);
                 other = std::move(fn);
@@ -85,7 +103,12 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<Tensor> results;
     {
         autograd::no_grad guard;
-        results = forward_runner ? forward_runner(args) : ir::interpret(*forward, args);
+        if (forward_runner) {
+            results = forward_runner(args);
+        } else {
+            std::vector<ir::ivalue> a(args.begin(), args.end());
+            for (auto& v : ir::interpret(*forward, a, forward_sizes.get())) results.push_back(std::get<Tensor>(std::move(v)));
+        }
     }
     const std::size_t n_mut = meta.mutated_inputs.size();
     for (std::size_t k = 0; k < n_mut; ++k) {
@@ -107,7 +130,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     // for zero gradients of outputs the caller did not differentiate.
     std::vector<std::pair<int_list, dtype>> shapes;
     for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes](
                          autograd::function_node& n, const autograd::tensor_list& g) {
         std::vector<Tensor> in;
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
@@ -118,7 +141,11 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         graft::detail::check(!autograd::is_grad_enabled(), n.name(),
                              ": double backward (create_graph=true) through a compiled graph is not supported; "
                              "differentiate the eager function instead");
-        return run ? run(in) : ir::interpret(*bwd, in);
+        if (run) return run(in);
+        std::vector<ir::ivalue> a(in.begin(), in.end());
+        std::vector<Tensor> r;
+        for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
+        return r;
     };
     for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
     return outs;
@@ -244,7 +271,83 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
     r.num_saved = saved.size();
 }
 
+GRAFT_INLINE dynamic_groups group_dynamic_dims(const std::vector<Tensor>& examples,
+                                              const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    dynamic_groups g;
+    for (const auto& [i, d] : dims) {
+        const std::int64_t v = examples[i].sizes()[d];
+        std::size_t k = 0;
+        while (k < g.values.size() && g.values[k] != v) ++k;
+        if (k == g.values.size()) {
+            g.values.push_back(v);
+            g.dims.emplace_back();
+        }
+        bool dup = false;
+        for (const auto& p : g.dims[k]) dup = dup || p == std::pair{i, d};
+        if (!dup) g.dims[k].emplace_back(i, d);
+    }
+    return g;
+}
+
+GRAFT_INLINE std::vector<std::vector<Tensor>> perturbed_examples(const std::vector<Tensor>& examples,
+                                                                 const dynamic_groups& groups, int rounds) {
+    std::set<std::int64_t> used;
+    for (const Tensor& e : examples)
+        for (std::int64_t d : e.sizes()) used.insert(d);
+    std::vector<std::vector<Tensor>> r;
+    for (int round = 1; round <= rounds; ++round) {
+        std::vector<int_list> sizes;
+        for (const Tensor& e : examples) sizes.push_back(e.sizes());
+        for (std::size_t k = 0; k < groups.values.size(); ++k) {
+            std::int64_t v = groups.values[k] + round;
+            while (used.count(v)) ++v;
+            used.insert(v);
+            for (const auto& [i, d] : groups.dims[k]) sizes[i][d] = v;
+        }
+        std::vector<Tensor> ex;
+        for (std::size_t i = 0; i < examples.size(); ++i) {
+            if (sizes[i] == examples[i].sizes()) {
+                ex.push_back(examples[i]);
+                continue;
+            }
+            Tensor z = zeros(sizes[i], examples[i].type());
+            if (examples[i].requires_grad()) z.requires_grad_();
+            ex.push_back(std::move(z));
+        }
+        r.push_back(std::move(ex));
+    }
+    return r;
+}
+
 GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f, aot_options options) {
+    if (!options.dynamic_dims.empty()) {
+        for (const auto& [i, d] : options.dynamic_dims) {
+            graft::detail::check(i < example_inputs.size() && example_inputs[i].defined() &&
+                                     d < example_inputs[i].sizes().size(),
+                                 "capture::aot: dynamic dimension ", d, " of input ", i, " does not exist");
+            graft::detail::check(example_inputs[i].sizes()[d] >= 2, "capture::aot: dynamic dimension ", d,
+                                 " of input ", i, " has size ", example_inputs[i].sizes()[d],
+                                 " in the example; sizes 0 and 1 are specialized: give an example of size 2 or more");
+        }
+        aot_options exact = options;
+        exact.dynamic_dims.clear();
+        aot_function r = aot_impl(example_inputs, f, exact);
+        const dynamic_groups groups = group_dynamic_dims(example_inputs, options.dynamic_dims);
+        std::vector<aot_function> others;
+        for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        std::string why;
+        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why);
+        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why)
+                     : std::nullopt;
+        graft::detail::check(fs && bs, "capture::aot: the dynamic dimensions cannot be symbolic: ", why,
+                             " (capture without dynamic_dims: one capture per size)");
+        fs->relax_input_types(*r.forward);
+        bs->relax_input_types(*r.backward);
+        r.forward_sizes = std::make_shared<const ir::symbolic_sizes>(std::move(*fs));
+        r.backward_sizes = std::make_shared<const ir::symbolic_sizes>(std::move(*bs));
+        r.size_groups = groups.dims;
+        return r;
+    }
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);

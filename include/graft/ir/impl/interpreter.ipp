@@ -41,23 +41,25 @@ GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
                                               describe_value(x)));
 }
 
-GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env,
+                                           const symbolic_sizes* sizes, std::span<const std::int64_t> values) {
     for (const Node* n : b.nodes()) {
         std::vector<ivalue> in;
         in.reserve(n->inputs().size());
         for (const Value* v : n->inputs()) in.push_back(env.at(v));
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
-            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env);
+            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
         } else if (n->is<kinds::call>()) {
             const Block& body = *n->blocks()[0];
             graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",
                                  body.inputs().size(), " arguments, got ", in.size());
             for (std::size_t i = 0; i < in.size(); ++i) env[body.inputs()[i]] = in[i];
-            out = run_block(body, env);
+            out = run_block(body, env, sizes, values);
         } else {
             graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
-            out = n->kind().run(n->attributes(), in);
+            out = sizes && sizes->patches_node(n) ? n->kind().run(sizes->attributes(n, values), in)
+                                                  : n->kind().run(n->attributes(), in);
         }
         graft::detail::check(out.size() == n->outputs().size(), "ir::interpret: ", n->kind().name, " gave ",
                              out.size(), " values for ", n->outputs().size(), " outputs");
@@ -79,6 +81,20 @@ GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<iva
         env[g.inputs()[i]] = inputs[i];
     }
     return detail::run_block(*g.block(), env);
+}
+
+GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs,
+                                           const symbolic_sizes* sizes) {
+    if (!sizes) return interpret(g, inputs);
+    graft::detail::check(inputs.size() == g.inputs().size(), "ir::interpret: the graph takes ", g.inputs().size(),
+                         " inputs, got ", inputs.size());
+    std::map<const Value*, ivalue> env;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(g.inputs()[i], inputs[i]);
+        env[g.inputs()[i]] = inputs[i];
+    }
+    const std::vector<std::int64_t> values = sizes->bind(inputs);
+    return detail::run_block(*g.block(), env, sizes, values);
 }
 
 GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {

@@ -47,6 +47,16 @@ GRAFT_INLINE attribute_map symbolic_sizes::attributes(const Node* n, std::span<c
     return a;
 }
 
+GRAFT_INLINE void symbolic_sizes::relax_input_types(Graph& g) const {
+    for (const auto& [j, d] : dims) {
+        Type t = g.inputs()[j]->type();
+        if (!t.is_tensor() || !t.tensor.sizes || d >= t.tensor.sizes->size()) continue;
+        (*t.tensor.sizes)[d] = std::nullopt;
+        t.tensor.strides.reset();
+        g.inputs()[j]->set_type(std::move(t));
+    }
+}
+
 GRAFT_INLINE std::string symbolic_sizes::describe(const Graph& g) const {
     std::ostringstream os;
     for (std::size_t k = 0; k < symbols.size(); ++k)
@@ -159,11 +169,14 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                 varies = varies || s[d] != (*s0)[d];
             }
             if (!varies) continue;
-            bool known = false;
-            for (const auto& v : sym_values) known = known || v == t;
-            if (known) continue;
-            r.symbols.push_back({j, d});
-            sym_values.push_back(std::move(t));
+            std::size_t k = 0;
+            while (k < sym_values.size() && sym_values[k] != t) ++k;
+            if (k == sym_values.size()) {
+                r.symbols.push_back({j, d});
+                sym_values.push_back(std::move(t));
+            }
+            r.dims.emplace_back(j, d);
+            r.dim_symbols.push_back(k);
         }
     }
     // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.

@@ -502,46 +502,18 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             if (examples[i].sizes().size() > d && examples[i].sizes()[d] >= 2) varying.emplace_back(i, d);
         if (!varying.empty()) {
             // Duck sizing: varying dimensions of equal size share a symbol.
-            std::vector<std::int64_t> group_value;
-            std::vector<std::vector<std::pair<std::size_t, std::size_t>>> groups;
-            for (const auto& [i, d] : varying) {
-                const std::int64_t v = examples[i].sizes()[d];
-                std::size_t k = 0;
-                while (k < group_value.size() && group_value[k] != v) ++k;
-                if (k == group_value.size()) {
-                    group_value.push_back(v);
-                    groups.emplace_back();
-                }
-                groups[k].emplace_back(i, d);
-            }
-            std::set<std::int64_t> used;
-            for (const Tensor& e : examples)
-                for (std::int64_t d : e.sizes()) used.insert(d);
+            const capture::detail::dynamic_groups dg = capture::detail::group_dynamic_dims(examples, varying);
+            const auto& groups = dg.dims;
             std::string why;
             try {
                 std::vector<std::shared_ptr<capture::aot_function>> others;
-                for (int round = 1; round <= 2; ++round) {
-                    std::vector<Tensor> ex;
-                    for (const Tensor& e : examples) ex.push_back(e);
-                    std::vector<int_list> sizes;
-                    for (const Tensor& e : examples) sizes.push_back(e.sizes());
-                    for (std::size_t k = 0; k < groups.size(); ++k) {
-                        std::int64_t v = group_value[k] + round;
-                        while (used.count(v)) ++v;
-                        used.insert(v);
-                        for (const auto& [i, d] : groups[k]) sizes[i][d] = v;
-                    }
-                    for (std::size_t i = 0; i < ex.size(); ++i) {
-                        if (sizes[i] == examples[i].sizes()) continue;
-                        ex[i] = zeros(sizes[i], examples[i].type());
-                        if (examples[i].requires_grad()) ex[i].requires_grad_();
-                    }
-                    others.push_back(trace(ex));
-                }
+                for (const auto& ex : capture::detail::perturbed_examples(examples, dg, 2)) others.push_back(trace(ex));
                 auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()}, why);
                 auto bs = fs ? ir::infer_symbolic_sizes(*f->backward, {others[0]->backward.get(), others[1]->backward.get()}, why)
                              : std::nullopt;
                 if (fs && bs) {
+                    fs->relax_input_types(*f->forward);
+                    bs->relax_input_types(*f->backward);
                     fwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*fs));
                     bwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*bs));
                 }
