@@ -111,6 +111,60 @@ void bm_aliasing_guard(benchmark::State& s) {
     for (auto _ : s) benchmark::DoNotOptimize(cap.meta().aliasing_matches(in));
 }
 
+// ------------------------------------------------------------------ changing batch sizes
+
+// A 2-32-32-1 MLP training step (forward, mean squared error, gradients of the parameters)
+// over batch sizes 8, 16, 32, 5, 64, 128 in turn: the default strategy's two STATIC
+// specializations take 8 and 16, the DYNAMIC one (symbolic batch size) every other size.
+Tensor mlp_loss(Tensor x, Tensor y, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3, Tensor b3) {
+    const Tensor h1 = graft::tanh(graft::matmul(x, w1) + b1);
+    const Tensor h2 = graft::tanh(graft::matmul(h1, w2) + b2);
+    const Tensor p = graft::matmul(h2, w3) + b3;
+    return ((p - y) * (p - y)).mean();
+}
+
+struct batch_data {
+    std::vector<std::pair<Tensor, Tensor>> batches;
+    std::vector<Tensor> params;
+    batch_data() {
+        graft::manual_seed(7);
+        for (std::int64_t n : {8, 16, 32, 5, 64, 128}) batches.emplace_back(graft::randn({n, 2}), graft::randn({n, 1}));
+        params = {graft::randn({2, 32}), graft::randn({32}), graft::randn({32, 32}), graft::randn({32}),
+                  graft::randn({32, 1}), graft::randn({1})};
+        for (auto& p : params) p.requires_grad_();
+    }
+};
+
+template <class F>
+void train_step(F& f, const batch_data& d, std::size_t i) {
+    const auto& [x, y] = d.batches[i % d.batches.size()];
+    const auto& p = d.params;
+    const Tensor loss = f(x, y, p[0], p[1], p[2], p[3], p[4], p[5]);
+    benchmark::DoNotOptimize(graft::autograd::grad({loss}, {p[0], p[1], p[2], p[3], p[4], p[5]}));
+}
+
+void bm_dynamic_training_jit(benchmark::State& s) {
+    const batch_data d;
+    auto fn = jit::script(mlp_loss, bench_options());
+    for (std::size_t i = 0; i < 12; ++i) train_step(fn, d, i);  // profile, specialize
+    const std::size_t before = fn.debug_state().compilations;
+    std::size_t i = 0;
+    for (auto _ : s) train_step(fn, d, i++);
+    const jit::debug_state st = fn.debug_state();
+    s.counters["compilations"] = static_cast<double>(st.compilations);
+    s.counters["compilations_while_timed"] = static_cast<double>(st.compilations - before);
+    std::uint64_t unoptimized = 0;
+    for (const auto& l : st.levels) unoptimized += l.unoptimized_runs;
+    s.counters["unoptimized_runs"] = static_cast<double>(unoptimized);
+}
+
+void bm_dynamic_training_eager(benchmark::State& s) {
+    const batch_data d;
+    const auto eager = [](auto&&... a) { return mlp_loss(a...); };
+    std::size_t i = 0;
+    for (auto _ : s) train_step(eager, d, i++);
+}
+
 // ------------------------------------------------------------------ first calls
 
 void bm_first_calls(benchmark::State& s) {
@@ -224,6 +278,14 @@ public:
         std::printf("  function writing into an input (4 inputs, 1 element): optimized plan %.0f ns per call, of which "
                     "the aliasing guard %.1f ns: +%.1f%% over the call without it (floor <= 10%%)\n",
                     writes, guard, 100 * guard / (writes - guard));
+        if (counters_.count("dynamic_training/jit")) {
+            const auto& c = counters_.at("dynamic_training/jit");
+            const double j = t("dynamic_training/jit"), e = t("dynamic_training/eager");
+            std::printf("  MLP 2-32-32-1 training step over batch sizes 8, 16, 32, 5, 64, 128 in turn: jit %.1f us, eager "
+                        "%.1f us per step (eager/jit %.2fx); %.0f compilations in all (%.0f while timed), %.0f "
+                        "unoptimized runs\n",
+                        j, e, e / j, c.at("compilations"), c.at("compilations_while_timed"), c.at("unoptimized_runs"));
+        }
         if (counters_.count("first_calls")) {
             const auto& c = counters_.at("first_calls");
             std::printf("  first calls (1024 elements): call 1 (capture + profile) %.0f us, call 2 (compile + run) %.0f us, "
@@ -256,6 +318,8 @@ void register_all() {
     benchmark::RegisterBenchmark("call/interpreter_10_ops", bm_call_interpreter_ten);
     benchmark::RegisterBenchmark("call/jit_writes_input", bm_call_jit_writes_input);
     benchmark::RegisterBenchmark("call/aliasing_guard", bm_aliasing_guard);
+    benchmark::RegisterBenchmark("dynamic_training/jit", bm_dynamic_training_jit)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("dynamic_training/eager", bm_dynamic_training_eager)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("first_calls", bm_first_calls)->Unit(benchmark::kMicrosecond)->Iterations(50);
     const auto sizes = [](benchmark::internal::Benchmark* b) {
         b->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{1} << 24)->Unit(benchmark::kMicrosecond);
