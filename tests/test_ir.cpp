@@ -111,7 +111,7 @@ TEST_CASE("ir: lint accepts parsed graphs and reports broken invariants", "[ir]"
         tanh_node->output()->set_type(ir::Type::int_type());
         CHECK_THROWS_WITH(g->lint(), Catch::Contains("tanh produces a tensor"));
     }
-    SECTION("If on a tensor condition") {
+    SECTION("If on a float tensor condition (only bool tensors: graft::cond's predicate)") {
         auto bad = ir::parse(R"(graph(%x : Float):
   %y : Tensor = prim::If(%x)
     block0():
@@ -120,7 +120,7 @@ TEST_CASE("ir: lint accepts parsed graphs and reports broken invariants", "[ir]"
       -> (%x)
   return (%y)
 )");
-        CHECK_THROWS_WITH(bad->lint(), Catch::Contains("prim::If needs a number condition"));
+        CHECK_THROWS_WITH(bad->lint(), Catch::Contains("prim::If needs a number or a bool tensor condition, got Float"));
     }
     SECTION("destroying a used node is refused and leaves the graph intact") {
         ir::Node* tanh_node = g->block()->nodes().front();

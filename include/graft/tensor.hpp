@@ -15,6 +15,7 @@
 #include "graft/core/tensor.hpp"
 #include "graft/kernels/dispatch.hpp"
 #include "graft/ops/compare.hpp"
+#include "graft/ops/control_flow.hpp"
 #include "graft/ops/elementwise.hpp"
 #include "graft/ops/linalg.hpp"
 #include "graft/ops/reduce.hpp"

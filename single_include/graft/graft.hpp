@@ -14121,23 +14121,384 @@ GRAFT_INLINE std::unique_ptr<Graph> Graph::copy() const {
 // The reference way to run a graph: every node through the eager graft ops,
 // so autograd records as usual when inputs require grad. The profiling
 // executor falls back to it.
+#include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
+// ---- begin graft/ir/symbolic.hpp
+// Symbolic sizes for graphs traced at concrete sizes. Tracing (capture::aot, autograd's
+// derivatives) records sizes as numbers: the backward of a mean over a batch of 8 divides by
+// 8 and expands to [8, 1]. Traces of the same program at other sizes tell which of those
+// numbers are functions of the inputs' sizes: infer_symbolic_sizes compares them and returns
+// size symbols (each read from one input dimension; dimensions that were equal in every trace
+// share a symbol, as PyTorch's duck sizing does) and patches (an element of an int-list
+// attribute, or a number constant's value, equal to coeff * product of symbols). A graph with
+// its patches runs at any sizes of the symbolic dimensions: the attributes are evaluated from
+// the call's input sizes (graft::jit's DYNAMIC differentiable plans).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace graft::ir {
+
+/// A size symbol: read from dimension `dim` of graph input `input`.
+struct size_symbol {
+    std::size_t input = 0;
+    std::size_t dim = 0;
+};
+
+/// coeff * the product of the symbols' values (symbols may repeat).
+struct size_expr {
+    double coeff = 1;
+    std::vector<std::size_t> symbols;
+
+    [[nodiscard]] double eval(std::span<const std::int64_t> values) const;
+};
+
+/// One attribute element that is a function of sizes.
+struct size_patch {
+    const Node* node = nullptr;
+    std::string attr;
+    std::ptrdiff_t index = -1;  // element of an int-list attribute; -1: the attribute is a number
+    size_expr expr;
+};
+
+/// A graph's size symbols and the attributes computed from them.
+struct symbolic_sizes {
+    std::vector<size_symbol> symbols;
+    std::vector<size_patch> patches;
+    /// Every input dimension that differed between the traces, and its symbol.
+    std::vector<std::pair<std::size_t, std::size_t>> dims;
+    std::vector<std::size_t> dim_symbols;
+
+    /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
+    /// the needed rank).
+    [[nodiscard]] std::vector<std::int64_t> bind(std::span<const ivalue> inputs) const;
+    /// Does node n have patches?
+    [[nodiscard]] bool patches_node(const Node* n) const;
+    /// n's attributes with its patches evaluated for `values`.
+    [[nodiscard]] attribute_map attributes(const Node* n, std::span<const std::int64_t> values) const;
+    /// Marks the symbolic dimensions of g's input types unknown (`Float(*, 3)`), so that the
+    /// interpreter's input check admits any size there.
+    void relax_input_types(Graph& g) const;
+    /// Text for debug output: `s0 = %x0.size(0); %17 expand.sizes[0] = s0; %18 value = 1 * s0`.
+    [[nodiscard]] std::string describe(const Graph& g) const;
+};
+
+/// Compares `g` with `others`, traces of the same straight-line program at other sizes:
+/// their structure (kinds, inputs, attribute names) must be the same and every attribute that
+/// differs must be explained by one expression (a constant times a product of at most two
+/// symbols) in every trace. Returns nullopt and sets `why` otherwise (a tensor constant that
+/// differs, a size not explained by the inputs' sizes, control flow).
+[[nodiscard]] std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
+                                                                 std::string& why);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/symbolic.ipp
+// Definitions for graft/ir/symbolic.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace graft::ir {
+
+GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+    double v = coeff;
+    for (std::size_t s : symbols) v *= static_cast<double>(values[s]);
+    return v;
+}
+
+GRAFT_INLINE std::vector<std::int64_t> symbolic_sizes::bind(std::span<const ivalue> inputs) const {
+    std::vector<std::int64_t> r;
+    r.reserve(symbols.size());
+    for (std::size_t k = 0; k < symbols.size(); ++k) {
+        const size_symbol& s = symbols[k];
+        const Tensor* t = s.input < inputs.size() ? std::get_if<Tensor>(&inputs[s.input]) : nullptr;
+        graft::detail::check(t != nullptr && t->defined() && s.dim < t->sizes().size(), "symbolic sizes: s", k,
+                             " is dimension ", s.dim, " of input ", s.input, ", which is not a tensor of that rank");
+        r.push_back(t->sizes()[s.dim]);
+    }
+    return r;
+}
+
+GRAFT_INLINE bool symbolic_sizes::patches_node(const Node* n) const {
+    for (const size_patch& p : patches)
+        if (p.node == n) return true;
+    return false;
+}
+
+GRAFT_INLINE attribute_map symbolic_sizes::attributes(const Node* n, std::span<const std::int64_t> values) const {
+    attribute_map a = n->attributes();
+    for (const size_patch& p : patches) {
+        if (p.node != n) continue;
+        const double v = p.expr.eval(values);
+        attribute& at = a.at(p.attr);
+        if (auto* list = std::get_if<std::vector<std::int64_t>>(&at)) (*list)[static_cast<std::size_t>(p.index)] = std::llround(v);
+        else if (auto* i = std::get_if<std::int64_t>(&at)) *i = std::llround(v);
+        else if (auto* d = std::get_if<double>(&at)) *d = v;
+    }
+    return a;
+}
+
+GRAFT_INLINE void symbolic_sizes::relax_input_types(Graph& g) const {
+    for (const auto& [j, d] : dims) {
+        Type t = g.inputs()[j]->type();
+        if (!t.is_tensor() || !t.tensor.sizes || d >= t.tensor.sizes->size()) continue;
+        (*t.tensor.sizes)[d] = std::nullopt;
+        t.tensor.strides.reset();
+        g.inputs()[j]->set_type(std::move(t));
+    }
+}
+
+GRAFT_INLINE std::string symbolic_sizes::describe(const Graph& g) const {
+    std::ostringstream os;
+    for (std::size_t k = 0; k < symbols.size(); ++k)
+        os << (k ? "; s" : "s") << k << " = %" << g.inputs()[symbols[k].input]->name() << ".size(" << symbols[k].dim
+           << ')';
+    for (const size_patch& p : patches) {
+        os << "; %" << (p.node->outputs().empty() ? std::string("?") : p.node->outputs()[0]->name()) << ' '
+           << p.node->kind().name << '.' << p.attr;
+        if (p.index >= 0) os << '[' << p.index << ']';
+        os << " = ";
+        if (p.expr.coeff != 1 || p.expr.symbols.empty()) os << p.expr.coeff << (p.expr.symbols.empty() ? "" : " * ");
+        for (std::size_t k = 0; k < p.expr.symbols.size(); ++k) os << (k ? " * s" : "s") << p.expr.symbols[k];
+    }
+    return os.str();
+}
+
+namespace detail {
+
+[[nodiscard]] inline std::optional<std::vector<std::int64_t>> known_sizes(const Value* v) {
+    const Type& t = v->type();
+    if (!t.is_tensor() || !t.tensor.sizes) return std::nullopt;
+    std::vector<std::int64_t> r;
+    for (const auto& d : *t.tensor.sizes) {
+        if (!d) return std::nullopt;
+        r.push_back(*d);
+    }
+    return r;
+}
+
+[[nodiscard]] inline bool same_attribute(const attribute& a, const attribute& b) {
+    if (a.index() != b.index()) return false;
+    if (const auto* ta = std::get_if<Tensor>(&a)) {
+        const Tensor& tb = std::get<Tensor>(b);
+        if (ta->defined() != tb.defined()) return false;
+        if (!ta->defined()) return true;
+        if (ta->type() != tb.type() || ta->sizes() != tb.sizes()) return false;
+        const Tensor ca = ta->contiguous(), cb = tb.contiguous();
+        return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<std::size_t>(ca.numel()) * ca.element_size()) == 0;
+    }
+    return std::visit(
+        [&](const auto& x) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<X, Tensor>) return false;
+            else return x == std::get<X>(b);
+        },
+        a);
+}
+
+/// An expression of the symbols taking value vals[k] in trace k, or nullopt.
+[[nodiscard]] inline std::optional<size_expr> explain(const std::vector<double>& vals,
+                                                      const std::vector<std::vector<std::int64_t>>& sym_values) {
+    const auto fits = [&](const size_expr& e) {
+        for (std::size_t k = 0; k < vals.size(); ++k) {
+            double v = e.coeff;
+            for (std::size_t s : e.symbols) v *= static_cast<double>(sym_values[s][k]);
+            if (!(std::fabs(v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
+        }
+        return true;
+    };
+    const std::size_t n = sym_values.size();
+    for (std::size_t s = 0; s < n; ++s) {
+        size_expr e{vals[0] / static_cast<double>(sym_values[s][0]), {s}};
+        if (fits(e)) return e;
+    }
+    for (std::size_t s = 0; s < n; ++s)
+        for (std::size_t t = s; t < n; ++t) {
+            size_expr e{vals[0] / (static_cast<double>(sym_values[s][0]) * static_cast<double>(sym_values[t][0])),
+                        {s, t}};
+            if (fits(e)) return e;
+        }
+    return std::nullopt;
+}
+
+[[nodiscard]] inline std::optional<double> number_of(const attribute& a) {
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return static_cast<double>(*i);
+    if (const auto* d = std::get_if<double>(&a)) return *d;
+    return std::nullopt;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
+                                                                std::string& why) {
+    symbolic_sizes r;
+    const std::size_t n_in = g.inputs().size();
+    for (const Graph* o : others)
+        if (o->inputs().size() != n_in || o->outputs().size() != g.outputs().size()) {
+            why = "the traces have different numbers of inputs or outputs";
+            return std::nullopt;
+        }
+    // Symbols: input dimensions that differ between the traces; equal value tuples share one.
+    std::vector<std::vector<std::int64_t>> sym_values;
+    for (std::size_t j = 0; j < n_in; ++j) {
+        const auto s0 = detail::known_sizes(g.inputs()[j]);
+        if (!s0) continue;
+        std::vector<std::vector<std::int64_t>> so;
+        for (const Graph* o : others) {
+            auto s = detail::known_sizes(o->inputs()[j]);
+            if (!s || s->size() != s0->size()) {
+                why = "input " + std::to_string(j) + " has another rank or unknown sizes in another trace";
+                return std::nullopt;
+            }
+            so.push_back(std::move(*s));
+        }
+        for (std::size_t d = 0; d < s0->size(); ++d) {
+            std::vector<std::int64_t> t{(*s0)[d]};
+            bool varies = false;
+            for (const auto& s : so) {
+                t.push_back(s[d]);
+                varies = varies || s[d] != (*s0)[d];
+            }
+            if (!varies) continue;
+            std::size_t k = 0;
+            while (k < sym_values.size() && sym_values[k] != t) ++k;
+            if (k == sym_values.size()) {
+                r.symbols.push_back({j, d});
+                sym_values.push_back(std::move(t));
+            }
+            r.dims.emplace_back(j, d);
+            r.dim_symbols.push_back(k);
+        }
+    }
+    // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.
+    const auto nodes_of = [](const Graph& x) {
+        return std::vector<const Node*>(x.block()->nodes().begin(), x.block()->nodes().end());
+    };
+    const auto ids_of = [](const Graph& x) {
+        std::map<const Value*, std::size_t> ids;
+        for (const Value* v : x.inputs()) ids.emplace(v, ids.size());
+        for (const Node* n : x.block()->nodes())
+            for (const Value* v : n->outputs()) ids.emplace(v, ids.size());
+        return ids;
+    };
+    const std::vector<const Node*> a = nodes_of(g);
+    const auto ida = ids_of(g);
+    std::vector<std::vector<const Node*>> b;
+    std::vector<std::map<const Value*, std::size_t>> idb;
+    for (const Graph* o : others) {
+        b.push_back(nodes_of(*o));
+        idb.push_back(ids_of(*o));
+        if (b.back().size() != a.size()) {
+            why = "the traces have different numbers of nodes";
+            return std::nullopt;
+        }
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const Node* n = a[i];
+        if (!n->blocks().empty()) {
+            why = "the graph has control flow";
+            return std::nullopt;
+        }
+        for (std::size_t k = 0; k < others.size(); ++k) {
+            const Node* m = b[k][i];
+            bool same = &m->kind() == &n->kind() && m->inputs().size() == n->inputs().size() &&
+                        m->outputs().size() == n->outputs().size() && m->attributes().size() == n->attributes().size();
+            for (std::size_t q = 0; same && q < n->inputs().size(); ++q)
+                same = ida.at(n->input(q)) == idb[k].at(m->input(q));
+            for (const auto& [name, value] : n->attributes()) same = same && m->has_attr(name);
+            if (!same) {
+                why = std::string("the traces differ in structure at a ") + std::string(n->kind().name) + " node";
+                return std::nullopt;
+            }
+        }
+        for (const auto& [name, value] : n->attributes()) {
+            bool all_equal = true;
+            for (std::size_t k = 0; k < others.size(); ++k)
+                all_equal = all_equal && detail::same_attribute(value, b[k][i]->attr(name));
+            if (all_equal) continue;
+            const auto fail = [&] {
+                why = std::string("attribute '") + name + "' of a " + std::string(n->kind().name) +
+                      " node differs between the traces and is not a product of input sizes";
+                return std::nullopt;
+            };
+            if (const auto x = detail::number_of(value)) {
+                std::vector<double> vals{*x};
+                for (std::size_t k = 0; k < others.size(); ++k) {
+                    const auto y = detail::number_of(b[k][i]->attr(name));
+                    if (!y || b[k][i]->attr(name).index() != value.index()) return fail();
+                    vals.push_back(*y);
+                }
+                const auto e = detail::explain(vals, sym_values);
+                if (!e) return fail();
+                r.patches.push_back({n, name, -1, *e});
+                continue;
+            }
+            const auto* list = std::get_if<std::vector<std::int64_t>>(&value);
+            if (!list) return fail();
+            for (std::size_t e = 0; e < list->size(); ++e) {
+                std::vector<double> vals{static_cast<double>((*list)[e])};
+                bool differs = false;
+                for (std::size_t k = 0; k < others.size(); ++k) {
+                    const auto* other = std::get_if<std::vector<std::int64_t>>(&b[k][i]->attr(name));
+                    if (!other || other->size() != list->size()) return fail();
+                    vals.push_back(static_cast<double>((*other)[e]));
+                    differs = differs || (*other)[e] != (*list)[e];
+                }
+                if (!differs) continue;
+                const auto ex = detail::explain(vals, sym_values);
+                if (!ex) return fail();
+                r.patches.push_back({n, name, static_cast<std::ptrdiff_t>(e), *ex});
+            }
+        }
+    }
+    for (std::size_t q = 0; q < g.outputs().size(); ++q)
+        for (std::size_t k = 0; k < others.size(); ++k)
+            if (ida.at(g.outputs()[q]) != idb[k].at(others[k]->outputs()[q])) {
+                why = "the traces return different values";
+                return std::nullopt;
+            }
+    return r;
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/impl/symbolic.ipp
+#endif
+// ---- end graft/ir/symbolic.hpp
 
 namespace graft::ir {
 namespace detail {
 
 [[nodiscard]] GRAFT_INLINE bool truthy(const ivalue& v);
 
+/// The type of a value as graph text prints it (Float(5, 3), an int, ...), for messages.
+[[nodiscard]] GRAFT_INLINE std::string describe_value(const ivalue& x);
 GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x);
 
-GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env);
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env,
+                                           const symbolic_sizes* sizes = nullptr,
+                                           std::span<const std::int64_t> values = {});
 
 }  // namespace detail
 
 /// Runs `g` on `inputs` (tensors and numbers, checked against the input types).
 [[nodiscard]] GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs);
+
+/// Runs `g` with attributes that are functions of the inputs' sizes (ir/symbolic.hpp)
+/// evaluated for these inputs; `sizes` null: as interpret(g, inputs).
+[[nodiscard]] GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs,
+                                                        const symbolic_sizes* sizes);
 
 /// Runs a graph whose inputs and outputs are all tensors.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
@@ -14158,6 +14519,19 @@ GRAFT_INLINE bool truthy(const ivalue& v) {
     graft::detail::fail("prim::If: the condition must be a number, not a tensor");
 }
 
+GRAFT_INLINE std::string describe_value(const ivalue& x) {
+    if (const auto* t = std::get_if<Tensor>(&x)) {
+        if (!t->defined()) return "an undefined tensor";
+        ir::TensorType tt = ir::TensorType::of(*t);
+        if (t->is_contiguous()) tt.strides.reset();  // as types print: strides only when they matter
+        if (!t->requires_grad()) tt.requires_grad.reset();
+        return to_string(Type::tensor_type(std::move(tt)));
+    }
+    if (std::holds_alternative<double>(x)) return "a float";
+    if (std::holds_alternative<std::int64_t>(x)) return "an int";
+    return "a bool";
+}
+
 GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
     const Type& t = v->type();
     const bool ok = std::visit(
@@ -14169,27 +14543,30 @@ GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
             else return t.kind == type_kind::bool_;
         },
         x);
-    graft::detail::check(ok, "ir::interpret: input %", v->name(), " expects ", to_string(t),
-                         ", got a value that does not match");
+    if (ok) return;
+    graft::detail::fail(graft::detail::concat("ir::interpret: input %", v->name(), " expects ", to_string(t), ", got ",
+                                              describe_value(x)));
 }
 
-GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env) {
+GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env,
+                                           const symbolic_sizes* sizes, std::span<const std::int64_t> values) {
     for (const Node* n : b.nodes()) {
         std::vector<ivalue> in;
         in.reserve(n->inputs().size());
         for (const Value* v : n->inputs()) in.push_back(env.at(v));
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
-            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env);
+            out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
         } else if (n->is<kinds::call>()) {
             const Block& body = *n->blocks()[0];
             graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",
                                  body.inputs().size(), " arguments, got ", in.size());
             for (std::size_t i = 0; i < in.size(); ++i) env[body.inputs()[i]] = in[i];
-            out = run_block(body, env);
+            out = run_block(body, env, sizes, values);
         } else {
             graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
-            out = n->kind().run(n->attributes(), in);
+            out = sizes && sizes->patches_node(n) ? n->kind().run(sizes->attributes(n, values), in)
+                                                  : n->kind().run(n->attributes(), in);
         }
         graft::detail::check(out.size() == n->outputs().size(), "ir::interpret: ", n->kind().name, " gave ",
                              out.size(), " values for ", n->outputs().size(), " outputs");
@@ -14211,6 +14588,20 @@ GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<iva
         env[g.inputs()[i]] = inputs[i];
     }
     return detail::run_block(*g.block(), env);
+}
+
+GRAFT_INLINE std::vector<ivalue> interpret(const Graph& g, const std::vector<ivalue>& inputs,
+                                           const symbolic_sizes* sizes) {
+    if (!sizes) return interpret(g, inputs);
+    graft::detail::check(inputs.size() == g.inputs().size(), "ir::interpret: the graph takes ", g.inputs().size(),
+                         " inputs, got ", inputs.size());
+    std::map<const Value*, ivalue> env;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(g.inputs()[i], inputs[i]);
+        env[g.inputs()[i]] = inputs[i];
+    }
+    const std::vector<std::int64_t> values = sizes->bind(inputs);
+    return detail::run_block(*g.block(), env, sizes, values);
 }
 
 GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
@@ -15511,8 +15902,13 @@ GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os) {
 // so the backward ops recorded are exactly the eager engine's derivatives
 // (the op table's rules for elementwise ops). The partitioner then decides
 // what the forward saves for the backward (see partition_policy).
+//
+// The graphs are traced for the examples' dtypes and sizes; a call with other ones captures
+// f again (a small cache per signature, like torch.compile's recompilation).
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 // ---- begin graft/capture/trace.hpp
@@ -15556,12 +15952,38 @@ struct output_info {
     int_list input_strides;                   // the input's strides at capture (must match at run time)
 };
 
+/// Inputs that shared memory in the examples (f(x, x), overlapping views), captured as
+/// AOTAutograd does: one graph input, a synthetic base (1-D, contiguous) covering every
+/// member's elements, from which the graph reads each member (`take`) and into which it
+/// writes (`put`), so a write through one member is seen through the others.
+struct alias_group {
+    std::vector<std::size_t> members;      // function inputs, ascending
+    std::vector<std::int64_t> offsets;     // each member's storage offset minus the base's
+    std::vector<int_list> sizes, strides;  // each member's geometry when captured
+    std::int64_t numel = 0;                // the base's number of elements
+};
+
 /// What running the graph must do besides computing outputs (PyTorch's ViewAndMutationMeta).
 struct graph_meta {
-    std::size_t num_inputs = 0;
+    std::size_t num_inputs = 0;               // the function's inputs
     std::size_t num_user_outputs = 0;         // graph outputs [0, n) are the function's outputs
-    std::vector<std::size_t> mutated_inputs;  // then one graph output per mutated input, in this order
+    std::vector<std::size_t> mutated_inputs;  // graph inputs f writes to: one more graph output each, in this order
     std::vector<output_info> outputs;         // one per user output
+    std::vector<alias_group> alias_groups;    // empty when no two examples shared memory
+    /// Graph input j is function input graph_inputs[j] when that is < num_inputs, else the
+    /// synthetic base of alias group graph_inputs[j] - num_inputs. Empty: the graph's inputs
+    /// are the function's inputs.
+    std::vector<std::size_t> graph_inputs;
+
+    /// Do `inputs` share memory the way the examples did, as far as the graph can tell? Inputs
+    /// captured as one alias group must again share memory with the same relative geometry;
+    /// when the graph writes to an input, inputs captured apart must not share memory. (A graph
+    /// that writes nothing reads the same values whatever aliases what.) Cheap: pointer
+    /// comparisons only.
+    [[nodiscard]] bool aliasing_matches(const std::vector<Tensor>& inputs) const;
+    /// The graph's inputs for a call: `inputs`, with each alias group replaced by its base (a
+    /// view of the caller's memory). Throws graft::error when aliasing_matches(inputs) is false.
+    [[nodiscard]] std::vector<Tensor> graph_arguments(const std::vector<Tensor>& inputs) const;
 };
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m);
@@ -15648,7 +16070,15 @@ public:
 [[nodiscard]] GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
                                                   const std::vector<Tensor>& inputs);
 
-GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples);
+/// The examples' alias groups (inputs sharing memory), with the traced copies of the inputs:
+/// each group's members become views of one fresh copy of the memory they cover.
+struct traced_inputs {
+    std::vector<Tensor> copies;     // one per function input (group members: views of their base's copy)
+    std::vector<Tensor> graph_inputs;  // the graph's inputs, in order
+    std::vector<alias_group> groups;
+    std::vector<std::size_t> graph_input_sources;  // graph_meta::graph_inputs (empty without groups)
+};
+[[nodiscard]] GRAFT_INLINE traced_inputs copy_inputs(const std::vector<Tensor>& examples, const char* who);
 
 template <class R>
 [[nodiscard]] std::vector<Tensor> as_outputs(R&& r) {
@@ -15726,8 +16156,9 @@ public:
     /// Runs the graph with the eager interpreter (autograd records as usual), writes
     /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
-    /// The caller-visible results from the graph's raw outputs (however the graph was run):
-    /// writes mutated inputs back and recreates outputs that alias inputs.
+    /// The caller-visible results from the graph's raw outputs (however the graph was run on
+    /// meta().graph_arguments(inputs)): writes mutated inputs back and recreates outputs that
+    /// alias inputs.
     std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
@@ -15768,6 +16199,7 @@ template <class F, class... Ts>
 // ---- begin graft/capture/impl/trace.ipp
 // Definitions for graft/capture/trace.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 
@@ -15777,6 +16209,12 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m) {
     os << "inputs: " << m.num_inputs << ", user outputs: " << m.num_user_outputs << ", mutated inputs: [";
     for (std::size_t i = 0; i < m.mutated_inputs.size(); ++i) os << (i ? ", " : "") << m.mutated_inputs[i];
     os << "]\n";
+    for (const alias_group& g : m.alias_groups) {
+        os << "  alias group (one graph input, a base of " << g.numel << " elements): inputs";
+        for (std::size_t k = 0; k < g.members.size(); ++k)
+            os << (k ? ", " : " ") << g.members[k] << " at offset " << g.offsets[k];
+        os << '\n';
+    }
     for (std::size_t i = 0; i < m.outputs.size(); ++i) {
         const output_info& o = m.outputs[i];
         os << "  output " << i << ": ";
@@ -15805,8 +16243,8 @@ GRAFT_INLINE ir::Type value_type(const Tensor& t) {
 
 GRAFT_INLINE ir::Value* tracer::add_input(const Tensor& t, std::size_t index) {
     graft::detail::check(t.defined(), "capture::trace: example input ", index, " is undefined");
-    graft::detail::check(!bases_.count(storage_key(t)), "capture::trace: example input ", index,
-                         " shares memory with another input; inputs that alias each other are not supported");
+    graft::detail::check(!bases_.count(storage_key(t)), "capture: graph input ", index,
+                         " shares memory with another graph input");  // copy_inputs groups aliases first
     std::string name = "x";
     name += std::to_string(index);
     ir::Value* v = g_.add_input(value_type(t), std::move(name));
@@ -15955,6 +16393,7 @@ GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>
         info.input_strides = in[k].strides();
         if (same_geometry(out, in[k])) {
             info.kind = output_kind::alias_of_input;
+            return info;  // the input itself (among inputs sharing memory, this one)
         } else {
             info.kind = output_kind::view_of_input;
             info.sizes = out.sizes();
@@ -15976,30 +16415,184 @@ GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const T
     return in.as_strided(o.sizes, o.strides, in.storage_offset() + o.offset);
 }
 
-GRAFT_INLINE void check_distinct_memory(const std::vector<Tensor>& examples) {
-    for (std::size_t i = 0; i < examples.size(); ++i)
-        for (std::size_t k = 0; k < i; ++k)
-            graft::detail::check(!examples[i].defined() || !examples[k].defined() ||
-                                     !examples[i].shares_storage_with(examples[k]),
-                                 "capture: example input ", i, " shares memory with another input (", k,
-                                 "); inputs that alias each other are not supported");
+GRAFT_INLINE traced_inputs copy_inputs(const std::vector<Tensor>& examples, const char* who) {
+    traced_inputs r;
+    const std::size_t n = examples.size();
+    for (std::size_t i = 0; i < n; ++i)
+        graft::detail::check(examples[i].defined(), who, ": example input ", i, " is undefined");
+    // Inputs sharing a storage form one group (sharing is storage identity, so transitive).
+    std::vector<int> group_of(n, -1);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < i; ++k) {
+            if (!examples[i].shares_storage_with(examples[k])) continue;
+            if (group_of[k] < 0) {
+                group_of[k] = static_cast<int>(r.groups.size());
+                r.groups.emplace_back().members.push_back(k);
+            }
+            group_of[i] = group_of[k];
+            r.groups[static_cast<std::size_t>(group_of[i])].members.push_back(i);
+            break;
+        }
+    // Each group's memory, from its lowest to its highest element, copied once: the members
+    // become views of the copy with their own geometry.
+    std::vector<Tensor> bases;
+    for (std::size_t gi = 0; gi < r.groups.size(); ++gi) {
+        alias_group& g = r.groups[gi];
+        const Tensor& first = examples[g.members[0]];
+        std::int64_t lo = first.storage_offset(), hi = lo;
+        bool grad = false;
+        for (std::size_t m : g.members) {
+            const Tensor& e = examples[m];
+            graft::detail::check(e.type() == first.type(), who, ": example inputs ", g.members[0], " and ", m,
+                                 " share memory but have different dtypes (", first.type(), ", ", e.type(), ")");
+            const std::int64_t extent = autograd::detail::storage_extent(autograd::detail::geometry_of(e));
+            lo = std::min(lo, e.storage_offset());
+            hi = std::max(hi, e.storage_offset() + extent);
+            grad = grad || e.requires_grad();
+        }
+        g.numel = hi - lo;
+        Tensor base = graft::detail::raw::clone(graft::detail::raw::as_strided(first.detach(), {g.numel}, {1}, lo));
+        if (grad) base.requires_grad_();
+        for (std::size_t m : g.members) {
+            const Tensor& e = examples[m];
+            g.offsets.push_back(e.storage_offset() - lo);
+            g.sizes.push_back(e.sizes());
+            g.strides.push_back(e.strides());
+        }
+        bases.push_back(std::move(base));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const Tensor& e = examples[i];
+        if (group_of[i] < 0) {
+            Tensor c = graft::detail::raw::clone(e.detach());
+            if (e.requires_grad()) c.requires_grad_();
+            r.copies.push_back(c);
+            r.graph_inputs.push_back(c);
+            if (!r.groups.empty()) r.graph_input_sources.push_back(i);
+            continue;
+        }
+        const auto gi = static_cast<std::size_t>(group_of[i]);
+        const alias_group& g = r.groups[gi];
+        const Tensor& base = bases[gi];
+        std::size_t k = 0;
+        while (g.members[k] != i) ++k;
+        // A differentiable view when the base requires grad, so eager code inside f sees what
+        // it would see on the caller's aliased tensors.
+        r.copies.push_back(base.as_strided(g.sizes[k], g.strides[k], g.offsets[k]));
+        if (k == 0) {
+            r.graph_inputs.push_back(base);
+            r.graph_input_sources.push_back(n + gi);
+        }
+    }
+    return r;
 }
 
 }  // namespace detail
 
+namespace detail {
+
+/// The alias group input `i` belongs to, or -1.
+[[nodiscard]] inline int group_of_input(const graph_meta& m, std::size_t i) {
+    for (std::size_t g = 0; g < m.alias_groups.size(); ++g)
+        for (std::size_t k : m.alias_groups[g].members)
+            if (k == i) return static_cast<int>(g);
+    return -1;
+}
+
+[[nodiscard]] inline std::string describe_aliasing(const graph_meta& m) {
+    if (m.alias_groups.empty()) return "no two inputs shared memory";
+    std::string r;
+    for (const alias_group& g : m.alias_groups) {
+        r += r.empty() ? "inputs " : "; inputs ";
+        for (std::size_t k = 0; k < g.members.size(); ++k) {
+            if (k) r += ", ";
+            r += std::to_string(g.members[k]);
+        }
+        r += " shared memory";
+    }
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool graph_meta::aliasing_matches(const std::vector<Tensor>& inputs) const {
+    if (inputs.size() != num_inputs) return false;
+    if (alias_groups.empty() && mutated_inputs.empty()) return true;
+    for (const alias_group& g : alias_groups) {
+        const Tensor& a = inputs[g.members[0]];
+        if (!a.defined()) return false;
+        for (std::size_t k = 0; k < g.members.size(); ++k) {
+            const Tensor& m = inputs[g.members[k]];
+            if (!m.defined() || !m.shares_storage_with(a) || m.type() != a.type() || m.sizes() != g.sizes[k] ||
+                m.strides() != g.strides[k] || m.storage_offset() - a.storage_offset() != g.offsets[k] - g.offsets[0])
+                return false;
+        }
+    }
+    if (mutated_inputs.empty()) return true;
+    // The graph writes: inputs captured apart must not share memory.
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k) {
+            if (!inputs[i].defined() || !inputs[k].defined() || !inputs[i].shares_storage_with(inputs[k])) continue;
+            const int gi = detail::group_of_input(*this, i);
+            if (gi < 0 || gi != detail::group_of_input(*this, k)) return false;
+        }
+    return true;
+}
+
+GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(const std::vector<Tensor>& inputs) const {
+    graft::detail::check(inputs.size() == num_inputs, "capture: the captured function takes ", num_inputs,
+                         " inputs, got ", inputs.size());
+    if (!aliasing_matches(inputs)) {
+        std::string now;
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            for (std::size_t k = 0; k < i; ++k)
+                if (inputs[i].defined() && inputs[k].defined() && inputs[i].shares_storage_with(inputs[k])) {
+                    now += now.empty() ? "inputs " : ", ";
+                    now += std::to_string(k);
+                    now += " and ";
+                    now += std::to_string(i);
+                }
+        graft::detail::fail(graft::detail::concat(
+            "capture: the inputs share memory differently from the examples the function was captured with (then: ",
+            detail::describe_aliasing(*this), "; now: ", now.empty() ? std::string("no two inputs share memory") : now + " share memory",
+            ", or with another geometry); the graph would compute a wrong result: capture again with inputs "
+            "aliased like these (jit::script does so by itself)"));
+    }
+    if (graph_inputs.empty()) return inputs;
+    std::vector<Tensor> args;
+    args.reserve(graph_inputs.size());
+    for (std::size_t src : graph_inputs) {
+        if (src < num_inputs) {
+            args.push_back(inputs[src]);
+            continue;
+        }
+        const alias_group& g = alias_groups[src - num_inputs];
+        const Tensor& first = inputs[g.members[0]];
+        // The base is a view of the caller's memory; taken from the root of a differentiable
+        // view, so that gradients reach the tensor the members are views of.
+        Tensor root = first;
+        if (const auto* vm = autograd::detail::tracked_view(first)) root = vm->base;
+        args.push_back(root.as_strided({g.numel}, {1}, first.storage_offset() - g.offsets[0]));
+    }
+    return args;
+}
+
 GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>& inputs) const {
     graft::detail::check(inputs.size() == meta_.num_inputs, "capture: the captured function takes ",
                          meta_.num_inputs, " inputs, got ", inputs.size());
-    return finish(inputs, ir::interpret(*graph_, inputs));
+    return finish(inputs, ir::interpret(*graph_, meta_.graph_arguments(inputs)));
 }
 
 GRAFT_INLINE std::vector<Tensor> captured::finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
     graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
                          "capture: the graph gave ", outs.size(), " outputs, expected ",
                          meta_.num_user_outputs + meta_.mutated_inputs.size());
-    for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
-        Tensor dst = inputs[meta_.mutated_inputs[k]];
-        dst.copy_(outs[meta_.num_user_outputs + k]);
+    if (!meta_.mutated_inputs.empty()) {
+        const std::vector<Tensor> args = meta_.graph_inputs.empty() ? std::vector<Tensor>{} : meta_.graph_arguments(inputs);
+        for (std::size_t k = 0; k < meta_.mutated_inputs.size(); ++k) {
+            Tensor dst = args.empty() ? inputs[meta_.mutated_inputs[k]] : args[meta_.mutated_inputs[k]];
+            dst.copy_(outs[meta_.num_user_outputs + k]);
+        }
     }
     std::vector<Tensor> result;
     for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
@@ -16012,22 +16605,24 @@ namespace detail {
 GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f) {
     auto g = std::make_shared<ir::Graph>();
     detail::tracer tr(*g);
-    detail::check_distinct_memory(example_inputs);
     // Work on copies, so tracing never writes into the caller's examples.
-    std::vector<Tensor> in;
-    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
-        const Tensor& e = example_inputs[i];
-        graft::detail::check(e.defined(), "capture::trace: example input ", i, " is undefined");
-        Tensor c = graft::detail::raw::clone(e.detach());
-        if (e.requires_grad()) c.requires_grad_();
-        in.push_back(c);
-    }
+    traced_inputs ti = copy_inputs(example_inputs, "capture::trace");
+    const std::vector<Tensor>& in = ti.copies;
     graph_meta meta;
     meta.num_inputs = in.size();
+    meta.alias_groups = ti.groups;
+    meta.graph_inputs = ti.graph_input_sources;
     std::vector<Tensor> outs;
     {
         detail::observer_scope scope(&tr);
-        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        for (std::size_t j = 0; j < ti.graph_inputs.size(); ++j) {
+            tr.add_input(ti.graph_inputs[j], j);
+            if (!meta.graph_inputs.empty() && meta.graph_inputs[j] >= meta.num_inputs) {
+                std::string name = "base";
+                name += std::to_string(meta.graph_inputs[j] - meta.num_inputs);
+                g->set_name(g->inputs().back(), std::move(name));
+            }
+        }
         outs = f(in);
         meta.num_user_outputs = outs.size();
         for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -16036,10 +16631,10 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
             meta.outputs.push_back(info);
             g->register_output(tr.value_of(outs[i]));
         }
-        for (std::size_t k = 0; k < in.size(); ++k) {
-            const auto [value, mutated] = tr.input_state(in[k]);
+        for (std::size_t j = 0; j < ti.graph_inputs.size(); ++j) {
+            const auto [value, mutated] = tr.input_state(ti.graph_inputs[j]);
             if (!mutated) continue;
-            meta.mutated_inputs.push_back(k);
+            meta.mutated_inputs.push_back(j);
             g->register_output(value);
         }
     }
@@ -16070,7 +16665,35 @@ enum class partition_policy {
 
 struct aot_options {
     partition_policy policy = partition_policy::save_all;
+    /// (input, dimension) pairs whose size may change between calls, as
+    /// torch._dynamo.mark_dynamic: the graphs get symbolic sizes there (ir/symbolic.hpp;
+    /// dimensions of equal size share one symbol), so one capture serves every size >= 2.
+    /// Empty: sizes are exact and another size captures again.
+    std::vector<std::pair<std::size_t, std::size_t>> dynamic_dims;
 };
+
+class aot_function;
+
+namespace detail {
+
+/// What a capture of capture::aot is specialized for, per function input.
+struct input_signature {
+    dtype type = dtype::float32;
+    int_list sizes;
+    bool requires_grad = false;
+};
+
+/// capture::aot's own copy of f, to capture it again for inputs of another signature (as
+/// torch.compile recompiles), and the captures made so far.
+struct aot_recapture {
+    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> f;
+    aot_options options;
+    std::mutex mutex;
+    std::vector<std::pair<std::vector<input_signature>, std::shared_ptr<const aot_function>>> cache;
+    static constexpr std::size_t max_signatures = 16;  // past that, f runs eagerly
+};
+
+}  // namespace detail
 
 /// The result of capture::aot: two graphs and how to run them as one autograd node.
 class aot_function {
@@ -16081,7 +16704,7 @@ public:
     std::size_t num_inputs = 0;
     std::size_t num_outputs = 0;
     std::size_t num_saved = 0;
-    std::vector<std::size_t> grad_inputs;         // inputs that receive gradients (required grad when captured)
+    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
@@ -16089,10 +16712,26 @@ public:
     std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
+    /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.
+    std::vector<detail::input_signature> signature;
+    /// With aot_options::dynamic_dims: the attributes of the forward and backward graphs that
+    /// are computed from the inputs' sizes, and the dynamic dimensions grouped by symbol.
+    std::shared_ptr<const ir::symbolic_sizes> forward_sizes, backward_sizes;
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> size_groups;
+    /// Set by capture::aot when f can be copied: a call with another signature (dtype, sizes,
+    /// or an input that requires grad where the example did not) captures f again for it,
+    /// once per signature (at most 16; past that f runs eagerly). Empty: such a call is a
+    /// graft::error naming the expected and the actual types.
+    std::shared_ptr<detail::aot_recapture> recapture;
 
     /// Runs the forward graph; when an input requires grad, records one autograd node
     /// ("CompiledFunctionBackward") whose backward runs the backward graph.
     std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+    /// Were the graphs traced for inputs like these (dtypes, sizes; no input requiring grad
+    /// that did not when captured)?
+    [[nodiscard]] bool admits(const std::vector<Tensor>& inputs) const;
+    /// Number of captures made for other signatures so far (see `recapture`).
+    [[nodiscard]] std::size_t recaptures() const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -16101,6 +16740,19 @@ public:
 };
 
 namespace detail {
+
+/// Dynamic dimensions grouped by their size in the examples (duck sizing).
+struct dynamic_groups {
+    std::vector<std::int64_t> values;
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> dims;
+};
+[[nodiscard]] GRAFT_INLINE dynamic_groups group_dynamic_dims(const std::vector<Tensor>& examples,
+                                                             const std::vector<std::pair<std::size_t, std::size_t>>& dims);
+/// `rounds` sets of examples in which every group has another size (distinct from every size
+/// of the examples and of the other rounds); inputs with other sizes are zeros (values do not
+/// change how a straight-line program traces).
+[[nodiscard]] GRAFT_INLINE std::vector<std::vector<Tensor>> perturbed_examples(const std::vector<Tensor>& examples,
+                                                                               const dynamic_groups& groups, int rounds);
 
 /// Splits the joint graph (inputs: n_in inputs then tangents; outputs: n_out outputs then grads).
 GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_t n_out, partition_policy policy,
@@ -16118,7 +16770,15 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
 /// (buffers) may be updated in place and returned, as capture::trace allows.
 template <class F>
 [[nodiscard]] aot_function aot(F&& f, const std::vector<Tensor>& example_inputs, aot_options options = {}) {
-    return detail::aot_impl(example_inputs, detail::traced_fn::of(f), options);
+    aot_function r = detail::aot_impl(example_inputs, detail::traced_fn::of(f), options);
+    if constexpr (std::is_copy_constructible_v<std::decay_t<F>>) {
+        r.recapture = std::make_shared<detail::aot_recapture>();
+        r.recapture->f = [fn = std::decay_t<F>(f)](const std::vector<Tensor>& in) mutable {
+            return detail::call(fn, in);
+        };
+        r.recapture->options = options;
+    }
+    return r;
 }
 
 template <class F, class... Ts>
@@ -16140,18 +16800,111 @@ template <class F, class... Ts>
 
 namespace graft::capture {
 
+namespace detail {
+
+GRAFT_INLINE std::vector<input_signature> signature_of(const std::vector<Tensor>& inputs) {
+    std::vector<input_signature> r;
+    r.reserve(inputs.size());
+    for (const Tensor& t : inputs) r.push_back({t.type(), t.sizes(), t.requires_grad()});
+    return r;
+}
+
+GRAFT_INLINE std::string describe_signature(const std::vector<input_signature>& s) {
+    std::string r;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        ir::TensorType t;
+        t.scalar_type = s[i].type;
+        t.sizes.emplace(s[i].sizes.begin(), s[i].sizes.end());
+        if (s[i].requires_grad) t.requires_grad = true;
+        if (i) r += ", ";
+        r += ir::to_string(ir::Type::tensor_type(std::move(t)));
+    }
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE bool aot_function::admits(const std::vector<Tensor>& inputs) const {
+    if (inputs.size() != signature.size()) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i];
+        const detail::input_signature& s = signature[i];
+        if (!t.defined() || t.type() != s.type || (t.requires_grad() && !s.requires_grad)) return false;
+        if (size_groups.empty()) {
+            if (t.sizes() != s.sizes) return false;
+            continue;
+        }
+        if (t.sizes().size() != s.sizes.size()) return false;
+        for (std::size_t d = 0; d < s.sizes.size(); ++d) {
+            bool dynamic = false;
+            for (const auto& grp : size_groups)
+                for (const auto& [gi, gd] : grp) dynamic = dynamic || (gi == i && gd == d);
+            if (dynamic ? t.sizes()[d] < 2 : t.sizes()[d] != s.sizes[d]) return false;
+        }
+    }
+    for (const auto& grp : size_groups)  // one symbol, one size
+        for (const auto& [gi, gd] : grp)
+            if (inputs[gi].sizes()[gd] != inputs[grp[0].first].sizes()[grp[0].second]) return false;
+    return true;
+}
+
+GRAFT_INLINE std::size_t aot_function::recaptures() const {
+    if (!recapture) return 0;
+    std::lock_guard lock(recapture->mutex);
+    return recapture->cache.size();
+}
+
 GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tensor>& inputs) const {
     graft::detail::check(inputs.size() == num_inputs, "capture::aot: the function takes ", num_inputs,
                          " inputs, got ", inputs.size());
+    if (!signature.empty() && !admits(inputs)) {
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+            graft::detail::check(inputs[i].defined(), "capture::aot: input ", i, " is undefined");
+        const auto sig = detail::signature_of(inputs);
+        graft::detail::check(recapture != nullptr, "capture::aot: the graphs were captured for (",
+                             detail::describe_signature(signature), "), got (", detail::describe_signature(sig),
+                             "); capture again for these inputs");
+        std::shared_ptr<const aot_function> other;
+        {
+            std::lock_guard lock(recapture->mutex);
+            for (const auto& [s, fn] : recapture->cache)
+                if (fn->admits(inputs)) other = fn;
+            if (!other && recapture->cache.size() < detail::aot_recapture::max_signatures) {
+                aot_options opts = recapture->options;  // dynamic dimensions stay dynamic where they can
+                bool keep = true;
+                for (const auto& [i, d] : opts.dynamic_dims)
+                    keep = keep && d < inputs[i].sizes().size() && inputs[i].sizes()[d] >= 2;
+                if (!keep) opts.dynamic_dims.clear();
+                auto fn = std::make_shared<aot_function>(
+                    detail::aot_impl(inputs, detail::traced_fn::of(recapture->f), opts));
+                fn->node_name = node_name;
+                recapture->cache.emplace_back(sig, fn);
+                other = std::move(fn);
+            }
+        }
+        if (!other) return recapture->f(inputs);  // past max_signatures: eager
+        return (*other)(inputs);
+    }
+    // The graphs' inputs: the function's, or with alias groups their bases (inputs that share
+    // memory the way the examples did; otherwise a graft::error, never a wrong result).
+    const std::vector<Tensor> args_storage = meta.graph_inputs.empty() && meta.mutated_inputs.empty()
+                                                 ? std::vector<Tensor>{}
+                                                 : meta.graph_arguments(inputs);
+    const std::vector<Tensor>& args = meta.graph_inputs.empty() ? inputs : args_storage;
     std::vector<Tensor> results;
     {
         autograd::no_grad guard;
-        results = forward_runner ? forward_runner(inputs) : ir::interpret(*forward, inputs);
+        if (forward_runner) {
+            results = forward_runner(args);
+        } else {
+            std::vector<ir::ivalue> a(args.begin(), args.end());
+            for (auto& v : ir::interpret(*forward, a, forward_sizes.get())) results.push_back(std::get<Tensor>(std::move(v)));
+        }
     }
     const std::size_t n_mut = meta.mutated_inputs.size();
     for (std::size_t k = 0; k < n_mut; ++k) {
         autograd::no_grad guard;  // only inputs that do not require grad may be written (checked at capture)
-        Tensor dst = inputs[meta.mutated_inputs[k]];
+        Tensor dst = args[meta.mutated_inputs[k]];
         dst.copy_(results[num_outputs + k]);
     }
     std::vector<Tensor> outs;
@@ -16159,16 +16912,16 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
     bool needs_node = autograd::is_grad_enabled();
     bool any = false;
-    for (std::size_t i : grad_inputs) any = any || inputs[i].requires_grad();
+    for (std::size_t i : grad_inputs) any = any || args[i].requires_grad();
     if (!needs_node || !any) return outs;
     auto node = std::make_shared<autograd::function_node>(node_name);
-    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(inputs[i]));
+    for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
     for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
     // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
     // for zero gradients of outputs the caller did not differentiate.
     std::vector<std::pair<int_list, dtype>> shapes;
     for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes](
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes](
                          autograd::function_node& n, const autograd::tensor_list& g) {
         std::vector<Tensor> in;
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
@@ -16179,7 +16932,11 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         graft::detail::check(!autograd::is_grad_enabled(), n.name(),
                              ": double backward (create_graph=true) through a compiled graph is not supported; "
                              "differentiate the eager function instead");
-        return run ? run(in) : ir::interpret(*bwd, in);
+        if (run) return run(in);
+        std::vector<ir::ivalue> a(in.begin(), in.end());
+        std::vector<Tensor> r;
+        for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
+        return r;
     };
     for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
     return outs;
@@ -16305,37 +17062,123 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
     r.num_saved = saved.size();
 }
 
+GRAFT_INLINE dynamic_groups group_dynamic_dims(const std::vector<Tensor>& examples,
+                                              const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    dynamic_groups g;
+    for (const auto& [i, d] : dims) {
+        const std::int64_t v = examples[i].sizes()[d];
+        std::size_t k = 0;
+        while (k < g.values.size() && g.values[k] != v) ++k;
+        if (k == g.values.size()) {
+            g.values.push_back(v);
+            g.dims.emplace_back();
+        }
+        bool dup = false;
+        for (const auto& p : g.dims[k]) dup = dup || p == std::pair{i, d};
+        if (!dup) g.dims[k].emplace_back(i, d);
+    }
+    return g;
+}
+
+GRAFT_INLINE std::vector<std::vector<Tensor>> perturbed_examples(const std::vector<Tensor>& examples,
+                                                                 const dynamic_groups& groups, int rounds) {
+    std::set<std::int64_t> used;
+    for (const Tensor& e : examples)
+        for (std::int64_t d : e.sizes()) used.insert(d);
+    std::vector<std::vector<Tensor>> r;
+    for (int round = 1; round <= rounds; ++round) {
+        std::vector<int_list> sizes;
+        for (const Tensor& e : examples) sizes.push_back(e.sizes());
+        for (std::size_t k = 0; k < groups.values.size(); ++k) {
+            std::int64_t v = groups.values[k] + round;
+            while (used.count(v)) ++v;
+            used.insert(v);
+            for (const auto& [i, d] : groups.dims[k]) sizes[i][d] = v;
+        }
+        std::vector<Tensor> ex;
+        for (std::size_t i = 0; i < examples.size(); ++i) {
+            if (sizes[i] == examples[i].sizes()) {
+                ex.push_back(examples[i]);
+                continue;
+            }
+            Tensor z = zeros(sizes[i], examples[i].type());
+            if (examples[i].requires_grad()) z.requires_grad_();
+            ex.push_back(std::move(z));
+        }
+        r.push_back(std::move(ex));
+    }
+    return r;
+}
+
 GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, traced_fn f, aot_options options) {
-    detail::check_distinct_memory(example_inputs);
+    if (!options.dynamic_dims.empty()) {
+        for (const auto& [i, d] : options.dynamic_dims) {
+            graft::detail::check(i < example_inputs.size() && example_inputs[i].defined() &&
+                                     d < example_inputs[i].sizes().size(),
+                                 "capture::aot: dynamic dimension ", d, " of input ", i, " does not exist");
+            graft::detail::check(example_inputs[i].sizes()[d] >= 2, "capture::aot: dynamic dimension ", d,
+                                 " of input ", i, " has size ", example_inputs[i].sizes()[d],
+                                 " in the example; sizes 0 and 1 are specialized: give an example of size 2 or more");
+        }
+        aot_options exact = options;
+        exact.dynamic_dims.clear();
+        aot_function r = aot_impl(example_inputs, f, exact);
+        const dynamic_groups groups = group_dynamic_dims(example_inputs, options.dynamic_dims);
+        std::vector<aot_function> others;
+        for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        std::string why;
+        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why);
+        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why)
+                     : std::nullopt;
+        graft::detail::check(fs && bs, "capture::aot: the dynamic dimensions cannot be symbolic: ", why,
+                             " (capture without dynamic_dims: one capture per size)");
+        fs->relax_input_types(*r.forward);
+        bs->relax_input_types(*r.backward);
+        r.forward_sizes = std::make_shared<const ir::symbolic_sizes>(std::move(*fs));
+        r.backward_sizes = std::make_shared<const ir::symbolic_sizes>(std::move(*bs));
+        r.size_groups = groups.dims;
+        return r;
+    }
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);
-    std::vector<Tensor> in;
-    for (std::size_t i = 0; i < example_inputs.size(); ++i) {
-        const Tensor& e = example_inputs[i];
-        graft::detail::check(e.defined(), "capture::aot: example input ", i, " is undefined");
-        Tensor c = graft::detail::raw::clone(e.detach());
-        if (e.requires_grad()) {
-            c.requires_grad_();
-            r.grad_inputs.push_back(i);
-        }
-        in.push_back(c);
-    }
+    traced_inputs ti = copy_inputs(example_inputs, "capture::aot");
+    for (const alias_group& g : ti.groups)
+        for (std::size_t m : g.members)
+            graft::detail::check(!example_inputs[m].requires_grad(), "capture::aot: example input ", m,
+                                 " shares memory with input ", m == g.members[0] ? g.members[1] : g.members[0],
+                                 " and requires grad; aliased inputs that require grad are supported by "
+                                 "jit::script, not by capture::aot yet (pass distinct tensors)");
+    const std::vector<Tensor>& in = ti.copies;  // the function's inputs
+    const std::vector<Tensor>& gin = ti.graph_inputs;  // the graphs' inputs
+    for (std::size_t j = 0; j < gin.size(); ++j)
+        if (gin[j].requires_grad()) r.grad_inputs.push_back(j);
     r.num_inputs = in.size();
+    r.signature = signature_of(example_inputs);
+    r.meta.alias_groups = ti.groups;
+    r.meta.graph_inputs = ti.graph_input_sources;
     {
         autograd::enable_grad grad_on;
         detail::observer_scope scope(&tr);
-        for (std::size_t i = 0; i < in.size(); ++i) tr.add_input(in[i], i);
+        for (std::size_t j = 0; j < gin.size(); ++j) {
+            tr.add_input(gin[j], j);
+            if (!r.meta.graph_inputs.empty() && r.meta.graph_inputs[j] >= in.size()) {
+                std::string name = "base";
+                name += std::to_string(r.meta.graph_inputs[j] - in.size());
+                joint->set_name(joint->inputs().back(), std::move(name));
+            }
+        }
         std::vector<Tensor> outs = f(in);
         r.num_outputs = outs.size();
         r.meta.num_inputs = in.size();
         r.meta.num_user_outputs = outs.size();
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            if (!tr.input_state(in[i]).second) continue;
-            graft::detail::check(!in[i].requires_grad(), "capture::aot: the function writes into input ", i,
+        for (std::size_t j = 0; j < gin.size(); ++j) {
+            if (!tr.input_state(gin[j]).second) continue;
+            graft::detail::check(!gin[j].requires_grad(), "capture::aot: the function writes into input ",
+                                 r.meta.graph_inputs.empty() ? j : r.meta.graph_inputs[j],
                                  ", which requires grad; only inputs that do not require grad (buffers) may be "
                                  "updated in place");
-            r.meta.mutated_inputs.push_back(i);
+            r.meta.mutated_inputs.push_back(j);
         }
         std::vector<Tensor> diff_outs, tangents;
         for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -16352,27 +17195,30 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
             r.differentiable_outputs.push_back(i);
             diff_outs.push_back(outs[i]);
             Tensor t = ones(outs[i].sizes(), outs[i].type());
-            tr.add_input(t, in.size() + tangents.size());
+            tr.add_input(t, gin.size() + tangents.size());
             std::string name = "g";
             name += std::to_string(tangents.size());
             joint->set_name(joint->inputs().back(), std::move(name));
             tangents.push_back(t);
         }
         for (const Tensor& o : outs) joint->register_output(tr.value_of(o));
-        for (std::size_t i : r.meta.mutated_inputs) joint->register_output(tr.input_state(in[i]).first);
+        for (std::size_t j : r.meta.mutated_inputs) joint->register_output(tr.input_state(gin[j]).first);
         std::vector<autograd::grad_input> wrt;
-        for (std::size_t i : r.grad_inputs) wrt.emplace_back(in[i]);
+        for (std::size_t j : r.grad_inputs) wrt.emplace_back(gin[j]);
         std::vector<Tensor> grads;
         if (!wrt.empty() && !diff_outs.empty())
             grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
         for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
-            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(in[r.grad_inputs[k]]);
-            joint->register_output(tr.value_of(gk.detach()));
+            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(gin[r.grad_inputs[k]]);
+            joint->register_output(tr.value_of(gk));  // gk itself: a detached alias would read as take
         }
     }
-    ir::dce::run(*joint);
+    // The IR's clean-up before partitioning, so that equal values are computed and saved once
+    // ((p - y) * (p - y) traces two subs) and views that change nothing (the backward's
+    // reshape to the same sizes) are gone. Values are unchanged bit for bit.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::dce>::run(*joint);
     joint->lint();
-    detail::partition(*joint, r.num_inputs, r.num_outputs, options.policy, r);
+    detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
     return r;
 }
@@ -16988,6 +17834,7 @@ struct step {
     std::vector<int> release;  // slots to clear after this step
     std::unique_ptr<block_plan> then_plan, else_plan;
     std::unique_ptr<fusion_group> group;
+    bool patched = false;  // a node whose attributes are computed from symbolic sizes
 };
 
 struct block_plan {
@@ -17007,6 +17854,8 @@ public:
         bool static_shapes = false;  // fusion groups precompute their loop bounds from the types
         std::size_t num_threads = 1;
         std::size_t parallel_grain = std::size_t{1} << 18;
+        /// Attributes computed from the inputs' sizes at every run (DYNAMIC differentiable plans).
+        std::shared_ptr<const ir::symbolic_sizes> symbolic;
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 
@@ -17040,7 +17889,9 @@ private:
         return v->node() != nullptr && v->node()->owning_block() == &b;
     }
 
-    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe) const;
+    /// `sizes`: the symbols' values for this run (symbolic plans only).
+    std::vector<ivalue> run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
+                                  std::span<const std::int64_t> sizes = {}) const;
 
     /// Runs node n on the frame's values in slots `in`, storing its results in slots `out`.
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
@@ -17253,6 +18104,10 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
         frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
         if (observe) (*observe)(graph_->inputs()[i], inputs[i]);
     }
+    if (options_.symbolic) {
+        const std::vector<std::int64_t> sizes = options_.symbolic->bind(inputs);
+        return run_block(top_, frame, observe, sizes);
+    }
     return run_block(top_, frame, observe);
 }
 
@@ -17452,6 +18307,7 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                                  "jit: prim::Call must be inlined before planning (ir::inline_calls)");
             graft::detail::check(n->kind().run != nullptr, "jit: no interpreter for ", n->kind().name);
         }
+        s.patched = options_.symbolic && options_.symbolic->patches_node(n);
         s.release = releases_after(i, i);
         bp.steps.push_back(std::move(s));
         ++i;
@@ -17460,15 +18316,29 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     return bp;
 }
 
-GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame,
-                                                 const observer_fn* observe) const {
+GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
+                                                 std::span<const std::int64_t> sizes) const {
     for (const step& s : bp.steps) {
         switch (s.what) {
-            case step::kind::node: run_node(s.node, s.in, s.out, frame, observe); break;
+            case step::kind::node:
+                if (s.patched) {
+                    // Attributes that are functions of the inputs' sizes, evaluated for this run.
+                    const ir::attribute_map attrs = options_.symbolic->attributes(s.node, sizes);
+                    std::vector<ivalue> in;
+                    for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
+                    auto out = s.node->kind().run(attrs, in);
+                    for (std::size_t k = 0; k < out.size() && k < s.out.size(); ++k) {
+                        if (observe) (*observe)(s.node->outputs()[k], out[k]);
+                        frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                    }
+                } else {
+                    run_node(s.node, s.in, s.out, frame, observe);
+                }
+                break;
             case step::kind::if_: {
                 const ivalue& c = frame[static_cast<std::size_t>(s.in[0])];
                 const block_plan& taken = ir::detail::truthy(c) ? *s.then_plan : *s.else_plan;
-                auto out = run_block(taken, frame, observe);
+                auto out = run_block(taken, frame, observe, sizes);
                 for (std::size_t k = 0; k < out.size(); ++k) {
                     if (observe) (*observe)(s.node->outputs()[k], out[k]);
                     frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
@@ -17549,6 +18419,9 @@ struct input_guard {
     std::optional<std::size_t> rank;                   // DYNAMIC
     std::optional<bool> contiguous;                    // DYNAMIC
     std::optional<bool> requires_grad;
+    /// Symbolic differentiable plans: per dimension, the exact size, or -1 - k for size symbol
+    /// s_k (any size >= 2; dimensions with one symbol must be equal: checked by the specialization).
+    std::optional<std::vector<std::int64_t>> symbolic_sizes;
 
     [[nodiscard]] bool check(const ir::ivalue& v) const;
 
@@ -17562,6 +18435,7 @@ struct plan_state {
     std::string reason;               // why a plan is eager (or empty)
     std::vector<std::string> guards;       // one per input
     std::vector<std::string> seen_shapes;  // per input: the shapes the profiling runs saw, e.g. "[100], [200]"
+    std::string symbolic;                  // symbolic differentiable plans: symbols and computed attributes
     std::string graph;                     // the specialized graph (types from the profile) and its fusion groups
     std::size_t fusion_groups = 0;
     std::uint64_t hits = 0;            // calls that passed the guards
@@ -17603,6 +18477,18 @@ using clock = std::chrono::steady_clock;
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
 
+/// Input sizes seen by the profiling runs and compilations of one executor chain: which
+/// dimensions vary, for symbolic differentiable plans.
+struct shape_history {
+    std::mutex mutex;
+    std::vector<std::vector<std::vector<std::int64_t>>> calls;  // per call, per input: sizes (empty: a number)
+    static constexpr std::size_t max_calls = 64;
+
+    void add(const std::vector<ir::ivalue>& in);
+    /// (input, dim) pairs whose size differed between calls of the same rank.
+    [[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> varying_dims();
+};
+
 /// Chrome trace events of one executor chain.
 struct trace_log {
     struct event {
@@ -17638,6 +18524,9 @@ struct specialization {
     double compile_ms = 0;
     /// The fallback function: runs the graph through an executor with one specialization less.
     std::function<std::vector<ir::ivalue>(std::vector<ir::ivalue>)> fallback;
+    /// Symbolic differentiable plans: where each size symbol occurs (input, dimension).
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> symbol_occurrences;
+    std::string symbolic_text;  // the symbols and the attributes computed from them
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
@@ -17649,7 +18538,8 @@ struct specialization {
 class executor_state : public std::enable_shared_from_this<executor_state> {
 public:
     executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
-                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations);
+                   std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations,
+                   std::shared_ptr<shape_history> history);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
@@ -17676,7 +18566,8 @@ private:
     void compile(const std::vector<ir::ivalue>& in);
 
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
-    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo);
+    std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
+                                    fusion_behavior behavior);
 
     void release_profile_locked();
 
@@ -17688,6 +18579,7 @@ private:
     std::shared_ptr<trace_log> log_;
     int level_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
+    std::shared_ptr<shape_history> history_;
 
     mutable std::mutex mutex_;
     std::atomic<const specialization*> current_{nullptr};
@@ -17756,6 +18648,7 @@ private:
 // Definitions for graft/jit/executor.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17788,6 +18681,14 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
         return false;
     if (rank && *rank != t->sizes().size()) return false;
     if (contiguous && *contiguous != t->is_contiguous()) return false;
+    if (symbolic_sizes) {
+        const auto sz = t->sizes();
+        if (sz.size() != symbolic_sizes->size()) return false;
+        for (std::size_t d = 0; d < sz.size(); ++d) {
+            const std::int64_t want = (*symbolic_sizes)[d];
+            if (want >= 0 ? sz[d] != want : sz[d] < 2) return false;  // symbols: 0 and 1 are specialized
+        }
+    }
     return true;
 }
 
@@ -17803,6 +18704,13 @@ GRAFT_INLINE std::string input_guard::describe() const {
     os << (scalar_type ? ir::detail::dtype_type_name(*scalar_type) : "Tensor") << '(';
     if (sizes) {
         for (std::size_t i = 0; i < sizes->size(); ++i) os << (i ? ", " : "") << (*sizes)[i];
+    } else if (symbolic_sizes) {
+        for (std::size_t i = 0; i < symbolic_sizes->size(); ++i) {
+            const std::int64_t d = (*symbolic_sizes)[i];
+            os << (i ? ", " : "");
+            if (d >= 0) os << d;
+            else os << 's' << (-1 - d);
+        }
     } else if (rank) {
         for (std::size_t i = 0; i < *rank; ++i) os << (i ? ", " : "") << '*';
     } else {
@@ -17850,6 +18758,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
         if (p.timed_runs) os << ", " << p.timed_runs << " timed run(s) " << p.run_ms_total / static_cast<double>(p.timed_runs) << " ms each";
         os << "\n  guards:";
         for (std::size_t k = 0; k < p.guards.size(); ++k) os << (k ? ", " : " ") << '%' << k << ": " << p.guards[k];
+        if (!p.symbolic.empty()) os << "\n  symbolic sizes: " << p.symbolic;
         os << "\n  shapes profiled:";
         for (std::size_t k = 0; k < p.seen_shapes.size(); ++k)
             os << (k ? "; " : " ") << '%' << k << ": " << (p.seen_shapes[k].empty() ? "-" : p.seen_shapes[k]);
@@ -17874,7 +18783,37 @@ GRAFT_INLINE bool specialization::admits(const std::vector<ir::ivalue>& in) cons
     if (in.size() != guards.size()) return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!guards[i].check(in[i])) return false;
+    for (const auto& occ : symbol_occurrences) {  // duck sizing: one symbol, one size
+        const std::int64_t v = std::get<Tensor>(in[occ[0].first]).sizes()[occ[0].second];
+        for (std::size_t k = 1; k < occ.size(); ++k)
+            if (std::get<Tensor>(in[occ[k].first]).sizes()[occ[k].second] != v) return false;
+    }
     return true;
+}
+
+GRAFT_INLINE void shape_history::add(const std::vector<ir::ivalue>& in) {
+    std::vector<std::vector<std::int64_t>> sizes;
+    for (const auto& v : in) {
+        const Tensor* t = std::get_if<Tensor>(&v);
+        sizes.emplace_back();
+        if (t && t->defined()) sizes.back().assign(t->sizes().begin(), t->sizes().end());
+    }
+    std::lock_guard lock(mutex);
+    if (calls.size() < max_calls) calls.push_back(std::move(sizes));
+}
+
+GRAFT_INLINE std::vector<std::pair<std::size_t, std::size_t>> shape_history::varying_dims() {
+    std::lock_guard lock(mutex);
+    std::vector<std::pair<std::size_t, std::size_t>> r;
+    if (calls.empty()) return r;
+    for (std::size_t i = 0; i < calls[0].size(); ++i)
+        for (std::size_t d = 0; d < calls[0][i].size(); ++d) {
+            bool varies = false;
+            for (const auto& c : calls)
+                varies = varies || (i < c.size() && c[i].size() == calls[0][i].size() && c[i][d] != calls[0][i][d]);
+            if (varies) r.emplace_back(i, d);
+        }
+    return r;
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::ivalue>& in) const {
@@ -17888,13 +18827,15 @@ GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::i
 
 GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                                             std::shared_ptr<trace_log> log, int level,
-                                            std::shared_ptr<std::atomic<std::size_t>> compilations)
+                                            std::shared_ptr<std::atomic<std::size_t>> compilations,
+                                            std::shared_ptr<shape_history> history)
     : graph_(std::move(g)),
       options_(std::move(o)),
       remaining_(remaining),
       log_(std::move(log)),
       level_(level),
-      compilations_(std::move(compilations)) {
+      compilations_(std::move(compilations)),
+      history_(std::move(history)) {
     if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
 }
 
@@ -17961,6 +18902,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             p.reason = s->reason;
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
+            p.symbolic = s->symbolic_text;
             p.graph = s->graph_text;
             p.fusion_groups = s->fusion_groups;
             p.hits = s->hits.load(std::memory_order_relaxed);
@@ -17985,6 +18927,7 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::profile(const std::vector<i
     const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
     auto out = profiling_plan_->run(in, &observe);
     rec.finish_run();
+    history_->add(in);
     *record_ = std::move(rec);
     ++profiled_runs_;
     profiling_ms_ += ms_since(t0);
@@ -18012,14 +18955,27 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
     const ir::TensorType& t = p->type.tensor;
     g.scalar_type = t.scalar_type;
     g.requires_grad = t.requires_grad;
-    if (b == fusion_behavior::static_ && t.complete()) {
+    // STATIC: every part of the type the profile knows is checked (a STATIC plan may rely on
+    // sizes and strides separately: known sizes with strides that varied still fix loop bounds).
+    const bool sizes_known = t.sizes && std::all_of(t.sizes->begin(), t.sizes->end(), [](const auto& d) { return d.has_value(); });
+    if (b == fusion_behavior::static_ && sizes_known) {
         g.sizes.emplace();
         for (const auto& s : *t.sizes) g.sizes->push_back(*s);
         g.strides = t.strides;
+        if (!g.strides) g.contiguous = p->contiguous;
     } else {
         g.rank = t.rank();
         g.contiguous = p->contiguous;
     }
+    return g;
+}
+
+GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
+    input_guard g;
+    g.kind = ir::type_kind::tensor;
+    g.scalar_type = t.type();
+    g.sizes.emplace(t.sizes().begin(), t.sizes().end());
+    g.requires_grad = t.requires_grad();
     return g;
 }
 
@@ -18045,6 +19001,7 @@ GRAFT_INLINE std::string executor_state::specialized_text() const {
 
 GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
+    history_->add(in);
     auto s = std::make_unique<specialization>();
     const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
     s->behavior = behavior;
@@ -18082,11 +19039,9 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         s->fusion_groups = s->run_plan->num_fusion_groups();
         s->graph_text = specialized_text() + s->run_plan->describe();
     } else {
-        s->reason = differentiable_plan(*s, in, bo);
+        s->reason = differentiable_plan(*s, in, bo, behavior);
         if (s->reason.empty()) {
-            s->kind = plan_kind::differentiable;
-            // Differentiable graphs are traced through autograd for the observed shapes.
-            for (std::size_t i = 0; i < s->guards.size(); ++i) s->guards[i] = make_guard(graph_->inputs()[i], fusion_behavior::static_);
+            s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
             s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
@@ -18094,7 +19049,8 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         }
     }
     // The fallback function: the same graph, one specialization less.
-    auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_);
+    auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_,
+                                               history_);
     s->fallback_executor = fb;
     s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
     s->compile_ms = ms_since(t0);
@@ -18111,21 +19067,59 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
 }
 
 GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in,
-                                                             plan::build_options bo) {
-    std::vector<Tensor> examples;
-    for (const auto& v : in) {
-        const Tensor* t = std::get_if<Tensor>(&v);
-        if (!t) return "an input is a number";
-        examples.push_back(*t);
-    }
-    for (const ir::Node* n : graph_->block()->nodes())
+                                                             plan::build_options bo, fusion_behavior behavior) {
+    for (const ir::Node* n : graph_->block()->nodes()) {
+        if (!n->blocks().empty())
+            return std::string("the graph has control flow (") + std::string(n->kind().name) +
+                   "); differentiable plans are straight-line graphs";
         if (n->is<ir::kinds::constant>())
             if (const auto* t = std::get_if<Tensor>(&n->attr("value")); t && t->requires_grad())
                 return "a constant tensor requires grad";
-    std::shared_ptr<capture::aot_function> f;
-    try {
-        const ir::Graph& g = *graph_;
-        f = std::make_shared<capture::aot_function>(capture::aot(
+    }
+    // The forward and backward graphs are traced (capture::aot) for the dtypes, sizes and
+    // requires_grad flags of example inputs, so the plan's guards are exactly those of the
+    // examples. The examples are the inputs of the profiled runs when the profile knows them
+    // completely (this call's inputs when they agree, otherwise zeros of the profiled types:
+    // the values do not matter, a straight-line graph is traced the same way for any values),
+    // else this call's inputs.
+    const auto& params = graph_->inputs();
+    std::vector<Tensor> examples;
+    bool profile_complete = record_ != nullptr, call_matches = true;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor* t = std::get_if<Tensor>(&in[i]);
+        if (!t) return "an input is a number";
+        const value_profile* p = record_ ? record_->find(params[i]) : nullptr;
+        const bool known = p && !p->mixed_kinds && p->type.is_tensor() && p->type.tensor.scalar_type &&
+                           p->type.tensor.requires_grad && p->type.tensor.sizes &&
+                           std::all_of(p->type.tensor.sizes->begin(), p->type.tensor.sizes->end(),
+                                       [](const auto& d) { return d.has_value(); });
+        if (!known) {
+            profile_complete = false;
+            continue;
+        }
+        const ir::TensorType& pt = p->type.tensor;
+        call_matches = call_matches && t->type() == *pt.scalar_type && t->requires_grad() == *pt.requires_grad &&
+                       std::equal(t->sizes().begin(), t->sizes().end(), pt.sizes->begin(), pt.sizes->end(),
+                                  [](std::int64_t a, const std::optional<std::int64_t>& b) { return a == *b; });
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor& t = std::get<Tensor>(in[i]);
+        if (!profile_complete || call_matches) {
+            examples.push_back(t);
+            continue;
+        }
+        const ir::TensorType& pt = record_->find(params[i])->type.tensor;
+        int_list sizes;
+        for (const auto& d : *pt.sizes) sizes.push_back(*d);
+        Tensor z = zeros(sizes, *pt.scalar_type);
+        if (*pt.requires_grad) z.requires_grad_();
+        examples.push_back(std::move(z));
+    }
+    s.guards.clear();
+    for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
+    const ir::Graph& g = *graph_;
+    const auto trace = [&g](const std::vector<Tensor>& ex) {
+        return std::make_shared<capture::aot_function>(capture::aot(
             [&g](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
                 std::vector<Tensor> r;
@@ -18136,13 +19130,65 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                 }
                 return r;
             },
-            examples));
+            ex));
+    };
+    std::shared_ptr<capture::aot_function> f;
+    try {
+        f = trace(examples);
     } catch (const graft::error& e) {
         return std::string("capture::aot: ") + e.what();
     }
+    // DYNAMIC: sizes that varied over the chain's calls become symbols when the graphs traced
+    // at other values of them differ only in attributes that are products of input sizes.
+    std::shared_ptr<const ir::symbolic_sizes> fwd_sym, bwd_sym;
+    if (behavior == fusion_behavior::dynamic_) {
+        std::vector<std::pair<std::size_t, std::size_t>> varying;
+        for (const auto& [i, d] : history_->varying_dims())
+            if (examples[i].sizes().size() > d && examples[i].sizes()[d] >= 2) varying.emplace_back(i, d);
+        if (!varying.empty()) {
+            // Duck sizing: varying dimensions of equal size share a symbol.
+            const capture::detail::dynamic_groups dg = capture::detail::group_dynamic_dims(examples, varying);
+            const auto& groups = dg.dims;
+            std::string why;
+            try {
+                std::vector<std::shared_ptr<capture::aot_function>> others;
+                for (const auto& ex : capture::detail::perturbed_examples(examples, dg, 2)) others.push_back(trace(ex));
+                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()}, why);
+                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward, {others[0]->backward.get(), others[1]->backward.get()}, why)
+                             : std::nullopt;
+                if (fs && bs) {
+                    fs->relax_input_types(*f->forward);
+                    bs->relax_input_types(*f->backward);
+                    fwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*fs));
+                    bwd_sym = std::make_shared<const ir::symbolic_sizes>(std::move(*bs));
+                }
+            } catch (const graft::error& e) {
+                why = std::string("tracing at other sizes failed: ") + e.what();
+            }
+            if (fwd_sym) {
+                for (std::size_t k = 0; k < groups.size(); ++k)
+                    for (const auto& [i, d] : groups[k]) {
+                        input_guard& gd = s.guards[i];
+                        if (!gd.symbolic_sizes) gd.symbolic_sizes.emplace(gd.sizes->begin(), gd.sizes->end());
+                        (*gd.symbolic_sizes)[d] = -1 - static_cast<std::int64_t>(k);
+                    }
+                for (input_guard& gd : s.guards)
+                    if (gd.symbolic_sizes) gd.sizes.reset();
+                s.symbol_occurrences = groups;
+                f->signature.clear();  // the specialization's guards decide what the graphs serve
+                s.symbolic_text = "forward: " + fwd_sym->describe(*f->forward) + "\n    backward: " +
+                                  bwd_sym->describe(*f->backward);
+            } else {
+                s.symbolic_text = "none (exact sizes): " + why;
+            }
+        }
+    }
     const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
-    s.forward_plan = std::make_shared<plan>(f->forward, bo, own_types);
-    s.backward_plan = std::make_shared<plan>(f->backward, bo, own_types);
+    plan::build_options fbo = bo, bbo = bo;
+    fbo.symbolic = fwd_sym;
+    bbo.symbolic = bwd_sym;
+    s.forward_plan = std::make_shared<plan>(f->forward, fbo, own_types);
+    s.backward_plan = std::make_shared<plan>(f->backward, bbo, own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
             std::vector<ir::ivalue> a(args.begin(), args.end());
@@ -18191,7 +19237,8 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
     auto log = std::make_shared<detail::trace_log>();
     compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
     top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
-                                                    depth_, std::move(log), 0, compilations_);
+                                                    depth_, std::move(log), 0, compilations_,
+                                                    std::make_shared<detail::shape_history>());
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {
@@ -18202,9 +19249,11 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> input
         const ir::Type& t = params[i]->type();
         const bool ok = t.is_tensor() ? std::holds_alternative<Tensor>(inputs[i]) && std::get<Tensor>(inputs[i]).defined()
                                       : detail::number_type(inputs[i]) == t && !std::holds_alternative<Tensor>(inputs[i]);
-        graft::detail::check(ok, "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
-                             t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t),
-                             ", got a value that does not match");
+        if (!ok)  // not check(): the message's parts are formatted only on failure
+            graft::detail::fail(graft::detail::concat(
+                "jit::executor: input ", i, " (%", params[i]->name(), ") must be ",
+                t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t), ", got ",
+                ir::detail::describe_value(inputs[i])));
     }
     return top_->run(std::move(inputs));
 }
@@ -18360,7 +19409,11 @@ GRAFT_INLINE ir::Value* lower_constant(ir::Graph& g, double value) {
 
 GRAFT_INLINE std::unique_ptr<ir::Graph> graph_with_inputs(std::size_t n) {
     auto g = std::make_unique<ir::Graph>();
-    for (std::size_t i = 0; i < n; ++i) g->add_input(ir::Type::tensor_type(), "x" + std::to_string(i));
+    for (std::size_t i = 0; i < n; ++i) {
+        std::string name = "x";  // not "x" + to_string(i): g++ 12 -O2 warns (-Wrestrict, a false positive)
+        name += std::to_string(i);
+        g->add_input(ir::Type::tensor_type(), std::move(name));
+    }
     return g;
 }
 
@@ -18381,10 +19434,13 @@ GRAFT_INLINE void register_outputs(ir::Graph& g, const std::vector<ir::Value*>& 
 // specialized, fused plans. Like torch.jit.trace, the capture records the path
 // taken and the sizes that view ops were given on the first call: f must not
 // branch on tensor values, and view sizes computed from input sizes stay
-// those of the first call.
+// those of the first call. Inputs that share memory (f(x, x)) are part of what a
+// capture is for: a call whose inputs alias differently from the capture's (where
+// that changes the result) gets a capture and executor of its own.
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -18398,7 +19454,9 @@ namespace detail {
 /// script_function's non-template part: the capture of f and its executor, made on the first call.
 class script_state {
 public:
-    explicit script_state(options o);
+    /// `o` empty: the process-wide default_options(), read at the first call and again after
+    /// flush_compilation_cache() (as torch.jit reads its global settings).
+    explicit script_state(std::optional<options> o);
     script_state(const script_state&) = delete;
     script_state& operator=(const script_state&) = delete;
 
@@ -18415,12 +19473,20 @@ private:
         capture::captured cap;
         executor exec;
     };
-    const compiled& get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    /// The capture (and executor) for the inputs' aliasing pattern, made on first need; null
+    /// when max_alias_patterns captures exist already and none fits (f then runs eagerly).
+    const compiled* get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+
+    /// Captures kept for other aliasing patterns than the first call's (inputs sharing memory).
+    static constexpr std::size_t max_alias_patterns = 8;
 
     options options_;
+    bool use_defaults_ = false;
     std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
-    std::atomic<const compiled*> compiled_{nullptr};
+    std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
+    std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
+    std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
 };
 
 }  // namespace detail
@@ -18428,7 +19494,7 @@ private:
 template <class F>
 class script_function {
 public:
-    script_function(F f, options o) : f_(std::move(f)), state_(std::move(o)) {}
+    script_function(F f, std::optional<options> o) : f_(std::move(f)), state_(std::move(o)) {}
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
@@ -18452,7 +19518,8 @@ public:
     [[nodiscard]] jit::debug_state debug_state() const { return state_.debug_state(); }
     [[nodiscard]] std::string debug_string() const { return state_.debug_string(); }
     [[nodiscard]] std::string chrome_trace() const { return state_.chrome_trace(); }
-    /// Drops every specialization (the capture is kept).
+    /// Forgets the captures and every specialization: the next call captures and profiles
+    /// again (with the process-wide options re-read when the script was made without options).
     void flush_compilation_cache() { state_.flush_compilation_cache(); }
     /// The captured graph, or null before the first call.
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
@@ -18462,9 +19529,16 @@ private:
     detail::script_state state_;
 };
 
-/// f as a profiling executor with the given options (default: jit::default_options()).
+/// f as a profiling executor with the process-wide options (jit::default_options(), read at
+/// the first call: jit::set_fusion_strategy before then applies).
 template <class F>
-[[nodiscard]] auto script(F&& f, options o = default_options()) {
+[[nodiscard]] auto script(F&& f) {
+    return script_function<std::decay_t<F>>(std::forward<F>(f), std::nullopt);
+}
+
+/// f as a profiling executor with the given options.
+template <class F>
+[[nodiscard]] auto script(F&& f, options o) {
     return script_function<std::decay_t<F>>(std::forward<F>(f), std::move(o));
 }
 
@@ -18487,20 +19561,29 @@ template <class F, class... Steps>
 
 namespace graft::jit::detail {
 
-GRAFT_INLINE script_state::script_state(options o) : options_(std::move(o)) {
+GRAFT_INLINE script_state::script_state(std::optional<options> o)
+    : options_(o ? std::move(*o) : default_options()), use_defaults_(!o) {
     graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
 }
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
-    const compiled& c = get(inputs, f);
-    graft::detail::check(inputs.size() == c.cap.meta().num_inputs, "jit::script: the function was captured with ",
-                         c.cap.meta().num_inputs, " inputs, got ", inputs.size());
-    return c.cap.finish(inputs, c.exec(inputs));
+    const compiled* c = get(inputs, f);
+    if (c == nullptr) return f(inputs);  // an aliasing pattern past max_alias_patterns: eager
+    const capture::graph_meta& m = c->cap.meta();
+    if (m.graph_inputs.empty()) return c->cap.finish(inputs, c->exec(inputs));
+    return c->cap.finish(inputs, c->exec(m.graph_arguments(inputs)));
 }
 
 GRAFT_INLINE jit::debug_state script_state::debug_state() const {
     const compiled* c = compiled_.load(std::memory_order_acquire);
-    return c ? c->exec.state() : jit::debug_state{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
+    if (c) return c->exec.state();
+    // Not captured yet (or flushed): one executor level that has not run.
+    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
+    jit::level_state l;
+    l.remaining_depth = d.bailout_depth;
+    l.num_profiled_runs = options_.num_profiled_runs;
+    d.levels.push_back(std::move(l));
+    return d;
 }
 
 GRAFT_INLINE std::string script_state::debug_string() const {
@@ -18515,7 +19598,11 @@ GRAFT_INLINE std::string script_state::chrome_trace() const {
 }
 
 GRAFT_INLINE void script_state::flush_compilation_cache() {
-    if (const compiled* c = compiled_.load(std::memory_order_acquire)) c->exec.flush_compilation_cache();
+    std::lock_guard lock(mutex_);
+    compiled_.store(nullptr, std::memory_order_release);
+    if (owned_) retired_.push_back(std::move(owned_));
+    for (auto& c : other_patterns_) retired_.push_back(std::move(c));
+    other_patterns_.clear();
 }
 
 GRAFT_INLINE const ir::Graph* script_state::graph() const {
@@ -18523,16 +19610,34 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
     return c ? &c->exec.graph() : nullptr;
 }
 
-GRAFT_INLINE const script_state::compiled& script_state::get(const std::vector<Tensor>& inputs,
+GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
                                                              capture::detail::traced_fn f) {
-    if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
+    const compiled* first = compiled_.load(std::memory_order_acquire);
+    if (first) {
+        graft::detail::check(inputs.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
+                             first->cap.meta().num_inputs, " inputs, got ", inputs.size());
+        if (first->cap.meta().aliasing_matches(inputs)) return first;  // the hot path: pointer comparisons
+    }
+    const auto make = [&] {
+        capture::captured cap = capture::detail::trace_impl(inputs, f);
+        executor exec(cap.graph(), options_);
+        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
+    };
     std::lock_guard lock(mutex_);
-    if (const compiled* c = compiled_.load(std::memory_order_acquire)) return *c;
-    capture::captured cap = capture::detail::trace_impl(inputs, f);
-    executor exec(cap.graph(), options_);
-    owned_ = std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
-    compiled_.store(owned_.get(), std::memory_order_release);
-    return *owned_;
+    first = compiled_.load(std::memory_order_acquire);
+    if (!first) {
+        if (use_defaults_) options_ = default_options();
+        graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
+        owned_ = make();
+        compiled_.store(owned_.get(), std::memory_order_release);
+        return owned_.get();
+    }
+    if (first->cap.meta().aliasing_matches(inputs)) return first;
+    for (const auto& c : other_patterns_)
+        if (c->cap.meta().aliasing_matches(inputs)) return c.get();
+    if (other_patterns_.size() >= max_alias_patterns) return nullptr;
+    other_patterns_.push_back(make());
+    return other_patterns_.back().get();
 }
 
 }  // namespace graft::jit::detail

@@ -95,7 +95,7 @@ namespace detail {
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
-    explicit tracer(ir::Graph& g) : g_(g) {}
+    explicit tracer(ir::Graph& g) : g_(g), cur_(g.block()) {}
 
     ir::Value* add_input(const Tensor& t, std::size_t index);
 
@@ -115,6 +115,11 @@ public:
     void on_alloc(const Tensor& t) override;
 
     void on_read(std::string_view what, const Tensor& t) override;
+
+    /// graft::cond: both branches recorded as the blocks of a prim::If on `pred`'s value.
+    std::vector<Tensor> on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                const graft::detail::branch_ref& else_branch,
+                                const std::vector<Tensor>& operands) override;
 
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
@@ -138,7 +143,13 @@ private:
 
     ir::Value* take(const base_state& b, const Tensor& t);
 
+    /// A node that reads nothing (a constant): in the top block, before the outermost If being
+    /// recorded, so that it is visible wherever it is used.
+    ir::Node* append_constant();
+
     ir::Graph& g_;
+    ir::Block* cur_;                 // where nodes are recorded (a branch of an If while recording cond)
+    std::vector<ir::Node*> open_ifs_;  // the If nodes whose branches are being recorded, outermost first
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique

@@ -70,7 +70,7 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
         const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
         if (!(t.is_contiguous() && t.storage_offset() == 0 && t.numel() == elems))
             base = graft::detail::raw::view_of(t, {elems}, {1}, 0);
-        ir::Node* c = g_.append<ir::kinds::constant>();
+        ir::Node* c = append_constant();
         c->set_attr("value", graft::detail::raw::clone(base.detach()));
         keep_.push_back(base);
         bit = bases_.emplace(storage_key(t), base_state{base, c->add_output(value_type(base)), 0, -1}).first;
@@ -100,7 +100,7 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::initializer_list<gra
                          "' has no graph IR kind, so it cannot be captured");
     std::vector<ir::Value*> inputs;
     for (const auto& o : operands) inputs.push_back(o.tensor ? value_of(*o.tensor) : number(o.number));
-    ir::Node* n = g_.append(*k);
+    ir::Node* n = cur_->append(*k);
     for (ir::Value* v : inputs) n->add_input(v);
     for (const auto& a : attrs)
         std::visit([&](const auto& v) { n->set_attr(a.name, v); }, a.value);
@@ -123,7 +123,7 @@ GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_op
         next = s;
     } else {
         ir::Value* idx = index_constant(b, dst);
-        ir::Node* n = g_.append<ir::kinds::put>();
+        ir::Node* n = cur_->append<ir::kinds::put>();
         n->add_input(b.value);
         n->add_input(idx);
         n->add_input(s);
@@ -147,13 +147,95 @@ GRAFT_INLINE void tracer::on_read(std::string_view what, const Tensor& t) {
         "reading values cannot be captured (the graph would bake in this example's value)"));
 }
 
+GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                                 const graft::detail::branch_ref& else_branch,
+                                                 const std::vector<Tensor>& operands) {
+    bool taken = false;
+    {
+        graft::detail::observer_paused paused;  // reading the example's predicate is not part of the graph
+        taken = pred.item<bool>();
+    }
+    // A predicate computed from constants only: the branch it selects, as eager code.
+    if (!traced(pred)) return taken ? then_branch(operands) : else_branch(operands);
+    ir::Value* c = value_of(pred);
+    ir::Node* n = cur_->append<ir::kinds::if_>();
+    n->add_input(c);
+    open_ifs_.push_back(n);
+    // Each branch sees the tracer's state as it was before the If; values it makes stay in
+    // its block.
+    const auto saved_bases = bases_;
+    const auto saved_values = values_;
+    const std::size_t saved_mutations = mutations_;
+    ir::Block* outer = cur_;
+    std::vector<Tensor> results[2];
+    try {
+        for (int b = 0; b < 2; ++b) {
+            cur_ = n->add_block();
+            results[b] = (b == 0 ? then_branch : else_branch)(operands);
+            for (std::size_t i = 0; i < results[b].size(); ++i) {
+                graft::detail::check(results[b][i].defined(), "cond: output ", i, " of the ",
+                                     b == 0 ? "true" : "false", " branch is undefined");
+                cur_->register_output(value_of(results[b][i]));
+            }
+            graft::detail::check(mutations_ == saved_mutations, "cond: the ", b == 0 ? "true" : "false",
+                                 " branch writes into a tensor; under graph capture, branches must not modify "
+                                 "tensors (return new ones instead)");
+            cur_ = outer;
+            bases_ = saved_bases;
+            values_ = saved_values;
+        }
+    } catch (...) {
+        cur_ = outer;
+        open_ifs_.pop_back();
+        bases_ = saved_bases;
+        values_ = saved_values;
+        throw;
+    }
+    open_ifs_.pop_back();
+    graft::detail::check(results[0].size() == results[1].size(), "cond: the true branch returns ", results[0].size(),
+                         " tensors, the false branch ", results[1].size());
+    // The If's outputs; the caller continues with copies of the taken branch's results, which
+    // the graph knows as those outputs.
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i < results[0].size(); ++i) {
+        const Tensor& a = results[0][i];
+        const Tensor& b = results[1][i];
+        graft::detail::check(a.type() == b.type(), "cond: output ", i, " is ", a.type(), " in the true branch and ",
+                             b.type(), " in the false branch");
+        ir::TensorType tt;
+        tt.scalar_type = a.type();
+        if (a.sizes().size() == b.sizes().size()) {
+            tt.sizes.emplace();
+            for (std::size_t d = 0; d < a.sizes().size(); ++d)
+                tt.sizes->push_back(a.sizes()[d] == b.sizes()[d] ? std::optional<std::int64_t>(a.sizes()[d]) : std::nullopt);
+        }
+        ir::Value* v = n->add_output(ir::Type::tensor_type(std::move(tt)));
+        Tensor copy;
+        {
+            graft::detail::observer_paused paused;
+            copy = graft::detail::raw::clone((taken ? a : b).detach());
+        }
+        keep_.push_back(copy);
+        bases_[storage_key(copy)] = {copy, v, 0, -1};
+        values_[impl_key(copy)] = {v, 0};
+        out.push_back(std::move(copy));
+    }
+    return out;
+}
+
 GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
     const base_state& b = bases_.at(storage_key(input));
     return {b.value, b.gen > 0};
 }
 
-GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
+GRAFT_INLINE ir::Node* tracer::append_constant() {
     ir::Node* c = g_.append<ir::kinds::constant>();
+    if (!open_ifs_.empty()) c->move_before(open_ifs_.front());
+    return c;
+}
+
+GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
+    ir::Node* c = append_constant();
     if (s.kind() == dtype::bool_) {
         c->set_attr("value", s.to<bool>());
         return c->add_output(ir::Type::bool_type());
@@ -169,14 +251,14 @@ GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
 GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor& t) {
     const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
                                                     autograd::detail::geometry_of(t));
-    ir::Node* c = g_.append<ir::kinds::constant>();
+    ir::Node* c = append_constant();
     c->set_attr("value", idx);
     return c->add_output(value_type(idx));
 }
 
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
     ir::Value* idx = index_constant(b, t);
-    ir::Node* n = g_.append<ir::kinds::take>();
+    ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);
     n->add_input(idx);
     return n->add_output(value_type(t));

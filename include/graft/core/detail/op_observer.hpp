@@ -33,6 +33,14 @@ struct op_attr_entry {
     op_attr value;
 };
 
+/// A branch of graft::cond: the user's function called on the operands (not owned).
+struct branch_ref {
+    const void* object = nullptr;
+    std::vector<Tensor> (*invoke)(const void* object, const std::vector<Tensor>& operands) = nullptr;
+
+    std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const { return invoke(object, operands); }
+};
+
 /// Receives the ops of the current thread while installed.
 class op_observer {
 public:
@@ -47,10 +55,26 @@ public:
     /// Memory was allocated outside any op or factory (empty() called by user code):
     /// its contents come from code the observer does not see.
     virtual void on_alloc(const Tensor&);
+    /// graft::cond with a one-element bool tensor `pred`: the observer runs the branches its
+    /// own way (graph capture records both as a prim::If). The default refuses.
+    virtual std::vector<Tensor> on_cond(const Tensor& pred, const branch_ref& then_branch,
+                                        const branch_ref& else_branch, const std::vector<Tensor>& operands);
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
 inline thread_local int tl_op_depth = 0;
+
+/// Uninstalls the thread's observer while alive (work the observer must not record).
+class observer_paused {
+public:
+    observer_paused() noexcept : saved_(tl_op_observer) { tl_op_observer = nullptr; }
+    ~observer_paused() { tl_op_observer = saved_; }
+    observer_paused(const observer_paused&) = delete;
+    observer_paused& operator=(const observer_paused&) = delete;
+
+private:
+    op_observer* saved_;
+};
 
 /// Marks one raw op: only the outermost op of a nest is reported.
 class observed_op {

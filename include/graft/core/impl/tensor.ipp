@@ -20,6 +20,16 @@ GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl() {
 
 }  // namespace graft::detail
 
+namespace graft::detail {
+
+// Here rather than in op_observer.ipp: it needs Tensor complete.
+GRAFT_INLINE std::vector<Tensor> op_observer::on_cond(const Tensor&, const branch_ref&, const branch_ref&,
+                                                      const std::vector<Tensor>&) {
+    fail("cond: not supported while this op observer is installed");
+}
+
+}  // namespace graft::detail
+
 namespace graft {
 
 GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {

@@ -253,8 +253,9 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
         }
         if (n->is<kinds::if_>()) {
             const Type& c = n->input(0)->type();
-            check(!c.is_tensor(), "Graph::lint: prim::If needs a number condition (bool, int or float), got ",
-                  to_string(c));
+            // A number, or a one-element tensor (graft::cond's predicate; checked when run).
+            check(!c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_,
+                  "Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c));
             for (const Block* inner : n->blocks()) {
                 check(inner->inputs().empty(), "Graph::lint: prim::If blocks take no inputs");
                 check(inner->outputs().size() == n->outputs().size(), "Graph::lint: prim::If has ",

@@ -9,7 +9,10 @@ GRAFT_INLINE bool truthy(const ivalue& v) {
     if (const auto* b = std::get_if<bool>(&v)) return *b;
     if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
     if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
-    graft::detail::fail("prim::If: the condition must be a number, not a tensor");
+    const Tensor& t = std::get<Tensor>(v);
+    graft::detail::check(t.defined() && t.numel() == 1, "prim::If: a tensor condition must have one element, got sizes ",
+                         t.defined() ? t.sizes() : int_list{});
+    return t.item<double>() != 0.0;
 }
 
 GRAFT_INLINE std::string describe_value(const ivalue& x) {
