@@ -806,3 +806,28 @@ TEST_CASE("jit: a script with data-dependent cond takes each call's branch; grad
             eager_plan_for_grad = eager_plan_for_grad || l.plan->reason.find("control flow") != std::string::npos;
     CHECK(eager_plan_for_grad);
 }
+
+TEST_CASE("jit: a script with a data-dependent while_loop matches eager, values and gradients", "[jit]") {
+    const auto f = [](Tensor x, Tensor w) {
+        const Tensor h = while_loop([](Tensor v) { return v.abs().sum() > 1.0; }, [&w](Tensor v) { return tanh(v * w) * 0.9; }, x);
+        return (h * h).sum();
+    };
+    const auto eager = [](Tensor x, const Tensor& w) {
+        while (x.abs().sum().item<double>() > 1.0) x = tanh(x * w) * 0.9;
+        return (x * x).sum();
+    };
+    auto fn = jit::script(f, opts());
+    for (double scale : {5.0, 0.01, 3.0, 20.0, 0.5}) {
+        const Tensor x = full({6}, scale, dtype::float64) + randn({6}, dtype::float64) * 0.1;
+        const Tensor w = full({6}, 0.9, dtype::float64);
+        CHECK(allclose(fn(x, w), eager(x, w), 0, 0));
+    }
+    // With gradients (the graph has a loop: the eager plan, autograd through every iteration).
+    for (double scale : {5.0, 0.5}) {
+        Tensor x = full({6}, scale, dtype::float64) + randn({6}, dtype::float64) * 0.1;
+        x.requires_grad_();
+        const Tensor w = full({6}, 0.9, dtype::float64);
+        const Tensor g = autograd::grad({fn(x, w)}, {x})[0];
+        CHECK(allclose(g, autograd::grad({eager(x, w)}, {x})[0], 1e-12, 1e-12));
+    }
+}

@@ -15,7 +15,6 @@
 #include "graft/core/tensor.hpp"
 #include "graft/kernels/dispatch.hpp"
 #include "graft/ops/compare.hpp"
-#include "graft/ops/control_flow.hpp"
 #include "graft/ops/elementwise.hpp"
 #include "graft/ops/linalg.hpp"
 #include "graft/ops/reduce.hpp"
@@ -31,3 +30,4 @@
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/autograd/view_meta.hpp"
 #include "graft/autograd/view_tracking.hpp"
+#include "graft/ops/control_flow.hpp"

@@ -116,6 +116,10 @@ public:
 
     void on_read(std::string_view what, const Tensor& t) override;
 
+    /// graft::while_loop: recorded as a prim::Loop (body and condition traced once).
+    std::vector<Tensor> on_while_loop(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
+                                      const std::vector<Tensor>& carried) override;
+
     /// graft::cond: both branches recorded as the blocks of a prim::If on `pred`'s value.
     std::vector<Tensor> on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
                                 const graft::detail::branch_ref& else_branch,
@@ -149,7 +153,7 @@ private:
 
     ir::Graph& g_;
     ir::Block* cur_;                 // where nodes are recorded (a branch of an If while recording cond)
-    std::vector<ir::Node*> open_ifs_;  // the If nodes whose branches are being recorded, outermost first
+    std::vector<ir::Node*> open_ifs_;  // the If/Loop nodes whose blocks are being recorded, outermost first
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique

@@ -111,6 +111,13 @@ struct if_ {
     static constexpr kind_info info{"prim::If", 1, -1, 2, true, false, false, nullptr};
 };
 
+/// Loop(cond, carried...) with one block (graft::while_loop): while `cond` holds, the block
+/// runs with the carried values as its inputs and returns (next cond, next carried...); the
+/// outputs are the last carried values. `cond` is a number or a one-element bool tensor.
+struct loop {
+    static constexpr kind_info info{"prim::Loop", -1, -1, 1, true, false, false, nullptr};
+};
+
 /// Call(args...) of the graph held in its one block (block inputs = parameters,
 /// block outputs = results); the inlining pass splices it into the caller.
 struct call {
@@ -225,7 +232,7 @@ struct table_kinds<std::tuple<Ops...>> {
 /// Every kind the IR knows: the op table's elementwise ops, then the others.
 using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
-    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
+    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,

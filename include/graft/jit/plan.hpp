@@ -2,7 +2,8 @@
 // Execution plans: a graph lowered to a flat list of steps over numbered
 // slots (no name lookups at run time), with values released after their last
 // use so their buffers are reused within the call. A step runs one node
-// through the eager ops, an If with two nested plans, or a fusion group: a
+// through the eager ops, an If with two nested plans, a Loop with a nested plan for
+// its body, or a fusion group: a
 // maximal run of elementwise float ops executed as one tile loop (each op's
 // Highway kernel over an L1-sized tile, intermediates kept in per-thread tile
 // buffers), so the group reads its inputs and writes its outputs once.
@@ -178,12 +179,13 @@ private:
 struct block_plan;
 
 struct step {
-    enum class kind { node, if_, fused };
+    enum class kind { node, if_, fused, loop };
     kind what = kind::node;
     const ir::Node* node = nullptr;
     std::vector<int> in, out;
     std::vector<int> release;  // slots to clear after this step
-    std::unique_ptr<block_plan> then_plan, else_plan;
+    std::unique_ptr<block_plan> then_plan, else_plan;  // If; a Loop's body is then_plan
+    std::vector<int> body_inputs;                     // Loop: the slots of the body's parameters
     std::unique_ptr<fusion_group> group;
     bool patched = false;  // a node whose attributes are computed from symbolic sizes
 };

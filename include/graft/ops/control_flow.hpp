@@ -11,12 +11,15 @@
 // std::vector<Tensor> or a tuple of Tensors; both return the same number of tensors of the
 // same dtypes. Under capture, branches must not write into tensors they did not create.
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "graft/autograd/tensor_methods.hpp"  // fori_loop's counter arithmetic
 #include "graft/core/detail/op_observer.hpp"
+#include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
 
 namespace graft {
@@ -50,6 +53,13 @@ template <std::size_t N, class F>
                                                          const branch_ref& false_branch,
                                                          const std::vector<Tensor>& operands);
 
+/// while_loop's non-template part.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> while_loop_impl(const branch_ref& cond_fn, const branch_ref& body_fn,
+                                                               const std::vector<Tensor>& carried);
+
+/// The one-element bool tensor a loop condition must give, as a bool (graft::error otherwise).
+[[nodiscard]] GRAFT_INLINE bool loop_condition(const std::vector<Tensor>& c);
+
 }  // namespace detail
 
 /// true_fn(operands...) if the one-element bool tensor `pred` holds true, else
@@ -78,6 +88,43 @@ template <class TrueFn, class FalseFn, class... Ts>
     auto r = pred ? detail::branch_results(true_fn(Tensor(operands)...))
                   : detail::branch_results(false_fn(Tensor(operands)...));
     if constexpr (std::is_same_v<R, Tensor>) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+/// while cond_fn(carried...) (a one-element bool tensor) holds: carried = body_fn(carried...);
+/// returns the last carried values (torch._higher_order_ops.while_loop, JAX's lax.while_loop).
+/// body_fn returns as many tensors as it takes, of the same dtypes. Eagerly the loop just runs
+/// (autograd records every iteration); under graph capture it becomes a prim::Loop whose trip
+/// count is decided by the data of each run. Returns a Tensor for one carried value, else a
+/// std::vector<Tensor>.
+template <class CondFn, class BodyFn, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const CondFn&, decltype((void)sizeof(Ts), Tensor())...> &&
+             std::is_invocable_v<const BodyFn&, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const Ts&... carried) {
+    auto r = detail::while_loop_impl(detail::make_branch<sizeof...(Ts)>(cond_fn), detail::make_branch<sizeof...(Ts)>(body_fn),
+                                     std::vector<Tensor>{Tensor(carried)...});
+    if constexpr (sizeof...(Ts) == 1) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+/// for i in [lower, upper): carried = body_fn(i, carried...), with i a 0-dim int64 tensor
+/// (JAX's lax.fori_loop); a while_loop on a counter, so capture records one prim::Loop.
+template <class BodyFn, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const BodyFn&, Tensor, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto fori_loop(std::int64_t lower, std::int64_t upper, const BodyFn& body_fn, const Ts&... carried) {
+    const auto cond_fn = [upper](const Tensor& i, const decltype((void)sizeof(Ts), Tensor())&...) { return i < upper; };
+    const auto step = [&body_fn](const Tensor& i, const decltype((void)sizeof(Ts), Tensor())&... c) {
+        std::vector<Tensor> next{i + std::int64_t{1}};
+        for (Tensor& t : detail::branch_results(body_fn(i, c...))) next.push_back(std::move(t));
+        return next;
+    };
+    auto r = detail::while_loop_impl(detail::make_branch<sizeof...(Ts) + 1>(cond_fn),
+                                     detail::make_branch<sizeof...(Ts) + 1>(step),
+                                     std::vector<Tensor>{full({}, lower, dtype::int64), Tensor(carried)...});
+    r.erase(r.begin());
+    if constexpr (sizeof...(Ts) == 1) return Tensor(std::move(r.at(0)));
     else return r;
 }
 

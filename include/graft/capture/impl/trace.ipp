@@ -223,6 +223,112 @@ GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft
     return out;
 }
 
+GRAFT_INLINE std::vector<Tensor> tracer::on_while_loop(const graft::detail::branch_ref& cond_fn,
+                                                       const graft::detail::branch_ref& body_fn,
+                                                       const std::vector<Tensor>& carried) {
+    const auto check_condition = [](const std::vector<Tensor>& c) {
+        graft::detail::check(c.size() == 1 && c[0].defined() && c[0].numel() == 1 && c[0].type() == dtype::bool_,
+                             "while_loop: the condition function must return one one-element bool tensor");
+    };
+    const auto run_eagerly = [&](std::vector<Tensor> state) {
+        while (graft::detail::loop_condition(cond_fn(state))) state = body_fn(state);
+        return state;
+    };
+    const std::vector<Tensor> c0 = cond_fn(carried);
+    check_condition(c0);
+    bool depends = traced(c0[0]);
+    for (const Tensor& t : carried) depends = depends || traced(t);
+    if (!depends) return run_eagerly(carried);  // a loop over constants: its result is a constant
+    ir::Value* cv = value_of(c0[0]);
+    std::vector<ir::Value*> initial;
+    for (const Tensor& t : carried) initial.push_back(value_of(t));
+    ir::Node* n = cur_->append<ir::kinds::loop>();
+    n->add_input(cv);
+    for (ir::Value* v : initial) n->add_input(v);
+    open_ifs_.push_back(n);
+    const auto saved_bases = bases_;
+    const auto saved_values = values_;
+    const std::size_t saved_mutations = mutations_;
+    ir::Block* outer = cur_;
+    ir::Block* body = n->add_block();
+    std::vector<Tensor> next;
+    try {
+        // The body's parameters stand for the carried values of any iteration: fresh copies
+        // whose graph values are the block's inputs.
+        std::vector<Tensor> params;
+        for (const Tensor& t : carried) {
+            ir::Value* p = body->add_input(value_type(t));
+            Tensor copy;
+            {
+                graft::detail::observer_paused paused;
+                copy = graft::detail::raw::clone(t.detach());
+            }
+            if (t.requires_grad()) copy.requires_grad_();
+            keep_.push_back(copy);
+            bases_[storage_key(copy)] = {copy, p, 0, -1};
+            values_[impl_key(copy)] = {p, 0};
+            params.push_back(std::move(copy));
+        }
+        cur_ = body;
+        next = body_fn(params);
+        graft::detail::check(next.size() == carried.size(), "while_loop: the body returns ", next.size(),
+                             " tensors for ", carried.size(), " carried values");
+        for (std::size_t i = 0; i < next.size(); ++i)
+            graft::detail::check(next[i].defined() && next[i].type() == carried[i].type(),
+                                 "while_loop: the body must return carried value ", i, " with dtype ",
+                                 carried[i].type());
+        const std::vector<Tensor> c1 = cond_fn(next);
+        check_condition(c1);
+        body->register_output(value_of(c1[0]));
+        for (const Tensor& t : next) body->register_output(value_of(t));
+        graft::detail::check(mutations_ == saved_mutations,
+                             "while_loop: the body or the condition writes into a tensor; under graph capture they "
+                             "must not modify tensors (return new ones instead)");
+    } catch (...) {
+        cur_ = outer;
+        open_ifs_.pop_back();
+        bases_ = saved_bases;
+        values_ = saved_values;
+        throw;
+    }
+    cur_ = outer;
+    open_ifs_.pop_back();
+    bases_ = saved_bases;
+    values_ = saved_values;
+    // A carried value whose sizes the body changes has unknown sizes (its rank when kept).
+    for (std::size_t i = 0; i < carried.size(); ++i) {
+        ir::Type t = value_type(carried[i]);
+        if (next[i].sizes() != carried[i].sizes()) {
+            if (next[i].sizes().size() == carried[i].sizes().size())
+                for (auto& d : *t.tensor.sizes) d = std::nullopt;
+            else
+                t.tensor.sizes.reset();
+        }
+        body->inputs()[i]->set_type(t);
+        n->add_output(t);
+    }
+    // The caller continues with the loop's real result (run again, not recorded), which the
+    // graph knows as the Loop's outputs.
+    std::vector<Tensor> result;
+    {
+        graft::detail::observer_paused paused;
+        result = run_eagerly(carried);
+    }
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i < result.size(); ++i) {
+        Tensor copy;
+        {
+            graft::detail::observer_paused paused;
+            copy = graft::detail::raw::clone(result[i].detach());
+        }
+        keep_.push_back(copy);
+        bases_[storage_key(copy)] = {copy, n->output(i), 0, -1};
+        values_[impl_key(copy)] = {n->output(i), 0};
+        out.push_back(std::move(copy));
+    }
+    return out;
+}
+
 GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
     const base_state& b = bases_.at(storage_key(input));
     return {b.value, b.gen > 0};

@@ -59,6 +59,9 @@ public:
     /// own way (graph capture records both as a prim::If). The default refuses.
     virtual std::vector<Tensor> on_cond(const Tensor& pred, const branch_ref& then_branch,
                                         const branch_ref& else_branch, const std::vector<Tensor>& operands);
+    /// graft::while_loop: graph capture records the loop as a prim::Loop. The default refuses.
+    virtual std::vector<Tensor> on_while_loop(const branch_ref& cond_fn, const branch_ref& body_fn,
+                                              const std::vector<Tensor>& carried);
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;

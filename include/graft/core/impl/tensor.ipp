@@ -28,6 +28,11 @@ GRAFT_INLINE std::vector<Tensor> op_observer::on_cond(const Tensor&, const branc
     fail("cond: not supported while this op observer is installed");
 }
 
+GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, const branch_ref&,
+                                                            const std::vector<Tensor>&) {
+    fail("while_loop: not supported while this op observer is installed");
+}
+
 }  // namespace graft::detail
 
 namespace graft {

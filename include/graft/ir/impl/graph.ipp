@@ -266,6 +266,27 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                           to_string(inner->outputs()[i]->type()));
             }
         }
+        if (n->is<kinds::loop>()) {
+            const auto condition_ok = [](const Type& c) {
+                return !c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_;
+            };
+            check(!n->inputs().empty() && condition_ok(n->input(0)->type()),
+                  "Graph::lint: prim::Loop needs a number or a bool tensor condition as its first input");
+            const std::size_t carried = n->inputs().size() - 1;
+            const Block* body = n->blocks()[0];
+            check(n->outputs().size() == carried, "Graph::lint: prim::Loop carries ", carried, " values but has ",
+                  n->outputs().size(), " outputs");
+            check(body->inputs().size() == carried, "Graph::lint: prim::Loop carries ", carried,
+                  " values but its block takes ", body->inputs().size());
+            check(body->outputs().size() == carried + 1, "Graph::lint: prim::Loop's block must return the next condition and ",
+                  carried, " carried values, returns ", body->outputs().size());
+            check(condition_ok(body->outputs()[0]->type()),
+                  "Graph::lint: prim::Loop's block must return a number or a bool tensor condition first");
+            for (std::size_t i = 0; i < carried; ++i)
+                check(body->outputs()[i + 1]->type().kind == n->outputs()[i]->type().kind &&
+                          n->input(i + 1)->type().kind == n->outputs()[i]->type().kind,
+                      "Graph::lint: prim::Loop carried value ", i, " changes category between iterations");
+        }
         if (n->is<kinds::call>()) {
             const Block* body = n->blocks()[0];
             check(body->inputs().size() == n->inputs().size(), "Graph::lint: prim::Call passes ", n->inputs().size(),

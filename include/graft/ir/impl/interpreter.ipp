@@ -53,6 +53,17 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
             out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
+        } else if (n->is<kinds::loop>()) {
+            const Block& body = *n->blocks()[0];
+            ivalue c = in[0];
+            std::vector<ivalue> carried(in.begin() + 1, in.end());
+            while (truthy(c)) {
+                for (std::size_t i = 0; i < carried.size(); ++i) env[body.inputs()[i]] = carried[i];
+                std::vector<ivalue> next = run_block(body, env, sizes, values);
+                c = std::move(next[0]);
+                carried.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
+            }
+            out = std::move(carried);
         } else if (n->is<kinds::call>()) {
             const Block& body = *n->blocks()[0];
             graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",

@@ -306,6 +306,10 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
             s.what = step::kind::if_;
             s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
             s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
+        } else if (n->is<ir::kinds::loop>()) {
+            s.what = step::kind::loop;
+            for (const ir::Value* p : n->blocks()[0]->inputs()) s.body_inputs.push_back(slot(p));
+            s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
         } else {
             graft::detail::check(!n->is<ir::kinds::call>(),
                                  "jit: prim::Call must be inlined before planning (ir::inline_calls)");
@@ -350,6 +354,27 @@ GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& 
                 break;
             }
             case step::kind::fused: run_group(*s.group, frame); break;
+            case step::kind::loop: {
+                const ir::Block& body = *s.node->blocks()[0];
+                ivalue c = frame[static_cast<std::size_t>(s.in[0])];
+                std::vector<ivalue> carried;
+                for (std::size_t k = 1; k < s.in.size(); ++k) carried.push_back(frame[static_cast<std::size_t>(s.in[k])]);
+                while (ir::detail::truthy(c)) {
+                    for (std::size_t k = 0; k < carried.size(); ++k) {
+                        if (observe) (*observe)(body.inputs()[k], carried[k]);
+                        frame[static_cast<std::size_t>(s.body_inputs[k])] = std::move(carried[k]);
+                    }
+                    auto next = run_block(*s.then_plan, frame, observe, sizes);
+                    c = std::move(next[0]);
+                    carried.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
+                }
+                for (const int k : s.body_inputs) frame[static_cast<std::size_t>(k)] = ivalue{};
+                for (std::size_t k = 0; k < carried.size(); ++k) {
+                    if (observe) (*observe)(s.node->outputs()[k], carried[k]);
+                    frame[static_cast<std::size_t>(s.out[k])] = std::move(carried[k]);
+                }
+                break;
+            }
         }
         for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
     }
