@@ -831,3 +831,51 @@ TEST_CASE("jit: a script with a data-dependent while_loop matches eager, values 
         CHECK(allclose(g, autograd::grad({eager(x, w)}, {x})[0], 1e-12, 1e-12));
     }
 }
+
+TEST_CASE("jit: a graph with a loop that requires grad runs with differentiable subgraphs", "[jit]") {
+    const auto f = [](Tensor x, Tensor w) {
+        const Tensor h = tanh(x * w + 1.0) * sigmoid(x) - x * 0.5;  // a straight-line region
+        const Tensor l = while_loop([](Tensor v) { return v.abs().sum() > 1.0; }, [](Tensor v) { return v * 0.7; }, h);
+        return (tanh(l * w) * l + w * w).sum();  // another one after the loop
+    };
+    const auto eager = [](const Tensor& x, const Tensor& w) {
+        Tensor l = tanh(x * w + 1.0) * sigmoid(x) - x * 0.5;
+        while (l.abs().sum().item<double>() > 1.0) l = l * 0.7;
+        return (tanh(l * w) * l + w * w).sum();
+    };
+    auto fn = jit::script(f, opts());
+    for (int i = 0; i < 4; ++i) {
+        Tensor x = randn({7}, dtype::float64) * 3.0, w = randn({7}, dtype::float64);
+        x.requires_grad_();
+        w.requires_grad_();
+        const Tensor y = fn(x, w), ye = eager(x, w);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        const auto g = autograd::grad({y}, {x, w}), ge = autograd::grad({ye}, {x, w});
+        CHECK(allclose(g[0], ge[0], 1e-12, 1e-12));
+        CHECK(allclose(g[1], ge[1], 1e-12, 1e-12));
+        if (i == 3) {  // finite differences of the executor, dL/dw[2]
+            const double h = 1e-6;
+            Tensor wp = w.detach().clone(), wm = w.detach().clone();
+            wp.select(0, 2).add_(h);
+            wm.select(0, 2).sub_(h);
+            const double fd = (fn(x.detach(), wp).item<double>() - fn(x.detach(), wm).item<double>()) / (2 * h);
+            CHECK(g[1].select(0, 2).item<double>() == Approx(fd).epsilon(1e-5));
+        }
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->kind == jit::plan_kind::subgraphs);
+    CHECK(d.levels[0].plan->graph.find("differentiable subgraph 0") != std::string::npos);
+    CHECK(d.levels[0].plan->graph.find("differentiable subgraph 1") != std::string::npos);
+    CHECK(d.levels[0].plan->hits >= 2);
+    // Below the size threshold, regions stay inline: a plain eager plan.
+    jit::options o = opts();
+    o.min_differentiable_subgraph = 100;
+    auto inline_fn = jit::script(f, o);
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = randn({7}, dtype::float64), w = randn({7}, dtype::float64);
+        x.requires_grad_();
+        (void)inline_fn(x, w);
+    }
+    CHECK(inline_fn.debug_state().levels[0].plan->kind == jit::plan_kind::eager);
+}

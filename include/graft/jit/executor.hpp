@@ -47,6 +47,7 @@ enum class plan_kind {
     fused,           // no value requires grad: fusion groups, no autograd
     differentiable,  // forward and backward graphs (fused), one autograd node
     eager,           // specialized, node by node through the eager ops (autograd records)
+    subgraphs,       // eager, with differentiable subgraphs for straight-line regions
 };
 
 [[nodiscard]] GRAFT_INLINE const char* to_string(plan_kind k) noexcept;
@@ -210,6 +211,10 @@ private:
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
     std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
                                     fusion_behavior behavior);
+
+    /// The straight-line regions of the top-level block that become differentiable subgraphs
+    /// (graphs that require grad but are not one differentiable graph); `text` describes them.
+    std::vector<plan_region> differentiable_subgraphs(plan::build_options bo, std::string& text);
 
     void release_profile_locked();
 

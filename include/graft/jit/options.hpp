@@ -97,6 +97,10 @@ struct options {
     std::size_t num_threads = std::max(1U, std::thread::hardware_concurrency());
     /// Elements per thread below which a fused loop stays on the calling thread.
     std::size_t parallel_grain = std::size_t{1} << 18;
+    /// Graphs that require grad but cannot be one differentiable graph (control flow): the
+    /// straight-line regions of at least this many nodes become differentiable subgraphs,
+    /// smaller ones stay inline (TorchScript's autodiff subgraph inlining threshold).
+    std::size_t min_differentiable_subgraph = 5;
 };
 
 namespace detail {

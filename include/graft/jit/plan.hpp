@@ -179,7 +179,7 @@ private:
 struct block_plan;
 
 struct step {
-    enum class kind { node, if_, fused, loop };
+    enum class kind { node, if_, fused, loop, region };
     kind what = kind::node;
     const ir::Node* node = nullptr;
     std::vector<int> in, out;
@@ -188,6 +188,15 @@ struct step {
     std::vector<int> body_inputs;                     // Loop: the slots of the body's parameters
     std::unique_ptr<fusion_group> group;
     bool patched = false;  // a node whose attributes are computed from symbolic sizes
+    std::size_t region = 0;  // region steps: index into build_options::regions
+};
+
+/// A run of consecutive nodes of a top-level block executed as one unit (a differentiable
+/// subgraph): `run` maps the values of `inputs` to those of `outputs`.
+struct plan_region {
+    std::vector<const ir::Node*> nodes;
+    std::vector<const ir::Value*> inputs, outputs;
+    std::function<std::vector<ivalue>(const std::vector<ivalue>&)> run;
 };
 
 struct block_plan {
@@ -209,6 +218,8 @@ public:
         std::size_t parallel_grain = std::size_t{1} << 18;
         /// Attributes computed from the inputs' sizes at every run (DYNAMIC differentiable plans).
         std::shared_ptr<const ir::symbolic_sizes> symbolic;
+        /// Runs of nodes of the top-level block executed as one step each.
+        std::vector<plan_region> regions;
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 

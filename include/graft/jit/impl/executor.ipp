@@ -14,6 +14,7 @@ GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
         case plan_kind::fused: return "fused";
         case plan_kind::differentiable: return "differentiable";
         case plan_kind::eager: return "eager";
+        case plan_kind::subgraphs: return "eager with differentiable subgraphs";
     }
     return "?";
 }
@@ -399,8 +400,15 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
-            s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
-            s->graph_text = specialized_text();
+            plan::build_options eo;
+            std::string text;
+            eo.regions = differentiable_subgraphs(bo, text);
+            if (!eo.regions.empty()) {
+                s->kind = plan_kind::subgraphs;
+                s->fusion_groups = 0;
+            }
+            s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
+            s->graph_text = specialized_text() + text;
         }
     }
     // The fallback function: the same graph, one specialization less.
@@ -560,6 +568,129 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                    ir::to_string(*f->backward) + s.backward_plan->describe();
     s.diff = std::move(f);
     return {};
+}
+
+GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(plan::build_options bo,
+                                                                              std::string& text) {
+    std::vector<plan_region> regions;
+    const ir::Block& top = *graph_->block();
+    const auto is_constant = [](const ir::Value* v) { return v->node() && v->node()->is<ir::kinds::constant>(); };
+    const auto complete_tensor = [this](const ir::Value* v) -> std::optional<ir::Type> {
+        auto t = profiled_type(v);
+        if (!t || !t->is_tensor() || !t->tensor.complete()) return std::nullopt;
+        return t;
+    };
+    // A node a subgraph can hold: no blocks, run by the eager ops, tensors in and out (numbers
+    // only from constants, which are copied into the subgraph).
+    const auto eligible = [&](const ir::Node* n) {
+        if (!n->blocks().empty() || !n->kind().run || n->is<ir::kinds::constant>()) return false;
+        for (const ir::Value* v : n->outputs())
+            if (!complete_tensor(v)) return false;
+        for (const ir::Value* v : n->inputs())
+            if (!is_constant(v) && !complete_tensor(v)) return false;
+        return true;
+    };
+    std::vector<const ir::Node*> seq;
+    for (const ir::Node* n : top.nodes())
+        if (!n->is<ir::kinds::constant>()) seq.push_back(n);
+    std::size_t i = 0;
+    while (i < seq.size()) {
+        std::size_t j = i;
+        while (j < seq.size() && eligible(seq[j])) ++j;
+        if (j == i) {
+            ++i;
+            continue;
+        }
+        std::vector<const ir::Node*> run(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
+        i = j;
+        if (run.size() < std::max<std::size_t>(options_.min_differentiable_subgraph, 1)) continue;
+        const std::set<const ir::Node*> in_run(run.begin(), run.end());
+        auto sg = std::make_shared<ir::Graph>();
+        std::map<const ir::Value*, ir::Value*> map;
+        plan_region reg;
+        reg.nodes = run;
+        std::vector<Tensor> examples;
+        for (const ir::Node* n : run) {
+            for (const ir::Value* v : n->inputs()) {
+                if (map.count(v)) continue;
+                if (is_constant(v)) {
+                    ir::Node* c = sg->append<ir::kinds::constant>();
+                    c->set_attr("value", v->node()->attr("value"));
+                    map[v] = c->add_output(v->type());
+                    continue;
+                }
+                const ir::Type t = *complete_tensor(v);
+                map[v] = sg->add_input(t, v->name());
+                reg.inputs.push_back(v);
+                int_list sizes;
+                for (const auto& d : *t.tensor.sizes) sizes.push_back(*d);
+                Tensor e = zeros(sizes, *t.tensor.scalar_type);
+                if (*t.tensor.requires_grad) e.requires_grad_();
+                examples.push_back(std::move(e));
+            }
+            ir::Node* m = sg->append(n->kind());
+            for (const ir::Value* v : n->inputs()) m->add_input(map.at(v));
+            for (const auto& [name, value] : n->attributes()) m->set_attr(name, value);
+            for (const ir::Value* v : n->outputs()) map[v] = m->add_output(*complete_tensor(v));
+        }
+        for (const ir::Node* n : run)
+            for (const ir::Value* v : n->outputs()) {
+                bool escapes = false;
+                for (const ir::Use& u : v->uses()) escapes = escapes || !u.user || !in_run.count(u.user);
+                if (!escapes) continue;
+                sg->register_output(map.at(v));
+                reg.outputs.push_back(v);
+            }
+        if (reg.outputs.empty()) continue;
+        std::shared_ptr<capture::aot_function> f;
+        try {
+            sg->lint();
+            const ir::Graph& sub = *sg;
+            f = std::make_shared<capture::aot_function>(capture::aot(
+                [&sub](const std::vector<Tensor>& args) {
+                    return ir::interpret(sub, args);
+                },
+                examples));
+        } catch (const graft::error& e) {
+            text += std::string("  (a region of ") + std::to_string(run.size()) + " nodes stays eager: " + e.what() + ")\n";
+            continue;
+        }
+        f->recapture.reset();  // the region's own guard: admits() or eager
+        const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
+        auto fp = std::make_shared<plan>(f->forward, bo, own_types);
+        auto bp = std::make_shared<plan>(f->backward, bo, own_types);
+        const auto as_runner = [](std::shared_ptr<plan> p) {
+            return [p](const std::vector<Tensor>& args) {
+                std::vector<ir::ivalue> a(args.begin(), args.end());
+                std::vector<Tensor> r;
+                for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+                return r;
+            };
+        };
+        f->forward_runner = as_runner(fp);
+        f->backward_runner = as_runner(bp);
+        f->node_name = "DifferentiableGraphBackward";
+        text += "differentiable subgraph " + std::to_string(regions.size()) + " (" + std::to_string(run.size()) +
+                " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
+                "):\n  forward:\n" + ir::to_string(*f->forward) + fp->describe() + "  backward:\n" +
+                ir::to_string(*f->backward) + bp->describe();
+        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
+        reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
+            std::vector<Tensor> t;
+            bool grad = false;
+            for (const auto& v : in) {
+                const Tensor* x = std::get_if<Tensor>(&v);
+                if (!x) return ir::interpret(*sg, in);
+                grad = grad || x->requires_grad();
+                t.push_back(*x);
+            }
+            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*sg, in);
+            auto out = (*f)(t);
+            return {out.begin(), out.end()};
+        };
+        regions.push_back(std::move(reg));
+    }
+    return regions;
 }
 
 GRAFT_INLINE void executor_state::release_profile_locked() {

@@ -259,6 +259,36 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
 
     std::size_t i = 0;
     while (i < nodes.size()) {
+        // A region (differentiable subgraph) starting here, when its nodes follow in order.
+        if (&b == graph_->block()) {
+            std::size_t r = 0;
+            while (r < options_.regions.size() && options_.regions[r].nodes.front() != nodes[i]) ++r;
+            if (r < options_.regions.size()) {
+                const plan_region& reg = options_.regions[r];
+                bool contiguous = i + reg.nodes.size() <= nodes.size();
+                for (std::size_t k = 0; contiguous && k < reg.nodes.size(); ++k) contiguous = nodes[i + k] == reg.nodes[k];
+                if (contiguous) {
+                    step s;
+                    s.what = step::kind::region;
+                    s.region = r;
+                    s.node = nodes[i];
+                    for (const ir::Value* v : reg.inputs) s.in.push_back(slot(v));
+                    for (const ir::Value* v : reg.outputs) s.out.push_back(slot(v));
+                    // Inputs last used inside the region, and outputs nothing reads, are dropped after it
+                    // (values made and used inside it never reach the frame).
+                    const std::size_t last = i + reg.nodes.size() - 1;
+                    for (const ir::Value* v : reg.inputs)
+                        if (const auto it = last_use.find(v);
+                            it != last_use.end() && it->second >= i && it->second <= last && defined_in(v, b))
+                            s.release.push_back(slots_.at(v));
+                    for (const ir::Value* v : reg.outputs)
+                        if (!last_use.count(v)) s.release.push_back(slots_.at(v));
+                    bp.steps.push_back(std::move(s));
+                    i += reg.nodes.size();
+                    continue;
+                }
+            }
+        }
         // A fusion group: the longest run of fusable nodes of one dtype.
         if (options_.fuse) {
             std::optional<dtype> type;
@@ -354,6 +384,16 @@ GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& 
                 break;
             }
             case step::kind::fused: run_group(*s.group, frame); break;
+            case step::kind::region: {
+                std::vector<ivalue> in;
+                for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
+                auto out = options_.regions[s.region].run(in);
+                for (std::size_t k = 0; k < out.size() && k < s.out.size(); ++k) {
+                    if (observe) (*observe)(options_.regions[s.region].outputs[k], out[k]);
+                    frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                }
+                break;
+            }
             case step::kind::loop: {
                 const ir::Block& body = *s.node->blocks()[0];
                 ivalue c = frame[static_cast<std::size_t>(s.in[0])];
