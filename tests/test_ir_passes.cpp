@@ -331,3 +331,43 @@ TEST_CASE("ir passes: a pipeline is a type; it lints after every pass", "[ir][pa
     CHECK_THROWS_WITH((ir::pipeline<ir::dce, breaks_graph>::run(*g, {.lint = true})),
                       Catch::Contains("ir pass breaks_graph broke the graph") && Catch::Contains("exp takes 1 inputs"));
 }
+
+TEST_CASE("ir passes: unroll_loops unrolls loops with small constant trip counts, bit for bit", "[ir][passes]") {
+    const auto count_loops = [](const ir::Graph& g) {
+        std::size_t n = 0;
+        for (const ir::Node* m : g.block()->nodes()) n += m->is<ir::kinds::loop>();
+        return n;
+    };
+    const auto counted = [](std::int64_t trips) {
+        return [trips](Tensor x) {
+            return fori_loop(0, trips, [](Tensor i, Tensor acc) { return tanh(acc) * 1.5 + i.to(dtype::float64); }, x);
+        };
+    };
+    const Tensor x = randn({5}, dtype::float64), x2 = randn({5}, dtype::float64);
+    for (std::int64_t trips : {0, 1, 3, 8, 9}) {
+        INFO("trips " << trips);
+        const auto cap = capture::trace(counted(trips), x);
+        auto g = cap.graph().copy();
+        REQUIRE(count_loops(*g) == 1);
+        const Tensor before = ir::interpret(*g, std::vector<Tensor>{x2})[0];
+        const bool changed = ir::unroll_loops::run(*g);
+        g->lint();
+        CHECK(changed == (trips <= 8));
+        CHECK(count_loops(*g) == (trips <= 8 ? 0 : 1));
+        const Tensor after = ir::interpret(*g, std::vector<Tensor>{x2})[0];
+        CHECK(allclose(before, after, 0, 0));
+        CHECK(allclose(after, counted(trips)(x2), 0, 0));
+    }
+    // A trip count that depends on the inputs is left to run time.
+    const auto data_dependent = capture::trace(
+        [](Tensor v) { return while_loop([](Tensor a) { return a.abs().sum() > 1.0; }, [](Tensor a) { return a * 0.5; }, v); },
+        full({3}, 2.0, dtype::float64));
+    auto g = data_dependent.graph().copy();
+    CHECK_FALSE(ir::unroll_loops::run(*g));
+    CHECK(count_loops(*g) == 1);
+    // The default pipeline unrolls (and the jit's executor runs it).
+    auto h = capture::trace(counted(3), x).graph().copy();
+    ir::default_pipeline::run(*h);
+    CHECK(count_loops(*h) == 0);
+    CHECK(allclose(ir::interpret(*h, std::vector<Tensor>{x2})[0], counted(3)(x2), 0, 0));
+}

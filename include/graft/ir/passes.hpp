@@ -120,6 +120,22 @@ private:
     static bool is_noop(const Node* n);
 };
 
+/// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
+/// condition, and every carried value it depends on, start from constants and are computed
+/// in the body by pure ops, so the pass runs that part of the body on the constants to count
+/// the trips (a fori_loop over constant bounds), then replaces the Loop by that many copies of
+/// its body. The same ops run in the same order: results are bit-identical. Loops whose body
+/// holds control flow are left alone.
+struct unroll_loops {
+    static constexpr std::string_view name = "unroll_loops";
+    static constexpr std::size_t max_trip_count = 8;
+    static bool run(Graph& g);
+
+private:
+    static std::optional<std::size_t> trip_count(const Node* loop);
+    static void unroll(Node* loop, std::size_t trips);
+};
+
 /// Splices every prim::Call's callee into the caller.
 struct inline_calls {
     static constexpr std::string_view name = "inline_calls";
@@ -174,9 +190,10 @@ struct pipeline {
     }
 };
 
-/// The default clean-up: inline, fold, simplify, then remove what became dead.
-using default_pipeline = pipeline<inline_calls, constant_propagation, peephole, remove_noop_views, canonicalize, cse,
-                                  constant_pooling, dce>;
+/// The default clean-up: inline, fold, unroll small constant loops, fold again, simplify, then
+/// remove what became dead.
+using default_pipeline = pipeline<inline_calls, constant_propagation, unroll_loops, constant_propagation, peephole,
+                                  remove_noop_views, canonicalize, cse, constant_pooling, dce>;
 
 }  // namespace graft::ir
 

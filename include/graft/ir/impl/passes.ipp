@@ -388,4 +388,132 @@ GRAFT_INLINE void canonicalize::number(Block* b, std::map<const Value*, std::siz
     }
 }
 
+namespace detail {
+
+[[nodiscard]] inline ivalue attribute_ivalue(const attribute& a) {
+    if (const auto* t = std::get_if<Tensor>(&a)) return *t;
+    if (const auto* d = std::get_if<double>(&a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
+    if (const auto* b = std::get_if<bool>(&a)) return *b;
+    graft::detail::fail("unroll_loops: a constant that is not a value");
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::optional<std::size_t> unroll_loops::trip_count(const Node* loop) {
+    const Block& body = *loop->blocks()[0];
+    for (const Node* m : body.nodes())
+        if (!m->blocks().empty()) return std::nullopt;
+    // The part of the body the condition depends on, through the carried values.
+    std::set<const Value*> needed{body.outputs()[0]};
+    std::set<const Node*> slice;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (auto it = body.nodes().rbegin(); it != body.nodes().rend(); ++it) {
+            const Node* m = *it;
+            if (slice.count(m)) continue;
+            bool produces = false;
+            for (const Value* o : m->outputs()) produces = produces || needed.count(o);
+            if (!produces) continue;
+            slice.insert(m);
+            for (const Value* v : m->inputs()) needed.insert(v);
+            grew = true;
+        }
+        for (std::size_t k = 0; k < body.inputs().size(); ++k)
+            if (needed.count(body.inputs()[k]) && !needed.count(body.outputs()[k + 1])) {
+                needed.insert(body.outputs()[k + 1]);
+                grew = true;
+            }
+    }
+    std::map<const Value*, ivalue> env;
+    const attribute* c0 = detail::constant_value(loop->input(0));
+    if (!c0) return std::nullopt;
+    ivalue cond = detail::attribute_ivalue(*c0);
+    for (std::size_t k = 0; k < body.inputs().size(); ++k) {
+        if (!needed.count(body.inputs()[k])) continue;
+        const attribute* a = detail::constant_value(loop->input(k + 1));
+        if (!a) return std::nullopt;
+        env[body.inputs()[k]] = detail::attribute_ivalue(*a);
+    }
+    for (const Node* m : slice) {
+        if (!m->kind().pure || !m->kind().run) return std::nullopt;
+        for (const Value* v : m->inputs()) {
+            const bool inside = (v->node() && v->node()->owning_block() == &body) || v->param_of() == &body;
+            if (inside || env.count(v)) continue;
+            const attribute* a = detail::constant_value(v);
+            if (!a) return std::nullopt;  // the condition reads a value computed outside from inputs
+            env[v] = detail::attribute_ivalue(*a);
+        }
+    }
+    std::size_t trips = 0;
+    try {
+        autograd::no_grad guard;
+        while (detail::truthy(cond)) {
+            if (trips == max_trip_count) return std::nullopt;
+            for (const Node* m : body.nodes()) {
+                if (!slice.count(m)) continue;
+                std::vector<ivalue> in;
+                for (const Value* v : m->inputs()) in.push_back(env.at(v));
+                auto out = m->kind().run(m->attributes(), in);
+                for (std::size_t i = 0; i < out.size(); ++i) env[m->outputs()[i]] = std::move(out[i]);
+            }
+            cond = env.at(body.outputs()[0]);
+            std::vector<std::pair<const Value*, ivalue>> next;
+            for (std::size_t k = 0; k < body.inputs().size(); ++k)
+                if (needed.count(body.inputs()[k])) next.emplace_back(body.inputs()[k], env.at(body.outputs()[k + 1]));
+            for (auto& [p, v] : next) env[p] = std::move(v);
+            ++trips;
+        }
+    } catch (const graft::error&) {
+        return std::nullopt;  // the counting part of the body fails on the constants: leave it to run time
+    }
+    return trips;
+}
+
+GRAFT_INLINE void unroll_loops::unroll(Node* loop, std::size_t trips) {
+    Block* b = loop->owning_block();
+    const Block& body = *loop->blocks()[0];
+    std::vector<Value*> carried(loop->inputs().begin() + 1, loop->inputs().end());
+    for (std::size_t t = 0; t < trips; ++t) {
+        std::map<const Value*, Value*> map;
+        for (std::size_t k = 0; k < carried.size(); ++k) map[body.inputs()[k]] = carried[k];
+        for (const Node* m : body.nodes()) {
+            Node* c = b->append(m->kind());
+            c->move_before(loop);
+            for (Value* v : m->inputs()) c->add_input(map.count(v) ? map.at(v) : v);
+            for (const auto& [name, value] : m->attributes()) c->set_attr(name, value);
+            for (const Value* o : m->outputs()) map[o] = c->add_output(o->type());
+        }
+        for (std::size_t k = 0; k < carried.size(); ++k) {
+            Value* next = body.outputs()[k + 1];
+            carried[k] = map.count(next) ? map.at(next) : next;
+        }
+    }
+    for (std::size_t k = 0; k < carried.size(); ++k) loop->outputs()[k]->replace_all_uses_with(carried[k]);
+    loop->remove_all_inputs();
+    loop->destroy();
+}
+
+GRAFT_INLINE bool unroll_loops::run(Graph& g) {
+    bool changed = false;
+    // One loop at a time, collecting the blocks again after each (unrolling frees the body).
+    for (bool again = true; again;) {
+        again = false;
+        std::vector<Block*> blocks;
+        detail::collect_blocks(g.block(), blocks);
+        for (Block* blk : blocks) {
+            for (Node* n : blk->nodes()) {
+                if (!n->is<kinds::loop>()) continue;
+                if (const auto trips = trip_count(n)) {
+                    unroll(n, *trips);
+                    changed = again = true;
+                    break;
+                }
+            }
+            if (again) break;
+        }
+    }
+    return changed;
+}
+
 }  // namespace graft::ir
