@@ -7,7 +7,10 @@
 // branch on tensor values, and view sizes computed from input sizes stay
 // those of the first call. Inputs that share memory (f(x, x)) are part of what a
 // capture is for: a call whose inputs alias differently from the capture's (where
-// that changes the result) gets a capture and executor of its own.
+// that changes the result) gets a capture and executor of its own. So are sizes when
+// the graph records them as numbers (x.view({x.size(0), -1})): each capture is checked
+// by capturing f again at two other sizes (f runs three times at a capture), and a graph
+// that differs there serves its own sizes only; other sizes get captures of their own.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -45,13 +48,22 @@ private:
     struct compiled {
         capture::captured cap;
         executor exec;
+        std::vector<int_list> sizes;  // the inputs' sizes at capture
+        /// The graph records sizes of the inputs as numbers (a view to x.size(0) rows): it is f
+        /// at these sizes only. Otherwise it is f at any sizes of the same rank whose 0 and 1
+        /// sizes are where they were (those are specialized, as in PyTorch).
+        bool size_dependent = false;
+
+        /// Is the graph f for these inputs (aliasing pattern and sizes)?
+        [[nodiscard]] bool serves(const std::vector<Tensor>& inputs) const;
     };
-    /// The capture (and executor) for the inputs' aliasing pattern, made on first need; null
-    /// when max_alias_patterns captures exist already and none fits (f then runs eagerly).
+    /// The capture (and executor) for the inputs' aliasing pattern and sizes, made on first
+    /// need; null when max_patterns captures exist already and none fits (f then runs eagerly).
     const compiled* get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
 
-    /// Captures kept for other aliasing patterns than the first call's (inputs sharing memory).
-    static constexpr std::size_t max_alias_patterns = 8;
+    /// Captures kept besides the first call's: for other aliasing patterns (inputs sharing
+    /// memory), or other sizes when the graph depends on them.
+    static constexpr std::size_t max_patterns = 8;
 
     options options_;
     bool use_defaults_ = false;
