@@ -737,6 +737,14 @@ struct op_attr_entry {
     op_attr value;
 };
 
+/// A branch of graft::cond: the user's function called on the operands (not owned).
+struct branch_ref {
+    const void* object = nullptr;
+    std::vector<Tensor> (*invoke)(const void* object, const std::vector<Tensor>& operands) = nullptr;
+
+    std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const { return invoke(object, operands); }
+};
+
 /// Receives the ops of the current thread while installed.
 class op_observer {
 public:
@@ -751,10 +759,29 @@ public:
     /// Memory was allocated outside any op or factory (empty() called by user code):
     /// its contents come from code the observer does not see.
     virtual void on_alloc(const Tensor&);
+    /// graft::cond with a one-element bool tensor `pred`: the observer runs the branches its
+    /// own way (graph capture records both as a prim::If). The default refuses.
+    virtual std::vector<Tensor> on_cond(const Tensor& pred, const branch_ref& then_branch,
+                                        const branch_ref& else_branch, const std::vector<Tensor>& operands);
+    /// graft::while_loop: graph capture records the loop as a prim::Loop. The default refuses.
+    virtual std::vector<Tensor> on_while_loop(const branch_ref& cond_fn, const branch_ref& body_fn,
+                                              const std::vector<Tensor>& carried);
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
 inline thread_local int tl_op_depth = 0;
+
+/// Uninstalls the thread's observer while alive (work the observer must not record).
+class observer_paused {
+public:
+    observer_paused() noexcept : saved_(tl_op_observer) { tl_op_observer = nullptr; }
+    ~observer_paused() { tl_op_observer = saved_; }
+    observer_paused(const observer_paused&) = delete;
+    observer_paused& operator=(const observer_paused&) = delete;
+
+private:
+    op_observer* saved_;
+};
 
 /// Marks one raw op: only the outermost op of a nest is reported.
 class observed_op {
@@ -1552,6 +1579,21 @@ namespace graft::detail {
 
 GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl() {
     return std::allocate_shared<tensor_impl>(pool_allocator<tensor_impl>{});
+}
+
+}  // namespace graft::detail
+
+namespace graft::detail {
+
+// Here rather than in op_observer.ipp: it needs Tensor complete.
+GRAFT_INLINE std::vector<Tensor> op_observer::on_cond(const Tensor&, const branch_ref&, const branch_ref&,
+                                                      const std::vector<Tensor>&) {
+    fail("cond: not supported while this op observer is installed");
+}
+
+GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, const branch_ref&,
+                                                            const std::vector<Tensor>&) {
+    fail("while_loop: not supported while this op observer is installed");
 }
 
 }  // namespace graft::detail
@@ -9936,6 +9978,179 @@ GRAFT_INLINE std::string to_dot(const Tensor& t) {
 // ---- end graft/autograd/impl/graph.ipp
 #endif
 // ---- end graft/autograd/graph.hpp
+// ---- begin graft/ops/control_flow.hpp
+// graft::cond: data-dependent control flow as a higher-order op, in the spirit of torch.cond
+// and JAX's lax.cond. `cond(pred, true_fn, false_fn, operands...)` calls true_fn(operands...)
+// when the one-element bool tensor `pred` holds true, else false_fn(operands...). Eagerly it
+// just runs the branch (autograd records through it as through any code). Under graph capture
+// (capture::trace, jit::script) both branches are recorded as the two blocks of a prim::If
+// whose condition is `pred`'s graph value, so the captured graph takes the branch each call's
+// data selects: no item(), no path baked into the graph.
+//
+// The branches take the operands as Tensor arguments and return a Tensor, a
+// std::vector<Tensor> or a tuple of Tensors; both return the same number of tensors of the
+// same dtypes. Under capture, branches must not write into tensors they did not create.
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace graft {
+namespace detail {
+
+template <class R>
+[[nodiscard]] std::vector<Tensor> branch_results(R&& r) {
+    using T = std::decay_t<R>;
+    if constexpr (std::is_same_v<T, Tensor>) return {std::forward<R>(r)};
+    else if constexpr (std::is_same_v<T, std::vector<Tensor>>) return std::forward<R>(r);
+    else return std::apply([](auto&&... ts) { return std::vector<Tensor>{Tensor(ts)...}; }, std::forward<R>(r));
+}
+
+/// A branch_ref calling f with the N operands as arguments.
+template <std::size_t N, class F>
+[[nodiscard]] branch_ref make_branch(const F& f) {
+    branch_ref b;
+    b.object = &f;
+    b.invoke = [](const void* object, const std::vector<Tensor>& in) {
+        const F& fn = *static_cast<const F*>(object);
+        check(in.size() == N, "cond: a branch takes ", N, " operands, got ", in.size());
+        return [&]<std::size_t... I>(std::index_sequence<I...>) { return branch_results(fn(in[I]...)); }(
+            std::make_index_sequence<N>{});
+    };
+    return b;
+}
+
+/// cond's non-template part: checks `pred`, then runs the taken branch or lets the
+/// installed op observer (graph capture) record both.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> cond_impl(const Tensor& pred, const branch_ref& true_branch,
+                                                         const branch_ref& false_branch,
+                                                         const std::vector<Tensor>& operands);
+
+/// while_loop's non-template part.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> while_loop_impl(const branch_ref& cond_fn, const branch_ref& body_fn,
+                                                               const std::vector<Tensor>& carried);
+
+/// The one-element bool tensor a loop condition must give, as a bool (graft::error otherwise).
+[[nodiscard]] GRAFT_INLINE bool loop_condition(const std::vector<Tensor>& c);
+
+}  // namespace detail
+
+/// true_fn(operands...) if the one-element bool tensor `pred` holds true, else
+/// false_fn(operands...) (see the top of this header). Returns a Tensor when the branches
+/// return one, else a std::vector<Tensor>.
+template <class TrueFn, class FalseFn, class... Ts>
+    requires((std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const TrueFn&, decltype((void)sizeof(Ts), Tensor())...> &&
+             std::is_invocable_v<const FalseFn&, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto cond(const Tensor& pred, const TrueFn& true_fn, const FalseFn& false_fn, const Ts&... operands) {
+    auto r = detail::cond_impl(pred, detail::make_branch<sizeof...(Ts)>(true_fn),
+                               detail::make_branch<sizeof...(Ts)>(false_fn), std::vector<Tensor>{Tensor(operands)...});
+    using R = std::decay_t<std::invoke_result_t<const TrueFn&, decltype((void)sizeof(Ts), Tensor())...>>;
+    if constexpr (std::is_same_v<R, Tensor>) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+/// cond with a C++ bool: the taken branch only (a graph capture records the path taken, as
+/// torch.cond does with a Python bool).
+template <class TrueFn, class FalseFn, class... Ts>
+    requires((std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const TrueFn&, decltype((void)sizeof(Ts), Tensor())...> &&
+             std::is_invocable_v<const FalseFn&, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto cond(bool pred, const TrueFn& true_fn, const FalseFn& false_fn, const Ts&... operands) {
+    using R = std::decay_t<std::invoke_result_t<const TrueFn&, decltype((void)sizeof(Ts), Tensor())...>>;
+    auto r = pred ? detail::branch_results(true_fn(Tensor(operands)...))
+                  : detail::branch_results(false_fn(Tensor(operands)...));
+    if constexpr (std::is_same_v<R, Tensor>) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+/// while cond_fn(carried...) (a one-element bool tensor) holds: carried = body_fn(carried...);
+/// returns the last carried values (torch._higher_order_ops.while_loop, JAX's lax.while_loop).
+/// body_fn returns as many tensors as it takes, of the same dtypes. Eagerly the loop just runs
+/// (autograd records every iteration); under graph capture it becomes a prim::Loop whose trip
+/// count is decided by the data of each run. Returns a Tensor for one carried value, else a
+/// std::vector<Tensor>.
+template <class CondFn, class BodyFn, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const CondFn&, decltype((void)sizeof(Ts), Tensor())...> &&
+             std::is_invocable_v<const BodyFn&, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const Ts&... carried) {
+    auto r = detail::while_loop_impl(detail::make_branch<sizeof...(Ts)>(cond_fn), detail::make_branch<sizeof...(Ts)>(body_fn),
+                                     std::vector<Tensor>{Tensor(carried)...});
+    if constexpr (sizeof...(Ts) == 1) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+/// for i in [lower, upper): carried = body_fn(i, carried...), with i a 0-dim int64 tensor
+/// (JAX's lax.fori_loop); a while_loop on a counter, so capture records one prim::Loop.
+template <class BodyFn, class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+             std::is_invocable_v<const BodyFn&, Tensor, decltype((void)sizeof(Ts), Tensor())...>)
+[[nodiscard]] auto fori_loop(std::int64_t lower, std::int64_t upper, const BodyFn& body_fn, const Ts&... carried) {
+    const auto cond_fn = [upper](const Tensor& i, const decltype((void)sizeof(Ts), Tensor())&...) { return i < upper; };
+    const auto step = [&body_fn](const Tensor& i, const decltype((void)sizeof(Ts), Tensor())&... c) {
+        std::vector<Tensor> next{i + std::int64_t{1}};
+        for (Tensor& t : detail::branch_results(body_fn(i, c...))) next.push_back(std::move(t));
+        return next;
+    };
+    auto r = detail::while_loop_impl(detail::make_branch<sizeof...(Ts) + 1>(cond_fn),
+                                     detail::make_branch<sizeof...(Ts) + 1>(step),
+                                     std::vector<Tensor>{full({}, lower, dtype::int64), Tensor(carried)...});
+    r.erase(r.begin());
+    if constexpr (sizeof...(Ts) == 1) return Tensor(std::move(r.at(0)));
+    else return r;
+}
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/control_flow.ipp
+// Definitions for graft/ops/control_flow.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::detail {
+
+GRAFT_INLINE std::vector<Tensor> cond_impl(const Tensor& pred, const branch_ref& true_branch,
+                                           const branch_ref& false_branch, const std::vector<Tensor>& operands) {
+    check(pred.defined(), "cond: the predicate is undefined");
+    check(pred.numel() == 1 && pred.type() == dtype::bool_, "cond: the predicate must be a one-element bool tensor, got ",
+          pred.type(), " of sizes ", pred.sizes(), "; compare first (x.sum() > 0), or pass a C++ bool");
+    for (std::size_t i = 0; i < operands.size(); ++i) check(operands[i].defined(), "cond: operand ", i, " is undefined");
+    if (op_observer* o = tl_op_observer) return o->on_cond(pred, true_branch, false_branch, operands);
+    return pred.item<bool>() ? true_branch(operands) : false_branch(operands);
+}
+
+GRAFT_INLINE bool loop_condition(const std::vector<Tensor>& c) {
+    check(c.size() == 1 && c[0].defined() && c[0].numel() == 1 && c[0].type() == dtype::bool_,
+          "while_loop: the condition function must return one one-element bool tensor");
+    return c[0].item<bool>();
+}
+
+GRAFT_INLINE std::vector<Tensor> while_loop_impl(const branch_ref& cond_fn, const branch_ref& body_fn,
+                                                 const std::vector<Tensor>& carried) {
+    for (std::size_t i = 0; i < carried.size(); ++i) check(carried[i].defined(), "while_loop: carried value ", i, " is undefined");
+    if (op_observer* o = tl_op_observer) return o->on_while_loop(cond_fn, body_fn, carried);
+    std::vector<Tensor> state = carried;
+    while (loop_condition(cond_fn(state))) {
+        std::vector<Tensor> next = body_fn(state);
+        check(next.size() == state.size(), "while_loop: the body returns ", next.size(), " tensors for ", state.size(),
+              " carried values");
+        for (std::size_t i = 0; i < next.size(); ++i)
+            if (!next[i].defined() || next[i].type() != state[i].type())
+                fail(concat("while_loop: the body returns ",
+                            next[i].defined() ? std::string(name(next[i].type())) : std::string("an undefined tensor"),
+                            " for carried value ", i, " of ", state[i].type()));
+        state = std::move(next);
+    }
+    return state;
+}
+
+}  // namespace graft::detail
+// ---- end graft/ops/impl/control_flow.ipp
+#endif
+// ---- end graft/ops/control_flow.hpp
 // ---- end graft/tensor.hpp
 // ---- begin graft/expr.hpp
 // graft/expr.hpp: graft/tensor.hpp plus compile-time graphs (graft::expr: traced
@@ -13014,6 +13229,13 @@ struct if_ {
     static constexpr kind_info info{"prim::If", 1, -1, 2, true, false, false, nullptr};
 };
 
+/// Loop(cond, carried...) with one block (graft::while_loop): while `cond` holds, the block
+/// runs with the carried values as its inputs and returns (next cond, next carried...); the
+/// outputs are the last carried values. `cond` is a number or a one-element bool tensor.
+struct loop {
+    static constexpr kind_info info{"prim::Loop", -1, -1, 1, true, false, false, nullptr};
+};
+
 /// Call(args...) of the graph held in its one block (block inputs = parameters,
 /// block outputs = results); the inlining pass splices it into the caller.
 struct call {
@@ -13128,7 +13350,7 @@ struct table_kinds<std::tuple<Ops...>> {
 /// Every kind the IR knows: the op table's elementwise ops, then the others.
 using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
-    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
+    std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
@@ -14028,8 +14250,9 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
         }
         if (n->is<kinds::if_>()) {
             const Type& c = n->input(0)->type();
-            check(!c.is_tensor(), "Graph::lint: prim::If needs a number condition (bool, int or float), got ",
-                  to_string(c));
+            // A number, or a one-element tensor (graft::cond's predicate; checked when run).
+            check(!c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_,
+                  "Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c));
             for (const Block* inner : n->blocks()) {
                 check(inner->inputs().empty(), "Graph::lint: prim::If blocks take no inputs");
                 check(inner->outputs().size() == n->outputs().size(), "Graph::lint: prim::If has ",
@@ -14039,6 +14262,27 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                           i, " has type ", to_string(n->outputs()[i]->type()), " but a block returns ",
                           to_string(inner->outputs()[i]->type()));
             }
+        }
+        if (n->is<kinds::loop>()) {
+            const auto condition_ok = [](const Type& c) {
+                return !c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_;
+            };
+            check(!n->inputs().empty() && condition_ok(n->input(0)->type()),
+                  "Graph::lint: prim::Loop needs a number or a bool tensor condition as its first input");
+            const std::size_t carried = n->inputs().size() - 1;
+            const Block* body = n->blocks()[0];
+            check(n->outputs().size() == carried, "Graph::lint: prim::Loop carries ", carried, " values but has ",
+                  n->outputs().size(), " outputs");
+            check(body->inputs().size() == carried, "Graph::lint: prim::Loop carries ", carried,
+                  " values but its block takes ", body->inputs().size());
+            check(body->outputs().size() == carried + 1, "Graph::lint: prim::Loop's block must return the next condition and ",
+                  carried, " carried values, returns ", body->outputs().size());
+            check(condition_ok(body->outputs()[0]->type()),
+                  "Graph::lint: prim::Loop's block must return a number or a bool tensor condition first");
+            for (std::size_t i = 0; i < carried; ++i)
+                check(body->outputs()[i + 1]->type().kind == n->outputs()[i]->type().kind &&
+                          n->input(i + 1)->type().kind == n->outputs()[i]->type().kind,
+                      "Graph::lint: prim::Loop carried value ", i, " changes category between iterations");
         }
         if (n->is<kinds::call>()) {
             const Block* body = n->blocks()[0];
@@ -14516,7 +14760,10 @@ GRAFT_INLINE bool truthy(const ivalue& v) {
     if (const auto* b = std::get_if<bool>(&v)) return *b;
     if (const auto* i = std::get_if<std::int64_t>(&v)) return *i != 0;
     if (const auto* d = std::get_if<double>(&v)) return *d != 0.0;
-    graft::detail::fail("prim::If: the condition must be a number, not a tensor");
+    const Tensor& t = std::get<Tensor>(v);
+    graft::detail::check(t.defined() && t.numel() == 1, "prim::If: a tensor condition must have one element, got sizes ",
+                         t.defined() ? t.sizes() : int_list{});
+    return t.item<double>() != 0.0;
 }
 
 GRAFT_INLINE std::string describe_value(const ivalue& x) {
@@ -14557,6 +14804,17 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
             out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
+        } else if (n->is<kinds::loop>()) {
+            const Block& body = *n->blocks()[0];
+            ivalue c = in[0];
+            std::vector<ivalue> carried(in.begin() + 1, in.end());
+            while (truthy(c)) {
+                for (std::size_t i = 0; i < carried.size(); ++i) env[body.inputs()[i]] = carried[i];
+                std::vector<ivalue> next = run_block(body, env, sizes, values);
+                c = std::move(next[0]);
+                carried.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
+            }
+            out = std::move(carried);
         } else if (n->is<kinds::call>()) {
             const Block& body = *n->blocks()[0];
             graft::detail::check(body.inputs().size() == in.size(), "prim::Call: the callee takes ",
@@ -15168,6 +15426,22 @@ private:
     static bool is_noop(const Node* n);
 };
 
+/// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
+/// condition, and every carried value it depends on, start from constants and are computed
+/// in the body by pure ops, so the pass runs that part of the body on the constants to count
+/// the trips (a fori_loop over constant bounds), then replaces the Loop by that many copies of
+/// its body. The same ops run in the same order: results are bit-identical. Loops whose body
+/// holds control flow are left alone.
+struct unroll_loops {
+    static constexpr std::string_view name = "unroll_loops";
+    static constexpr std::size_t max_trip_count = 8;
+    static bool run(Graph& g);
+
+private:
+    static std::optional<std::size_t> trip_count(const Node* loop);
+    static void unroll(Node* loop, std::size_t trips);
+};
+
 /// Splices every prim::Call's callee into the caller.
 struct inline_calls {
     static constexpr std::string_view name = "inline_calls";
@@ -15222,9 +15496,10 @@ struct pipeline {
     }
 };
 
-/// The default clean-up: inline, fold, simplify, then remove what became dead.
-using default_pipeline = pipeline<inline_calls, constant_propagation, peephole, remove_noop_views, canonicalize, cse,
-                                  constant_pooling, dce>;
+/// The default clean-up: inline, fold, unroll small constant loops, fold again, simplify, then
+/// remove what became dead.
+using default_pipeline = pipeline<inline_calls, constant_propagation, unroll_loops, constant_propagation, peephole,
+                                  remove_noop_views, canonicalize, cse, constant_pooling, dce>;
 
 }  // namespace graft::ir
 
@@ -15618,6 +15893,134 @@ GRAFT_INLINE void canonicalize::number(Block* b, std::map<const Value*, std::siz
     }
 }
 
+namespace detail {
+
+[[nodiscard]] inline ivalue attribute_ivalue(const attribute& a) {
+    if (const auto* t = std::get_if<Tensor>(&a)) return *t;
+    if (const auto* d = std::get_if<double>(&a)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
+    if (const auto* b = std::get_if<bool>(&a)) return *b;
+    graft::detail::fail("unroll_loops: a constant that is not a value");
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::optional<std::size_t> unroll_loops::trip_count(const Node* loop) {
+    const Block& body = *loop->blocks()[0];
+    for (const Node* m : body.nodes())
+        if (!m->blocks().empty()) return std::nullopt;
+    // The part of the body the condition depends on, through the carried values.
+    std::set<const Value*> needed{body.outputs()[0]};
+    std::set<const Node*> slice;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (auto it = body.nodes().rbegin(); it != body.nodes().rend(); ++it) {
+            const Node* m = *it;
+            if (slice.count(m)) continue;
+            bool produces = false;
+            for (const Value* o : m->outputs()) produces = produces || needed.count(o);
+            if (!produces) continue;
+            slice.insert(m);
+            for (const Value* v : m->inputs()) needed.insert(v);
+            grew = true;
+        }
+        for (std::size_t k = 0; k < body.inputs().size(); ++k)
+            if (needed.count(body.inputs()[k]) && !needed.count(body.outputs()[k + 1])) {
+                needed.insert(body.outputs()[k + 1]);
+                grew = true;
+            }
+    }
+    std::map<const Value*, ivalue> env;
+    const attribute* c0 = detail::constant_value(loop->input(0));
+    if (!c0) return std::nullopt;
+    ivalue cond = detail::attribute_ivalue(*c0);
+    for (std::size_t k = 0; k < body.inputs().size(); ++k) {
+        if (!needed.count(body.inputs()[k])) continue;
+        const attribute* a = detail::constant_value(loop->input(k + 1));
+        if (!a) return std::nullopt;
+        env[body.inputs()[k]] = detail::attribute_ivalue(*a);
+    }
+    for (const Node* m : slice) {
+        if (!m->kind().pure || !m->kind().run) return std::nullopt;
+        for (const Value* v : m->inputs()) {
+            const bool inside = (v->node() && v->node()->owning_block() == &body) || v->param_of() == &body;
+            if (inside || env.count(v)) continue;
+            const attribute* a = detail::constant_value(v);
+            if (!a) return std::nullopt;  // the condition reads a value computed outside from inputs
+            env[v] = detail::attribute_ivalue(*a);
+        }
+    }
+    std::size_t trips = 0;
+    try {
+        autograd::no_grad guard;
+        while (detail::truthy(cond)) {
+            if (trips == max_trip_count) return std::nullopt;
+            for (const Node* m : body.nodes()) {
+                if (!slice.count(m)) continue;
+                std::vector<ivalue> in;
+                for (const Value* v : m->inputs()) in.push_back(env.at(v));
+                auto out = m->kind().run(m->attributes(), in);
+                for (std::size_t i = 0; i < out.size(); ++i) env[m->outputs()[i]] = std::move(out[i]);
+            }
+            cond = env.at(body.outputs()[0]);
+            std::vector<std::pair<const Value*, ivalue>> next;
+            for (std::size_t k = 0; k < body.inputs().size(); ++k)
+                if (needed.count(body.inputs()[k])) next.emplace_back(body.inputs()[k], env.at(body.outputs()[k + 1]));
+            for (auto& [p, v] : next) env[p] = std::move(v);
+            ++trips;
+        }
+    } catch (const graft::error&) {
+        return std::nullopt;  // the counting part of the body fails on the constants: leave it to run time
+    }
+    return trips;
+}
+
+GRAFT_INLINE void unroll_loops::unroll(Node* loop, std::size_t trips) {
+    Block* b = loop->owning_block();
+    const Block& body = *loop->blocks()[0];
+    std::vector<Value*> carried(loop->inputs().begin() + 1, loop->inputs().end());
+    for (std::size_t t = 0; t < trips; ++t) {
+        std::map<const Value*, Value*> map;
+        for (std::size_t k = 0; k < carried.size(); ++k) map[body.inputs()[k]] = carried[k];
+        for (const Node* m : body.nodes()) {
+            Node* c = b->append(m->kind());
+            c->move_before(loop);
+            for (Value* v : m->inputs()) c->add_input(map.count(v) ? map.at(v) : v);
+            for (const auto& [name, value] : m->attributes()) c->set_attr(name, value);
+            for (const Value* o : m->outputs()) map[o] = c->add_output(o->type());
+        }
+        for (std::size_t k = 0; k < carried.size(); ++k) {
+            Value* next = body.outputs()[k + 1];
+            carried[k] = map.count(next) ? map.at(next) : next;
+        }
+    }
+    for (std::size_t k = 0; k < carried.size(); ++k) loop->outputs()[k]->replace_all_uses_with(carried[k]);
+    loop->remove_all_inputs();
+    loop->destroy();
+}
+
+GRAFT_INLINE bool unroll_loops::run(Graph& g) {
+    bool changed = false;
+    // One loop at a time, collecting the blocks again after each (unrolling frees the body).
+    for (bool again = true; again;) {
+        again = false;
+        std::vector<Block*> blocks;
+        detail::collect_blocks(g.block(), blocks);
+        for (Block* blk : blocks) {
+            for (Node* n : blk->nodes()) {
+                if (!n->is<kinds::loop>()) continue;
+                if (const auto trips = trip_count(n)) {
+                    unroll(n, *trips);
+                    changed = again = true;
+                    break;
+                }
+            }
+            if (again) break;
+        }
+    }
+    return changed;
+}
+
 }  // namespace graft::ir
 // ---- end graft/ir/impl/passes.ipp
 #endif
@@ -16003,7 +16406,7 @@ namespace detail {
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
-    explicit tracer(ir::Graph& g) : g_(g) {}
+    explicit tracer(ir::Graph& g) : g_(g), cur_(g.block()) {}
 
     ir::Value* add_input(const Tensor& t, std::size_t index);
 
@@ -16023,6 +16426,15 @@ public:
     void on_alloc(const Tensor& t) override;
 
     void on_read(std::string_view what, const Tensor& t) override;
+
+    /// graft::while_loop: recorded as a prim::Loop (body and condition traced once).
+    std::vector<Tensor> on_while_loop(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
+                                      const std::vector<Tensor>& carried) override;
+
+    /// graft::cond: both branches recorded as the blocks of a prim::If on `pred`'s value.
+    std::vector<Tensor> on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                const graft::detail::branch_ref& else_branch,
+                                const std::vector<Tensor>& operands) override;
 
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
@@ -16046,7 +16458,13 @@ private:
 
     ir::Value* take(const base_state& b, const Tensor& t);
 
+    /// A node that reads nothing (a constant): in the top block, before the outermost If being
+    /// recorded, so that it is visible wherever it is used.
+    ir::Node* append_constant();
+
     ir::Graph& g_;
+    ir::Block* cur_;                 // where nodes are recorded (a branch of an If while recording cond)
+    std::vector<ir::Node*> open_ifs_;  // the If/Loop nodes whose blocks are being recorded, outermost first
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
@@ -16267,7 +16685,7 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
         const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
         if (!(t.is_contiguous() && t.storage_offset() == 0 && t.numel() == elems))
             base = graft::detail::raw::view_of(t, {elems}, {1}, 0);
-        ir::Node* c = g_.append<ir::kinds::constant>();
+        ir::Node* c = append_constant();
         c->set_attr("value", graft::detail::raw::clone(base.detach()));
         keep_.push_back(base);
         bit = bases_.emplace(storage_key(t), base_state{base, c->add_output(value_type(base)), 0, -1}).first;
@@ -16297,7 +16715,7 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::initializer_list<gra
                          "' has no graph IR kind, so it cannot be captured");
     std::vector<ir::Value*> inputs;
     for (const auto& o : operands) inputs.push_back(o.tensor ? value_of(*o.tensor) : number(o.number));
-    ir::Node* n = g_.append(*k);
+    ir::Node* n = cur_->append(*k);
     for (ir::Value* v : inputs) n->add_input(v);
     for (const auto& a : attrs)
         std::visit([&](const auto& v) { n->set_attr(a.name, v); }, a.value);
@@ -16320,7 +16738,7 @@ GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_op
         next = s;
     } else {
         ir::Value* idx = index_constant(b, dst);
-        ir::Node* n = g_.append<ir::kinds::put>();
+        ir::Node* n = cur_->append<ir::kinds::put>();
         n->add_input(b.value);
         n->add_input(idx);
         n->add_input(s);
@@ -16344,13 +16762,201 @@ GRAFT_INLINE void tracer::on_read(std::string_view what, const Tensor& t) {
         "reading values cannot be captured (the graph would bake in this example's value)"));
 }
 
+GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                                 const graft::detail::branch_ref& else_branch,
+                                                 const std::vector<Tensor>& operands) {
+    bool taken = false;
+    {
+        graft::detail::observer_paused paused;  // reading the example's predicate is not part of the graph
+        taken = pred.item<bool>();
+    }
+    // A predicate computed from constants only: the branch it selects, as eager code.
+    if (!traced(pred)) return taken ? then_branch(operands) : else_branch(operands);
+    ir::Value* c = value_of(pred);
+    ir::Node* n = cur_->append<ir::kinds::if_>();
+    n->add_input(c);
+    open_ifs_.push_back(n);
+    // Each branch sees the tracer's state as it was before the If; values it makes stay in
+    // its block.
+    const auto saved_bases = bases_;
+    const auto saved_values = values_;
+    const std::size_t saved_mutations = mutations_;
+    ir::Block* outer = cur_;
+    std::vector<Tensor> results[2];
+    try {
+        for (int b = 0; b < 2; ++b) {
+            cur_ = n->add_block();
+            results[b] = (b == 0 ? then_branch : else_branch)(operands);
+            for (std::size_t i = 0; i < results[b].size(); ++i) {
+                graft::detail::check(results[b][i].defined(), "cond: output ", i, " of the ",
+                                     b == 0 ? "true" : "false", " branch is undefined");
+                cur_->register_output(value_of(results[b][i]));
+            }
+            graft::detail::check(mutations_ == saved_mutations, "cond: the ", b == 0 ? "true" : "false",
+                                 " branch writes into a tensor; under graph capture, branches must not modify "
+                                 "tensors (return new ones instead)");
+            cur_ = outer;
+            bases_ = saved_bases;
+            values_ = saved_values;
+        }
+    } catch (...) {
+        cur_ = outer;
+        open_ifs_.pop_back();
+        bases_ = saved_bases;
+        values_ = saved_values;
+        throw;
+    }
+    open_ifs_.pop_back();
+    graft::detail::check(results[0].size() == results[1].size(), "cond: the true branch returns ", results[0].size(),
+                         " tensors, the false branch ", results[1].size());
+    // The If's outputs; the caller continues with copies of the taken branch's results, which
+    // the graph knows as those outputs.
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i < results[0].size(); ++i) {
+        const Tensor& a = results[0][i];
+        const Tensor& b = results[1][i];
+        graft::detail::check(a.type() == b.type(), "cond: output ", i, " is ", a.type(), " in the true branch and ",
+                             b.type(), " in the false branch");
+        ir::TensorType tt;
+        tt.scalar_type = a.type();
+        if (a.sizes().size() == b.sizes().size()) {
+            tt.sizes.emplace();
+            for (std::size_t d = 0; d < a.sizes().size(); ++d)
+                tt.sizes->push_back(a.sizes()[d] == b.sizes()[d] ? std::optional<std::int64_t>(a.sizes()[d]) : std::nullopt);
+        }
+        ir::Value* v = n->add_output(ir::Type::tensor_type(std::move(tt)));
+        Tensor copy;
+        {
+            graft::detail::observer_paused paused;
+            copy = graft::detail::raw::clone((taken ? a : b).detach());
+        }
+        keep_.push_back(copy);
+        bases_[storage_key(copy)] = {copy, v, 0, -1};
+        values_[impl_key(copy)] = {v, 0};
+        out.push_back(std::move(copy));
+    }
+    return out;
+}
+
+GRAFT_INLINE std::vector<Tensor> tracer::on_while_loop(const graft::detail::branch_ref& cond_fn,
+                                                       const graft::detail::branch_ref& body_fn,
+                                                       const std::vector<Tensor>& carried) {
+    const auto check_condition = [](const std::vector<Tensor>& c) {
+        graft::detail::check(c.size() == 1 && c[0].defined() && c[0].numel() == 1 && c[0].type() == dtype::bool_,
+                             "while_loop: the condition function must return one one-element bool tensor");
+    };
+    const auto run_eagerly = [&](std::vector<Tensor> state) {
+        while (graft::detail::loop_condition(cond_fn(state))) state = body_fn(state);
+        return state;
+    };
+    const std::vector<Tensor> c0 = cond_fn(carried);
+    check_condition(c0);
+    bool depends = traced(c0[0]);
+    for (const Tensor& t : carried) depends = depends || traced(t);
+    if (!depends) return run_eagerly(carried);  // a loop over constants: its result is a constant
+    ir::Value* cv = value_of(c0[0]);
+    std::vector<ir::Value*> initial;
+    for (const Tensor& t : carried) initial.push_back(value_of(t));
+    ir::Node* n = cur_->append<ir::kinds::loop>();
+    n->add_input(cv);
+    for (ir::Value* v : initial) n->add_input(v);
+    open_ifs_.push_back(n);
+    const auto saved_bases = bases_;
+    const auto saved_values = values_;
+    const std::size_t saved_mutations = mutations_;
+    ir::Block* outer = cur_;
+    ir::Block* body = n->add_block();
+    std::vector<Tensor> next;
+    try {
+        // The body's parameters stand for the carried values of any iteration: fresh copies
+        // whose graph values are the block's inputs.
+        std::vector<Tensor> params;
+        for (const Tensor& t : carried) {
+            ir::Value* p = body->add_input(value_type(t));
+            Tensor copy;
+            {
+                graft::detail::observer_paused paused;
+                copy = graft::detail::raw::clone(t.detach());
+            }
+            if (t.requires_grad()) copy.requires_grad_();
+            keep_.push_back(copy);
+            bases_[storage_key(copy)] = {copy, p, 0, -1};
+            values_[impl_key(copy)] = {p, 0};
+            params.push_back(std::move(copy));
+        }
+        cur_ = body;
+        next = body_fn(params);
+        graft::detail::check(next.size() == carried.size(), "while_loop: the body returns ", next.size(),
+                             " tensors for ", carried.size(), " carried values");
+        for (std::size_t i = 0; i < next.size(); ++i)
+            graft::detail::check(next[i].defined() && next[i].type() == carried[i].type(),
+                                 "while_loop: the body must return carried value ", i, " with dtype ",
+                                 carried[i].type());
+        const std::vector<Tensor> c1 = cond_fn(next);
+        check_condition(c1);
+        body->register_output(value_of(c1[0]));
+        for (const Tensor& t : next) body->register_output(value_of(t));
+        graft::detail::check(mutations_ == saved_mutations,
+                             "while_loop: the body or the condition writes into a tensor; under graph capture they "
+                             "must not modify tensors (return new ones instead)");
+    } catch (...) {
+        cur_ = outer;
+        open_ifs_.pop_back();
+        bases_ = saved_bases;
+        values_ = saved_values;
+        throw;
+    }
+    cur_ = outer;
+    open_ifs_.pop_back();
+    bases_ = saved_bases;
+    values_ = saved_values;
+    // A carried value whose sizes the body changes has unknown sizes (its rank when kept).
+    for (std::size_t i = 0; i < carried.size(); ++i) {
+        ir::Type t = value_type(carried[i]);
+        if (next[i].sizes() != carried[i].sizes()) {
+            if (next[i].sizes().size() == carried[i].sizes().size())
+                for (auto& d : *t.tensor.sizes) d = std::nullopt;
+            else
+                t.tensor.sizes.reset();
+        }
+        body->inputs()[i]->set_type(t);
+        n->add_output(t);
+    }
+    // The caller continues with the loop's real result (run again, not recorded), which the
+    // graph knows as the Loop's outputs.
+    std::vector<Tensor> result;
+    {
+        graft::detail::observer_paused paused;
+        result = run_eagerly(carried);
+    }
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i < result.size(); ++i) {
+        Tensor copy;
+        {
+            graft::detail::observer_paused paused;
+            copy = graft::detail::raw::clone(result[i].detach());
+        }
+        keep_.push_back(copy);
+        bases_[storage_key(copy)] = {copy, n->output(i), 0, -1};
+        values_[impl_key(copy)] = {n->output(i), 0};
+        out.push_back(std::move(copy));
+    }
+    return out;
+}
+
 GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
     const base_state& b = bases_.at(storage_key(input));
     return {b.value, b.gen > 0};
 }
 
-GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
+GRAFT_INLINE ir::Node* tracer::append_constant() {
     ir::Node* c = g_.append<ir::kinds::constant>();
+    if (!open_ifs_.empty()) c->move_before(open_ifs_.front());
+    return c;
+}
+
+GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
+    ir::Node* c = append_constant();
     if (s.kind() == dtype::bool_) {
         c->set_attr("value", s.to<bool>());
         return c->add_output(ir::Type::bool_type());
@@ -16366,14 +16972,14 @@ GRAFT_INLINE ir::Value* tracer::number(const scalar& s) {
 GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor& t) {
     const Tensor idx = autograd::detail::view_index(autograd::detail::geometry_of(b.base),
                                                     autograd::detail::geometry_of(t));
-    ir::Node* c = g_.append<ir::kinds::constant>();
+    ir::Node* c = append_constant();
     c->set_attr("value", idx);
     return c->add_output(value_type(idx));
 }
 
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
     ir::Value* idx = index_constant(b, t);
-    ir::Node* n = g_.append<ir::kinds::take>();
+    ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);
     n->add_input(idx);
     return n->add_output(value_type(t));
@@ -17368,6 +17974,10 @@ struct options {
     std::size_t num_threads = std::max(1U, std::thread::hardware_concurrency());
     /// Elements per thread below which a fused loop stays on the calling thread.
     std::size_t parallel_grain = std::size_t{1} << 18;
+    /// Graphs that require grad but cannot be one differentiable graph (control flow): the
+    /// straight-line regions of at least this many nodes become differentiable subgraphs,
+    /// smaller ones stay inline (TorchScript's autodiff subgraph inlining threshold).
+    std::size_t min_differentiable_subgraph = 5;
 };
 
 namespace detail {
@@ -17541,7 +18151,8 @@ GRAFT_INLINE options set_default_options(options o) {
 // Execution plans: a graph lowered to a flat list of steps over numbered
 // slots (no name lookups at run time), with values released after their last
 // use so their buffers are reused within the call. A step runs one node
-// through the eager ops, an If with two nested plans, or a fusion group: a
+// through the eager ops, an If with two nested plans, a Loop with a nested plan for
+// its body, or a fusion group: a
 // maximal run of elementwise float ops executed as one tile loop (each op's
 // Highway kernel over an L1-sized tile, intermediates kept in per-thread tile
 // buffers), so the group reads its inputs and writes its outputs once.
@@ -17827,14 +18438,24 @@ private:
 struct block_plan;
 
 struct step {
-    enum class kind { node, if_, fused };
+    enum class kind { node, if_, fused, loop, region };
     kind what = kind::node;
     const ir::Node* node = nullptr;
     std::vector<int> in, out;
     std::vector<int> release;  // slots to clear after this step
-    std::unique_ptr<block_plan> then_plan, else_plan;
+    std::unique_ptr<block_plan> then_plan, else_plan;  // If; a Loop's body is then_plan
+    std::vector<int> body_inputs;                     // Loop: the slots of the body's parameters
     std::unique_ptr<fusion_group> group;
     bool patched = false;  // a node whose attributes are computed from symbolic sizes
+    std::size_t region = 0;  // region steps: index into build_options::regions
+};
+
+/// A run of consecutive nodes of a top-level block executed as one unit (a differentiable
+/// subgraph): `run` maps the values of `inputs` to those of `outputs`.
+struct plan_region {
+    std::vector<const ir::Node*> nodes;
+    std::vector<const ir::Value*> inputs, outputs;
+    std::function<std::vector<ivalue>(const std::vector<ivalue>&)> run;
 };
 
 struct block_plan {
@@ -17856,6 +18477,8 @@ public:
         std::size_t parallel_grain = std::size_t{1} << 18;
         /// Attributes computed from the inputs' sizes at every run (DYNAMIC differentiable plans).
         std::shared_ptr<const ir::symbolic_sizes> symbolic;
+        /// Runs of nodes of the top-level block executed as one step each.
+        std::vector<plan_region> regions;
     };
     using type_of_fn = std::function<std::optional<ir::Type>(const ir::Value*)>;
 
@@ -18255,6 +18878,36 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
 
     std::size_t i = 0;
     while (i < nodes.size()) {
+        // A region (differentiable subgraph) starting here, when its nodes follow in order.
+        if (&b == graph_->block()) {
+            std::size_t r = 0;
+            while (r < options_.regions.size() && options_.regions[r].nodes.front() != nodes[i]) ++r;
+            if (r < options_.regions.size()) {
+                const plan_region& reg = options_.regions[r];
+                bool contiguous = i + reg.nodes.size() <= nodes.size();
+                for (std::size_t k = 0; contiguous && k < reg.nodes.size(); ++k) contiguous = nodes[i + k] == reg.nodes[k];
+                if (contiguous) {
+                    step s;
+                    s.what = step::kind::region;
+                    s.region = r;
+                    s.node = nodes[i];
+                    for (const ir::Value* v : reg.inputs) s.in.push_back(slot(v));
+                    for (const ir::Value* v : reg.outputs) s.out.push_back(slot(v));
+                    // Inputs last used inside the region, and outputs nothing reads, are dropped after it
+                    // (values made and used inside it never reach the frame).
+                    const std::size_t last = i + reg.nodes.size() - 1;
+                    for (const ir::Value* v : reg.inputs)
+                        if (const auto it = last_use.find(v);
+                            it != last_use.end() && it->second >= i && it->second <= last && defined_in(v, b))
+                            s.release.push_back(slots_.at(v));
+                    for (const ir::Value* v : reg.outputs)
+                        if (!last_use.count(v)) s.release.push_back(slots_.at(v));
+                    bp.steps.push_back(std::move(s));
+                    i += reg.nodes.size();
+                    continue;
+                }
+            }
+        }
         // A fusion group: the longest run of fusable nodes of one dtype.
         if (options_.fuse) {
             std::optional<dtype> type;
@@ -18302,6 +18955,10 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
             s.what = step::kind::if_;
             s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
             s.else_plan = std::make_unique<block_plan>(build_block(*n->blocks()[1], type_of));
+        } else if (n->is<ir::kinds::loop>()) {
+            s.what = step::kind::loop;
+            for (const ir::Value* p : n->blocks()[0]->inputs()) s.body_inputs.push_back(slot(p));
+            s.then_plan = std::make_unique<block_plan>(build_block(*n->blocks()[0], type_of));
         } else {
             graft::detail::check(!n->is<ir::kinds::call>(),
                                  "jit: prim::Call must be inlined before planning (ir::inline_calls)");
@@ -18346,6 +19003,37 @@ GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& 
                 break;
             }
             case step::kind::fused: run_group(*s.group, frame); break;
+            case step::kind::region: {
+                std::vector<ivalue> in;
+                for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
+                auto out = options_.regions[s.region].run(in);
+                for (std::size_t k = 0; k < out.size() && k < s.out.size(); ++k) {
+                    if (observe) (*observe)(options_.regions[s.region].outputs[k], out[k]);
+                    frame[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+                }
+                break;
+            }
+            case step::kind::loop: {
+                const ir::Block& body = *s.node->blocks()[0];
+                ivalue c = frame[static_cast<std::size_t>(s.in[0])];
+                std::vector<ivalue> carried;
+                for (std::size_t k = 1; k < s.in.size(); ++k) carried.push_back(frame[static_cast<std::size_t>(s.in[k])]);
+                while (ir::detail::truthy(c)) {
+                    for (std::size_t k = 0; k < carried.size(); ++k) {
+                        if (observe) (*observe)(body.inputs()[k], carried[k]);
+                        frame[static_cast<std::size_t>(s.body_inputs[k])] = std::move(carried[k]);
+                    }
+                    auto next = run_block(*s.then_plan, frame, observe, sizes);
+                    c = std::move(next[0]);
+                    carried.assign(std::make_move_iterator(next.begin() + 1), std::make_move_iterator(next.end()));
+                }
+                for (const int k : s.body_inputs) frame[static_cast<std::size_t>(k)] = ivalue{};
+                for (std::size_t k = 0; k < carried.size(); ++k) {
+                    if (observe) (*observe)(s.node->outputs()[k], carried[k]);
+                    frame[static_cast<std::size_t>(s.out[k])] = std::move(carried[k]);
+                }
+                break;
+            }
         }
         for (int r : s.release) frame[static_cast<std::size_t>(r)] = ivalue{};
     }
@@ -18405,6 +19093,7 @@ enum class plan_kind {
     fused,           // no value requires grad: fusion groups, no autograd
     differentiable,  // forward and backward graphs (fused), one autograd node
     eager,           // specialized, node by node through the eager ops (autograd records)
+    subgraphs,       // eager, with differentiable subgraphs for straight-line regions
 };
 
 [[nodiscard]] GRAFT_INLINE const char* to_string(plan_kind k) noexcept;
@@ -18569,6 +19258,10 @@ private:
     std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
                                     fusion_behavior behavior);
 
+    /// The straight-line regions of the top-level block that become differentiable subgraphs
+    /// (graphs that require grad but are not one differentiable graph); `text` describes them.
+    std::vector<plan_region> differentiable_subgraphs(plan::build_options bo, std::string& text);
+
     void release_profile_locked();
 
     void maybe_release_profile();
@@ -18659,6 +19352,7 @@ GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
         case plan_kind::fused: return "fused";
         case plan_kind::differentiable: return "differentiable";
         case plan_kind::eager: return "eager";
+        case plan_kind::subgraphs: return "eager with differentiable subgraphs";
     }
     return "?";
 }
@@ -19044,8 +19738,15 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
-            s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
-            s->graph_text = specialized_text();
+            plan::build_options eo;
+            std::string text;
+            eo.regions = differentiable_subgraphs(bo, text);
+            if (!eo.regions.empty()) {
+                s->kind = plan_kind::subgraphs;
+                s->fusion_groups = 0;
+            }
+            s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
+            s->graph_text = specialized_text() + text;
         }
     }
     // The fallback function: the same graph, one specialization less.
@@ -19205,6 +19906,129 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                    ir::to_string(*f->backward) + s.backward_plan->describe();
     s.diff = std::move(f);
     return {};
+}
+
+GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(plan::build_options bo,
+                                                                              std::string& text) {
+    std::vector<plan_region> regions;
+    const ir::Block& top = *graph_->block();
+    const auto is_constant = [](const ir::Value* v) { return v->node() && v->node()->is<ir::kinds::constant>(); };
+    const auto complete_tensor = [this](const ir::Value* v) -> std::optional<ir::Type> {
+        auto t = profiled_type(v);
+        if (!t || !t->is_tensor() || !t->tensor.complete()) return std::nullopt;
+        return t;
+    };
+    // A node a subgraph can hold: no blocks, run by the eager ops, tensors in and out (numbers
+    // only from constants, which are copied into the subgraph).
+    const auto eligible = [&](const ir::Node* n) {
+        if (!n->blocks().empty() || !n->kind().run || n->is<ir::kinds::constant>()) return false;
+        for (const ir::Value* v : n->outputs())
+            if (!complete_tensor(v)) return false;
+        for (const ir::Value* v : n->inputs())
+            if (!is_constant(v) && !complete_tensor(v)) return false;
+        return true;
+    };
+    std::vector<const ir::Node*> seq;
+    for (const ir::Node* n : top.nodes())
+        if (!n->is<ir::kinds::constant>()) seq.push_back(n);
+    std::size_t i = 0;
+    while (i < seq.size()) {
+        std::size_t j = i;
+        while (j < seq.size() && eligible(seq[j])) ++j;
+        if (j == i) {
+            ++i;
+            continue;
+        }
+        std::vector<const ir::Node*> run(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
+        i = j;
+        if (run.size() < std::max<std::size_t>(options_.min_differentiable_subgraph, 1)) continue;
+        const std::set<const ir::Node*> in_run(run.begin(), run.end());
+        auto sg = std::make_shared<ir::Graph>();
+        std::map<const ir::Value*, ir::Value*> map;
+        plan_region reg;
+        reg.nodes = run;
+        std::vector<Tensor> examples;
+        for (const ir::Node* n : run) {
+            for (const ir::Value* v : n->inputs()) {
+                if (map.count(v)) continue;
+                if (is_constant(v)) {
+                    ir::Node* c = sg->append<ir::kinds::constant>();
+                    c->set_attr("value", v->node()->attr("value"));
+                    map[v] = c->add_output(v->type());
+                    continue;
+                }
+                const ir::Type t = *complete_tensor(v);
+                map[v] = sg->add_input(t, v->name());
+                reg.inputs.push_back(v);
+                int_list sizes;
+                for (const auto& d : *t.tensor.sizes) sizes.push_back(*d);
+                Tensor e = zeros(sizes, *t.tensor.scalar_type);
+                if (*t.tensor.requires_grad) e.requires_grad_();
+                examples.push_back(std::move(e));
+            }
+            ir::Node* m = sg->append(n->kind());
+            for (const ir::Value* v : n->inputs()) m->add_input(map.at(v));
+            for (const auto& [name, value] : n->attributes()) m->set_attr(name, value);
+            for (const ir::Value* v : n->outputs()) map[v] = m->add_output(*complete_tensor(v));
+        }
+        for (const ir::Node* n : run)
+            for (const ir::Value* v : n->outputs()) {
+                bool escapes = false;
+                for (const ir::Use& u : v->uses()) escapes = escapes || !u.user || !in_run.count(u.user);
+                if (!escapes) continue;
+                sg->register_output(map.at(v));
+                reg.outputs.push_back(v);
+            }
+        if (reg.outputs.empty()) continue;
+        std::shared_ptr<capture::aot_function> f;
+        try {
+            sg->lint();
+            const ir::Graph& sub = *sg;
+            f = std::make_shared<capture::aot_function>(capture::aot(
+                [&sub](const std::vector<Tensor>& args) {
+                    return ir::interpret(sub, args);
+                },
+                examples));
+        } catch (const graft::error& e) {
+            text += std::string("  (a region of ") + std::to_string(run.size()) + " nodes stays eager: " + e.what() + ")\n";
+            continue;
+        }
+        f->recapture.reset();  // the region's own guard: admits() or eager
+        const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
+        auto fp = std::make_shared<plan>(f->forward, bo, own_types);
+        auto bp = std::make_shared<plan>(f->backward, bo, own_types);
+        const auto as_runner = [](std::shared_ptr<plan> p) {
+            return [p](const std::vector<Tensor>& args) {
+                std::vector<ir::ivalue> a(args.begin(), args.end());
+                std::vector<Tensor> r;
+                for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+                return r;
+            };
+        };
+        f->forward_runner = as_runner(fp);
+        f->backward_runner = as_runner(bp);
+        f->node_name = "DifferentiableGraphBackward";
+        text += "differentiable subgraph " + std::to_string(regions.size()) + " (" + std::to_string(run.size()) +
+                " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
+                "):\n  forward:\n" + ir::to_string(*f->forward) + fp->describe() + "  backward:\n" +
+                ir::to_string(*f->backward) + bp->describe();
+        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
+        reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
+            std::vector<Tensor> t;
+            bool grad = false;
+            for (const auto& v : in) {
+                const Tensor* x = std::get_if<Tensor>(&v);
+                if (!x) return ir::interpret(*sg, in);
+                grad = grad || x->requires_grad();
+                t.push_back(*x);
+            }
+            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*sg, in);
+            auto out = (*f)(t);
+            return {out.begin(), out.end()};
+        };
+        regions.push_back(std::move(reg));
+    }
+    return regions;
 }
 
 GRAFT_INLINE void executor_state::release_profile_locked() {
@@ -19436,7 +20260,10 @@ GRAFT_INLINE void register_outputs(ir::Graph& g, const std::vector<ir::Value*>& 
 // branch on tensor values, and view sizes computed from input sizes stay
 // those of the first call. Inputs that share memory (f(x, x)) are part of what a
 // capture is for: a call whose inputs alias differently from the capture's (where
-// that changes the result) gets a capture and executor of its own.
+// that changes the result) gets a capture and executor of its own. So are sizes when
+// the graph records them as numbers (x.view({x.size(0), -1})): each capture is checked
+// by capturing f again at two other sizes (f runs three times at a capture), and a graph
+// that differs there serves its own sizes only; other sizes get captures of their own.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -19472,13 +20299,22 @@ private:
     struct compiled {
         capture::captured cap;
         executor exec;
+        std::vector<int_list> sizes;  // the inputs' sizes at capture
+        /// The graph records sizes of the inputs as numbers (a view to x.size(0) rows): it is f
+        /// at these sizes only. Otherwise it is f at any sizes of the same rank whose 0 and 1
+        /// sizes are where they were (those are specialized, as in PyTorch).
+        bool size_dependent = false;
+
+        /// Is the graph f for these inputs (aliasing pattern and sizes)?
+        [[nodiscard]] bool serves(const std::vector<Tensor>& inputs) const;
     };
-    /// The capture (and executor) for the inputs' aliasing pattern, made on first need; null
-    /// when max_alias_patterns captures exist already and none fits (f then runs eagerly).
+    /// The capture (and executor) for the inputs' aliasing pattern and sizes, made on first
+    /// need; null when max_patterns captures exist already and none fits (f then runs eagerly).
     const compiled* get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
 
-    /// Captures kept for other aliasing patterns than the first call's (inputs sharing memory).
-    static constexpr std::size_t max_alias_patterns = 8;
+    /// Captures kept besides the first call's: for other aliasing patterns (inputs sharing
+    /// memory), or other sizes when the graph depends on them.
+    static constexpr std::size_t max_patterns = 8;
 
     options options_;
     bool use_defaults_ = false;
@@ -19568,7 +20404,7 @@ GRAFT_INLINE script_state::script_state(std::optional<options> o)
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
     const compiled* c = get(inputs, f);
-    if (c == nullptr) return f(inputs);  // an aliasing pattern past max_alias_patterns: eager
+    if (c == nullptr) return f(inputs);  // a pattern past max_patterns: eager
     const capture::graph_meta& m = c->cap.meta();
     if (m.graph_inputs.empty()) return c->cap.finish(inputs, c->exec(inputs));
     return c->cap.finish(inputs, c->exec(m.graph_arguments(inputs)));
@@ -19610,18 +20446,59 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
     return c ? &c->exec.graph() : nullptr;
 }
 
+GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inputs) const {
+    if (!cap.meta().aliasing_matches(inputs)) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const auto s = inputs[i].sizes();
+        const int_list& c = sizes[i];
+        if (s.size() != c.size()) return false;
+        for (std::size_t d = 0; d < c.size(); ++d)
+            if (size_dependent || c[d] <= 1 ? s[d] != c[d] : s[d] <= 1) return false;
+    }
+    return true;
+}
+
+/// Why the graph captured from f at `inputs` is not f at other sizes ("" when it is): f is
+/// captured again at two other sizes of every dimension of 2 or more (equal sizes kept equal)
+/// and the graphs must be the same but for their input types.
+GRAFT_INLINE std::string size_dependence(const capture::captured& cap, const std::vector<Tensor>& inputs,
+                                         capture::detail::traced_fn f) {
+    if (!cap.meta().alias_groups.empty()) return "inputs share memory";
+    std::vector<std::pair<std::size_t, std::size_t>> dims;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
+            if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
+    if (dims.empty()) return {};
+    std::vector<capture::captured> others;
+    try {
+        for (const auto& ex : capture::detail::perturbed_examples(
+                 inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
+            others.push_back(capture::detail::trace_impl(ex, f));
+    } catch (const graft::error& e) {
+        return std::string("capturing f at other sizes failed: ") + e.what();
+    }
+    std::string why;
+    const auto sym = ir::infer_symbolic_sizes(cap.graph(), {&others[0].graph(), &others[1].graph()}, why);
+    if (!sym) return why;
+    if (!sym->patches.empty()) return "the graph records input sizes as numbers: " + sym->describe(cap.graph());
+    return {};
+}
+
 GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
                                                              capture::detail::traced_fn f) {
     const compiled* first = compiled_.load(std::memory_order_acquire);
     if (first) {
         graft::detail::check(inputs.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
                              first->cap.meta().num_inputs, " inputs, got ", inputs.size());
-        if (first->cap.meta().aliasing_matches(inputs)) return first;  // the hot path: pointer comparisons
+        if (first->serves(inputs)) return first;  // the hot path: pointer and size comparisons
     }
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
         executor exec(cap.graph(), options_);
-        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec)});
+        std::vector<int_list> sizes;
+        for (const Tensor& t : inputs) sizes.push_back(t.sizes());
+        const bool dependent = !size_dependence(cap, inputs, f).empty();
+        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), dependent});
     };
     std::lock_guard lock(mutex_);
     first = compiled_.load(std::memory_order_acquire);
@@ -19632,10 +20509,10 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
         compiled_.store(owned_.get(), std::memory_order_release);
         return owned_.get();
     }
-    if (first->cap.meta().aliasing_matches(inputs)) return first;
+    if (first->serves(inputs)) return first;
     for (const auto& c : other_patterns_)
-        if (c->cap.meta().aliasing_matches(inputs)) return c.get();
-    if (other_patterns_.size() >= max_alias_patterns) return nullptr;
+        if (c->serves(inputs)) return c.get();
+    if (other_patterns_.size() >= max_patterns) return nullptr;
     other_patterns_.push_back(make());
     return other_patterns_.back().get();
 }
