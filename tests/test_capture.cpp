@@ -579,10 +579,37 @@ TEST_CASE("cond: capture::trace records both branches as a prim::If on the predi
     };
     CHECK_THROWS_WITH(capture::trace(writes, x), Catch::Contains("branch writes into a tensor"));
     CHECK(graft::detail::tl_op_observer == nullptr);
-    // aot cannot differentiate a captured If yet: a clear error, not a graph for one branch.
-    Tensor xg = x.clone();
+}
+
+TEST_CASE("cond: capture::aot differentiates each run's branch (the backward is a prim::If too)", "[capture]") {
+    Tensor xg = ones({4}, dtype::float64), w = full({4}, 0.5, dtype::float64);
     xg.requires_grad_();
-    CHECK_THROWS_WITH(capture::aot(branchy, xg, w), Catch::Contains("control flow"));
+    const auto a = capture::aot(branchy, xg, w);
+    const auto count_ifs = [](const ir::Graph& g) {
+        std::size_t n = 0;
+        for (const ir::Node* m : g.block()->nodes()) n += m->is<ir::kinds::if_>();
+        return n;
+    };
+    CHECK(count_ifs(*a.forward) == 1);
+    CHECK(count_ifs(*a.backward) == 1);
+    for (double sign : {1.0, -1.0, 1.0, -1.0}) {
+        Tensor x = randn({4}, dtype::float64).abs() * sign;
+        x.requires_grad_();
+        const Tensor ws = randn({4}, dtype::float64).abs();
+        const Tensor y = a(x, ws)[0], want = branchy_reference(x, ws);
+        CHECK(allclose(y, want, 1e-12, 1e-12));
+        const Tensor g = autograd::grad({y.sum()}, {x})[0];
+        CHECK(allclose(g, autograd::grad({want.sum()}, {x})[0], 1e-12, 1e-12));
+        for (std::int64_t j : {0, 3}) {  // finite differences
+            const double h = 1e-6;
+            Tensor p = x.detach().clone(), m = x.detach().clone();
+            p.select(0, j).add_(h);
+            m.select(0, j).sub_(h);
+            const double fd =
+                (branchy_reference(p, ws).sum().item<double>() - branchy_reference(m, ws).sum().item<double>()) / (2 * h);
+            CHECK(g.select(0, j).item<double>() == Approx(fd).epsilon(1e-6));
+        }
+    }
 }
 
 // ---------------------------------------------------------------- control flow: while_loop, fori_loop

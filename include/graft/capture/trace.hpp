@@ -147,6 +147,12 @@ private:
 
     ir::Value* take(const base_state& b, const Tensor& t);
 
+    /// Makes cond's results (when an operand requires grad) differentiable: their backward is a
+    /// cond of each branch's backward graph, recorded as a prim::If under capture.
+    void attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                              const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands,
+                              std::vector<Tensor>& outs);
+
     /// A node that reads nothing (a constant): in the top block, before the outermost If being
     /// recorded, so that it is visible wherever it is used.
     ir::Node* append_constant();
@@ -304,4 +310,6 @@ template <class F, class... Ts>
 
 #if GRAFT_HAS_CODE
 #include "graft/capture/impl/trace.ipp"
+// The tracer's cond backward captures each branch with aot: defined in aot.ipp.
+#include "graft/capture/aot.hpp"
 #endif

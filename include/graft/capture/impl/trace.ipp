@@ -3,6 +3,7 @@
 #include "graft/capture/trace.hpp"
 
 #include <algorithm>
+#include <array>
 #include <ostream>
 #include <string>
 
@@ -220,8 +221,10 @@ GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft
         values_[impl_key(copy)] = {v, 0};
         out.push_back(std::move(copy));
     }
+    attach_cond_backward(pred, then_branch, else_branch, operands, out);
     return out;
 }
+
 
 GRAFT_INLINE std::vector<Tensor> tracer::on_while_loop(const graft::detail::branch_ref& cond_fn,
                                                        const graft::detail::branch_ref& body_fn,

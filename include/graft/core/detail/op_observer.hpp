@@ -38,7 +38,8 @@ struct branch_ref {
     const void* object = nullptr;
     std::vector<Tensor> (*invoke)(const void* object, const std::vector<Tensor>& operands) = nullptr;
 
-    std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const { return invoke(object, operands); }
+    // Defined in graft/core/impl/tensor.ipp (it needs Tensor complete).
+    GRAFT_INLINE std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const;
 };
 
 /// Receives the ops of the current thread while installed.

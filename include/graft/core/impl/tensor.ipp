@@ -22,6 +22,10 @@ GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl() {
 
 namespace graft::detail {
 
+GRAFT_INLINE std::vector<Tensor> branch_ref::operator()(const std::vector<Tensor>& operands) const {
+    return invoke(object, operands);
+}
+
 // Here rather than in op_observer.ipp: it needs Tensor complete.
 GRAFT_INLINE std::vector<Tensor> op_observer::on_cond(const Tensor&, const branch_ref&, const branch_ref&,
                                                       const std::vector<Tensor>&) {
