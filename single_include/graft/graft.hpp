@@ -742,7 +742,8 @@ struct branch_ref {
     const void* object = nullptr;
     std::vector<Tensor> (*invoke)(const void* object, const std::vector<Tensor>& operands) = nullptr;
 
-    std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const { return invoke(object, operands); }
+    // Defined in graft/core/impl/tensor.ipp (it needs Tensor complete).
+    GRAFT_INLINE std::vector<Tensor> operator()(const std::vector<Tensor>& operands) const;
 };
 
 /// Receives the ops of the current thread while installed.
@@ -1584,6 +1585,10 @@ GRAFT_INLINE std::shared_ptr<tensor_impl> make_tensor_impl() {
 }  // namespace graft::detail
 
 namespace graft::detail {
+
+GRAFT_INLINE std::vector<Tensor> branch_ref::operator()(const std::vector<Tensor>& operands) const {
+    return invoke(object, operands);
+}
 
 // Here rather than in op_observer.ipp: it needs Tensor complete.
 GRAFT_INLINE std::vector<Tensor> op_observer::on_cond(const Tensor&, const branch_ref&, const branch_ref&,
@@ -16458,6 +16463,12 @@ private:
 
     ir::Value* take(const base_state& b, const Tensor& t);
 
+    /// Makes cond's results (when an operand requires grad) differentiable: their backward is a
+    /// cond of each branch's backward graph, recorded as a prim::If under capture.
+    void attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                              const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands,
+                              std::vector<Tensor>& outs);
+
     /// A node that reads nothing (a constant): in the top block, before the outermost If being
     /// recorded, so that it is visible wherever it is used.
     ir::Node* append_constant();
@@ -16618,6 +16629,7 @@ template <class F, class... Ts>
 // Definitions for graft/capture/trace.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 #include <algorithm>
+#include <array>
 #include <ostream>
 #include <string>
 
@@ -16835,8 +16847,10 @@ GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft
         values_[impl_key(copy)] = {v, 0};
         out.push_back(std::move(copy));
     }
+    attach_cond_backward(pred, then_branch, else_branch, operands, out);
     return out;
 }
+
 
 GRAFT_INLINE std::vector<Tensor> tracer::on_while_loop(const graft::detail::branch_ref& cond_fn,
                                                        const graft::detail::branch_ref& body_fn,
@@ -17253,6 +17267,7 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
 
 }  // namespace graft::capture
 // ---- end graft/capture/impl/trace.ipp
+// The tracer's cond backward captures each branch with aot: defined in aot.ipp.
 #endif
 // ---- end graft/capture/trace.hpp
 
@@ -17400,6 +17415,7 @@ template <class F, class... Ts>
 // Definitions for graft/capture/aot.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -17556,14 +17572,31 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
     // outputs too), then the input gradients.
     const std::size_t n_fwd_out = n_out + r.meta.mutated_inputs.size();
     const ir::Block& top = *joint.block();
+    // What a node reads: its inputs and, for If/Loop, the outer values its blocks use.
+    const auto reads = [](const ir::Node* n) {
+        std::vector<const ir::Value*> out(n->inputs().begin(), n->inputs().end());
+        std::set<const ir::Value*> inside;
+        const auto walk = [&](const ir::Block& b, auto& self) -> void {
+            for (const ir::Value* v : b.inputs()) inside.insert(v);
+            for (const ir::Node* m : b.nodes()) {
+                for (const ir::Value* v : m->inputs())
+                    if (!inside.count(v)) out.push_back(v);
+                for (const ir::Block* sub : m->blocks()) self(*sub, self);
+                for (const ir::Value* v : m->outputs()) inside.insert(v);
+            }
+            for (const ir::Value* v : b.outputs())
+                if (!inside.count(v)) out.push_back(v);
+        };
+        for (const ir::Block* b : n->blocks()) walk(*b, walk);
+        return out;
+    };
     // Values that depend on a tangent are backward values.
     std::set<const ir::Value*> bwd_values(joint.inputs().begin() + static_cast<std::ptrdiff_t>(n_in),
                                           joint.inputs().end());
     std::vector<const ir::Node*> fwd_nodes, bwd_nodes;
     for (const ir::Node* n : top.nodes()) {
-        graft::detail::check(n->blocks().empty(), "capture::aot: control flow in the joint graph is not supported");
         bool depends = false;
-        for (const ir::Value* v : n->inputs()) depends = depends || bwd_values.count(v);
+        for (const ir::Value* v : reads(n)) depends = depends || bwd_values.count(v);
         if (depends) {
             bwd_nodes.push_back(n);
             for (const ir::Value* v : n->outputs()) bwd_values.insert(v);
@@ -17578,8 +17611,8 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
     while (!stack.empty()) {
         const ir::Value* v = stack.back();
         stack.pop_back();
-        if (v->node() && for_outputs.insert(v->node()).second)
-            for (const ir::Value* in : v->node()->inputs()) stack.push_back(in);
+        if (v->node() && v->node()->owning_block() == &top && for_outputs.insert(v->node()).second)
+            for (const ir::Value* in : reads(v->node())) stack.push_back(in);
     }
     {
         std::vector<const ir::Node*> kept;
@@ -17600,7 +17633,7 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
         if (!bwd_values.count(v) && std::find(needed.begin(), needed.end(), v) == needed.end()) needed.push_back(v);
     };
     for (const ir::Node* n : bwd_nodes)
-        for (const ir::Value* v : n->inputs()) need(v);
+        for (const ir::Value* v : reads(n)) need(v);
     for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) need(joint.outputs()[i]);
     // Decide what to save and what the backward recomputes.
     std::vector<const ir::Value*> saved;
@@ -17613,7 +17646,7 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
             recompute.insert(v->node());  // constants are copied, never saved
             continue;
         }
-        const bool elementwise = v->node() && v->node()->kind().elementwise;
+        const bool elementwise = v->node() && v->node()->kind().elementwise && v->node()->owning_block() == &top;
         if (policy == partition_policy::recompute_elementwise && elementwise) {
             if (recompute.insert(v->node()).second)
                 for (const ir::Value* in : v->node()->inputs()) work.push_back(in);
@@ -17628,15 +17661,27 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
         for (const ir::Value* v : n->outputs()) order.emplace(v, order.size());
     std::sort(saved.begin(), saved.end(), [&](auto* a, auto* b) { return order.at(a) < order.at(b); });
 
-    const auto copy_node = [](ir::Graph& g, const ir::Node* n, std::map<const ir::Value*, ir::Value*>& map) {
-        ir::Node* c = g.append(n->kind());
+    // Copies n (and the blocks of an If or Loop) into `dst`, mapping values through `map`.
+    const auto copy_into = [](ir::Block& dst, const ir::Node* n, std::map<const ir::Value*, ir::Value*>& map,
+                              auto& self) -> void {
+        ir::Graph& g = dst.owning_graph();
+        ir::Node* c = dst.append(n->kind());
         for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
         for (const ir::Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const ir::Block* sub : n->blocks()) {
+            ir::Block* nb = c->add_block();
+            for (const ir::Value* p : sub->inputs()) map[p] = nb->add_input(p->type(), p->name());
+            for (const ir::Node* m : sub->nodes()) self(*nb, m, map, self);
+            for (const ir::Value* o : sub->outputs()) nb->register_output(map.at(o));
+        }
         for (const ir::Value* out : n->outputs()) {
             ir::Value* v = c->add_output(out->type());
             g.set_name(v, out->name());
             map[out] = v;
         }
+    };
+    const auto copy_node = [&copy_into](ir::Graph& g, const ir::Node* n, std::map<const ir::Value*, ir::Value*>& map) {
+        copy_into(*g.block(), n, map, copy_into);
     };
 
     // Forward graph: inputs -> outputs + saved.
@@ -17827,6 +17872,71 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
     return r;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// tracer::attach_cond_backward (graft/capture/trace.hpp) is here: it captures each branch with aot.
+GRAFT_INLINE void tracer::attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                               const graft::detail::branch_ref& else_branch,
+                                               const std::vector<Tensor>& operands, std::vector<Tensor>& outs) {
+    std::vector<std::size_t> grad_ops;
+    for (std::size_t i = 0; i < operands.size(); ++i)
+        if (operands[i].requires_grad()) grad_ops.push_back(i);
+    if (grad_ops.empty() || !autograd::is_grad_enabled()) return;
+    // Each branch's forward and backward graphs (capture::aot of the branch, outside this trace).
+    std::array<std::shared_ptr<const aot_function>, 2> vjp;
+    {
+        graft::detail::observer_paused paused;
+        for (int b = 0; b < 2; ++b) {
+            const graft::detail::branch_ref& branch = b == 0 ? then_branch : else_branch;
+            auto fn = [&branch](const std::vector<Tensor>& in) { return branch(in); };
+            vjp[static_cast<std::size_t>(b)] =
+                std::make_shared<const aot_function>(detail::aot_impl(operands, traced_fn::of(fn), aot_options{}));
+        }
+    }
+    // The cond's backward is a cond on the same predicate whose branches run each branch's
+    // forward (for its saved values) and backward graphs: under capture (capture::aot's
+    // autograd::grad) it is recorded as a prim::If, so the joint graph differentiates the
+    // branch each run takes.
+    auto node = std::make_shared<autograd::function_node>("CondBackward");
+    for (std::size_t i : grad_ops) node->add_next_edge(autograd::detail::gradient_edge(operands[i]));
+    std::vector<std::pair<int_list, dtype>> shapes;
+    for (const Tensor& o : outs) shapes.emplace_back(o.sizes(), o.type());
+    node->backward = [pred, operands, grad_ops, vjp, shapes](autograd::function_node&, const autograd::tensor_list& g) {
+        std::vector<Tensor> args = operands;
+        for (std::size_t k = 0; k < shapes.size(); ++k)
+            args.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        const std::size_t n_ops = operands.size();
+        const auto branch_vjp = [n_ops, grad_ops](const aot_function& f, const std::vector<Tensor>& in) {
+            const std::vector<Tensor> ops(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n_ops));
+            const std::vector<Tensor> fwd = ir::interpret(*f.forward, ops);
+            std::vector<Tensor> bwd_in(fwd.end() - static_cast<std::ptrdiff_t>(f.num_saved), fwd.end());
+            for (std::size_t o : f.differentiable_outputs) bwd_in.push_back(in[n_ops + o]);
+            const std::vector<Tensor> grads = f.grad_inputs.empty() ? std::vector<Tensor>{} : ir::interpret(*f.backward, bwd_in);
+            std::vector<Tensor> r;
+            for (std::size_t i : grad_ops) {
+                Tensor gi;
+                for (std::size_t k = 0; k < f.grad_inputs.size(); ++k)
+                    if (f.grad_inputs[k] == i) gi = grads[k];
+                r.push_back(gi.defined() ? gi : zeros_like(ops[i]));
+            }
+            return r;
+        };
+        const auto t = [&](const std::vector<Tensor>& in) { return branch_vjp(*vjp[0], in); };
+        const auto e = [&](const std::vector<Tensor>& in) { return branch_vjp(*vjp[1], in); };
+        graft::detail::branch_ref tb{&t, [](const void* o, const std::vector<Tensor>& in) {
+                                         return (*static_cast<const decltype(t)*>(o))(in);
+                                     }};
+        graft::detail::branch_ref eb{&e, [](const void* o, const std::vector<Tensor>& in) {
+                                         return (*static_cast<const decltype(e)*>(o))(in);
+                                     }};
+        return graft::detail::cond_impl(pred, tb, eb, args);
+    };
+    for (Tensor& o : outs)
+        if (is_floating_point(o.type())) autograd::detail::set_history(o, node);
 }
 
 }  // namespace detail
