@@ -20559,7 +20559,7 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
 GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inputs) const {
     if (!cap.meta().aliasing_matches(inputs)) return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const auto s = inputs[i].sizes();
+        const int_list& s = inputs[i].sizes();
         const int_list& c = sizes[i];
         if (s.size() != c.size()) return false;
         for (std::size_t d = 0; d < c.size(); ++d)
