@@ -523,6 +523,27 @@ TEST_CASE("jit: a differentiable plan is traced for the types its guards check, 
         check_against_eager(fn, 1, 1, true);
         check_against_eager(fn, 1, 128, true);
     }
+    SECTION("profiled with float64, compiled on a float32 call, then float64 again") {
+        auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts());
+        const auto call = [&](dtype t) {
+            Tensor x = randn({3, 4}, t), w = randn({4}, t);
+            x.requires_grad_();
+            w.requires_grad_();
+            const Tensor y = fn(x, w), ye = bias_tanh_sum(x, w);
+            REQUIRE(y.type() == t);
+            const double tol = t == dtype::float32 ? 1e-5 : 1e-12;
+            CHECK(allclose(y.detach(), ye.detach(), tol, tol));
+            const auto g = autograd::grad({y}, {x, w}), ge = autograd::grad({ye}, {x, w});
+            CHECK(allclose(g[0], ge[0], tol, tol));
+            CHECK(allclose(g[1], ge[1], tol, tol));
+        };
+        call(dtype::float64);
+        call(dtype::float32);  // compiles the plan for float64, runs the fallback
+        call(dtype::float64);
+        call(dtype::float32);
+        CHECK(fn.debug_state().levels[0].plan->guards[0] == "Double(3, 4, requires_grad=1)");
+        CHECK(fn.debug_state().levels[0].plan->hits == 1);
+    }
     SECTION("two profiled shapes (symbolic sizes): the plan serves the compiling call's shape only") {
         auto fn = jit::script(static_cast<fn_t>(bias_tanh_sum), opts(jit::default_fusion_strategy::value(), 2));
         check_against_eager(fn, 2, 3, true);
