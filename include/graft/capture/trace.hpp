@@ -95,7 +95,11 @@ namespace detail {
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
-    explicit tracer(ir::Graph& g) : g_(g), cur_(g.block()) {}
+    // The control-flow recorders are reached through pointers set here: GCC emits the tracer's
+    // vtable (and so its virtual functions) in every TU, even one that never captures, and
+    // these pull in capture::aot; through the constructor only TUs that capture compile them.
+    explicit tracer(ir::Graph& g)
+        : g_(g), cur_(g.block()), record_cond_(&tracer::record_cond), record_loop_(&tracer::record_loop) {}
 
     ir::Value* add_input(const Tensor& t, std::size_t index);
 
@@ -118,12 +122,22 @@ public:
 
     /// graft::while_loop: recorded as a prim::Loop (body and condition traced once).
     std::vector<Tensor> on_while_loop(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
-                                      const std::vector<Tensor>& carried) override;
+                                      const std::vector<Tensor>& carried) override {
+        return record_loop_(*this, cond_fn, body_fn, carried);
+    }
 
     /// graft::cond: both branches recorded as the blocks of a prim::If on `pred`'s value.
     std::vector<Tensor> on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
                                 const graft::detail::branch_ref& else_branch,
-                                const std::vector<Tensor>& operands) override;
+                                const std::vector<Tensor>& operands) override {
+        return record_cond_(*this, pred, then_branch, else_branch, operands);
+    }
+
+    static std::vector<Tensor> record_cond(tracer& self, const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                           const graft::detail::branch_ref& else_branch,
+                                           const std::vector<Tensor>& operands);
+    static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
+                                           const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
@@ -147,6 +161,11 @@ private:
 
     ir::Value* take(const base_state& b, const Tensor& t);
 
+    std::vector<Tensor> cond_impl(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                  const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands);
+    std::vector<Tensor> loop_impl(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
+                                  const std::vector<Tensor>& carried);
+
     /// Makes cond's results (when an operand requires grad) differentiable: their backward is a
     /// cond of each branch's backward graph, recorded as a prim::If under capture.
     void attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
@@ -158,7 +177,11 @@ private:
     ir::Node* append_constant();
 
     ir::Graph& g_;
-    ir::Block* cur_;                 // where nodes are recorded (a branch of an If while recording cond)
+    ir::Block* cur_;
+    std::vector<Tensor> (*record_cond_)(tracer&, const Tensor&, const graft::detail::branch_ref&,
+                                        const graft::detail::branch_ref&, const std::vector<Tensor>&);
+    std::vector<Tensor> (*record_loop_)(tracer&, const graft::detail::branch_ref&, const graft::detail::branch_ref&,
+                                        const std::vector<Tensor>&);                 // where nodes are recorded (a branch of an If while recording cond)
     std::vector<ir::Node*> open_ifs_;  // the If/Loop nodes whose blocks are being recorded, outermost first
     std::map<const void*, base_state> bases_;
     std::map<const void*, entry> values_;

@@ -148,9 +148,22 @@ GRAFT_INLINE void tracer::on_read(std::string_view what, const Tensor& t) {
         "reading values cannot be captured (the graph would bake in this example's value)"));
 }
 
-GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft::detail::branch_ref& then_branch,
-                                                 const graft::detail::branch_ref& else_branch,
-                                                 const std::vector<Tensor>& operands) {
+GRAFT_INLINE std::vector<Tensor> tracer::record_cond(tracer& self, const Tensor& pred,
+                                                     const graft::detail::branch_ref& then_branch,
+                                                     const graft::detail::branch_ref& else_branch,
+                                                     const std::vector<Tensor>& operands) {
+    return self.cond_impl(pred, then_branch, else_branch, operands);
+}
+
+GRAFT_INLINE std::vector<Tensor> tracer::record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
+                                                     const graft::detail::branch_ref& body_fn,
+                                                     const std::vector<Tensor>& carried) {
+    return self.loop_impl(cond_fn, body_fn, carried);
+}
+
+GRAFT_INLINE std::vector<Tensor> tracer::cond_impl(const Tensor& pred, const graft::detail::branch_ref& then_branch,
+                                                   const graft::detail::branch_ref& else_branch,
+                                                   const std::vector<Tensor>& operands) {
     bool taken = false;
     {
         graft::detail::observer_paused paused;  // reading the example's predicate is not part of the graph
@@ -226,9 +239,9 @@ GRAFT_INLINE std::vector<Tensor> tracer::on_cond(const Tensor& pred, const graft
 }
 
 
-GRAFT_INLINE std::vector<Tensor> tracer::on_while_loop(const graft::detail::branch_ref& cond_fn,
-                                                       const graft::detail::branch_ref& body_fn,
-                                                       const std::vector<Tensor>& carried) {
+GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_ref& cond_fn,
+                                                   const graft::detail::branch_ref& body_fn,
+                                                   const std::vector<Tensor>& carried) {
     const auto check_condition = [](const std::vector<Tensor>& c) {
         graft::detail::check(c.size() == 1 && c[0].defined() && c[0].numel() == 1 && c[0].type() == dtype::bool_,
                              "while_loop: the condition function must return one one-element bool tensor");
