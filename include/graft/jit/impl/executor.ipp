@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 namespace graft::jit {
 
@@ -429,6 +430,28 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     }
 }
 
+/// Plans (fused) for an aot_function's forward and backward graphs, plugged in as its runners;
+/// its autograd node is named DifferentiableGraphBackward.
+GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_plans(capture::aot_function& f,
+                                                                                       plan::build_options forward,
+                                                                                       plan::build_options backward) {
+    const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
+    auto fp = std::make_shared<plan>(f.forward, std::move(forward), own_types);
+    auto bp = std::make_shared<plan>(f.backward, std::move(backward), own_types);
+    const auto as_runner = [](std::shared_ptr<plan> p) {
+        return [p](const std::vector<Tensor>& args) {
+            std::vector<ir::ivalue> a(args.begin(), args.end());
+            std::vector<Tensor> r;
+            for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+            return r;
+        };
+    };
+    f.forward_runner = as_runner(fp);
+    f.backward_runner = as_runner(bp);
+    f.node_name = "DifferentiableGraphBackward";
+    return {std::move(fp), std::move(bp)};
+}
+
 GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in,
                                                              plan::build_options bo, fusion_behavior behavior) {
     for (const ir::Node* n : graph_->block()->nodes()) {
@@ -546,23 +569,10 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             }
         }
     }
-    const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
     plan::build_options fbo = bo, bbo = bo;
     fbo.symbolic = fwd_sym;
     bbo.symbolic = bwd_sym;
-    s.forward_plan = std::make_shared<plan>(f->forward, fbo, own_types);
-    s.backward_plan = std::make_shared<plan>(f->backward, bbo, own_types);
-    const auto as_runner = [](std::shared_ptr<plan> p) {
-        return [p](const std::vector<Tensor>& args) {
-            std::vector<ir::ivalue> a(args.begin(), args.end());
-            std::vector<Tensor> r;
-            for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
-            return r;
-        };
-    };
-    f->forward_runner = as_runner(s.forward_plan);
-    f->backward_runner = as_runner(s.backward_plan);
-    f->node_name = "DifferentiableGraphBackward";
+    std::tie(s.forward_plan, s.backward_plan) = plug_fused_plans(*f, fbo, bbo);
     s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
     s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
                    ir::to_string(*f->backward) + s.backward_plan->describe();
@@ -656,20 +666,7 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
             continue;
         }
         f->recapture.reset();  // the region's own guard: admits() or eager
-        const auto own_types = [](const ir::Value* v) -> std::optional<ir::Type> { return v->type(); };
-        auto fp = std::make_shared<plan>(f->forward, bo, own_types);
-        auto bp = std::make_shared<plan>(f->backward, bo, own_types);
-        const auto as_runner = [](std::shared_ptr<plan> p) {
-            return [p](const std::vector<Tensor>& args) {
-                std::vector<ir::ivalue> a(args.begin(), args.end());
-                std::vector<Tensor> r;
-                for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
-                return r;
-            };
-        };
-        f->forward_runner = as_runner(fp);
-        f->backward_runner = as_runner(bp);
-        f->node_name = "DifferentiableGraphBackward";
+        const auto [fp, bp] = plug_fused_plans(*f, bo, bo);
         text += "differentiable subgraph " + std::to_string(regions.size()) + " (" + std::to_string(run.size()) +
                 " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
                 "):\n  forward:\n" + ir::to_string(*f->forward) + fp->describe() + "  backward:\n" +
