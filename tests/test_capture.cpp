@@ -193,7 +193,7 @@ TEST_CASE("capture::aot: forward and backward graphs give eager autograd's gradi
         const Tensor x = randn({5, 4}, dtype::float64), w = randn({4, 3}, dtype::float64).requires_grad_(),
                      b = randn({3}, dtype::float64).requires_grad_();
         for (auto policy : {capture::partition_policy::save_all, capture::partition_policy::recompute_elementwise}) {
-            auto a = capture::aot(mlp, {x, w, b}, {policy});
+            auto a = capture::aot(mlp, {x, w, b}, {policy, {}});
             CHECK(a.grad_inputs == std::vector<std::size_t>{1, 2});
             a.forward->lint();
             a.backward->lint();
@@ -214,7 +214,7 @@ TEST_CASE("capture::aot: forward and backward graphs give eager autograd's gradi
         const Tensor x = randn({3, 6}, dtype::float64).requires_grad_(), g = randn({6}, dtype::float64).requires_grad_(),
                      b = randn({6}, dtype::float64).requires_grad_();
         const auto f = [](Tensor x, Tensor g, Tensor b) { return (layer_norm(x, g, b) * layer_norm(x, g, b)).sum(); };
-        auto a = capture::aot(f, {x, g, b}, {capture::partition_policy::recompute_elementwise});
+        auto a = capture::aot(f, {x, g, b}, {capture::partition_policy::recompute_elementwise, {}});
         check_grads_match([&](const std::vector<Tensor>& in) { return f(in[0], in[1], in[2]); }, a, {x, g, b});
     }
 }
@@ -223,8 +223,8 @@ TEST_CASE("capture::aot: the recompute policy saves less than save_all", "[captu
     manual_seed(4);
     const auto f = [](Tensor x) { return (tanh(sin(x) * 2.0) * exp(x)).sum(); };
     const Tensor x = randn({16}).requires_grad_();
-    auto save = capture::aot(f, {x}, {capture::partition_policy::save_all});
-    auto recompute = capture::aot(f, {x}, {capture::partition_policy::recompute_elementwise});
+    auto save = capture::aot(f, {x}, {capture::partition_policy::save_all, {}});
+    auto recompute = capture::aot(f, {x}, {capture::partition_policy::recompute_elementwise, {}});
     CHECK(recompute.num_saved < save.num_saved);
     CHECK(recompute.num_saved == 1);  // only x: every elementwise value is recomputed from it
     const Tensor g1 = autograd::grad({save({x})[0]}, {x})[0];

@@ -139,7 +139,9 @@ TEST_CASE("jit: the profiling record is released after the configured delay", "[
 
 TEST_CASE("jit: shape changes bail out to fallbacks; STATIC then DYNAMIC; depth spent means no compiling",
           "[jit]") {
-    auto fn = jit::script(chain, opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<1>>{}));
+    jit::options o = opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<1>>{});
+    o.automatic_dynamic = false;  // the strategy's steps exactly as written (TorchScript)
+    auto fn = jit::script(chain, o);
     const auto call = [&](std::int64_t n) {
         const auto in = inputs3(n);
         const Tensor y = fn(in[0], in[1], in[2]);
@@ -185,6 +187,61 @@ TEST_CASE("jit: shape changes bail out to fallbacks; STATIC then DYNAMIC; depth 
     CHECK(d.levels[3].remaining_depth == 0);
     CHECK(d.levels[3].unoptimized_runs == 3);
     CHECK_FALSE(d.levels[3].plan);
+}
+
+TEST_CASE("jit: automatic dynamic: a STATIC plan that bails out on sizes alone is followed by a DYNAMIC one",
+          "[jit]") {
+    auto fn = jit::script(chain, opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<2>>{}));
+    const auto call = [&](std::int64_t n, dtype t = dtype::float32) {
+        const auto in = inputs3(n, t);
+        const Tensor y = fn(in[0], in[1], in[2]);
+        CHECK(bitwise_equal(y, chain(in[0], in[1], in[2])));
+    };
+    call(100);  // profile
+    call(100);  // STATIC for 100
+    call(200);  // guard fails on sizes: the fallback profiles 200
+    call(300);  // the fallback compiles: DYNAMIC at once (the strategy would give a second STATIC plan)
+    call(7);
+    call(100);  // still the STATIC plan
+    jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() == 3);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[0].plan->behavior == jit::fusion_behavior::static_);
+    CHECK_FALSE(d.levels[0].plan->automatic_dynamic);
+    CHECK(d.levels[1].plan->behavior == jit::fusion_behavior::dynamic_);
+    CHECK(d.levels[1].plan->automatic_dynamic);
+    CHECK(d.levels[1].plan->hits == 2);  // 300, 7
+    CHECK(d.levels[0].plan->hits == 2);
+    CHECK(d.compilations == 2);
+    std::ostringstream os;
+    os << d;
+    CHECK(os.str().find("automatic dynamic") != std::string::npos);
+    // A dtype change is not a size change: the next fallback follows the strategy.
+    call(100, dtype::float64);
+    call(100, dtype::float64);
+    d = fn.debug_state();
+    REQUIRE(d.levels.size() == 4);
+    REQUIRE(d.levels[2].plan);
+    CHECK(d.levels[2].plan->behavior == jit::fusion_behavior::dynamic_);  // remaining depth 2: the strategy's DYNAMIC
+    CHECK_FALSE(d.levels[2].plan->automatic_dynamic);
+}
+
+TEST_CASE("jit: automatic dynamic does not promote a fallback whose inputs changed dtype", "[jit]") {
+    auto fn = jit::script(chain, opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<1>>{}));
+    const auto call = [&](std::int64_t n, dtype t) {
+        const auto in = inputs3(n, t);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+    };
+    call(100, dtype::float32);
+    call(100, dtype::float32);  // STATIC float32 [100]
+    call(100, dtype::float64);  // fallback profiles float64
+    call(100, dtype::float64);  // compiles: STATIC (not a size change)
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels.size() >= 2);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[1].plan->behavior == jit::fusion_behavior::static_);
+    CHECK_FALSE(d.levels[1].plan->automatic_dynamic);
+    CHECK(d.levels[1].plan->guards[0].find("Double(100") != std::string::npos);
 }
 
 TEST_CASE("jit: dtype changes fall back and give the eager result", "[jit]") {
@@ -721,21 +778,35 @@ TEST_CASE("jit: a DYNAMIC differentiable plan serves every batch size through sy
             for (std::size_t k = 0; k < 4; ++k) CHECK(allclose(got_g[k], want_g[k], 1e-12, 1e-12));
         }
     };
-    SECTION("default strategy: two STATIC specializations, then one DYNAMIC plan for every other size") {
+    SECTION("default strategy: STATIC for the first size, then (automatic dynamic) one DYNAMIC plan for the rest") {
         auto fn = jit::script(mlp_step, opts());
         train(fn, {8, 16, 32, 5, 64, 128, 7});
         const jit::debug_state d = fn.debug_state();
-        CHECK(d.compilations == 3);  // STATIC for 8, STATIC for 16, DYNAMIC (symbolic) for the rest
-        REQUIRE(d.levels.size() >= 3);
-        REQUIRE(d.levels[2].plan);
-        const jit::plan_state& p = *d.levels[2].plan;
+        CHECK(d.compilations == 2);  // STATIC for 8, DYNAMIC (symbolic) for every other size
+        REQUIRE(d.levels.size() >= 2);
+        REQUIRE(d.levels[1].plan);
+        const jit::plan_state& p = *d.levels[1].plan;
+        CHECK(p.automatic_dynamic);
         CHECK(p.kind == jit::plan_kind::differentiable);
         CHECK(p.behavior == jit::fusion_behavior::dynamic_);
         CHECK(p.guards[0] == "Double(s0, 3, requires_grad=0)");
         CHECK(p.guards[2] == "Double(3, 5, requires_grad=1)");  // sizes that never varied stay exact
         CHECK(p.symbolic.find("expand.sizes[0] = s0") != std::string::npos);
-        CHECK(p.hits == 4);  // 5, 64, 128, 7
+        CHECK(p.hits == 5);  // 32 (the compiling call), 5, 64, 128, 7
         CHECK(d.total_guard_failures() > 0);
+    }
+    SECTION("default strategy without automatic dynamic: two STATIC specializations, then DYNAMIC") {
+        jit::options o = opts();
+        o.automatic_dynamic = false;
+        auto fn = jit::script(mlp_step, o);
+        train(fn, {8, 16, 32, 5, 64, 128, 7});
+        const jit::debug_state d = fn.debug_state();
+        CHECK(d.compilations == 3);  // STATIC for 8, STATIC for 16, DYNAMIC for the rest
+        REQUIRE(d.levels.size() >= 3);
+        REQUIRE(d.levels[2].plan);
+        CHECK(d.levels[2].plan->behavior == jit::fusion_behavior::dynamic_);
+        CHECK_FALSE(d.levels[2].plan->automatic_dynamic);
+        CHECK(d.levels[2].plan->hits == 4);  // 5, 64, 128, 7
     }
     SECTION("DYNAMIC only: one compilation, on the second size") {
         auto fn = jit::script(mlp_step, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 4}}));

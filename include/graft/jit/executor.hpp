@@ -76,6 +76,7 @@ struct plan_state {
     plan_kind kind = plan_kind::eager;
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;               // why a plan is eager (or empty)
+    bool automatic_dynamic = false;   // DYNAMIC before the strategy's turn: sizes changed (options::automatic_dynamic)
     std::vector<std::string> guards;       // one per input
     std::vector<std::string> seen_shapes;  // per input: the shapes the profiling runs saw, e.g. "[100], [200]"
     std::string symbolic;                  // symbolic differentiable plans: symbols and computed attributes
@@ -157,6 +158,7 @@ struct specialization {
     plan_kind kind = plan_kind::eager;
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;
+    bool automatic_dynamic = false;
     std::vector<input_guard> guards;
     std::vector<std::string> seen_shapes;
     std::unique_ptr<plan> run_plan;  // fused or eager
@@ -208,6 +210,10 @@ private:
 
     void compile(const std::vector<ir::ivalue>& in);
 
+    /// options::automatic_dynamic: the profiled inputs differ from the STATIC guards of the
+    /// plan above this fallback in sizes only (same kinds, dtypes, ranks, requires-grad).
+    [[nodiscard]] bool only_sizes_changed() const;
+
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
     std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
                                     fusion_behavior behavior);
@@ -227,6 +233,8 @@ private:
     int level_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
     std::shared_ptr<shape_history> history_;
+    /// The STATIC guards of the plan whose fallback this executor is (empty otherwise).
+    std::vector<input_guard> parent_static_guards_;
 
     mutable std::mutex mutex_;
     std::atomic<const specialization*> current_{nullptr};

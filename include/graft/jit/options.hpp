@@ -101,6 +101,11 @@ struct options {
     /// straight-line regions of at least this many nodes become differentiable subgraphs,
     /// smaller ones stay inline (TorchScript's autodiff subgraph inlining threshold).
     std::size_t min_differentiable_subgraph = 5;
+    /// Automatic dynamic shapes (torch.compile's automatic_dynamic_shapes): when a STATIC plan
+    /// bails out because sizes changed (same dtypes, ranks and requires-grad), the fallback
+    /// compiles DYNAMIC at once instead of another STATIC plan for the next size. Off: the
+    /// strategy's steps are taken exactly as written (TorchScript's behaviour).
+    bool automatic_dynamic = true;
 };
 
 namespace detail {

@@ -109,6 +109,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
         }
         const plan_state& p = *l.plan;
         os << ", " << to_string(p.behavior) << ' ' << to_string(p.kind) << " plan";
+        if (p.automatic_dynamic) os << " (automatic dynamic: sizes changed)";
         if (!p.reason.empty()) os << " (" << p.reason << ')';
         os << ": " << p.hits << " hit(s), " << p.guard_failures << " guard failure(s), compiled in " << p.compile_ms
            << " ms";
@@ -257,6 +258,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             p.kind = s->kind;
             p.behavior = s->behavior;
             p.reason = s->reason;
+            p.automatic_dynamic = s->automatic_dynamic;
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
             p.symbolic = s->symbolic_text;
@@ -327,6 +329,26 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
     return g;
 }
 
+GRAFT_INLINE bool executor_state::only_sizes_changed() const {
+    const auto& ins = graph_->inputs();
+    if (!record_ || parent_static_guards_.size() != ins.size()) return false;
+    bool sizes_differ = false;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+        const input_guard& g = parent_static_guards_[i];
+        const value_profile* p = record_->find(ins[i]);
+        if (g.any || !p || p->mixed_kinds) return false;
+        if (p->type.kind != g.kind) return false;
+        if (!p->type.is_tensor()) continue;
+        const ir::TensorType& t = p->type.tensor;
+        if (t.scalar_type != g.scalar_type || t.requires_grad != g.requires_grad) return false;
+        if (!g.sizes) continue;  // the parent did not check sizes here
+        if (!t.sizes || t.sizes->size() != g.sizes->size()) return false;  // unknown or other rank
+        for (std::size_t d = 0; d < g.sizes->size(); ++d)
+            if ((*t.sizes)[d] != (*g.sizes)[d]) sizes_differ = true;
+    }
+    return sizes_differ;
+}
+
 GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
     input_guard g;
     g.kind = ir::type_kind::tensor;
@@ -360,7 +382,11 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
     history_->add(in);
     auto s = std::make_unique<specialization>();
-    const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
+    fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
+    if (behavior == fusion_behavior::static_ && options_.automatic_dynamic && only_sizes_changed()) {
+        behavior = fusion_behavior::dynamic_;
+        s->automatic_dynamic = true;
+    }
     s->behavior = behavior;
     for (const ir::Value* v : graph_->inputs()) {
         s->guards.push_back(make_guard(v, behavior));
@@ -415,6 +441,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     // The fallback function: the same graph, one specialization less.
     auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_,
                                                history_);
+    if (behavior == fusion_behavior::static_) fb->parent_static_guards_ = s->guards;
     s->fallback_executor = fb;
     s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
     s->compile_ms = ms_since(t0);

@@ -88,6 +88,7 @@ GRAFT_INLINE options options_from_env() {
     o.release_profiling_delay_ms =
         env_number("GRAFT_JIT_RELEASE_PROFILING_GRAPH_DELAY_MS", o.release_profiling_delay_ms);
     o.collect_timings = env_flag("GRAFT_JIT_COLLECT_TIMINGS", o.collect_timings);
+    o.automatic_dynamic = env_flag("GRAFT_JIT_AUTOMATIC_DYNAMIC", o.automatic_dynamic);
     o.num_threads = env_number("GRAFT_JIT_NUM_THREADS", o.num_threads);
     if (o.num_threads == 0) o.num_threads = 1;
     return o;
