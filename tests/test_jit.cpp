@@ -976,19 +976,94 @@ TEST_CASE("jit: a graph with a loop that requires grad runs with differentiable 
     CHECK(inline_fn.debug_state().levels[0].plan->kind == jit::plan_kind::eager);
 }
 
-TEST_CASE("jit: a graph that records input sizes (a view to x.size(0) rows) serves its own sizes only", "[jit]") {
-    const auto f = [](Tensor x) { return tanh(x.view({x.size(0), -1})) * 2.0; };
+namespace {
+
+/// Calls the first capture's executor took (profiling, optimized and unoptimized runs).
+std::uint64_t calls_served(const jit::debug_state& d) {
+    std::uint64_t n = 0;
+    for (const auto& l : d.levels) {
+        n += l.profiled_runs + l.unoptimized_runs;
+        if (l.plan) n += l.plan->hits;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("jit: sizes a graph takes from its inputs (a view to x.size(0) rows) are symbolic", "[jit]") {
+    const auto f = [](Tensor x) { return tanh(x.view({x.size(0) * x.size(1), -1})) * 2.0; };
+    const std::vector<int_list> shapes{{8, 3, 2}, {8, 3, 2}, {4, 3, 4}, {4, 3, 4}, {4, 3, 4}, {6, 2, 2}, {8, 3, 2}, {5, 7, 3}};
     for (const jit::strategy& s : {jit::default_fusion_strategy::value(), jit::strategy{{jit::fusion_behavior::dynamic_, 4}}}) {
         auto fn = jit::script(f, opts(s));
-        for (const int_list& sz : {int_list{8, 3, 2}, int_list{8, 3, 2}, int_list{4, 3, 4}, int_list{4, 3, 4},
-                                   int_list{4, 3, 4}, int_list{6, 2, 2}, int_list{8, 3, 2}}) {
+        for (const int_list& sz : shapes) {
             const Tensor x = randn(sz, dtype::float64);
             const Tensor y = fn(x), want = f(x);
-            REQUIRE(y.sizes() == want.sizes());  // [4, 12], not the first call's [8, 6]
+            REQUIRE(y.sizes() == want.sizes());  // [12, 4], not the first call's [24, 2]
             CHECK(bitwise_equal(y, want));
         }
+        const jit::debug_state d = fn.debug_state();
+        // One capture serves every call: the view's rows are s0 * s1 of each call.
+        CHECK(calls_served(d) == shapes.size());
+        CHECK(d.symbolic.find("s0 * s1") != std::string::npos);
+        CHECK(d.compilations <= 2);
+        std::ostringstream os;
+        os << d;
+        CHECK(os.str().find("graph symbolic sizes:") != std::string::npos);
     }
-    // A graph that does not depend on sizes keeps one capture: DYNAMIC serves every size.
+}
+
+TEST_CASE("jit: a size no product of input sizes explains keeps the capture at its own sizes", "[jit]") {
+    // Integer division: the traces at 8, 9 and 10 rows narrow to 4, 4 and 5 rows.
+    const auto f = [](Tensor x) { return x.narrow(0, 0, x.size(0) / 2) * 3.0; };
+    auto fn = jit::script(f, opts());
+    for (std::int64_t n : {8, 8, 9, 9, 11, 12, 8, 7}) {
+        const Tensor x = randn({n, 3}, dtype::float64);
+        const Tensor y = fn(x), want = f(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(calls_served(d) == 3);  // 8, 8, 8: the other sizes got captures of their own
+    // Halving traced at even sizes only would be a constant 0.5: odd sizes are refused, not rounded.
+    const auto h = [](Tensor x) { return x.view({x.size(0) / 2, -1}) + 1.0; };
+    auto hn = jit::script(h, opts());
+    for (std::int64_t n : {4, 4, 6, 5, 8, 3}) {
+        const Tensor x = randn({n, 4}, dtype::float64);
+        const Tensor y = hn(x), want = h(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+    }
+}
+
+TEST_CASE("jit: a differentiable plan of a graph with symbolic view sizes matches eager gradients", "[jit]") {
+    const auto f = [](Tensor x, Tensor w) {
+        const Tensor h = tanh(x.reshape({x.size(0) * 2, -1}) * w);
+        return (h * h).sum();
+    };
+    Tensor w = randn({3}, dtype::float64);
+    w.requires_grad_();
+    auto fn = jit::script(f, opts());
+    const std::vector<std::int64_t> batches{8, 16, 32, 5, 64, 128, 7};
+    for (std::int64_t n : batches) {
+        Tensor x = randn({n, 6}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x, w), want = f(x, w);
+        CHECK(allclose(y.detach(), want.detach(), 1e-12, 1e-12));
+        const auto g = autograd::grad({y}, {x, w}), ge = autograd::grad({want}, {x, w});
+        CHECK(allclose(g[0], ge[0], 1e-12, 1e-12));
+        CHECK(allclose(g[1], ge[1], 1e-12, 1e-12));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(calls_served(d) == batches.size());
+    CHECK(d.compilations == 2);  // STATIC for 8, then DYNAMIC (automatic) for every other batch size
+    REQUIRE(d.levels.size() >= 2);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[1].plan->kind == jit::plan_kind::differentiable);
+    INFO(d.levels[1].plan->symbolic);
+    CHECK(d.levels[1].plan->guards[0] == "Double(s0, 6, requires_grad=1)");
+}
+
+TEST_CASE("jit: a graph that does not depend on sizes keeps one capture: DYNAMIC serves every size", "[jit]") {
     const auto g = [](Tensor x) { return tanh(x) * 2.0 + 1.0; };
     auto gn = jit::script(g, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 4}}));
     for (std::int64_t n : {8, 16, 5, 100}) {

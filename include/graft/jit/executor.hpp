@@ -107,6 +107,9 @@ struct debug_state {
     std::size_t compilations = 0;
     std::vector<level_state> levels;
     std::string graph;  // after the profiling-insensitive passes
+    /// Executors built with traces at other sizes: the graph's symbolic sizes (which input
+    /// dimensions are symbols, which attributes are computed from them), or why there are none.
+    std::string symbolic;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
@@ -184,7 +187,7 @@ class executor_state : public std::enable_shared_from_this<executor_state> {
 public:
     executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                    std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations,
-                   std::shared_ptr<shape_history> history);
+                   std::shared_ptr<shape_history> history, std::shared_ptr<const ir::symbolic_sizes> symbolic = nullptr);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
@@ -198,6 +201,13 @@ public:
 
 private:
     static std::optional<ir::Type> no_types(const ir::Value*) { return std::nullopt; }
+
+    /// Unfused, unspecialized plan options (with the graph's symbolic sizes).
+    [[nodiscard]] plan::build_options plain_options() const {
+        plan::build_options o;
+        o.symbolic = symbolic_;
+        return o;
+    }
 
     std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in);
 
@@ -233,6 +243,8 @@ private:
     int level_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
     std::shared_ptr<shape_history> history_;
+    /// The graph's own symbolic sizes (attributes computed from the inputs' sizes), or null.
+    std::shared_ptr<const ir::symbolic_sizes> symbolic_;
     /// The STATIC guards of the plan whose fallback this executor is (empty otherwise).
     std::vector<input_guard> parent_static_guards_;
 
@@ -258,6 +270,15 @@ class executor {
 public:
     explicit executor(const ir::Graph& g, options o = default_options());
     explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
+    /// An executor for `g` and the same program traced at other input sizes (`at_other_sizes`,
+    /// as jit::script makes them): after the passes, attributes that differ between the traces
+    /// and are a constant times a product of input sizes (a view to `x.size(0)` rows) become
+    /// functions of each call's sizes (ir::infer_symbolic_sizes), so every plan computes them
+    /// per run. When the traces differ otherwise, the graph keeps its numbers: symbolic_sizes()
+    /// is null and debug_state().symbolic says why. Calls must keep the input dimensions that
+    /// share a symbol equal and every symbolic size >= 2 (jit::script checks this).
+    executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+             options o = default_options());
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
@@ -288,8 +309,16 @@ public:
     /// The graph the executor runs (after the profiling-insensitive passes).
     [[nodiscard]] const ir::Graph& graph() const noexcept { return top_->graph(); }
     [[nodiscard]] const options& opts() const noexcept { return top_->opts(); }
+    /// The graph's symbolic sizes (executors built with traces at other sizes), or null.
+    [[nodiscard]] const ir::symbolic_sizes* symbolic_sizes() const noexcept { return symbolic_.get(); }
 
 private:
+    /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
+    static void prepare(ir::Graph& g, bool keep_input_types);
+    void start(std::unique_ptr<ir::Graph> g, options o);
+
+    std::shared_ptr<const ir::symbolic_sizes> symbolic_;
+    std::string symbolic_why_;
     std::shared_ptr<detail::executor_state> top_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
     strategy strategy_;

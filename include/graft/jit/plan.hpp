@@ -239,7 +239,7 @@ private:
     int slot(const ir::Value* v);
 
     /// Can n join a group of dtype `type` (float32/float64)?
-    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type);
+    bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const;
 
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,

@@ -49,10 +49,14 @@ private:
         capture::captured cap;
         executor exec;
         std::vector<int_list> sizes;  // the inputs' sizes at capture
-        /// The graph records sizes of the inputs as numbers (a view to x.size(0) rows): it is f
-        /// at these sizes only. Otherwise it is f at any sizes of the same rank whose 0 and 1
-        /// sizes are where they were (those are specialized, as in PyTorch).
-        bool size_dependent = false;
+        /// Per input and dimension: may a call have another size there (any size of 2 or
+        /// more; sizes 0 and 1 are specialized, as in PyTorch)? Empty: every size is exact
+        /// (the graph records sizes that no symbolic size explains, or inputs share memory).
+        std::vector<std::vector<bool>> free;
+        /// The executor's symbolic sizes when the graph's numbers are functions of the inputs'
+        /// sizes (a view to x.size(0) rows): calls must keep the dimensions sharing a symbol
+        /// equal and give integral values to every computed attribute.
+        const ir::symbolic_sizes* symbolic = nullptr;
 
         /// Is the graph f for these inputs (aliasing pattern and sizes)?
         [[nodiscard]] bool serves(const std::vector<Tensor>& inputs) const;

@@ -379,6 +379,15 @@ GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor
 }
 
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
+    // The base's elements in their order under other sizes: a reshape, whose sizes stay
+    // numbers a symbolic graph can compute (an index tensor would be a constant of that size).
+    if (t.type() == b.base.type() && t.is_contiguous() && b.base.is_contiguous() &&
+        t.storage_offset() == b.base.storage_offset() && t.numel() == b.base.numel() && t.numel() > 0) {
+        ir::Node* n = cur_->append<ir::kinds::reshape>();
+        n->set_attr("sizes", std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()));
+        n->add_input(b.value);
+        return n->add_output(value_type(t));
+    }
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);

@@ -94,6 +94,7 @@ GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
     os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
        << s.compilations << " compilation(s)\n";
+    if (!s.symbolic.empty()) os << "graph symbolic sizes: " << s.symbolic << '\n';
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
         const level_state& l = s.levels[i];
         os << (i == 0 ? "executor" : "fallback") << " #" << i << " (remaining depth " << l.remaining_depth << "): ";
@@ -186,15 +187,17 @@ GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::i
 GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                                             std::shared_ptr<trace_log> log, int level,
                                             std::shared_ptr<std::atomic<std::size_t>> compilations,
-                                            std::shared_ptr<shape_history> history)
+                                            std::shared_ptr<shape_history> history,
+                                            std::shared_ptr<const ir::symbolic_sizes> symbolic)
     : graph_(std::move(g)),
       options_(std::move(o)),
       remaining_(remaining),
       log_(std::move(log)),
       level_(level),
       compilations_(std::move(compilations)),
-      history_(std::move(history)) {
-    if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+      history_(std::move(history)),
+      symbolic_(std::move(symbolic)) {
+    if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plain_options(), no_types);
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
@@ -280,7 +283,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::profile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
     if (!record_) record_ = std::make_unique<profiling_record>();
-    if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+    if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plain_options(), no_types);
     // Observe into a copy: a run that throws (bad input) must not leave its types behind.
     profiling_record rec = *record_;
     const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
@@ -409,12 +412,13 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     bo.static_shapes = behavior == fusion_behavior::static_;
     bo.num_threads = options_.num_threads;
     bo.parallel_grain = options_.parallel_grain;
+    bo.symbolic = symbolic_;
 
     const bool needs_grad = record_ && record_->any_requires_grad();
     if (!record_) {
         s->kind = plan_kind::eager;
         s->reason = "no profiling runs";
-        s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
+        s->run_plan = std::make_unique<plan>(graph_, plain_options(), type_of);
         s->graph_text = specialized_text();
     } else if (!needs_grad) {
         s->kind = plan_kind::fused;
@@ -427,7 +431,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
-            plan::build_options eo;
+            plan::build_options eo = plain_options();
             std::string text;
             eo.regions = differentiable_subgraphs(bo, text);
             if (!eo.regions.empty()) {
@@ -440,7 +444,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     }
     // The fallback function: the same graph, one specialization less.
     auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_,
-                                               history_);
+                                               history_, symbolic_);
     if (behavior == fusion_behavior::static_) fb->parent_static_guards_ = s->guards;
     s->fallback_executor = fb;
     s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
@@ -531,12 +535,13 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     s.guards.clear();
     for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
     const ir::Graph& g = *graph_;
-    const auto trace = [&g](const std::vector<Tensor>& ex) {
+    const ir::symbolic_sizes* graph_sizes = symbolic_.get();
+    const auto trace = [&g, graph_sizes](const std::vector<Tensor>& ex) {
         return std::make_shared<capture::aot_function>(capture::aot(
-            [&g](const std::vector<Tensor>& args) {
+            [&g, graph_sizes](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
                 std::vector<Tensor> r;
-                for (auto& v : ir::interpret(g, a)) {
+                for (auto& v : ir::interpret(g, a, graph_sizes)) {
                     auto* t = std::get_if<Tensor>(&v);
                     graft::detail::check(t != nullptr, "an output is a number");
                     r.push_back(std::move(*t));
@@ -621,6 +626,7 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
     // only from constants, which are copied into the subgraph).
     const auto eligible = [&](const ir::Node* n) {
         if (!n->blocks().empty() || !n->kind().run || n->is<ir::kinds::constant>()) return false;
+        if (symbolic_ && symbolic_->patches_node(n)) return false;  // its attributes change per call
         for (const ir::Value* v : n->outputs())
             if (!complete_tensor(v)) return false;
         for (const ir::Value* v : n->inputs())
@@ -734,21 +740,53 @@ GRAFT_INLINE void executor_state::maybe_release_profile() {
 
 GRAFT_INLINE executor::executor(const ir::Graph& g, options o) : executor(g.copy(), std::move(o)) {}
 
+GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
+    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
+    ir::default_pipeline::run(g);
+    if (!keep_input_types)
+        for (ir::Value* v : g.inputs())
+            if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
+    g.lint();
+}
+
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
-    graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
-    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
-    ir::default_pipeline::run(*g);
+    prepare(*g, false);
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+                                options o) {
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    // The inference reads which input dimensions differ from the traces' input types: keep
+    // them until it is done.
+    prepare(*g, true);
+    std::vector<const ir::Graph*> others;
+    for (auto& other : at_other_sizes) {
+        graft::detail::check(other != nullptr, "jit::executor: a graph traced at other sizes is null");
+        prepare(*other, true);
+        others.push_back(other.get());
+    }
+    if (!others.empty()) {
+        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_)) {
+            if (!sym->patches.empty()) symbolic_ = std::make_shared<const ir::symbolic_sizes>(std::move(*sym));
+            else symbolic_why_ = "the graph does not depend on its inputs' sizes";
+        }
+    }
     for (ir::Value* v : g->inputs())
         if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
-    g->lint();
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE void executor::start(std::unique_ptr<ir::Graph> g, options o) {
+    graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
     depth_ = bailout_depth(o.fusion);
     strategy_ = o.fusion;
     auto log = std::make_shared<detail::trace_log>();
     compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
     top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
                                                     depth_, std::move(log), 0, compilations_,
-                                                    std::make_shared<detail::shape_history>());
+                                                    std::make_shared<detail::shape_history>(), symbolic_);
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {
@@ -784,6 +822,7 @@ GRAFT_INLINE jit::debug_state executor::state() const {
     d.bailout_depth = depth_;
     d.compilations = compilations_->load(std::memory_order_relaxed);
     d.graph = ir::to_string(top_->graph());
+    d.symbolic = symbolic_ ? symbolic_->describe(top_->graph()) : symbolic_why_;
     top_->collect(d);
     return d;
 }

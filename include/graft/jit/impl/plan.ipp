@@ -134,9 +134,10 @@ GRAFT_INLINE int plan::slot(const ir::Value* v) {
     return it->second;
 }
 
-GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
+GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const {
     const fusable_op* op = find_fusable(n);
     if (!op) return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;  // attributes computed per run
     const auto t = type_of(n->output());
     if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
     const dtype d = *t->tensor.scalar_type;

@@ -2,6 +2,7 @@
 // Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/jit/script.hpp"
 
+#include <cmath>
 #include <sstream>
 
 namespace graft::jit::detail {
@@ -23,7 +24,7 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
     const compiled* c = compiled_.load(std::memory_order_acquire);
     if (c) return c->exec.state();
     // Not captured yet (or flushed): one executor level that has not run.
-    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
+    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}, {}};
     jit::level_state l;
     l.remaining_depth = d.bailout_depth;
     l.num_profiled_runs = options_.num_profiled_runs;
@@ -62,35 +63,83 @@ GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inpu
         const int_list& c = sizes[i];
         if (s.size() != c.size()) return false;
         for (std::size_t d = 0; d < c.size(); ++d)
-            if (size_dependent || c[d] <= 1 ? s[d] != c[d] : s[d] <= 1) return false;
+            if (free.empty() || !free[i][d] ? s[d] != c[d] : s[d] <= 1) return false;
+    }
+    if (symbolic) {
+        // Dimensions that share a symbol stay equal, and every attribute computed from the
+        // symbols is a whole number (x.size(0) / 2 traced at even sizes does not serve odd ones).
+        std::vector<std::int64_t> values(symbolic->symbols.size(), -1);
+        for (std::size_t k = 0; k < symbolic->dims.size(); ++k) {
+            const auto [i, d] = symbolic->dims[k];
+            const std::int64_t v = inputs[i].sizes()[d];
+            std::int64_t& sym = values[symbolic->dim_symbols[k]];
+            if (sym >= 0 && sym != v) return false;
+            sym = v;
+        }
+        for (const ir::size_patch& p : symbolic->patches) {
+            const double v = p.expr.eval(values);
+            if (!(std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 9.0e15)) return false;
+        }
     }
     return true;
 }
 
-/// Why the graph captured from f at `inputs` is not f at other sizes ("" when it is): f is
-/// captured again at two other sizes of every dimension of 2 or more (equal sizes kept equal)
-/// and the graphs must be the same but for their input types.
-GRAFT_INLINE std::string size_dependence(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                         capture::detail::traced_fn f) {
-    if (!cap.meta().alias_groups.empty()) return "inputs share memory";
-    std::vector<std::pair<std::size_t, std::size_t>> dims;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-        for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
-            if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
-    if (dims.empty()) return {};
+/// f captured again at two other sizes of `dims` (equal sizes kept equal), and what the
+/// captures say about the graph captured at `inputs`: nullopt when a capture fails or the
+/// graphs differ in something no product of input sizes explains.
+struct size_probe {
     std::vector<capture::captured> others;
+    ir::symbolic_sizes sizes;
+};
+
+GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
+                                                   capture::detail::traced_fn f,
+                                                   const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    size_probe r;
     try {
         for (const auto& ex : capture::detail::perturbed_examples(
                  inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
-            others.push_back(capture::detail::trace_impl(ex, f));
-    } catch (const graft::error& e) {
-        return std::string("capturing f at other sizes failed: ") + e.what();
+            r.others.push_back(capture::detail::trace_impl(ex, f));
+    } catch (const graft::error&) {
+        return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
     }
     std::string why;
-    const auto sym = ir::infer_symbolic_sizes(cap.graph(), {&others[0].graph(), &others[1].graph()}, why);
-    if (!sym) return why;
-    if (!sym->patches.empty()) return "the graph records input sizes as numbers: " + sym->describe(cap.graph());
-    return {};
+    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why);
+    if (!sym) return std::nullopt;
+    r.sizes = std::move(*sym);
+    return r;
+}
+
+/// Which dimensions of 2 or more the capture may serve at other sizes: all of them when f
+/// traces to the same program (up to symbolic sizes) at other sizes of all; otherwise the
+/// groups of equal sizes that may change on their own (a batch dimension when another
+/// dimension must stay even), the rest exact.
+GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& cap, const std::vector<Tensor>& inputs,
+                                                       capture::detail::traced_fn f,
+                                                       std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    if (!cap.meta().alias_groups.empty()) return std::nullopt;  // inputs share memory: exact sizes
+    dims.clear();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
+            if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
+    if (dims.empty()) return size_probe{};
+    if (auto all = probe_sizes(cap, inputs, f, dims)) return all;
+    constexpr std::size_t max_groups = 8;  // each probe traces f twice
+    const auto groups = capture::detail::group_dynamic_dims(inputs, dims).dims;
+    if (groups.size() < 2 || groups.size() > max_groups) return std::nullopt;
+    std::vector<std::pair<std::size_t, std::size_t>> ok;
+    std::optional<size_probe> last;
+    std::size_t good = 0;
+    for (const auto& g : groups)
+        if (auto p = probe_sizes(cap, inputs, f, g)) {
+            ok.insert(ok.end(), g.begin(), g.end());
+            last = std::move(p);
+            ++good;
+        }
+    if (good == 0) return std::nullopt;
+    if (good > 1) last = probe_sizes(cap, inputs, f, ok);
+    if (last) dims = std::move(ok);
+    return last;
 }
 
 GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
@@ -103,11 +152,29 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
     }
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
-        executor exec(cap.graph(), options_);
         std::vector<int_list> sizes;
-        for (const Tensor& t : inputs) sizes.push_back(t.sizes());
-        const bool dependent = !size_dependence(cap, inputs, f).empty();
-        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), dependent});
+        std::vector<std::vector<bool>> free(inputs.size());
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            sizes.push_back(inputs[i].sizes());
+            free[i].assign(inputs[i].sizes().size(), false);
+        }
+        std::vector<std::pair<std::size_t, std::size_t>> dims;
+        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
+        if (probe)
+            for (const auto& [i, d] : dims) free[i][d] = true;
+        if (probe && !probe->sizes.patches.empty()) {
+            // Numbers that are functions of the inputs' sizes: the executor computes them per call.
+            std::vector<std::unique_ptr<ir::Graph>> other_graphs;
+            for (const auto& o : probe->others) other_graphs.push_back(o.graph().copy());
+            executor exec(cap.graph().copy(), std::move(other_graphs), options_);
+            const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
+            if (!symbolic) free = {};
+            return std::make_unique<compiled>(
+                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic});
+        }
+        if (!probe) free = {};
+        executor exec(cap.graph(), options_);
+        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr});
     };
     std::lock_guard lock(mutex_);
     first = compiled_.load(std::memory_order_acquire);
