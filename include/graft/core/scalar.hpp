@@ -9,6 +9,19 @@
 
 namespace graft {
 
+namespace detail {
+
+/// A floating-point value converted to int64 with defined results everywhere: truncation
+/// toward zero in range; NaN, infinities and values outside int64's range give INT64_MIN
+/// (what x86-64's conversion instruction, and so PyTorch on this platform, returns).
+[[nodiscard]] constexpr std::int64_t float_to_int64(double v) noexcept {
+    // 2^63 is exact in double; the range check is false for NaN.
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? static_cast<std::int64_t>(v)
+                                                                   : std::int64_t{-9223372036854775807 - 1};
+}
+
+}  // namespace detail
+
 class scalar {
 public:
     constexpr scalar(bool v) noexcept : value_(v ? 1.0 : 0.0), int_(v), kind_(dtype::bool_) {}
@@ -24,7 +37,7 @@ public:
     [[nodiscard]] constexpr bool is_floating_point() const noexcept { return kind_ == dtype::float64; }
     [[nodiscard]] constexpr double to_double() const noexcept { return value_; }
     [[nodiscard]] constexpr std::int64_t to_int64() const noexcept {
-        return kind_ == dtype::float64 ? static_cast<std::int64_t>(value_) : int_;
+        return kind_ == dtype::float64 ? detail::float_to_int64(value_) : int_;
     }
 
     /// The value converted to element type T.

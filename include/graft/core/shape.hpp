@@ -46,6 +46,23 @@ namespace detail {
 /// Checks sizes are non-negative.
 GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes);
 
+/// a * b and a + b when they fit in int64 (false on overflow, `out` then unspecified).
+[[nodiscard]] inline bool mul_fits(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+    return !__builtin_mul_overflow(a, b, &out);
+}
+[[nodiscard]] inline bool add_fits(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+    return !__builtin_add_overflow(a, b, &out);
+}
+
+/// Checks sizes are non-negative and that the product of the sizes (each counted as at least
+/// 1, so contiguous strides fit too) fits in int64; returns the element count. Throws
+/// graft::error naming `op` and the sizes otherwise.
+GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes);
+
+/// Bytes for `numel` elements of `element_size` bytes, when the count is addressable
+/// (<= PTRDIFF_MAX); throws graft::error naming `op` otherwise.
+GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::size_t element_size);
+
 }  // namespace detail
 
 /// The shape two shapes broadcast to (trailing dimensions aligned; a size 1

@@ -216,6 +216,8 @@ namespace detail {
 template <class To, class From>
 [[nodiscard]] constexpr To convert_element(From v) noexcept {
     if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
+        return static_cast<To>(float_to_int64(static_cast<double>(v)));  // NaN, inf: defined (scalar.hpp)
     else return static_cast<To>(v);
 }
 

@@ -3,6 +3,7 @@
 #include "graft/core/factories.hpp"
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -26,9 +27,17 @@ GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar&
     std::int64_t n = 0;
     if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
         const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
-        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
+        std::int64_t span = 0;  // |end - start|, the signs checked above
+        if (__builtin_sub_overflow(di > 0 ? ei : si, di > 0 ? si : ei, &span))
+            detail::fail(detail::concat("arange: ", start, " -> ", end, " by ", step,
+                                        " has more elements than an int64 can count"));
+        const std::uint64_t magnitude = di > 0 ? static_cast<std::uint64_t>(di) : 0 - static_cast<std::uint64_t>(di);
+        n = span == 0 ? 0 : static_cast<std::int64_t>((static_cast<std::uint64_t>(span) - 1) / magnitude + 1);
     } else {
-        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
+        const double count = std::ceil((e - s) / d);
+        detail::check(count < 9.2e18, "arange: ", start, " -> ", end, " by ", step,
+                      " has more elements than an int64 can count");
+        n = static_cast<std::int64_t>(count);
     }
     Tensor t = empty({n}, type);
     detail::visit_dtype(type, [&](auto z) {

@@ -38,6 +38,24 @@ GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
         check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
 }
 
+GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes) {
+    check_sizes(op, sizes);
+    std::int64_t span = 1, numel = 1;
+    for (auto s : sizes) {
+        if (!mul_fits(span, s > 1 ? s : 1, span))
+            fail(concat(op, ": sizes ", sizes, " have more elements than an int64 can count"));
+        numel = s == 0 ? 0 : numel;
+    }
+    return numel == 0 ? 0 : span;
+}
+
+GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::size_t element_size) {
+    std::int64_t bytes = 0;
+    if (numel < 0 || !mul_fits(numel, static_cast<std::int64_t>(element_size), bytes))
+        fail(concat(op, ": ", numel, " elements of ", element_size, " bytes cannot be addressed"));
+    return static_cast<std::size_t>(bytes);
+}
+
 }  // namespace detail
 
 GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {

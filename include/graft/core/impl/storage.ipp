@@ -2,10 +2,17 @@
 // Definitions for graft/core/storage.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/core/storage.hpp"
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
+
+#include "graft/core/error.hpp"
 
 namespace graft::detail {
 
@@ -53,7 +60,30 @@ GRAFT_INLINE void* buffer_cache::allocate_large(std::size_t rounded) {
             return p;
         }
     }
-    return ::operator new(rounded, std::align_val_t{storage_alignment});
+    // A request beyond the machine's memory is refused up front (an overcommitting kernel
+    // would accept some and kill the process on first touch; sanitizers abort on others).
+    static const std::size_t physical = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+        return std::numeric_limits<std::size_t>::max();
+    }();
+    const auto out_of_memory = [rounded](const char* why) {
+        fail(concat("out of memory allocating ", rounded, " bytes for a tensor (", why, ")"));
+    };
+    if (rounded > physical) out_of_memory(concat("the machine has ", physical, " bytes").c_str());
+    try {
+        return ::operator new(rounded, std::align_val_t{storage_alignment});
+    } catch (const std::bad_alloc&) {
+    }
+    empty_large();  // cached buffers may be what is missing
+    try {
+        return ::operator new(rounded, std::align_val_t{storage_alignment});
+    } catch (const std::bad_alloc&) {
+        out_of_memory("the system refused");
+    }
+    return nullptr;
 }
 
 GRAFT_INLINE void buffer_cache::release_large(void* p, std::size_t rounded) noexcept {

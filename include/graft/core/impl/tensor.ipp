@@ -42,12 +42,12 @@ GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, c
 namespace graft {
 
 GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
-    detail::check_sizes("empty", sizes);
+    const std::size_t nbytes = detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type));
     auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
-    impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
+    impl->data = detail::make_storage(nbytes);
     Tensor t(std::move(impl));
     if (detail::tl_op_observer) [[unlikely]]
         detail::observe_alloc(t);
@@ -135,7 +135,9 @@ GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t nu
             infer = static_cast<std::int64_t>(i);
         } else {
             check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", sizes);
-            known *= sizes[i];
+            if (!mul_fits(known, sizes[i], known))
+                fail(concat(op, ": shape ", sizes, " has more elements than an int64 can count (input of size ",
+                            numel, ", shape ", from, ")"));
         }
     }
     if (infer >= 0) {
@@ -154,6 +156,7 @@ GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t nu
 namespace graft::detail::raw {
 
 GRAFT_INLINE Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
+    (void)checked_numel("view", sizes);  // every view's element count must be countable
     auto v = make_tensor_impl();
     v->data = base.impl().data;
     v->type = base.impl().type;
@@ -236,7 +239,7 @@ GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t star
     if (start < 0) start += n;
     detail::check(start >= 0 && start <= n, "narrow: start ", start, " out of range for dimension ", d,
                   " of size ", n);
-    detail::check(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
+    detail::check(length >= 0 && length <= n - start, "narrow: start (", start, ") + length (", length,
                   ") exceeds dimension size (", n, ")");
     int_list sz = self.sizes();
     sz[k] = length;
@@ -255,8 +258,10 @@ GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start
     start = std::clamp<std::int64_t>(start, 0, n);
     end = std::clamp<std::int64_t>(end, start, n);
     int_list sz = self.sizes(), st = self.strides();
-    sz[k] = (end - start + step - 1) / step;
-    st[k] *= step;
+    sz[k] = end > start ? (end - start - 1) / step + 1 : 0;
+    // With fewer than two elements the stride is never used: keep it rather than overflow.
+    if (sz[k] > 1 && !detail::mul_fits(st[k], step, st[k]))
+        detail::fail(detail::concat("slice: step ", step, " times stride ", self.strides()[k], " overflows int64"));
     return view_of(self, std::move(sz), std::move(st), self.storage_offset() + start * self.strides()[k]);
 }
 
@@ -327,6 +332,8 @@ GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target) {
         }
         const std::int64_t have = self.sizes()[i - lead];
         const std::int64_t want = target[i] == -1 ? have : target[i];
+        detail::check(want >= 0, "expand: the expanded size ", target[i], " at dimension ", i,
+                      " is not allowed (sizes are >= 0, or -1 to keep the existing size). Target sizes: ", target);
         detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                       ") must match the existing size (", have, ") at non-singleton dimension ", i,
                       ". Target sizes: ", target, ". Tensor sizes: ", self.sizes());
@@ -347,13 +354,17 @@ GRAFT_INLINE Tensor as_strided(const Tensor& self, int_list sz, int_list st, std
     detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
                   st, " differ in length");
     detail::check_sizes("as_strided", sz);
+    (void)detail::checked_numel("as_strided", sz);
     std::int64_t hi = offset;
-    bool empty_view = false;
+    bool empty_view = false, fits = true;
     for (std::size_t i = 0; i < sz.size(); ++i) {
         detail::check(st[i] >= 0, "as_strided: negative strides are not supported");
+        std::int64_t reach = 0;
         if (sz[i] == 0) empty_view = true;
-        else hi += (sz[i] - 1) * st[i];
+        else fits = fits && detail::mul_fits(sz[i] - 1, st[i], reach) && detail::add_fits(hi, reach, hi);
     }
+    detail::check(fits || empty_view, "as_strided: view with sizes ", sz, ", strides ", st, " and offset ", offset,
+                  " reaches beyond what an int64 can address");
     const auto capacity = static_cast<std::int64_t>(self.impl().data->nbytes() / self.element_size());
     detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", sz,
                   ", strides ", st, " and offset ", offset,
