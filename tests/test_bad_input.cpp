@@ -80,3 +80,75 @@ TEST_CASE("bad input: NaN and infinities converted to int64 give INT64_MIN (x86-
     CHECK(full({1}, -7.9, dtype::int64).item<std::int64_t>() == -7);
     still_usable();
 }
+
+TEST_CASE("bad input: graph text with constants whose sizes overflow or do not match is refused before allocating",
+          "[bad_input]") {
+    // Sizes that wrap to 4 elements, with 4 values.
+    CHECK_THROWS_WITH(ir::parse("graph():\n  %c : Tensor = prim::Constant[value=tensor(Float(4611686018427387905, 4), "
+                                "[1., 2., 3., 4.])]()\n  return (%c)\n"),
+                      Catch::Contains("line 2") && Catch::Contains("more elements than an int64 can count"));
+    // 1 TiB of floats announced by a 80-byte text: counted, not allocated.
+    CHECK_THROWS_WITH(ir::parse("graph():\n  %c : Tensor = prim::Constant[value=tensor(Float(262144, 1048576), [1.])]()\n"
+                                "  return (%c)\n"),
+                      Catch::Contains("1 values for 274877906944 elements"));
+    // Trailing garbage after a number, in a float32 tensor constant and in a float attribute.
+    CHECK_THROWS_WITH(ir::parse("graph():\n  %c : Tensor = prim::Constant[value=tensor(Float(1), [1.5x])]()\n  return (%c)\n"),
+                      Catch::Contains("bad number '1.5x'") && Catch::Contains("column"));
+    CHECK_THROWS_WITH(ir::parse("graph():\n  %c : float = prim::Constant[value=1.5x]()\n  return (%c)\n"),
+                      Catch::Contains("bad number '1.5x'"));
+    still_usable();
+}
+
+TEST_CASE("bad input: lint checks constants and elementwise results against their declared types", "[bad_input]") {
+    // An elementwise result declared with a rank its inputs cannot broadcast to.
+    auto g = ir::parse("graph(%x : Float(2)):\n  %y : Long(7, 7) = tanh(%x)\n  return (%y)\n");
+    CHECK_THROWS_WITH(g->lint(), Catch::Contains("tanh of inputs of rank 1 cannot produce %y"));
+    // A constant whose value is a string, used as an If condition.
+    CHECK_THROWS_WITH(ir::parse("graph(%x : Float):\n  %c : bool = prim::Constant[value=\"yes\"]()\n"
+                                "  %r : Float = prim::If(%c)\n    block0():\n      -> (%x)\n    block1():\n"
+                                "      -> (%x)\n  return (%r)\n")
+                          ->lint(),
+                      Catch::Contains("'value' must be a tensor or a number"));
+    ir::Graph h;
+    h.append<ir::kinds::constant>()->set_attr("value", std::int64_t{3})->add_output(ir::Type::float_type());
+    CHECK_THROWS_WITH(h.lint(), Catch::Contains("is declared float but its value is a int"));
+    still_usable();
+}
+
+TEST_CASE("bad input: a graph with a use before its definition (a cycle) is refused by passes and the interpreter",
+          "[bad_input]") {
+    auto g = ir::parse("graph(%x : Float):\n  %a : Float = tanh(%x)\n  %b : Float = neg(%a)\n  return (%b)\n");
+    ir::Node* tanh_node = g->block()->nodes().front();
+    ir::Node* neg_node = *std::next(g->block()->nodes().begin());
+    // tanh now reads neg's output and neg reads tanh's: a cycle.
+    tanh_node->replace_input(0, neg_node->output());
+    CHECK_THROWS_WITH(ir::default_pipeline::run(*g), Catch::Contains("invalid before any pass ran") &&
+                                                         Catch::Contains("before it is defined"));
+    CHECK_THROWS_WITH(ir::interpret(*g, std::vector<ir::ivalue>{ones({2})}),
+                      Catch::Contains("is used before it is defined"));
+    CHECK_THROWS_WITH(jit::executor(*g), Catch::Contains("before it is defined"));
+    CHECK_THROWS_WITH(jit::executor(g->copy()), Catch::Contains("before it is defined"));
+    still_usable();
+}
+
+TEST_CASE("bad input: malformed fusion strategies and environment numbers", "[bad_input]") {
+    CHECK_THROWS_WITH(jit::parse_strategy("STATIC:99999999999999999999999"), Catch::Contains("cannot parse fusion strategy"));
+    CHECK_THROWS_WITH(jit::parse_strategy("STATIC:20000"), Catch::Contains("more than 10000"));
+    CHECK_THROWS_WITH(jit::parse_strategy("STATIC:2x"), Catch::Contains("cannot parse fusion strategy"));
+    CHECK_THROWS_WITH(jit::parse_strategy("STATIC:-2"), Catch::Contains("cannot parse fusion strategy"));
+    const jit::strategy ok = jit::parse_strategy("static:2,DYNAMIC:10");
+    CHECK(ok == jit::default_fusion_strategy::value());
+}
+
+TEST_CASE("bad input: in-place ops refuse a result type that cannot be cast back (PyTorch's rule)", "[bad_input]") {
+    Tensor i = tensor({1, 2});
+    CHECK_THROWS_WITH(i.mul_(0.5), Catch::Contains("result type float32 can't be cast to the desired output type int64"));
+    CHECK_THROWS_WITH(i.add_(1.5), Catch::Contains("can't be cast"));
+    CHECK(i.data_ptr<std::int64_t>()[0] == 1);  // untouched
+    CHECK(i.mul_(3).data_ptr<std::int64_t>()[1] == 6);
+    Tensor b = tensor({true, false});
+    CHECK_THROWS_WITH(b.add_(1), Catch::Contains("can't be cast"));
+    Tensor f = tensor({1.0, 2.0});
+    CHECK(f.mul_(2).data_ptr<float>()[1] == 4.0f);  // an int on a float tensor is fine
+    still_usable();
+}

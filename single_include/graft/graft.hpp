@@ -530,6 +530,23 @@ namespace detail {
 /// Checks sizes are non-negative.
 GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes);
 
+/// a * b and a + b when they fit in int64 (false on overflow, `out` then unspecified).
+[[nodiscard]] inline bool mul_fits(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+    return !__builtin_mul_overflow(a, b, &out);
+}
+[[nodiscard]] inline bool add_fits(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+    return !__builtin_add_overflow(a, b, &out);
+}
+
+/// Checks sizes are non-negative and that the product of the sizes (each counted as at least
+/// 1, so contiguous strides fit too) fits in int64; returns the element count. Throws
+/// graft::error naming `op` and the sizes otherwise.
+GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes);
+
+/// Bytes for `numel` elements of `element_size` bytes, when the count is addressable
+/// (<= PTRDIFF_MAX); throws graft::error naming `op` otherwise.
+GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::size_t element_size);
+
 }  // namespace detail
 
 /// The shape two shapes broadcast to (trailing dimensions aligned; a size 1
@@ -576,6 +593,24 @@ GRAFT_INLINE std::int64_t wrap_dim(const char* op, std::int64_t dim, std::int64_
 GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
     for (auto s : sizes)
         check(s >= 0, op, ": negative dimension ", s, " in size ", sizes);
+}
+
+GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes) {
+    check_sizes(op, sizes);
+    std::int64_t span = 1, numel = 1;
+    for (auto s : sizes) {
+        if (!mul_fits(span, s > 1 ? s : 1, span))
+            fail(concat(op, ": sizes ", sizes, " have more elements than an int64 can count"));
+        numel = s == 0 ? 0 : numel;
+    }
+    return numel == 0 ? 0 : span;
+}
+
+GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::size_t element_size) {
+    std::int64_t bytes = 0;
+    if (numel < 0 || !mul_fits(numel, static_cast<std::int64_t>(element_size), bytes))
+        fail(concat(op, ": ", numel, " elements of ", element_size, " bytes cannot be addressed"));
+    return static_cast<std::size_t>(bytes);
 }
 
 }  // namespace detail
@@ -676,6 +711,19 @@ void for_each_row(const int_list& sizes, const std::array<const int_list*, N>& s
 
 namespace graft {
 
+namespace detail {
+
+/// A floating-point value converted to int64 with defined results everywhere: truncation
+/// toward zero in range; NaN, infinities and values outside int64's range give INT64_MIN
+/// (what x86-64's conversion instruction, and so PyTorch on this platform, returns).
+[[nodiscard]] constexpr std::int64_t float_to_int64(double v) noexcept {
+    // 2^63 is exact in double; the range check is false for NaN.
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? static_cast<std::int64_t>(v)
+                                                                   : std::int64_t{-9223372036854775807 - 1};
+}
+
+}  // namespace detail
+
 class scalar {
 public:
     constexpr scalar(bool v) noexcept : value_(v ? 1.0 : 0.0), int_(v), kind_(dtype::bool_) {}
@@ -691,7 +739,7 @@ public:
     [[nodiscard]] constexpr bool is_floating_point() const noexcept { return kind_ == dtype::float64; }
     [[nodiscard]] constexpr double to_double() const noexcept { return value_; }
     [[nodiscard]] constexpr std::int64_t to_int64() const noexcept {
-        return kind_ == dtype::float64 ? static_cast<std::int64_t>(value_) : int_;
+        return kind_ == dtype::float64 ? detail::float_to_int64(value_) : int_;
     }
 
     /// The value converted to element type T.
@@ -1176,10 +1224,16 @@ inline void empty_buffer_cache() { detail::buffer_cache::instance().empty(); }
 // ---- begin graft/core/impl/storage.ipp
 // Definitions for graft/core/storage.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
+
 
 namespace graft::detail {
 
@@ -1227,7 +1281,30 @@ GRAFT_INLINE void* buffer_cache::allocate_large(std::size_t rounded) {
             return p;
         }
     }
-    return ::operator new(rounded, std::align_val_t{storage_alignment});
+    // A request beyond the machine's memory is refused up front (an overcommitting kernel
+    // would accept some and kill the process on first touch; sanitizers abort on others).
+    static const std::size_t physical = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+        return std::numeric_limits<std::size_t>::max();
+    }();
+    const auto out_of_memory = [rounded](const char* why) {
+        fail(concat("out of memory allocating ", rounded, " bytes for a tensor (", why, ")"));
+    };
+    if (rounded > physical) out_of_memory(concat("the machine has ", physical, " bytes").c_str());
+    try {
+        return ::operator new(rounded, std::align_val_t{storage_alignment});
+    } catch (const std::bad_alloc&) {
+    }
+    empty_large();  // cached buffers may be what is missing
+    try {
+        return ::operator new(rounded, std::align_val_t{storage_alignment});
+    } catch (const std::bad_alloc&) {
+        out_of_memory("the system refused");
+    }
+    return nullptr;
 }
 
 GRAFT_INLINE void buffer_cache::release_large(void* p, std::size_t rounded) noexcept {
@@ -1485,6 +1562,8 @@ namespace detail {
 template <class To, class From>
 [[nodiscard]] constexpr To convert_element(From v) noexcept {
     if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
+        return static_cast<To>(float_to_int64(static_cast<double>(v)));  // NaN, inf: defined (scalar.hpp)
     else return static_cast<To>(v);
 }
 
@@ -1606,12 +1685,12 @@ GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, c
 namespace graft {
 
 GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
-    detail::check_sizes("empty", sizes);
+    const std::size_t nbytes = detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type));
     auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
     impl->strides = detail::contiguous_strides(sizes);
-    impl->data = detail::make_storage(static_cast<std::size_t>(detail::numel_of(sizes)) * element_size(type));
+    impl->data = detail::make_storage(nbytes);
     Tensor t(std::move(impl));
     if (detail::tl_op_observer) [[unlikely]]
         detail::observe_alloc(t);
@@ -1699,7 +1778,9 @@ GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t nu
             infer = static_cast<std::int64_t>(i);
         } else {
             check(sizes[i] >= 0, op, ": invalid shape dimension ", sizes[i], " in ", sizes);
-            known *= sizes[i];
+            if (!mul_fits(known, sizes[i], known))
+                fail(concat(op, ": shape ", sizes, " has more elements than an int64 can count (input of size ",
+                            numel, ", shape ", from, ")"));
         }
     }
     if (infer >= 0) {
@@ -1718,6 +1799,7 @@ GRAFT_INLINE int_list infer_size(const char* op, int_list sizes, std::int64_t nu
 namespace graft::detail::raw {
 
 GRAFT_INLINE Tensor view_of(const Tensor& base, int_list sizes, int_list strides, std::int64_t offset) {
+    (void)checked_numel("view", sizes);  // every view's element count must be countable
     auto v = make_tensor_impl();
     v->data = base.impl().data;
     v->type = base.impl().type;
@@ -1800,7 +1882,7 @@ GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t star
     if (start < 0) start += n;
     detail::check(start >= 0 && start <= n, "narrow: start ", start, " out of range for dimension ", d,
                   " of size ", n);
-    detail::check(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
+    detail::check(length >= 0 && length <= n - start, "narrow: start (", start, ") + length (", length,
                   ") exceeds dimension size (", n, ")");
     int_list sz = self.sizes();
     sz[k] = length;
@@ -1819,8 +1901,10 @@ GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start
     start = std::clamp<std::int64_t>(start, 0, n);
     end = std::clamp<std::int64_t>(end, start, n);
     int_list sz = self.sizes(), st = self.strides();
-    sz[k] = (end - start + step - 1) / step;
-    st[k] *= step;
+    sz[k] = end > start ? (end - start - 1) / step + 1 : 0;
+    // With fewer than two elements the stride is never used: keep it rather than overflow.
+    if (sz[k] > 1 && !detail::mul_fits(st[k], step, st[k]))
+        detail::fail(detail::concat("slice: step ", step, " times stride ", self.strides()[k], " overflows int64"));
     return view_of(self, std::move(sz), std::move(st), self.storage_offset() + start * self.strides()[k]);
 }
 
@@ -1891,6 +1975,8 @@ GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target) {
         }
         const std::int64_t have = self.sizes()[i - lead];
         const std::int64_t want = target[i] == -1 ? have : target[i];
+        detail::check(want >= 0, "expand: the expanded size ", target[i], " at dimension ", i,
+                      " is not allowed (sizes are >= 0, or -1 to keep the existing size). Target sizes: ", target);
         detail::check(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                       ") must match the existing size (", have, ") at non-singleton dimension ", i,
                       ". Target sizes: ", target, ". Tensor sizes: ", self.sizes());
@@ -1911,13 +1997,17 @@ GRAFT_INLINE Tensor as_strided(const Tensor& self, int_list sz, int_list st, std
     detail::check(sz.size() == st.size(), "as_strided: sizes ", sz, " and strides ",
                   st, " differ in length");
     detail::check_sizes("as_strided", sz);
+    (void)detail::checked_numel("as_strided", sz);
     std::int64_t hi = offset;
-    bool empty_view = false;
+    bool empty_view = false, fits = true;
     for (std::size_t i = 0; i < sz.size(); ++i) {
         detail::check(st[i] >= 0, "as_strided: negative strides are not supported");
+        std::int64_t reach = 0;
         if (sz[i] == 0) empty_view = true;
-        else hi += (sz[i] - 1) * st[i];
+        else fits = fits && detail::mul_fits(sz[i] - 1, st[i], reach) && detail::add_fits(hi, reach, hi);
     }
+    detail::check(fits || empty_view, "as_strided: view with sizes ", sz, ", strides ", st, " and offset ", offset,
+                  " reaches beyond what an int64 can address");
     const auto capacity = static_cast<std::int64_t>(self.impl().data->nbytes() / self.element_size());
     detail::check(offset >= 0 && (empty_view || hi < capacity), "as_strided: view with sizes ", sz,
                   ", strides ", st, " and offset ", offset,
@@ -2122,6 +2212,7 @@ template <class T>
 // Definitions for graft/core/factories.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -2145,9 +2236,17 @@ GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar&
     std::int64_t n = 0;
     if (type == dtype::int64 && !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
         const std::int64_t si = start.to_int64(), ei = end.to_int64(), di = step.to_int64();
-        n = di > 0 ? (ei - si + di - 1) / di : (si - ei - di - 1) / -di;
+        std::int64_t span = 0;  // |end - start|, the signs checked above
+        if (__builtin_sub_overflow(di > 0 ? ei : si, di > 0 ? si : ei, &span))
+            detail::fail(detail::concat("arange: ", start, " -> ", end, " by ", step,
+                                        " has more elements than an int64 can count"));
+        const std::uint64_t magnitude = di > 0 ? static_cast<std::uint64_t>(di) : 0 - static_cast<std::uint64_t>(di);
+        n = span == 0 ? 0 : static_cast<std::int64_t>((static_cast<std::uint64_t>(span) - 1) / magnitude + 1);
     } else {
-        n = static_cast<std::int64_t>(std::ceil((e - s) / d));
+        const double count = std::ceil((e - s) / d);
+        detail::check(count < 9.2e18, "arange: ", start, " -> ", end, " by ", step,
+                      " has more elements than an int64 can count");
+        n = static_cast<std::int64_t>(count);
     }
     Tensor t = empty({n}, type);
     detail::visit_dtype(type, [&](auto z) {
@@ -9266,9 +9365,22 @@ GRAFT_INLINE Tensor& Tensor::fill_(const scalar& value) {
     return *this;
 }
 
-GRAFT_INLINE Tensor& Tensor::add_(const scalar& o) { return add_(full({}, o, type())); }
-GRAFT_INLINE Tensor& Tensor::sub_(const scalar& o) { return sub_(full({}, o, type())); }
-GRAFT_INLINE Tensor& Tensor::mul_(const scalar& o) { return mul_(full({}, o, type())); }
+namespace detail {
+
+/// A number as the other operand of an in-place op on a `self_type` tensor: of self's dtype
+/// when the result keeps it, else of the number's own category, so that the in-place op
+/// refuses the cast as PyTorch does (`int64.mul_(0.5)`: result type Float can't be cast to Long).
+inline Tensor inplace_scalar_operand(const scalar& o, dtype self_type) {
+    if (o.is_floating_point() && !is_floating_point(self_type)) return full({}, o, default_float_dtype);
+    if (o.kind() == dtype::int64 && self_type == dtype::bool_) return full({}, o, dtype::int64);
+    return full({}, o, self_type);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor& Tensor::add_(const scalar& o) { return add_(detail::inplace_scalar_operand(o, type())); }
+GRAFT_INLINE Tensor& Tensor::sub_(const scalar& o) { return sub_(detail::inplace_scalar_operand(o, type())); }
+GRAFT_INLINE Tensor& Tensor::mul_(const scalar& o) { return mul_(detail::inplace_scalar_operand(o, type())); }
 GRAFT_INLINE Tensor& Tensor::div_(const scalar& o) {
     return div_(full({}, o, is_floating_point(type()) ? type() : default_float_dtype));
 }
@@ -14248,6 +14360,40 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
             for (const Value* in : n->inputs()) any_tensor = any_tensor || in->type().is_tensor();
             check(any_tensor, "Graph::lint: ", k.name, " needs at least one tensor input");
         }
+        if (k.elementwise && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
+            n->output()->type().tensor.rank()) {
+            // Broadcasting: the result has the largest rank of the inputs (when all are known).
+            std::size_t rank = 0;
+            bool known = true;
+            for (const Value* in : n->inputs())
+                if (in->type().is_tensor()) {
+                    const auto r = in->type().tensor.rank();
+                    known = known && r.has_value();
+                    if (r) rank = std::max(rank, *r);
+                }
+            check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
+                  rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+        }
+        if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
+            const attribute& a = n->attributes().at("value");
+            const type_kind want = std::holds_alternative<Tensor>(a)          ? type_kind::tensor
+                                   : std::holds_alternative<double>(a)        ? type_kind::float_
+                                   : std::holds_alternative<std::int64_t>(a)  ? type_kind::int_
+                                   : std::holds_alternative<bool>(a)          ? type_kind::bool_
+                                                                              : type_kind::tensor;
+            const bool is_value = std::holds_alternative<Tensor>(a) || std::holds_alternative<double>(a) ||
+                                  std::holds_alternative<std::int64_t>(a) || std::holds_alternative<bool>(a);
+            check(is_value, "Graph::lint: prim::Constant %", n->output()->name(),
+                  ": 'value' must be a tensor or a number (strings and lists are attributes, not values)");
+            check(n->output()->type().kind == want, "Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                  to_string(n->output()->type()), " but its value is a ",
+                  want == type_kind::tensor ? "tensor" : want == type_kind::float_ ? "float" : want == type_kind::int_ ? "int" : "bool");
+            if (const auto* t = std::get_if<Tensor>(&a); t && t->defined())
+                check((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
+                          (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size()),
+                      "Graph::lint: prim::Constant %", n->output()->name(), " is declared ", to_string(n->output()->type()),
+                      " but its value is ", t->type(), " ", t->sizes());
+        }
         for (const Value* out : n->outputs()) {
             if (k.elementwise || k.is_view)
                 check(out->type().is_tensor(), "Graph::lint: ", k.name, " produces a tensor, but %", out->name(),
@@ -14324,6 +14470,15 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
     visible.resize(scope);
 }
 
+/// The copy of v (copy_block): defined earlier in the copy, or the graph is invalid.
+GRAFT_INLINE Value* copied_value(const std::map<const Value*, Value*>& map, const Value* v) {
+    const auto it = map.find(v);
+    if (it == map.end())
+        graft::detail::fail(graft::detail::concat("Graph::copy: %", v->name(),
+                                                  " is used before it is defined (Graph::lint() tells where)"));
+    return it->second;
+}
+
 GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g) {
     for (const Value* v : from.inputs()) {
         Value* nv = to.add_input(v->type());
@@ -14333,7 +14488,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
     for (const Node* n : from.nodes()) {
         Node* c = to.append(n->kind());
         for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
-        for (const Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const Value* in : n->inputs()) c->add_input(copied_value(map, in));
         for (const Value* out : n->outputs()) {
             Value* nv = c->add_output(out->type());
             g.set_name(nv, out->name());
@@ -14341,7 +14496,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
         }
         for (const Block* inner : n->blocks()) copy_block(*inner, *c->add_block(), map, g);
     }
-    for (const Value* v : from.outputs()) to.register_output(map.at(v));
+    for (const Value* v : from.outputs()) to.register_output(copied_value(map, v));
 }
 
 }  // namespace detail
@@ -14800,12 +14955,20 @@ GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
                                               describe_value(x)));
 }
 
+GRAFT_INLINE const ivalue& lookup(const std::map<const Value*, ivalue>& env, const Value* v) {
+    const auto it = env.find(v);
+    if (it == env.end())
+        graft::detail::fail(graft::detail::concat("ir::interpret: %", v->name(),
+                                                  " is used before it is defined (Graph::lint() tells where)"));
+    return it->second;
+}
+
 GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env,
                                            const symbolic_sizes* sizes, std::span<const std::int64_t> values) {
     for (const Node* n : b.nodes()) {
         std::vector<ivalue> in;
         in.reserve(n->inputs().size());
-        for (const Value* v : n->inputs()) in.push_back(env.at(v));
+        for (const Value* v : n->inputs()) in.push_back(lookup(env, v));
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
             out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
@@ -14836,7 +14999,7 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
         for (std::size_t i = 0; i < out.size(); ++i) env[n->outputs()[i]] = std::move(out[i]);
     }
     std::vector<ivalue> r;
-    for (const Value* v : b.outputs()) r.push_back(env.at(v));
+    for (const Value* v : b.outputs()) r.push_back(lookup(env, v));
     return r;
 }
 
@@ -14907,10 +15070,13 @@ public:
 private:
     template <class... Parts>
     [[noreturn]] void error(const Parts&... what) const {
-        std::size_t line = 1;
-        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) line += s_[k] == '\n';
+        std::size_t line = 1, column = 1;
+        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) {
+            line += s_[k] == '\n';
+            column = s_[k] == '\n' ? 1 : column + 1;
+        }
         std::ostringstream os;
-        os << "ir::parse: line " << line << ": ";
+        os << "ir::parse: line " << line << ", column " << column << ": ";
         (os << ... << what);
         graft::detail::fail(os.str());
     }
@@ -15219,9 +15385,16 @@ GRAFT_INLINE attribute parser::parse_tensor() {
         }
     }
     expect(')');
+    // The sizes are checked, and the values counted, before any memory is allocated.
+    std::int64_t numel = 0;
+    try {
+        numel = graft::detail::checked_numel("tensor constant", sizes);
+    } catch (const graft::error& e) {
+        error(e.what());
+    }
+    if (static_cast<std::int64_t>(toks.size()) != numel)
+        error("tensor constant has ", toks.size(), " values for ", numel, " elements");
     Tensor t = empty(sizes, *ty.tensor.scalar_type);
-    if (static_cast<std::int64_t>(toks.size()) != t.numel())
-        error("tensor constant has ", toks.size(), " values for ", t.numel(), " elements");
     graft::detail::visit_dtype(t.type(), [&](auto z) {
         using T = decltype(z);
         T* p = t.data_ptr<T>();
@@ -15229,7 +15402,7 @@ GRAFT_INLINE attribute parser::parse_tensor() {
             if constexpr (std::is_same_v<T, float>) {
                 float v = 0;
                 auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
-                if (r.ec != std::errc{}) error("bad number '", toks[k], "'");
+                if (r.ec != std::errc{} || r.ptr != toks[k].data() + toks[k].size()) error("bad number '", toks[k], "'");
                 p[k] = v;
             } else if constexpr (std::is_floating_point_v<T>) {
                 p[k] = static_cast<T>(parse_float_token(toks[k]));
@@ -15484,6 +15657,12 @@ struct pipeline {
     static constexpr std::string_view name = "pipeline";
     static bool run(Graph& g) { return run(g, pipeline_options{}); }
     static bool run(Graph& g, pipeline_options options) {
+        // Passes assume a valid graph (no use before definition, no cycle): check it first.
+        try {
+            g.lint();
+        } catch (const graft::error& e) {
+            graft::detail::fail(std::string("ir pipeline: the graph is invalid before any pass ran: ") + e.what());
+        }
         bool changed = false;
         const auto one = [&](auto tag) {
             using P = typename decltype(tag)::type;
@@ -15637,7 +15816,8 @@ GRAFT_INLINE ivalue constant_propagation::to_ivalue(const attribute& a) {
     if (const auto* t = std::get_if<Tensor>(&a)) return *t;
     if (const auto* d = std::get_if<double>(&a)) return *d;
     if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
-    return std::get<bool>(a);
+    if (const auto* b = std::get_if<bool>(&a)) return *b;
+    graft::detail::fail("constant_propagation: a prim::Constant's value is a string or a list, not a value");
 }
 
 GRAFT_INLINE bool constant_propagation::run_block(Block* b) {
@@ -17028,6 +17208,15 @@ GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor
 }
 
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
+    // The base's elements in their order under other sizes: a reshape, whose sizes stay
+    // numbers a symbolic graph can compute (an index tensor would be a constant of that size).
+    if (t.type() == b.base.type() && t.is_contiguous() && b.base.is_contiguous() &&
+        t.storage_offset() == b.base.storage_offset() && t.numel() == b.base.numel() && t.numel() > 0) {
+        ir::Node* n = cur_->append<ir::kinds::reshape>();
+        n->set_attr("sizes", std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()));
+        n->add_input(b.value);
+        return n->add_output(value_type(t));
+    }
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);
@@ -18098,7 +18287,11 @@ using default_fusion_strategy = fusion_strategy<static_<2>, dynamic_<10>>;
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const strategy& s);
 
-/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names).
+/// The most specializations one step of a strategy may allow.
+inline constexpr std::size_t max_strategy_depth = 10000;
+
+/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names; depths up to
+/// max_strategy_depth).
 [[nodiscard]] GRAFT_INLINE strategy parse_strategy(std::string_view text);
 
 /// How an executor behaves. Defaults come from jit::default_options().
@@ -18124,6 +18317,11 @@ struct options {
     /// straight-line regions of at least this many nodes become differentiable subgraphs,
     /// smaller ones stay inline (TorchScript's autodiff subgraph inlining threshold).
     std::size_t min_differentiable_subgraph = 5;
+    /// Automatic dynamic shapes (torch.compile's automatic_dynamic_shapes): when a STATIC plan
+    /// bails out because sizes changed (same dtypes, ranks and requires-grad), the fallback
+    /// compiles DYNAMIC at once instead of another STATIC plan for the next size. Off: the
+    /// strategy's steps are taken exactly as written (TorchScript's behaviour).
+    bool automatic_dynamic = true;
 };
 
 namespace detail {
@@ -18161,6 +18359,9 @@ GRAFT_INLINE options set_default_options(options o);
 #if GRAFT_HAS_CODE
 // ---- begin graft/jit/impl/options.ipp
 // Definitions for graft/jit/options.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <charconv>
+#include <system_error>
 
 #include <cstdlib>
 #include <ostream>
@@ -18209,9 +18410,13 @@ GRAFT_INLINE strategy parse_strategy(std::string_view text) {
         if (name == "STATIC") b = fusion_behavior::static_;
         else if (name == "DYNAMIC") b = fusion_behavior::dynamic_;
         else bad();
-        const std::string digits(item.substr(colon + 1));
-        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) bad();
-        r.emplace_back(b, static_cast<std::size_t>(std::stoull(digits)));
+        const std::string_view digits = item.substr(colon + 1);
+        std::size_t depth = 0;
+        const auto [end_of_number, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), depth);
+        if (digits.empty() || ec != std::errc{} || end_of_number != digits.data() + digits.size()) bad();
+        graft::detail::check(depth <= max_strategy_depth, "jit: fusion strategy '", text, "': depth ", digits,
+                             " is more than ", max_strategy_depth, " specializations");
+        r.emplace_back(b, depth);
         pos = end + 1;
     }
     if (r.empty()) bad();
@@ -18233,9 +18438,11 @@ GRAFT_INLINE std::uint64_t env_number(const char* name, std::uint64_t fallback) 
     const char* v = std::getenv(name);
     if (!v || !*v) return fallback;
     const std::string s(v);
-    graft::detail::check(s.find_first_not_of("0123456789") == std::string::npos, "jit: environment variable ", name,
-                         "='", s, "' is not a non-negative integer");
-    return std::stoull(s);
+    std::uint64_t r = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
+    graft::detail::check(ec == std::errc{} && end == s.data() + s.size(), "jit: environment variable ", name, "='", s,
+                         "' is not a non-negative integer below 2^64");
+    return r;
 }
 
 GRAFT_INLINE options options_from_env() {
@@ -18248,6 +18455,7 @@ GRAFT_INLINE options options_from_env() {
     o.release_profiling_delay_ms =
         env_number("GRAFT_JIT_RELEASE_PROFILING_GRAPH_DELAY_MS", o.release_profiling_delay_ms);
     o.collect_timings = env_flag("GRAFT_JIT_COLLECT_TIMINGS", o.collect_timings);
+    o.automatic_dynamic = env_flag("GRAFT_JIT_AUTOMATIC_DYNAMIC", o.automatic_dynamic);
     o.num_threads = env_number("GRAFT_JIT_NUM_THREADS", o.num_threads);
     if (o.num_threads == 0) o.num_threads = 1;
     return o;
@@ -18644,7 +18852,7 @@ private:
     int slot(const ir::Value* v);
 
     /// Can n join a group of dtype `type` (float32/float64)?
-    static bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type);
+    bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const;
 
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
@@ -18899,9 +19107,10 @@ GRAFT_INLINE int plan::slot(const ir::Value* v) {
     return it->second;
 }
 
-GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) {
+GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const {
     const fusable_op* op = find_fusable(n);
     if (!op) return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;  // attributes computed per run
     const auto t = type_of(n->output());
     if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
     const dtype d = *t->tensor.scalar_type;
@@ -19268,6 +19477,7 @@ struct plan_state {
     plan_kind kind = plan_kind::eager;
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;               // why a plan is eager (or empty)
+    bool automatic_dynamic = false;   // DYNAMIC before the strategy's turn: sizes changed (options::automatic_dynamic)
     std::vector<std::string> guards;       // one per input
     std::vector<std::string> seen_shapes;  // per input: the shapes the profiling runs saw, e.g. "[100], [200]"
     std::string symbolic;                  // symbolic differentiable plans: symbols and computed attributes
@@ -19298,6 +19508,9 @@ struct debug_state {
     std::size_t compilations = 0;
     std::vector<level_state> levels;
     std::string graph;  // after the profiling-insensitive passes
+    /// Executors built with traces at other sizes: the graph's symbolic sizes (which input
+    /// dimensions are symbols, which attributes are computed from them), or why there are none.
+    std::string symbolic;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
@@ -19349,6 +19562,7 @@ struct specialization {
     plan_kind kind = plan_kind::eager;
     fusion_behavior behavior = fusion_behavior::static_;
     std::string reason;
+    bool automatic_dynamic = false;
     std::vector<input_guard> guards;
     std::vector<std::string> seen_shapes;
     std::unique_ptr<plan> run_plan;  // fused or eager
@@ -19374,7 +19588,7 @@ class executor_state : public std::enable_shared_from_this<executor_state> {
 public:
     executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                    std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations,
-                   std::shared_ptr<shape_history> history);
+                   std::shared_ptr<shape_history> history, std::shared_ptr<const ir::symbolic_sizes> symbolic = nullptr);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
@@ -19389,6 +19603,13 @@ public:
 private:
     static std::optional<ir::Type> no_types(const ir::Value*) { return std::nullopt; }
 
+    /// Unfused, unspecialized plan options (with the graph's symbolic sizes).
+    [[nodiscard]] plan::build_options plain_options() const {
+        plan::build_options o;
+        o.symbolic = symbolic_;
+        return o;
+    }
+
     std::vector<ir::ivalue> profile(const std::vector<ir::ivalue>& in);
 
     [[nodiscard]] std::optional<ir::Type> profiled_type(const ir::Value* v) const;
@@ -19399,6 +19620,10 @@ private:
     [[nodiscard]] std::string specialized_text() const;
 
     void compile(const std::vector<ir::ivalue>& in);
+
+    /// options::automatic_dynamic: the profiled inputs differ from the STATIC guards of the
+    /// plan above this fallback in sizes only (same kinds, dtypes, ranks, requires-grad).
+    [[nodiscard]] bool only_sizes_changed() const;
 
     /// Builds the differentiable plan; returns why it is not possible (empty: done).
     std::string differentiable_plan(specialization& s, const std::vector<ir::ivalue>& in, plan::build_options bo,
@@ -19419,6 +19644,10 @@ private:
     int level_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
     std::shared_ptr<shape_history> history_;
+    /// The graph's own symbolic sizes (attributes computed from the inputs' sizes), or null.
+    std::shared_ptr<const ir::symbolic_sizes> symbolic_;
+    /// The STATIC guards of the plan whose fallback this executor is (empty otherwise).
+    std::vector<input_guard> parent_static_guards_;
 
     mutable std::mutex mutex_;
     std::atomic<const specialization*> current_{nullptr};
@@ -19442,6 +19671,15 @@ class executor {
 public:
     explicit executor(const ir::Graph& g, options o = default_options());
     explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
+    /// An executor for `g` and the same program traced at other input sizes (`at_other_sizes`,
+    /// as jit::script makes them): after the passes, attributes that differ between the traces
+    /// and are a constant times a product of input sizes (a view to `x.size(0)` rows) become
+    /// functions of each call's sizes (ir::infer_symbolic_sizes), so every plan computes them
+    /// per run. When the traces differ otherwise, the graph keeps its numbers: symbolic_sizes()
+    /// is null and debug_state().symbolic says why. Calls must keep the input dimensions that
+    /// share a symbol equal and every symbolic size >= 2 (jit::script checks this).
+    executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+             options o = default_options());
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
@@ -19472,8 +19710,16 @@ public:
     /// The graph the executor runs (after the profiling-insensitive passes).
     [[nodiscard]] const ir::Graph& graph() const noexcept { return top_->graph(); }
     [[nodiscard]] const options& opts() const noexcept { return top_->opts(); }
+    /// The graph's symbolic sizes (executors built with traces at other sizes), or null.
+    [[nodiscard]] const ir::symbolic_sizes* symbolic_sizes() const noexcept { return symbolic_.get(); }
 
 private:
+    /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
+    static void prepare(ir::Graph& g, bool keep_input_types);
+    void start(std::unique_ptr<ir::Graph> g, options o);
+
+    std::shared_ptr<const ir::symbolic_sizes> symbolic_;
+    std::string symbolic_why_;
     std::shared_ptr<detail::executor_state> top_;
     std::shared_ptr<std::atomic<std::size_t>> compilations_;
     strategy strategy_;
@@ -19578,6 +19824,7 @@ GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
     os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
        << s.compilations << " compilation(s)\n";
+    if (!s.symbolic.empty()) os << "graph symbolic sizes: " << s.symbolic << '\n';
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
         const level_state& l = s.levels[i];
         os << (i == 0 ? "executor" : "fallback") << " #" << i << " (remaining depth " << l.remaining_depth << "): ";
@@ -19593,6 +19840,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
         }
         const plan_state& p = *l.plan;
         os << ", " << to_string(p.behavior) << ' ' << to_string(p.kind) << " plan";
+        if (p.automatic_dynamic) os << " (automatic dynamic: sizes changed)";
         if (!p.reason.empty()) os << " (" << p.reason << ')';
         os << ": " << p.hits << " hit(s), " << p.guard_failures << " guard failure(s), compiled in " << p.compile_ms
            << " ms";
@@ -19669,15 +19917,17 @@ GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::i
 GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, options o, std::size_t remaining,
                                             std::shared_ptr<trace_log> log, int level,
                                             std::shared_ptr<std::atomic<std::size_t>> compilations,
-                                            std::shared_ptr<shape_history> history)
+                                            std::shared_ptr<shape_history> history,
+                                            std::shared_ptr<const ir::symbolic_sizes> symbolic)
     : graph_(std::move(g)),
       options_(std::move(o)),
       remaining_(remaining),
       log_(std::move(log)),
       level_(level),
       compilations_(std::move(compilations)),
-      history_(std::move(history)) {
-    if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+      history_(std::move(history)),
+      symbolic_(std::move(symbolic)) {
+    if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plain_options(), no_types);
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
@@ -19741,6 +19991,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             p.kind = s->kind;
             p.behavior = s->behavior;
             p.reason = s->reason;
+            p.automatic_dynamic = s->automatic_dynamic;
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
             p.symbolic = s->symbolic_text;
@@ -19762,7 +20013,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::profile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
     if (!record_) record_ = std::make_unique<profiling_record>();
-    if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plan::build_options{}, no_types);
+    if (!profiling_plan_) profiling_plan_ = std::make_unique<plan>(graph_, plain_options(), no_types);
     // Observe into a copy: a run that throws (bad input) must not leave its types behind.
     profiling_record rec = *record_;
     const observer_fn observe = [&rec](const ir::Value* v, const ir::ivalue& x) { rec.observe(v, x); };
@@ -19811,6 +20062,26 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
     return g;
 }
 
+GRAFT_INLINE bool executor_state::only_sizes_changed() const {
+    const auto& ins = graph_->inputs();
+    if (!record_ || parent_static_guards_.size() != ins.size()) return false;
+    bool sizes_differ = false;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+        const input_guard& g = parent_static_guards_[i];
+        const value_profile* p = record_->find(ins[i]);
+        if (g.any || !p || p->mixed_kinds) return false;
+        if (p->type.kind != g.kind) return false;
+        if (!p->type.is_tensor()) continue;
+        const ir::TensorType& t = p->type.tensor;
+        if (t.scalar_type != g.scalar_type || t.requires_grad != g.requires_grad) return false;
+        if (!g.sizes) continue;  // the parent did not check sizes here
+        if (!t.sizes || t.sizes->size() != g.sizes->size()) return false;  // unknown or other rank
+        for (std::size_t d = 0; d < g.sizes->size(); ++d)
+            if ((*t.sizes)[d] != (*g.sizes)[d]) sizes_differ = true;
+    }
+    return sizes_differ;
+}
+
 GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
     input_guard g;
     g.kind = ir::type_kind::tensor;
@@ -19844,7 +20115,11 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     const auto t0 = clock::now();
     history_->add(in);
     auto s = std::make_unique<specialization>();
-    const fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
+    fusion_behavior behavior = current_behavior(options_.fusion, remaining_);
+    if (behavior == fusion_behavior::static_ && options_.automatic_dynamic && only_sizes_changed()) {
+        behavior = fusion_behavior::dynamic_;
+        s->automatic_dynamic = true;
+    }
     s->behavior = behavior;
     for (const ir::Value* v : graph_->inputs()) {
         s->guards.push_back(make_guard(v, behavior));
@@ -19867,12 +20142,13 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     bo.static_shapes = behavior == fusion_behavior::static_;
     bo.num_threads = options_.num_threads;
     bo.parallel_grain = options_.parallel_grain;
+    bo.symbolic = symbolic_;
 
     const bool needs_grad = record_ && record_->any_requires_grad();
     if (!record_) {
         s->kind = plan_kind::eager;
         s->reason = "no profiling runs";
-        s->run_plan = std::make_unique<plan>(graph_, plan::build_options{}, type_of);
+        s->run_plan = std::make_unique<plan>(graph_, plain_options(), type_of);
         s->graph_text = specialized_text();
     } else if (!needs_grad) {
         s->kind = plan_kind::fused;
@@ -19885,7 +20161,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->kind = plan_kind::differentiable;  // differentiable_plan set the guards
         } else {
             s->kind = plan_kind::eager;
-            plan::build_options eo;
+            plan::build_options eo = plain_options();
             std::string text;
             eo.regions = differentiable_subgraphs(bo, text);
             if (!eo.regions.empty()) {
@@ -19898,7 +20174,8 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     }
     // The fallback function: the same graph, one specialization less.
     auto fb = std::make_shared<executor_state>(graph_, options_, remaining_ - 1, log_, level_ + 1, compilations_,
-                                               history_);
+                                               history_, symbolic_);
+    if (behavior == fusion_behavior::static_) fb->parent_static_guards_ = s->guards;
     s->fallback_executor = fb;
     s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
     s->compile_ms = ms_since(t0);
@@ -19988,12 +20265,13 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     s.guards.clear();
     for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
     const ir::Graph& g = *graph_;
-    const auto trace = [&g](const std::vector<Tensor>& ex) {
+    const ir::symbolic_sizes* graph_sizes = symbolic_.get();
+    const auto trace = [&g, graph_sizes](const std::vector<Tensor>& ex) {
         return std::make_shared<capture::aot_function>(capture::aot(
-            [&g](const std::vector<Tensor>& args) {
+            [&g, graph_sizes](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
                 std::vector<Tensor> r;
-                for (auto& v : ir::interpret(g, a)) {
+                for (auto& v : ir::interpret(g, a, graph_sizes)) {
                     auto* t = std::get_if<Tensor>(&v);
                     graft::detail::check(t != nullptr, "an output is a number");
                     r.push_back(std::move(*t));
@@ -20078,6 +20356,7 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
     // only from constants, which are copied into the subgraph).
     const auto eligible = [&](const ir::Node* n) {
         if (!n->blocks().empty() || !n->kind().run || n->is<ir::kinds::constant>()) return false;
+        if (symbolic_ && symbolic_->patches_node(n)) return false;  // its attributes change per call
         for (const ir::Value* v : n->outputs())
             if (!complete_tensor(v)) return false;
         for (const ir::Value* v : n->inputs())
@@ -20191,21 +20470,58 @@ GRAFT_INLINE void executor_state::maybe_release_profile() {
 
 GRAFT_INLINE executor::executor(const ir::Graph& g, options o) : executor(g.copy(), std::move(o)) {}
 
+GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
+    try {
+        g.lint();
+    } catch (const graft::error& e) {
+        graft::detail::fail(std::string("jit::executor: the graph is invalid: ") + e.what());
+    }
+    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
+    ir::default_pipeline::run(g);
+    if (!keep_input_types)
+        for (ir::Value* v : g.inputs())
+            if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
+    g.lint();
+}
+
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
-    graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
-    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
-    ir::default_pipeline::run(*g);
+    prepare(*g, false);
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+                                options o) {
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    // The inference reads which input dimensions differ from the traces' input types: keep
+    // them until it is done.
+    prepare(*g, true);
+    std::vector<const ir::Graph*> others;
+    for (auto& other : at_other_sizes) {
+        graft::detail::check(other != nullptr, "jit::executor: a graph traced at other sizes is null");
+        prepare(*other, true);
+        others.push_back(other.get());
+    }
+    if (!others.empty()) {
+        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_)) {
+            if (!sym->patches.empty()) symbolic_ = std::make_shared<const ir::symbolic_sizes>(std::move(*sym));
+            else symbolic_why_ = "the graph does not depend on its inputs' sizes";
+        }
+    }
     for (ir::Value* v : g->inputs())
         if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
-    g->lint();
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE void executor::start(std::unique_ptr<ir::Graph> g, options o) {
+    graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
     depth_ = bailout_depth(o.fusion);
     strategy_ = o.fusion;
     auto log = std::make_shared<detail::trace_log>();
     compilations_ = std::make_shared<std::atomic<std::size_t>>(0);
     top_ = std::make_shared<detail::executor_state>(std::shared_ptr<const ir::Graph>(std::move(g)), std::move(o),
                                                     depth_, std::move(log), 0, compilations_,
-                                                    std::make_shared<detail::shape_history>());
+                                                    std::make_shared<detail::shape_history>(), symbolic_);
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {
@@ -20241,6 +20557,7 @@ GRAFT_INLINE jit::debug_state executor::state() const {
     d.bailout_depth = depth_;
     d.compilations = compilations_->load(std::memory_order_relaxed);
     d.graph = ir::to_string(top_->graph());
+    d.symbolic = symbolic_ ? symbolic_->describe(top_->graph()) : symbolic_why_;
     top_->collect(d);
     return d;
 }
@@ -20443,10 +20760,14 @@ private:
         capture::captured cap;
         executor exec;
         std::vector<int_list> sizes;  // the inputs' sizes at capture
-        /// The graph records sizes of the inputs as numbers (a view to x.size(0) rows): it is f
-        /// at these sizes only. Otherwise it is f at any sizes of the same rank whose 0 and 1
-        /// sizes are where they were (those are specialized, as in PyTorch).
-        bool size_dependent = false;
+        /// Per input and dimension: may a call have another size there (any size of 2 or
+        /// more; sizes 0 and 1 are specialized, as in PyTorch)? Empty: every size is exact
+        /// (the graph records sizes that no symbolic size explains, or inputs share memory).
+        std::vector<std::vector<bool>> free;
+        /// The executor's symbolic sizes when the graph's numbers are functions of the inputs'
+        /// sizes (a view to x.size(0) rows): calls must keep the dimensions sharing a symbol
+        /// equal and give integral values to every computed attribute.
+        const ir::symbolic_sizes* symbolic = nullptr;
 
         /// Is the graph f for these inputs (aliasing pattern and sizes)?
         [[nodiscard]] bool serves(const std::vector<Tensor>& inputs) const;
@@ -20536,6 +20857,7 @@ template <class F, class... Steps>
 // ---- begin graft/jit/impl/script.ipp
 // Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#include <cmath>
 #include <sstream>
 
 namespace graft::jit::detail {
@@ -20557,7 +20879,7 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
     const compiled* c = compiled_.load(std::memory_order_acquire);
     if (c) return c->exec.state();
     // Not captured yet (or flushed): one executor level that has not run.
-    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}};
+    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}, {}};
     jit::level_state l;
     l.remaining_depth = d.bailout_depth;
     l.num_profiled_runs = options_.num_profiled_runs;
@@ -20596,35 +20918,83 @@ GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inpu
         const int_list& c = sizes[i];
         if (s.size() != c.size()) return false;
         for (std::size_t d = 0; d < c.size(); ++d)
-            if (size_dependent || c[d] <= 1 ? s[d] != c[d] : s[d] <= 1) return false;
+            if (free.empty() || !free[i][d] ? s[d] != c[d] : s[d] <= 1) return false;
+    }
+    if (symbolic) {
+        // Dimensions that share a symbol stay equal, and every attribute computed from the
+        // symbols is a whole number (x.size(0) / 2 traced at even sizes does not serve odd ones).
+        std::vector<std::int64_t> values(symbolic->symbols.size(), -1);
+        for (std::size_t k = 0; k < symbolic->dims.size(); ++k) {
+            const auto [i, d] = symbolic->dims[k];
+            const std::int64_t v = inputs[i].sizes()[d];
+            std::int64_t& sym = values[symbolic->dim_symbols[k]];
+            if (sym >= 0 && sym != v) return false;
+            sym = v;
+        }
+        for (const ir::size_patch& p : symbolic->patches) {
+            const double v = p.expr.eval(values);
+            if (!(std::abs(v - std::round(v)) < 1e-9 && std::abs(v) < 9.0e15)) return false;
+        }
     }
     return true;
 }
 
-/// Why the graph captured from f at `inputs` is not f at other sizes ("" when it is): f is
-/// captured again at two other sizes of every dimension of 2 or more (equal sizes kept equal)
-/// and the graphs must be the same but for their input types.
-GRAFT_INLINE std::string size_dependence(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                         capture::detail::traced_fn f) {
-    if (!cap.meta().alias_groups.empty()) return "inputs share memory";
-    std::vector<std::pair<std::size_t, std::size_t>> dims;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-        for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
-            if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
-    if (dims.empty()) return {};
+/// f captured again at two other sizes of `dims` (equal sizes kept equal), and what the
+/// captures say about the graph captured at `inputs`: nullopt when a capture fails or the
+/// graphs differ in something no product of input sizes explains.
+struct size_probe {
     std::vector<capture::captured> others;
+    ir::symbolic_sizes sizes;
+};
+
+GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
+                                                   capture::detail::traced_fn f,
+                                                   const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    size_probe r;
     try {
         for (const auto& ex : capture::detail::perturbed_examples(
                  inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
-            others.push_back(capture::detail::trace_impl(ex, f));
-    } catch (const graft::error& e) {
-        return std::string("capturing f at other sizes failed: ") + e.what();
+            r.others.push_back(capture::detail::trace_impl(ex, f));
+    } catch (const graft::error&) {
+        return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
     }
     std::string why;
-    const auto sym = ir::infer_symbolic_sizes(cap.graph(), {&others[0].graph(), &others[1].graph()}, why);
-    if (!sym) return why;
-    if (!sym->patches.empty()) return "the graph records input sizes as numbers: " + sym->describe(cap.graph());
-    return {};
+    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why);
+    if (!sym) return std::nullopt;
+    r.sizes = std::move(*sym);
+    return r;
+}
+
+/// Which dimensions of 2 or more the capture may serve at other sizes: all of them when f
+/// traces to the same program (up to symbolic sizes) at other sizes of all; otherwise the
+/// groups of equal sizes that may change on their own (a batch dimension when another
+/// dimension must stay even), the rest exact.
+GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& cap, const std::vector<Tensor>& inputs,
+                                                       capture::detail::traced_fn f,
+                                                       std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+    if (!cap.meta().alias_groups.empty()) return std::nullopt;  // inputs share memory: exact sizes
+    dims.clear();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
+            if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
+    if (dims.empty()) return size_probe{};
+    if (auto all = probe_sizes(cap, inputs, f, dims)) return all;
+    constexpr std::size_t max_groups = 8;  // each probe traces f twice
+    const auto groups = capture::detail::group_dynamic_dims(inputs, dims).dims;
+    if (groups.size() < 2 || groups.size() > max_groups) return std::nullopt;
+    std::vector<std::pair<std::size_t, std::size_t>> ok;
+    std::optional<size_probe> last;
+    std::size_t good = 0;
+    for (const auto& g : groups)
+        if (auto p = probe_sizes(cap, inputs, f, g)) {
+            ok.insert(ok.end(), g.begin(), g.end());
+            last = std::move(p);
+            ++good;
+        }
+    if (good == 0) return std::nullopt;
+    if (good > 1) last = probe_sizes(cap, inputs, f, ok);
+    if (last) dims = std::move(ok);
+    return last;
 }
 
 GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
@@ -20637,11 +21007,29 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
     }
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
-        executor exec(cap.graph(), options_);
         std::vector<int_list> sizes;
-        for (const Tensor& t : inputs) sizes.push_back(t.sizes());
-        const bool dependent = !size_dependence(cap, inputs, f).empty();
-        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), dependent});
+        std::vector<std::vector<bool>> free(inputs.size());
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            sizes.push_back(inputs[i].sizes());
+            free[i].assign(inputs[i].sizes().size(), false);
+        }
+        std::vector<std::pair<std::size_t, std::size_t>> dims;
+        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
+        if (probe)
+            for (const auto& [i, d] : dims) free[i][d] = true;
+        if (probe && !probe->sizes.patches.empty()) {
+            // Numbers that are functions of the inputs' sizes: the executor computes them per call.
+            std::vector<std::unique_ptr<ir::Graph>> other_graphs;
+            for (const auto& o : probe->others) other_graphs.push_back(o.graph().copy());
+            executor exec(cap.graph().copy(), std::move(other_graphs), options_);
+            const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
+            if (!symbolic) free = {};
+            return std::make_unique<compiled>(
+                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic});
+        }
+        if (!probe) free = {};
+        executor exec(cap.graph(), options_);
+        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr});
     };
     std::lock_guard lock(mutex_);
     first = compiled_.load(std::memory_order_acquire);

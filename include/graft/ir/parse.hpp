@@ -25,10 +25,13 @@ public:
 private:
     template <class... Parts>
     [[noreturn]] void error(const Parts&... what) const {
-        std::size_t line = 1;
-        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) line += s_[k] == '\n';
+        std::size_t line = 1, column = 1;
+        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) {
+            line += s_[k] == '\n';
+            column = s_[k] == '\n' ? 1 : column + 1;
+        }
         std::ostringstream os;
-        os << "ir::parse: line " << line << ": ";
+        os << "ir::parse: line " << line << ", column " << column << ": ";
         (os << ... << what);
         graft::detail::fail(os.str());
     }

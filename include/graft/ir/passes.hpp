@@ -173,6 +173,12 @@ struct pipeline {
     static constexpr std::string_view name = "pipeline";
     static bool run(Graph& g) { return run(g, pipeline_options{}); }
     static bool run(Graph& g, pipeline_options options) {
+        // Passes assume a valid graph (no use before definition, no cycle): check it first.
+        try {
+            g.lint();
+        } catch (const graft::error& e) {
+            graft::detail::fail(std::string("ir pipeline: the graph is invalid before any pass ran: ") + e.what());
+        }
         bool changed = false;
         const auto one = [&](auto tag) {
             using P = typename decltype(tag)::type;

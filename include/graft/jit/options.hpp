@@ -75,7 +75,11 @@ using default_fusion_strategy = fusion_strategy<static_<2>, dynamic_<10>>;
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const strategy& s);
 
-/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names).
+/// The most specializations one step of a strategy may allow.
+inline constexpr std::size_t max_strategy_depth = 10000;
+
+/// Parses "STATIC:2,DYNAMIC:10" (case-insensitive behaviour names; depths up to
+/// max_strategy_depth).
 [[nodiscard]] GRAFT_INLINE strategy parse_strategy(std::string_view text);
 
 /// How an executor behaves. Defaults come from jit::default_options().

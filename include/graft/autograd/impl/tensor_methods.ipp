@@ -346,9 +346,22 @@ GRAFT_INLINE Tensor& Tensor::fill_(const scalar& value) {
     return *this;
 }
 
-GRAFT_INLINE Tensor& Tensor::add_(const scalar& o) { return add_(full({}, o, type())); }
-GRAFT_INLINE Tensor& Tensor::sub_(const scalar& o) { return sub_(full({}, o, type())); }
-GRAFT_INLINE Tensor& Tensor::mul_(const scalar& o) { return mul_(full({}, o, type())); }
+namespace detail {
+
+/// A number as the other operand of an in-place op on a `self_type` tensor: of self's dtype
+/// when the result keeps it, else of the number's own category, so that the in-place op
+/// refuses the cast as PyTorch does (`int64.mul_(0.5)`: result type Float can't be cast to Long).
+inline Tensor inplace_scalar_operand(const scalar& o, dtype self_type) {
+    if (o.is_floating_point() && !is_floating_point(self_type)) return full({}, o, default_float_dtype);
+    if (o.kind() == dtype::int64 && self_type == dtype::bool_) return full({}, o, dtype::int64);
+    return full({}, o, self_type);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor& Tensor::add_(const scalar& o) { return add_(detail::inplace_scalar_operand(o, type())); }
+GRAFT_INLINE Tensor& Tensor::sub_(const scalar& o) { return sub_(detail::inplace_scalar_operand(o, type())); }
+GRAFT_INLINE Tensor& Tensor::mul_(const scalar& o) { return mul_(detail::inplace_scalar_operand(o, type())); }
 GRAFT_INLINE Tensor& Tensor::div_(const scalar& o) {
     return div_(full({}, o, is_floating_point(type()) ? type() : default_float_dtype));
 }

@@ -246,6 +246,40 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
             for (const Value* in : n->inputs()) any_tensor = any_tensor || in->type().is_tensor();
             check(any_tensor, "Graph::lint: ", k.name, " needs at least one tensor input");
         }
+        if (k.elementwise && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
+            n->output()->type().tensor.rank()) {
+            // Broadcasting: the result has the largest rank of the inputs (when all are known).
+            std::size_t rank = 0;
+            bool known = true;
+            for (const Value* in : n->inputs())
+                if (in->type().is_tensor()) {
+                    const auto r = in->type().tensor.rank();
+                    known = known && r.has_value();
+                    if (r) rank = std::max(rank, *r);
+                }
+            check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
+                  rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+        }
+        if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
+            const attribute& a = n->attributes().at("value");
+            const type_kind want = std::holds_alternative<Tensor>(a)          ? type_kind::tensor
+                                   : std::holds_alternative<double>(a)        ? type_kind::float_
+                                   : std::holds_alternative<std::int64_t>(a)  ? type_kind::int_
+                                   : std::holds_alternative<bool>(a)          ? type_kind::bool_
+                                                                              : type_kind::tensor;
+            const bool is_value = std::holds_alternative<Tensor>(a) || std::holds_alternative<double>(a) ||
+                                  std::holds_alternative<std::int64_t>(a) || std::holds_alternative<bool>(a);
+            check(is_value, "Graph::lint: prim::Constant %", n->output()->name(),
+                  ": 'value' must be a tensor or a number (strings and lists are attributes, not values)");
+            check(n->output()->type().kind == want, "Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                  to_string(n->output()->type()), " but its value is a ",
+                  want == type_kind::tensor ? "tensor" : want == type_kind::float_ ? "float" : want == type_kind::int_ ? "int" : "bool");
+            if (const auto* t = std::get_if<Tensor>(&a); t && t->defined())
+                check((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
+                          (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size()),
+                      "Graph::lint: prim::Constant %", n->output()->name(), " is declared ", to_string(n->output()->type()),
+                      " but its value is ", t->type(), " ", t->sizes());
+        }
         for (const Value* out : n->outputs()) {
             if (k.elementwise || k.is_view)
                 check(out->type().is_tensor(), "Graph::lint: ", k.name, " produces a tensor, but %", out->name(),
@@ -322,6 +356,15 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
     visible.resize(scope);
 }
 
+/// The copy of v (copy_block): defined earlier in the copy, or the graph is invalid.
+GRAFT_INLINE Value* copied_value(const std::map<const Value*, Value*>& map, const Value* v) {
+    const auto it = map.find(v);
+    if (it == map.end())
+        graft::detail::fail(graft::detail::concat("Graph::copy: %", v->name(),
+                                                  " is used before it is defined (Graph::lint() tells where)"));
+    return it->second;
+}
+
 GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g) {
     for (const Value* v : from.inputs()) {
         Value* nv = to.add_input(v->type());
@@ -331,7 +374,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
     for (const Node* n : from.nodes()) {
         Node* c = to.append(n->kind());
         for (const auto& [name, value] : n->attributes()) c->set_attr(name, value);
-        for (const Value* in : n->inputs()) c->add_input(map.at(in));
+        for (const Value* in : n->inputs()) c->add_input(copied_value(map, in));
         for (const Value* out : n->outputs()) {
             Value* nv = c->add_output(out->type());
             g.set_name(nv, out->name());
@@ -339,7 +382,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
         }
         for (const Block* inner : n->blocks()) copy_block(*inner, *c->add_block(), map, g);
     }
-    for (const Value* v : from.outputs()) to.register_output(map.at(v));
+    for (const Value* v : from.outputs()) to.register_output(copied_value(map, v));
 }
 
 }  // namespace detail

@@ -44,12 +44,20 @@ GRAFT_INLINE void check_input_type(const Value* v, const ivalue& x) {
                                               describe_value(x)));
 }
 
+GRAFT_INLINE const ivalue& lookup(const std::map<const Value*, ivalue>& env, const Value* v) {
+    const auto it = env.find(v);
+    if (it == env.end())
+        graft::detail::fail(graft::detail::concat("ir::interpret: %", v->name(),
+                                                  " is used before it is defined (Graph::lint() tells where)"));
+    return it->second;
+}
+
 GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*, ivalue>& env,
                                            const symbolic_sizes* sizes, std::span<const std::int64_t> values) {
     for (const Node* n : b.nodes()) {
         std::vector<ivalue> in;
         in.reserve(n->inputs().size());
-        for (const Value* v : n->inputs()) in.push_back(env.at(v));
+        for (const Value* v : n->inputs()) in.push_back(lookup(env, v));
         std::vector<ivalue> out;
         if (n->is<kinds::if_>()) {
             out = run_block(*n->blocks()[truthy(in[0]) ? 0 : 1], env, sizes, values);
@@ -80,7 +88,7 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
         for (std::size_t i = 0; i < out.size(); ++i) env[n->outputs()[i]] = std::move(out[i]);
     }
     std::vector<ivalue> r;
-    for (const Value* v : b.outputs()) r.push_back(env.at(v));
+    for (const Value* v : b.outputs()) r.push_back(lookup(env, v));
     return r;
 }
 

@@ -251,9 +251,16 @@ GRAFT_INLINE attribute parser::parse_tensor() {
         }
     }
     expect(')');
+    // The sizes are checked, and the values counted, before any memory is allocated.
+    std::int64_t numel = 0;
+    try {
+        numel = graft::detail::checked_numel("tensor constant", sizes);
+    } catch (const graft::error& e) {
+        error(e.what());
+    }
+    if (static_cast<std::int64_t>(toks.size()) != numel)
+        error("tensor constant has ", toks.size(), " values for ", numel, " elements");
     Tensor t = empty(sizes, *ty.tensor.scalar_type);
-    if (static_cast<std::int64_t>(toks.size()) != t.numel())
-        error("tensor constant has ", toks.size(), " values for ", t.numel(), " elements");
     graft::detail::visit_dtype(t.type(), [&](auto z) {
         using T = decltype(z);
         T* p = t.data_ptr<T>();
@@ -261,7 +268,7 @@ GRAFT_INLINE attribute parser::parse_tensor() {
             if constexpr (std::is_same_v<T, float>) {
                 float v = 0;
                 auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
-                if (r.ec != std::errc{}) error("bad number '", toks[k], "'");
+                if (r.ec != std::errc{} || r.ptr != toks[k].data() + toks[k].size()) error("bad number '", toks[k], "'");
                 p[k] = v;
             } else if constexpr (std::is_floating_point_v<T>) {
                 p[k] = static_cast<T>(parse_float_token(toks[k]));

@@ -127,7 +127,8 @@ GRAFT_INLINE ivalue constant_propagation::to_ivalue(const attribute& a) {
     if (const auto* t = std::get_if<Tensor>(&a)) return *t;
     if (const auto* d = std::get_if<double>(&a)) return *d;
     if (const auto* i = std::get_if<std::int64_t>(&a)) return *i;
-    return std::get<bool>(a);
+    if (const auto* b = std::get_if<bool>(&a)) return *b;
+    graft::detail::fail("constant_propagation: a prim::Constant's value is a string or a list, not a value");
 }
 
 GRAFT_INLINE bool constant_propagation::run_block(Block* b) {

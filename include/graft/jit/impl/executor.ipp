@@ -741,6 +741,11 @@ GRAFT_INLINE void executor_state::maybe_release_profile() {
 GRAFT_INLINE executor::executor(const ir::Graph& g, options o) : executor(g.copy(), std::move(o)) {}
 
 GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
+    try {
+        g.lint();
+    } catch (const graft::error& e) {
+        graft::detail::fail(std::string("jit::executor: the graph is invalid: ") + e.what());
+    }
     // Profiling-insensitive optimizations once, up front; input types are left to the profile.
     ir::default_pipeline::run(g);
     if (!keep_input_types)

@@ -2,6 +2,9 @@
 // Definitions for graft/jit/options.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/jit/options.hpp"
 
+#include <charconv>
+#include <system_error>
+
 #include <cstdlib>
 #include <ostream>
 #include <string>
@@ -49,9 +52,13 @@ GRAFT_INLINE strategy parse_strategy(std::string_view text) {
         if (name == "STATIC") b = fusion_behavior::static_;
         else if (name == "DYNAMIC") b = fusion_behavior::dynamic_;
         else bad();
-        const std::string digits(item.substr(colon + 1));
-        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) bad();
-        r.emplace_back(b, static_cast<std::size_t>(std::stoull(digits)));
+        const std::string_view digits = item.substr(colon + 1);
+        std::size_t depth = 0;
+        const auto [end_of_number, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), depth);
+        if (digits.empty() || ec != std::errc{} || end_of_number != digits.data() + digits.size()) bad();
+        graft::detail::check(depth <= max_strategy_depth, "jit: fusion strategy '", text, "': depth ", digits,
+                             " is more than ", max_strategy_depth, " specializations");
+        r.emplace_back(b, depth);
         pos = end + 1;
     }
     if (r.empty()) bad();
@@ -73,9 +80,11 @@ GRAFT_INLINE std::uint64_t env_number(const char* name, std::uint64_t fallback) 
     const char* v = std::getenv(name);
     if (!v || !*v) return fallback;
     const std::string s(v);
-    graft::detail::check(s.find_first_not_of("0123456789") == std::string::npos, "jit: environment variable ", name,
-                         "='", s, "' is not a non-negative integer");
-    return std::stoull(s);
+    std::uint64_t r = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
+    graft::detail::check(ec == std::errc{} && end == s.data() + s.size(), "jit: environment variable ", name, "='", s,
+                         "' is not a non-negative integer below 2^64");
+    return r;
 }
 
 GRAFT_INLINE options options_from_env() {
