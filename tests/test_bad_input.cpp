@@ -3,6 +3,7 @@
 // graft usable, with no sanitizer report (CI runs this file under ASan and UBSan).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -151,4 +152,50 @@ TEST_CASE("bad input: in-place ops refuse a result type that cannot be cast back
     Tensor f = tensor({1.0, 2.0});
     CHECK(f.mul_(2).data_ptr<float>()[1] == 4.0f);  // an int on a float tensor is fine
     still_usable();
+}
+
+TEST_CASE("bad input: hooks that change a gradient's dtype or shape, or return the wrong number of gradients",
+          "[bad_input]") {
+    Tensor x = randn({3});
+    x.requires_grad_();
+    SECTION("a tensor hook returning another dtype (PyTorch: hook has changed the type of value)") {
+        const Tensor y = x * 2.0;
+        (void)y.register_hook([](const Tensor& g) { return g.to(dtype::float64); });
+        CHECK_THROWS_WITH(y.sum().backward(),
+                          Catch::Contains("a tensor hook of") && Catch::Contains("from float32 [3] to float64 [3]"));
+    }
+    SECTION("a tensor hook returning another shape") {
+        const Tensor y = x * 2.0;
+        (void)y.register_hook([](const Tensor& g) { return g.sum(); });
+        CHECK_THROWS_WITH(y.sum().backward(), Catch::Contains("from float32 [3] to float32 []"));
+    }
+    SECTION("a node pre-hook returning two gradients for one output") {
+        const Tensor y = x * 2.0;
+        (void)y.grad_fn()->register_prehook(
+            [](const autograd::tensor_list& g) { return std::optional<autograd::tensor_list>(autograd::tensor_list{g[0], g[0]}); });
+        CHECK_THROWS_WITH(y.sum().backward(), Catch::Contains("returned 2 gradients for a node with 1 outputs"));
+    }
+    SECTION("a hook that keeps dtype and shape works") {
+        const Tensor y = x * 2.0;
+        (void)y.register_hook([](const Tensor& g) { return g * 3.0; });
+        y.sum().backward();
+        REQUIRE(x.grad().defined());
+        CHECK(allclose(x.grad(), full({3}, 6.0)));
+    }
+    still_usable();
+}
+
+TEST_CASE("bad input: under AddressSanitizer the large-buffer cache is off (use after free stays visible)",
+          "[bad_input]") {
+    bool asan = false;
+#if defined(__SANITIZE_ADDRESS__)
+    asan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    asan = true;
+#endif
+#endif
+    if (std::getenv("GRAFT_BUFFER_CACHE_MB") != nullptr) return;  // set by hand: whatever it says
+    if (asan) CHECK(graft::detail::buffer_cache::instance().limit() == 0);
+    else CHECK(graft::detail::buffer_cache::instance().limit() > 0);
 }

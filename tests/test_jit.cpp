@@ -1073,3 +1073,60 @@ TEST_CASE("jit: a graph that does not depend on sizes keeps one capture: DYNAMIC
     CHECK(gn.debug_state().compilations == 1);
     CHECK(gn.debug_state().levels[0].plan->hits == 3);
 }
+
+TEST_CASE("jit: flushed plans and captures are freed once no call can use them", "[jit]") {
+    auto fn = jit::script(chain, opts());
+    for (int i = 0; i < 50; ++i) {
+        const auto in = inputs3(16 + i % 3);
+        CHECK(bitwise_equal(fn(in[0], in[1], in[2]), chain(in[0], in[1], in[2])));
+        fn.flush_compilation_cache();  // no call running: freed at once
+        CHECK(fn.debug_state().retired_plans == 0);
+    }
+    // The same for a bare executor.
+    auto g = ir::parse("graph(%x : Float):\n  %1 : Float = tanh(%x)\n  %2 : Float = mul(%1, %x)\n  return (%2)\n");
+    const jit::executor ex(*g, opts());
+    for (int i = 0; i < 20; ++i) {
+        const Tensor x = randn({8});
+        CHECK(bitwise_equal(ex(x)[0], tanh(x) * x));
+        CHECK(bitwise_equal(ex(x)[0], tanh(x) * x));
+        ex.flush_compilation_cache();
+        CHECK(ex.debug_state().retired_plans == 0);
+    }
+}
+
+TEST_CASE("jit: 8 threads call one script with changing shapes, dtypes, requires-grad and flushes", "[jit]") {
+    // Bounded for CI (TSan runs this file); bench/stress_jit.cpp runs it for 10^6 calls.
+    const auto f = [](Tensor x, Tensor w, Tensor b) { return (tanh(x * w + b) * sigmoid(x)).sum(); };
+    auto fn = jit::script(f, opts());
+    std::atomic<int> wrong{0};
+    std::atomic<bool> stop{false};
+    const auto worker = [&](int id) {
+        for (int i = 0; i < 60; ++i) {
+            const std::int64_t n = 2 + (id + i) % 5;
+            const dtype t = (i / 7) % 2 ? dtype::float64 : dtype::float32;
+            Tensor x = randn({n}, t), w = randn({n}, t), b = randn({n}, t);
+            const bool grad = (id + i) % 3 == 0;
+            if (grad) x.requires_grad_();
+            const Tensor y = fn(x, w, b), want = f(x, w, b);
+            if (!allclose(y.detach(), want.detach(), 1e-5, 1e-5) || y.requires_grad() != grad) ++wrong;
+            if (grad) {
+                const auto g = autograd::grad({y}, {x}), ge = autograd::grad({want}, {x});
+                if (!allclose(g[0], ge[0], 1e-5, 1e-5)) ++wrong;
+            }
+        }
+    };
+    std::thread flusher([&] {
+        while (!stop.load()) {
+            fn.flush_compilation_cache();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    });
+    std::vector<std::thread> threads;
+    for (int id = 0; id < 8; ++id) threads.emplace_back(worker, id);
+    for (auto& t : threads) t.join();
+    stop = true;
+    flusher.join();
+    CHECK(wrong == 0);
+    fn.flush_compilation_cache();  // nothing running now: every retired plan goes
+    CHECK(fn.debug_state().retired_plans == 0);
+}

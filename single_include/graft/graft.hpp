@@ -7666,6 +7666,17 @@ GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& ta
     st.has_gradient = true;
 }
 
+/// A hook's replacement for a gradient must keep its dtype and shape (PyTorch: "hook has
+/// changed the type of value" / "the size of value").
+GRAFT_INLINE void check_hook_gradient(const char* hook, const Node& node, std::size_t slot, const Tensor& before,
+                                      const Tensor& after) {
+    if (!before.defined() || !after.defined()) return;
+    if (after.type() != before.type() || after.sizes() != before.sizes())
+        graft::detail::fail(graft::detail::concat(
+            hook, " of ", node.name(), " changed gradient ", slot, " from ", before.type(), " ", before.sizes(), " to ",
+            after.type(), " ", after.sizes(), ": a hook must return a gradient of the same dtype and shape"));
+}
+
 GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
     if (!grad.defined()) return grad;
     if (auto* hooks = tensor_hooks_of(node, slot); hooks && !hooks->empty()) {
@@ -7673,7 +7684,9 @@ GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, 
         for (const auto& h : snapshot) {
             if (h->removed) continue;
             Tensor r = h->fn(grad);
-            if (r.defined()) grad = r;
+            if (!r.defined()) continue;
+            check_hook_gradient("a tensor hook", node, slot, grad, r);
+            grad = r;
         }
     }
     if (node.has_hooks() && slot < node.num_outputs() && !node.is_accumulate_grad()) {
@@ -7735,7 +7748,14 @@ GRAFT_INLINE void execute(graph_task& task) {
         if (hooked)
             for (const auto& h : std::vector(node->pre_hooks())) {
                 if (h->removed) continue;
-                if (auto r = h->fn(grads)) grads = std::move(*r);
+                if (auto r = h->fn(grads)) {
+                    if (r->size() != grads.size())
+                        graft::detail::fail(graft::detail::concat("a pre-hook of ", node->name(), " returned ", r->size(),
+                                                                  " gradients for a node with ", grads.size(), " outputs"));
+                    for (std::size_t i = 0; i < grads.size(); ++i)
+                        check_hook_gradient("a pre-hook", *node, i, grads[i], (*r)[i]);
+                    grads = std::move(*r);
+                }
             }
         bool any = false;
         for (const auto& g : grads) any = any || g.defined();
@@ -7745,7 +7765,12 @@ GRAFT_INLINE void execute(graph_task& task) {
         if (hooked)
             for (const auto& h : std::vector(node->post_hooks())) {
                 if (h->removed) continue;
-                if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
+                if (auto r = h->fn(outputs, grads)) {
+                    if (r->size() != outputs.size())
+                        graft::detail::fail(graft::detail::concat("a post-hook of ", node->name(), " returned ", r->size(),
+                                                                  " gradients for a node with ", outputs.size(), " inputs"));
+                    outputs = std::move(*r);
+                }
             }
         if (log) (*log)(*node, grads, outputs);
         if (!task.keep_graph) node->release_variables();
@@ -18774,8 +18799,8 @@ public:
     /// Runs f(0..parts-1): part 0 on the caller, the others on the workers; waits for all.
     void run(std::size_t parts, const std::function<void(std::size_t)>& f);
 
-    /// The process-wide pool, made on first use with `threads - 1` workers (never resized:
-    /// callers use at most size() + 1 parts).
+    /// The process-wide pool, made on first use with `threads - 1` workers, `threads` clamped
+    /// to the hardware's thread count (never resized: callers use at most size() + 1 parts).
     [[nodiscard]] static worker_pool& shared(std::size_t threads);
 
 private:
@@ -19047,7 +19072,10 @@ GRAFT_INLINE void worker_pool::run(std::size_t parts, const std::function<void(s
 }
 
 GRAFT_INLINE worker_pool& worker_pool::shared(std::size_t threads) {
-    static worker_pool pool(threads > 1 ? threads - 1 : 1);
+    // More workers than the hardware has threads would only wait for each other (and a typo
+    // such as num_threads = 999 would start 998 threads that live until exit): clamp.
+    const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    static worker_pool pool(std::clamp<std::size_t>(threads, 2, std::max<std::size_t>(2, hardware)) - 1);
     return pool;
 }
 
@@ -19511,6 +19539,10 @@ struct debug_state {
     /// Executors built with traces at other sizes: the graph's symbolic sizes (which input
     /// dimensions are symbols, which attributes are computed from them), or why there are none.
     std::string symbolic;
+    /// Flushed plans (and, for jit::script, captures) not freed yet: a call that was running
+    /// at the flush may still use them; they go at the next flush or compilation that finds
+    /// no such call.
+    std::size_t retired_plans = 0;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
@@ -19524,6 +19556,53 @@ using clock = std::chrono::steady_clock;
 [[nodiscard]] inline double ms_since(clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
+
+/// Counts the calls running through an object whose plans a flush may retire, so that the
+/// retired plans are freed as soon as no call can still be using them (a flush that finds no
+/// call running, or the next compilation that does). Sharded by thread: entering costs one
+/// uncontended atomic increment.
+class active_calls {
+    struct alignas(64) shard {
+        std::atomic<std::uint32_t> n{0};
+    };
+
+public:
+    class guard {
+    public:
+        explicit guard(std::atomic<std::uint32_t>& n) noexcept : n_(n) { n_.fetch_add(1, std::memory_order_seq_cst); }
+        guard(const guard&) = delete;
+        guard& operator=(const guard&) = delete;
+        ~guard() { n_.fetch_sub(1, std::memory_order_release); }
+
+    private:
+        std::atomic<std::uint32_t>& n_;
+    };
+
+    /// Enter before reading the current plan (with a seq_cst load), leave when done with it.
+    [[nodiscard]] std::atomic<std::uint32_t>& mine() noexcept {
+        static std::atomic<std::size_t> next{0};
+        thread_local const std::size_t k = next.fetch_add(1, std::memory_order_relaxed) % num_shards;
+        return shards_[k].n;
+    }
+    /// No call is running: after a plan was unpublished (seq_cst store), none can use it.
+    [[nodiscard]] bool quiescent() const noexcept {
+        for (const shard& s : shards_)
+            if (s.n.load(std::memory_order_seq_cst) != 0) return false;
+        return true;
+    }
+    /// The same, asked from inside a call that holds no unpublished plan (its own count is
+    /// the only one left).
+    [[nodiscard]] bool quiescent_but_caller() noexcept {
+        const std::atomic<std::uint32_t>& own = mine();
+        for (const shard& s : shards_)
+            if (s.n.load(std::memory_order_seq_cst) > (&s.n == &own ? 1U : 0U)) return false;
+        return true;
+    }
+
+private:
+    static constexpr std::size_t num_shards = 8;
+    shard shards_[num_shards];
+};
 
 /// Input sizes seen by the profiling runs and compilations of one executor chain: which
 /// dimensions vary, for symbolic differentiable plans.
@@ -19592,9 +19671,15 @@ public:
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
+    /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
 
     void collect(debug_state& d) const;
+
+    [[nodiscard]] std::size_t retired_count() const {
+        std::lock_guard lock(mutex_);
+        return retired_.size();
+    }
 
     [[nodiscard]] const options& opts() const noexcept { return options_; }
     [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
@@ -19653,6 +19738,11 @@ private:
     std::atomic<const specialization*> current_{nullptr};
     std::unique_ptr<specialization> owned_;
     std::vector<std::shared_ptr<const specialization>> retired_;  // flushed plans other threads may still run
+    mutable active_calls calls_;  // calls through this (top-level) executor, for freeing retired_
+
+    std::vector<ir::ivalue> run_level(std::vector<ir::ivalue> in);
+    /// `inside_call`: asked by a thread inside run() (which holds no retired plan).
+    void free_retired_if_quiescent(bool inside_call);
     std::unique_ptr<plan> unoptimized_;
     std::unique_ptr<profiling_record> record_;
     std::unique_ptr<plan> profiling_plan_;
@@ -19931,8 +20021,19 @@ GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, 
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
+    // Only the top-level executor is ever flushed: its count covers the fallbacks' runs too.
+    if (level_ != 0) return run_level(std::move(in));
+    const active_calls::guard g(calls_.mine());
+    return run_level(std::move(in));
+}
+
+GRAFT_INLINE void executor_state::free_retired_if_quiescent(bool inside_call) {
+    if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+}
+
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::vector<ir::ivalue> in) {
     for (;;) {
-        if (const specialization* s = current_.load(std::memory_order_acquire)) {
+        if (const specialization* s = current_.load(std::memory_order_seq_cst)) {
             if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
             if (s->admits(in)) {
                 s->hits.fetch_add(1, std::memory_order_relaxed);
@@ -19965,8 +20066,9 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue>
 
 GRAFT_INLINE void executor_state::flush() {
     std::lock_guard lock(mutex_);
-    current_.store(nullptr, std::memory_order_release);
+    current_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::shared_ptr<const specialization>(owned_.release()));
+    free_retired_if_quiescent(false);
     record_.reset();
     profiling_plan_.reset();
     profiled_runs_ = 0;
@@ -20184,6 +20286,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
 
     owned_ = std::move(s);
     current_.store(owned_.get(), std::memory_order_release);
+    free_retired_if_quiescent(level_ == 0);  // plans flushed while calls were running
     if (options_.release_profiling_after_optimization) {
         release_deadline_ = clock::now() + std::chrono::milliseconds(options_.release_profiling_delay_ms);
         if (options_.release_profiling_delay_ms == 0) release_profile_locked();
@@ -20558,6 +20661,7 @@ GRAFT_INLINE jit::debug_state executor::state() const {
     d.compilations = compilations_->load(std::memory_order_relaxed);
     d.graph = ir::to_string(top_->graph());
     d.symbolic = symbolic_ ? symbolic_->describe(top_->graph()) : symbolic_why_;
+    d.retired_plans = top_->retired_count();
     top_->collect(d);
     return d;
 }
@@ -20782,11 +20886,14 @@ private:
 
     options options_;
     bool use_defaults_ = false;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
     std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
+    mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them
+    /// `inside_call`: asked by a thread inside call() (which holds no retired capture).
+    void free_retired_if_quiescent(bool inside_call);
 };
 
 }  // namespace detail
@@ -20821,7 +20928,8 @@ public:
     /// Forgets the captures and every specialization: the next call captures and profiles
     /// again (with the process-wide options re-read when the script was made without options).
     void flush_compilation_cache() { state_.flush_compilation_cache(); }
-    /// The captured graph, or null before the first call.
+    /// The captured graph, or null before the first call. Valid until the next
+    /// flush_compilation_cache() (which frees the capture once no call uses it).
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:
@@ -20867,7 +20975,12 @@ GRAFT_INLINE script_state::script_state(std::optional<options> o)
     graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
 }
 
+GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
+    if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+}
+
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
+    const active_calls::guard g(calls_.mine());
     const compiled* c = get(inputs, f);
     if (c == nullptr) return f(inputs);  // a pattern past max_patterns: eager
     const capture::graph_meta& m = c->cap.meta();
@@ -20876,14 +20989,22 @@ GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& i
 }
 
 GRAFT_INLINE jit::debug_state script_state::debug_state() const {
-    const compiled* c = compiled_.load(std::memory_order_acquire);
-    if (c) return c->exec.state();
-    // Not captured yet (or flushed): one executor level that has not run.
-    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}, {}};
-    jit::level_state l;
-    l.remaining_depth = d.bailout_depth;
-    l.num_profiled_runs = options_.num_profiled_runs;
-    d.levels.push_back(std::move(l));
+    const active_calls::guard g(calls_.mine());  // a flush on another thread must not free c meanwhile
+    jit::debug_state d;
+    if (const compiled* c = compiled_.load(std::memory_order_seq_cst)) {
+        d = c->exec.state();
+    } else {
+        // Not captured yet (or flushed): one executor level that has not run.
+        std::lock_guard lock(mutex_);
+        d.fusion = options_.fusion;
+        d.bailout_depth = bailout_depth(options_.fusion);
+        jit::level_state l;
+        l.remaining_depth = d.bailout_depth;
+        l.num_profiled_runs = options_.num_profiled_runs;
+        d.levels.push_back(std::move(l));
+    }
+    std::lock_guard lock(mutex_);
+    d.retired_plans += retired_.size();
     return d;
 }
 
@@ -20894,16 +21015,18 @@ GRAFT_INLINE std::string script_state::debug_string() const {
 }
 
 GRAFT_INLINE std::string script_state::chrome_trace() const {
-    const compiled* c = compiled_.load(std::memory_order_acquire);
+    const active_calls::guard g(calls_.mine());
+    const compiled* c = compiled_.load(std::memory_order_seq_cst);
     return c ? c->exec.chrome_trace() : std::string("{\"traceEvents\": []}\n");
 }
 
 GRAFT_INLINE void script_state::flush_compilation_cache() {
     std::lock_guard lock(mutex_);
-    compiled_.store(nullptr, std::memory_order_release);
+    compiled_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::move(owned_));
     for (auto& c : other_patterns_) retired_.push_back(std::move(c));
     other_patterns_.clear();
+    free_retired_if_quiescent(false);
 }
 
 GRAFT_INLINE const ir::Graph* script_state::graph() const {
@@ -20999,7 +21122,7 @@ GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& 
 
 GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
                                                              capture::detail::traced_fn f) {
-    const compiled* first = compiled_.load(std::memory_order_acquire);
+    const compiled* first = compiled_.load(std::memory_order_seq_cst);
     if (first) {
         graft::detail::check(inputs.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
                              first->cap.meta().num_inputs, " inputs, got ", inputs.size());
@@ -21038,6 +21161,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
         graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
         owned_ = make();
         compiled_.store(owned_.get(), std::memory_order_release);
+        free_retired_if_quiescent(true);
         return owned_.get();
     }
     if (first->serves(inputs)) return first;

@@ -110,6 +110,10 @@ struct debug_state {
     /// Executors built with traces at other sizes: the graph's symbolic sizes (which input
     /// dimensions are symbols, which attributes are computed from them), or why there are none.
     std::string symbolic;
+    /// Flushed plans (and, for jit::script, captures) not freed yet: a call that was running
+    /// at the flush may still use them; they go at the next flush or compilation that finds
+    /// no such call.
+    std::size_t retired_plans = 0;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
@@ -123,6 +127,53 @@ using clock = std::chrono::steady_clock;
 [[nodiscard]] inline double ms_since(clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
+
+/// Counts the calls running through an object whose plans a flush may retire, so that the
+/// retired plans are freed as soon as no call can still be using them (a flush that finds no
+/// call running, or the next compilation that does). Sharded by thread: entering costs one
+/// uncontended atomic increment.
+class active_calls {
+    struct alignas(64) shard {
+        std::atomic<std::uint32_t> n{0};
+    };
+
+public:
+    class guard {
+    public:
+        explicit guard(std::atomic<std::uint32_t>& n) noexcept : n_(n) { n_.fetch_add(1, std::memory_order_seq_cst); }
+        guard(const guard&) = delete;
+        guard& operator=(const guard&) = delete;
+        ~guard() { n_.fetch_sub(1, std::memory_order_release); }
+
+    private:
+        std::atomic<std::uint32_t>& n_;
+    };
+
+    /// Enter before reading the current plan (with a seq_cst load), leave when done with it.
+    [[nodiscard]] std::atomic<std::uint32_t>& mine() noexcept {
+        static std::atomic<std::size_t> next{0};
+        thread_local const std::size_t k = next.fetch_add(1, std::memory_order_relaxed) % num_shards;
+        return shards_[k].n;
+    }
+    /// No call is running: after a plan was unpublished (seq_cst store), none can use it.
+    [[nodiscard]] bool quiescent() const noexcept {
+        for (const shard& s : shards_)
+            if (s.n.load(std::memory_order_seq_cst) != 0) return false;
+        return true;
+    }
+    /// The same, asked from inside a call that holds no unpublished plan (its own count is
+    /// the only one left).
+    [[nodiscard]] bool quiescent_but_caller() noexcept {
+        const std::atomic<std::uint32_t>& own = mine();
+        for (const shard& s : shards_)
+            if (s.n.load(std::memory_order_seq_cst) > (&s.n == &own ? 1U : 0U)) return false;
+        return true;
+    }
+
+private:
+    static constexpr std::size_t num_shards = 8;
+    shard shards_[num_shards];
+};
 
 /// Input sizes seen by the profiling runs and compilations of one executor chain: which
 /// dimensions vary, for symbolic differentiable plans.
@@ -191,9 +242,15 @@ public:
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
 
+    /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
 
     void collect(debug_state& d) const;
+
+    [[nodiscard]] std::size_t retired_count() const {
+        std::lock_guard lock(mutex_);
+        return retired_.size();
+    }
 
     [[nodiscard]] const options& opts() const noexcept { return options_; }
     [[nodiscard]] const ir::Graph& graph() const noexcept { return *graph_; }
@@ -252,6 +309,11 @@ private:
     std::atomic<const specialization*> current_{nullptr};
     std::unique_ptr<specialization> owned_;
     std::vector<std::shared_ptr<const specialization>> retired_;  // flushed plans other threads may still run
+    mutable active_calls calls_;  // calls through this (top-level) executor, for freeing retired_
+
+    std::vector<ir::ivalue> run_level(std::vector<ir::ivalue> in);
+    /// `inside_call`: asked by a thread inside run() (which holds no retired plan).
+    void free_retired_if_quiescent(bool inside_call);
     std::unique_ptr<plan> unoptimized_;
     std::unique_ptr<profiling_record> record_;
     std::unique_ptr<plan> profiling_plan_;

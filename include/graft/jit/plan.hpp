@@ -161,8 +161,8 @@ public:
     /// Runs f(0..parts-1): part 0 on the caller, the others on the workers; waits for all.
     void run(std::size_t parts, const std::function<void(std::size_t)>& f);
 
-    /// The process-wide pool, made on first use with `threads - 1` workers (never resized:
-    /// callers use at most size() + 1 parts).
+    /// The process-wide pool, made on first use with `threads - 1` workers, `threads` clamped
+    /// to the hardware's thread count (never resized: callers use at most size() + 1 parts).
     [[nodiscard]] static worker_pool& shared(std::size_t threads);
 
 private:

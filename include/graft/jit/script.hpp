@@ -71,11 +71,14 @@ private:
 
     options options_;
     bool use_defaults_ = false;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
     std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
+    mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them
+    /// `inside_call`: asked by a thread inside call() (which holds no retired capture).
+    void free_retired_if_quiescent(bool inside_call);
 };
 
 }  // namespace detail
@@ -110,7 +113,8 @@ public:
     /// Forgets the captures and every specialization: the next call captures and profiles
     /// again (with the process-wide options re-read when the script was made without options).
     void flush_compilation_cache() { state_.flush_compilation_cache(); }
-    /// The captured graph, or null before the first call.
+    /// The captured graph, or null before the first call. Valid until the next
+    /// flush_compilation_cache() (which frees the capture once no call uses it).
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:

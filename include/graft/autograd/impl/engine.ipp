@@ -189,6 +189,17 @@ GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& ta
     st.has_gradient = true;
 }
 
+/// A hook's replacement for a gradient must keep its dtype and shape (PyTorch: "hook has
+/// changed the type of value" / "the size of value").
+GRAFT_INLINE void check_hook_gradient(const char* hook, const Node& node, std::size_t slot, const Tensor& before,
+                                      const Tensor& after) {
+    if (!before.defined() || !after.defined()) return;
+    if (after.type() != before.type() || after.sizes() != before.sizes())
+        graft::detail::fail(graft::detail::concat(
+            hook, " of ", node.name(), " changed gradient ", slot, " from ", before.type(), " ", before.sizes(), " to ",
+            after.type(), " ", after.sizes(), ": a hook must return a gradient of the same dtype and shape"));
+}
+
 GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph) {
     if (!grad.defined()) return grad;
     if (auto* hooks = tensor_hooks_of(node, slot); hooks && !hooks->empty()) {
@@ -196,7 +207,9 @@ GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, 
         for (const auto& h : snapshot) {
             if (h->removed) continue;
             Tensor r = h->fn(grad);
-            if (r.defined()) grad = r;
+            if (!r.defined()) continue;
+            check_hook_gradient("a tensor hook", node, slot, grad, r);
+            grad = r;
         }
     }
     if (node.has_hooks() && slot < node.num_outputs() && !node.is_accumulate_grad()) {
@@ -258,7 +271,14 @@ GRAFT_INLINE void execute(graph_task& task) {
         if (hooked)
             for (const auto& h : std::vector(node->pre_hooks())) {
                 if (h->removed) continue;
-                if (auto r = h->fn(grads)) grads = std::move(*r);
+                if (auto r = h->fn(grads)) {
+                    if (r->size() != grads.size())
+                        graft::detail::fail(graft::detail::concat("a pre-hook of ", node->name(), " returned ", r->size(),
+                                                                  " gradients for a node with ", grads.size(), " outputs"));
+                    for (std::size_t i = 0; i < grads.size(); ++i)
+                        check_hook_gradient("a pre-hook", *node, i, grads[i], (*r)[i]);
+                    grads = std::move(*r);
+                }
             }
         bool any = false;
         for (const auto& g : grads) any = any || g.defined();
@@ -268,7 +288,12 @@ GRAFT_INLINE void execute(graph_task& task) {
         if (hooked)
             for (const auto& h : std::vector(node->post_hooks())) {
                 if (h->removed) continue;
-                if (auto r = h->fn(outputs, grads)) outputs = std::move(*r);
+                if (auto r = h->fn(outputs, grads)) {
+                    if (r->size() != outputs.size())
+                        graft::detail::fail(graft::detail::concat("a post-hook of ", node->name(), " returned ", r->size(),
+                                                                  " gradients for a node with ", outputs.size(), " inputs"));
+                    outputs = std::move(*r);
+                }
             }
         if (log) (*log)(*node, grads, outputs);
         if (!task.keep_graph) node->release_variables();

@@ -201,8 +201,19 @@ GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, 
 }
 
 GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
+    // Only the top-level executor is ever flushed: its count covers the fallbacks' runs too.
+    if (level_ != 0) return run_level(std::move(in));
+    const active_calls::guard g(calls_.mine());
+    return run_level(std::move(in));
+}
+
+GRAFT_INLINE void executor_state::free_retired_if_quiescent(bool inside_call) {
+    if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+}
+
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::vector<ir::ivalue> in) {
     for (;;) {
-        if (const specialization* s = current_.load(std::memory_order_acquire)) {
+        if (const specialization* s = current_.load(std::memory_order_seq_cst)) {
             if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
             if (s->admits(in)) {
                 s->hits.fetch_add(1, std::memory_order_relaxed);
@@ -235,8 +246,9 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue>
 
 GRAFT_INLINE void executor_state::flush() {
     std::lock_guard lock(mutex_);
-    current_.store(nullptr, std::memory_order_release);
+    current_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::shared_ptr<const specialization>(owned_.release()));
+    free_retired_if_quiescent(false);
     record_.reset();
     profiling_plan_.reset();
     profiled_runs_ = 0;
@@ -454,6 +466,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
 
     owned_ = std::move(s);
     current_.store(owned_.get(), std::memory_order_release);
+    free_retired_if_quiescent(level_ == 0);  // plans flushed while calls were running
     if (options_.release_profiling_after_optimization) {
         release_deadline_ = clock::now() + std::chrono::milliseconds(options_.release_profiling_delay_ms);
         if (options_.release_profiling_delay_ms == 0) release_profile_locked();
@@ -828,6 +841,7 @@ GRAFT_INLINE jit::debug_state executor::state() const {
     d.compilations = compilations_->load(std::memory_order_relaxed);
     d.graph = ir::to_string(top_->graph());
     d.symbolic = symbolic_ ? symbolic_->describe(top_->graph()) : symbolic_why_;
+    d.retired_plans = top_->retired_count();
     top_->collect(d);
     return d;
 }

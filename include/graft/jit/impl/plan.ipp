@@ -74,7 +74,10 @@ GRAFT_INLINE void worker_pool::run(std::size_t parts, const std::function<void(s
 }
 
 GRAFT_INLINE worker_pool& worker_pool::shared(std::size_t threads) {
-    static worker_pool pool(threads > 1 ? threads - 1 : 1);
+    // More workers than the hardware has threads would only wait for each other (and a typo
+    // such as num_threads = 999 would start 998 threads that live until exit): clamp.
+    const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    static worker_pool pool(std::clamp<std::size_t>(threads, 2, std::max<std::size_t>(2, hardware)) - 1);
     return pool;
 }
 

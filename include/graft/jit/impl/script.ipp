@@ -12,7 +12,12 @@ GRAFT_INLINE script_state::script_state(std::optional<options> o)
     graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
 }
 
+GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
+    if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+}
+
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
+    const active_calls::guard g(calls_.mine());
     const compiled* c = get(inputs, f);
     if (c == nullptr) return f(inputs);  // a pattern past max_patterns: eager
     const capture::graph_meta& m = c->cap.meta();
@@ -21,14 +26,22 @@ GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& i
 }
 
 GRAFT_INLINE jit::debug_state script_state::debug_state() const {
-    const compiled* c = compiled_.load(std::memory_order_acquire);
-    if (c) return c->exec.state();
-    // Not captured yet (or flushed): one executor level that has not run.
-    jit::debug_state d{options_.fusion, bailout_depth(options_.fusion), 0, {}, {}, {}};
-    jit::level_state l;
-    l.remaining_depth = d.bailout_depth;
-    l.num_profiled_runs = options_.num_profiled_runs;
-    d.levels.push_back(std::move(l));
+    const active_calls::guard g(calls_.mine());  // a flush on another thread must not free c meanwhile
+    jit::debug_state d;
+    if (const compiled* c = compiled_.load(std::memory_order_seq_cst)) {
+        d = c->exec.state();
+    } else {
+        // Not captured yet (or flushed): one executor level that has not run.
+        std::lock_guard lock(mutex_);
+        d.fusion = options_.fusion;
+        d.bailout_depth = bailout_depth(options_.fusion);
+        jit::level_state l;
+        l.remaining_depth = d.bailout_depth;
+        l.num_profiled_runs = options_.num_profiled_runs;
+        d.levels.push_back(std::move(l));
+    }
+    std::lock_guard lock(mutex_);
+    d.retired_plans += retired_.size();
     return d;
 }
 
@@ -39,16 +52,18 @@ GRAFT_INLINE std::string script_state::debug_string() const {
 }
 
 GRAFT_INLINE std::string script_state::chrome_trace() const {
-    const compiled* c = compiled_.load(std::memory_order_acquire);
+    const active_calls::guard g(calls_.mine());
+    const compiled* c = compiled_.load(std::memory_order_seq_cst);
     return c ? c->exec.chrome_trace() : std::string("{\"traceEvents\": []}\n");
 }
 
 GRAFT_INLINE void script_state::flush_compilation_cache() {
     std::lock_guard lock(mutex_);
-    compiled_.store(nullptr, std::memory_order_release);
+    compiled_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::move(owned_));
     for (auto& c : other_patterns_) retired_.push_back(std::move(c));
     other_patterns_.clear();
+    free_retired_if_quiescent(false);
 }
 
 GRAFT_INLINE const ir::Graph* script_state::graph() const {
@@ -144,7 +159,7 @@ GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& 
 
 GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
                                                              capture::detail::traced_fn f) {
-    const compiled* first = compiled_.load(std::memory_order_acquire);
+    const compiled* first = compiled_.load(std::memory_order_seq_cst);
     if (first) {
         graft::detail::check(inputs.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
                              first->cap.meta().num_inputs, " inputs, got ", inputs.size());
@@ -183,6 +198,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
         graft::detail::check(!options_.fusion.empty(), "jit::script: the fusion strategy is empty");
         owned_ = make();
         compiled_.store(owned_.get(), std::memory_order_release);
+        free_retired_if_quiescent(true);
         return owned_.get();
     }
     if (first->serves(inputs)) return first;
