@@ -104,6 +104,15 @@ TEST_CASE("bad input: lint checks constants and elementwise results against thei
     // An elementwise result declared with a rank its inputs cannot broadcast to.
     auto g = ir::parse("graph(%x : Float(2)):\n  %y : Long(7, 7) = tanh(%x)\n  return (%y)\n");
     CHECK_THROWS_WITH(g->lint(), Catch::Contains("tanh of inputs of rank 1 cannot produce %y"));
+    // ... or with a dtype the op does not compute (tanh of float32 is float32; float32 * float64
+    // is float64; a comparison gives bool; a 0-dim float64 does not promote a float32 tensor).
+    CHECK_THROWS_WITH(ir::parse("graph(%x : Float(2)):\n  %y : Long(2) = tanh(%x)\n  return (%y)\n")->lint(),
+                      Catch::Contains("tanh of the declared input types computes float32, but %y is declared Long(2)"));
+    CHECK_THROWS_WITH(ir::parse("graph(%x : Float(2), %w : Double(2)):\n  %y : Float(2) = mul(%x, %w)\n"
+                                "  return (%y)\n")->lint(),
+                      Catch::Contains("computes float64"));
+    CHECK_NOTHROW(ir::parse("graph(%x : Float(2), %w : Double()):\n  %y : Float(2) = mul(%x, %w)\n  return (%y)\n")->lint());
+    CHECK_NOTHROW(ir::parse("graph(%x : Float(2), %w : Float(2)):\n  %y : Bool(2) = lt(%x, %w)\n  return (%y)\n")->lint());
     // A constant whose value is a string, used as an If condition.
     CHECK_THROWS_WITH(ir::parse("graph(%x : Float):\n  %c : bool = prim::Constant[value=\"yes\"]()\n"
                                 "  %r : Float = prim::If(%c)\n    block0():\n      -> (%x)\n    block1():\n"

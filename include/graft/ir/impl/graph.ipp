@@ -2,6 +2,9 @@
 // Definitions for graft/ir/graph.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/ir/graph.hpp"
 
+#include "graft/core/detail/op_observer.hpp"
+#include "graft/core/factories.hpp"
+
 #include <algorithm>
 
 namespace graft::ir {
@@ -259,6 +262,43 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                 }
             check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
                   rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+        }
+        if (k.elementwise && k.run && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
+            n->output()->type().tensor.scalar_type) {
+            // The dtype the op computes for its inputs' declared types: run it on one-element
+            // tensors of the inputs' dtypes and ranks (ranks matter: 0-dim tensors promote less).
+            std::vector<ivalue> probe;
+            bool known = true;
+            for (const Value* in : n->inputs()) {
+                const Type& t = in->type();
+                if (t.is_tensor()) {
+                    if (!t.tensor.scalar_type || !t.tensor.rank()) {
+                        known = false;
+                        break;
+                    }
+                    probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
+                } else if (t.kind == type_kind::float_) {
+                    probe.emplace_back(1.0);
+                } else if (t.kind == type_kind::int_) {
+                    probe.emplace_back(std::int64_t{1});
+                } else {
+                    probe.emplace_back(true);
+                }
+            }
+            std::optional<dtype> computed;
+            if (known) {
+                try {
+                    const graft::detail::observer_paused not_traced;  // lint may run while capturing
+                    const auto r = k.run(n->attributes(), probe);
+                    if (r.size() == 1)
+                        if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
+                } catch (const graft::error&) {
+                    // The op refuses these types: the interpreter will say why.
+                }
+            }
+            check(!computed || *computed == *n->output()->type().tensor.scalar_type, "Graph::lint: ", k.name,
+                  " of the declared input types computes ", computed ? name(*computed) : std::string_view{}, ", but %",
+                  n->output()->name(), " is declared ", to_string(n->output()->type()));
         }
         if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
             const attribute& a = n->attributes().at("value");
