@@ -208,3 +208,17 @@ TEST_CASE("bad input: under AddressSanitizer the large-buffer cache is off (use 
     if (asan) CHECK(graft::detail::buffer_cache::instance().limit() == 0);
     else CHECK(graft::detail::buffer_cache::instance().limit() > 0);
 }
+
+TEST_CASE("bad input: indexes past a node's inputs, outputs or saved tensors throw graft::error", "[bad_input]") {
+    auto g = ir::parse("graph(%x : Float(2)):\n  %y : Float(2) = tanh(%x)\n  return (%y)\n");
+    const ir::Node* n = g->block()->nodes().front();
+    CHECK_THROWS_WITH(n->input(3), Catch::Contains("tanh: input 3 of 1"));
+    CHECK_THROWS_WITH(n->output(1), Catch::Contains("tanh: output 1 of 1"));
+    Tensor x = randn({2});
+    x.requires_grad_();
+    const Tensor y = x * 2.0;
+    const auto fn = y.grad_fn();
+    REQUIRE(fn);
+    CHECK_THROWS_WITH(fn->output_metadata(4), Catch::Contains("output 4 of 1"));
+    still_usable();
+}

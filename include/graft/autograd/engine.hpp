@@ -91,7 +91,11 @@ public:
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
     [[nodiscard]] Tensor saved(std::size_t i);
     /// True when the i-th forward input needs a gradient.
-    [[nodiscard]] bool needs_input_grad(std::size_t i) const { return next_functions().at(i).valid(); }
+    [[nodiscard]] bool needs_input_grad(std::size_t i) const {
+        if (i >= next_functions().size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(name(), ": needs_input_grad(", i, ") of ", next_functions().size(), " inputs"));
+        return next_functions()[i].valid();
+    }
     void release_variables() override;
     [[nodiscard]] std::vector<std::string> describe_saved() const override;
     [[nodiscard]] auto& saved_variables() noexcept { return saved_; }

@@ -15,6 +15,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "graft/core/error.hpp"
 #include "graft/core/tensor.hpp"
 
 namespace graft::autograd {
@@ -108,7 +109,11 @@ public:
     [[nodiscard]] std::map<std::string, std::any>& metadata();
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
-    [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
+    [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const {
+        if (i >= output_meta_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(name(), ": output ", i, " of ", output_meta_.size()));
+        return output_meta_[i];
+    }
     /// True for the AccumulateGrad of a leaf.
     [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
 

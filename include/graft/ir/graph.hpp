@@ -76,8 +76,16 @@ public:
     [[nodiscard]] bool is() const noexcept { return kind_ == &kind_v<K>; }
     [[nodiscard]] const std::vector<Value*>& inputs() const noexcept { return inputs_; }
     [[nodiscard]] const std::vector<Value*>& outputs() const noexcept { return outputs_; }
-    [[nodiscard]] Value* input(std::size_t i) const { return inputs_.at(i); }
-    [[nodiscard]] Value* output(std::size_t i = 0) const { return outputs_.at(i); }
+    [[nodiscard]] Value* input(std::size_t i) const {
+        if (i >= inputs_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(kind_->name, ": input ", i, " of ", inputs_.size()));
+        return inputs_[i];
+    }
+    [[nodiscard]] Value* output(std::size_t i = 0) const {
+        if (i >= outputs_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(kind_->name, ": output ", i, " of ", outputs_.size()));
+        return outputs_[i];
+    }
     [[nodiscard]] const std::vector<Block*>& blocks() const noexcept { return blocks_; }
     [[nodiscard]] Block* owning_block() const noexcept { return block_; }
     [[nodiscard]] Graph& owning_graph() const noexcept { return *graph_; }

@@ -13,7 +13,11 @@ GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"
 
 GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
 
-GRAFT_INLINE Tensor function_node::saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+GRAFT_INLINE Tensor function_node::saved(std::size_t i) {
+    if (i >= saved_.size())
+        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size()));
+    return saved_[i].unpack(shared_from_this());
+}
 
 GRAFT_INLINE void function_node::release_variables() {
     for (auto& s : saved_) s.release();

@@ -35,14 +35,18 @@ GRAFT_INLINE std::uint32_t Node::add_output(const Tensor& t) {
 
 GRAFT_INLINE detail::hook_list<tensor_hook>& Node::tensor_pre_hooks(std::size_t output_nr) {
     auto& h = hooks();
+    if (output_nr >= num_outputs())
+        graft::detail::fail(graft::detail::concat(name(), ": output ", output_nr, " of ", num_outputs()));
     if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
-    return h.tensor.at(output_nr);
+    return h.tensor[output_nr];
 }
 
 GRAFT_INLINE std::weak_ptr<graft::detail::tensor_impl>& Node::retain_grad_target(std::size_t output_nr) {
     auto& h = hooks();
+    if (output_nr >= num_outputs())
+        graft::detail::fail(graft::detail::concat(name(), ": output ", output_nr, " of ", num_outputs()));
     if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
-    return h.retain.at(output_nr);
+    return h.retain[output_nr];
 }
 
 GRAFT_INLINE Node::hook_storage& Node::hooks() {
