@@ -6608,7 +6608,11 @@ public:
     [[nodiscard]] std::map<std::string, std::any>& metadata();
     /// Number of forward outputs: how many gradients apply() receives.
     [[nodiscard]] std::size_t num_outputs() const noexcept { return output_meta_.size(); }
-    [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const { return output_meta_.at(i); }
+    [[nodiscard]] const detail::input_metadata& output_metadata(std::size_t i) const {
+        if (i >= output_meta_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(name(), ": output ", i, " of ", output_meta_.size()));
+        return output_meta_[i];
+    }
     /// True for the AccumulateGrad of a leaf.
     [[nodiscard]] bool is_accumulate_grad() const noexcept { return is_accumulate_grad_; }
 
@@ -6722,14 +6726,18 @@ GRAFT_INLINE std::uint32_t Node::add_output(const Tensor& t) {
 
 GRAFT_INLINE detail::hook_list<tensor_hook>& Node::tensor_pre_hooks(std::size_t output_nr) {
     auto& h = hooks();
+    if (output_nr >= num_outputs())
+        graft::detail::fail(graft::detail::concat(name(), ": output ", output_nr, " of ", num_outputs()));
     if (h.tensor.size() < num_outputs()) h.tensor.resize(num_outputs());
-    return h.tensor.at(output_nr);
+    return h.tensor[output_nr];
 }
 
 GRAFT_INLINE std::weak_ptr<graft::detail::tensor_impl>& Node::retain_grad_target(std::size_t output_nr) {
     auto& h = hooks();
+    if (output_nr >= num_outputs())
+        graft::detail::fail(graft::detail::concat(name(), ": output ", output_nr, " of ", num_outputs()));
     if (h.retain.size() < num_outputs()) h.retain.resize(num_outputs());
-    return h.retain.at(output_nr);
+    return h.retain[output_nr];
 }
 
 GRAFT_INLINE Node::hook_storage& Node::hooks() {
@@ -7308,7 +7316,11 @@ public:
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
     [[nodiscard]] Tensor saved(std::size_t i);
     /// True when the i-th forward input needs a gradient.
-    [[nodiscard]] bool needs_input_grad(std::size_t i) const { return next_functions().at(i).valid(); }
+    [[nodiscard]] bool needs_input_grad(std::size_t i) const {
+        if (i >= next_functions().size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(name(), ": needs_input_grad(", i, ") of ", next_functions().size(), " inputs"));
+        return next_functions()[i].valid();
+    }
     void release_variables() override;
     [[nodiscard]] std::vector<std::string> describe_saved() const override;
     [[nodiscard]] auto& saved_variables() noexcept { return saved_; }
@@ -7490,7 +7502,11 @@ GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"
 
 GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
 
-GRAFT_INLINE Tensor function_node::saved(std::size_t i) { return saved_.at(i).unpack(shared_from_this()); }
+GRAFT_INLINE Tensor function_node::saved(std::size_t i) {
+    if (i >= saved_.size())
+        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size()));
+    return saved_[i].unpack(shared_from_this());
+}
 
 GRAFT_INLINE void function_node::release_variables() {
     for (auto& s : saved_) s.release();
@@ -14002,8 +14018,16 @@ public:
     [[nodiscard]] bool is() const noexcept { return kind_ == &kind_v<K>; }
     [[nodiscard]] const std::vector<Value*>& inputs() const noexcept { return inputs_; }
     [[nodiscard]] const std::vector<Value*>& outputs() const noexcept { return outputs_; }
-    [[nodiscard]] Value* input(std::size_t i) const { return inputs_.at(i); }
-    [[nodiscard]] Value* output(std::size_t i = 0) const { return outputs_.at(i); }
+    [[nodiscard]] Value* input(std::size_t i) const {
+        if (i >= inputs_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(kind_->name, ": input ", i, " of ", inputs_.size()));
+        return inputs_[i];
+    }
+    [[nodiscard]] Value* output(std::size_t i = 0) const {
+        if (i >= outputs_.size()) [[unlikely]]
+            graft::detail::fail(graft::detail::concat(kind_->name, ": output ", i, " of ", outputs_.size()));
+        return outputs_[i];
+    }
     [[nodiscard]] const std::vector<Block*>& blocks() const noexcept { return blocks_; }
     [[nodiscard]] Block* owning_block() const noexcept { return block_; }
     [[nodiscard]] Graph& owning_graph() const noexcept { return *graph_; }
@@ -14140,6 +14164,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
 #if GRAFT_HAS_CODE
 // ---- begin graft/ir/impl/graph.ipp
 // Definitions for graft/ir/graph.hpp (compiled once in compiled mode; see graft/config.hpp).
+
 
 #include <algorithm>
 
@@ -14398,6 +14423,43 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                 }
             check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
                   rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+        }
+        if (k.elementwise && k.run && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
+            n->output()->type().tensor.scalar_type) {
+            // The dtype the op computes for its inputs' declared types: run it on one-element
+            // tensors of the inputs' dtypes and ranks (ranks matter: 0-dim tensors promote less).
+            std::vector<ivalue> probe;
+            bool known = true;
+            for (const Value* in : n->inputs()) {
+                const Type& t = in->type();
+                if (t.is_tensor()) {
+                    if (!t.tensor.scalar_type || !t.tensor.rank()) {
+                        known = false;
+                        break;
+                    }
+                    probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
+                } else if (t.kind == type_kind::float_) {
+                    probe.emplace_back(1.0);
+                } else if (t.kind == type_kind::int_) {
+                    probe.emplace_back(std::int64_t{1});
+                } else {
+                    probe.emplace_back(true);
+                }
+            }
+            std::optional<dtype> computed;
+            if (known) {
+                try {
+                    const graft::detail::observer_paused not_traced;  // lint may run while capturing
+                    const auto r = k.run(n->attributes(), probe);
+                    if (r.size() == 1)
+                        if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
+                } catch (const graft::error&) {
+                    // The op refuses these types: the interpreter will say why.
+                }
+            }
+            check(!computed || *computed == *n->output()->type().tensor.scalar_type, "Graph::lint: ", k.name,
+                  " of the declared input types computes ", computed ? name(*computed) : std::string_view{}, ", but %",
+                  n->output()->name(), " is declared ", to_string(n->output()->type()));
         }
         if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
             const attribute& a = n->attributes().at("value");
@@ -19261,8 +19323,9 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
 
     std::size_t i = 0;
     while (i < nodes.size()) {
-        // A region (differentiable subgraph) starting here, when its nodes follow in order.
-        if (&b == graph_->block()) {
+        // A region (differentiable subgraph) starting here, when its nodes follow in order
+        // (regions may lie in nested blocks: If branches, Loop bodies).
+        if (!options_.regions.empty()) {
             std::size_t r = 0;
             while (r < options_.regions.size() && options_.regions[r].nodes.front() != nodes[i]) ++r;
             if (r < options_.regions.size()) {
@@ -20466,19 +20529,28 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
             if (!is_constant(v) && !complete_tensor(v)) return false;
         return true;
     };
-    std::vector<const ir::Node*> seq;
-    for (const ir::Node* n : top.nodes())
-        if (!n->is<ir::kinds::constant>()) seq.push_back(n);
-    std::size_t i = 0;
-    while (i < seq.size()) {
-        std::size_t j = i;
-        while (j < seq.size() && eligible(seq[j])) ++j;
-        if (j == i) {
-            ++i;
-            continue;
+    // The runs of eligible nodes of every block, nested blocks (If branches, Loop bodies)
+    // included: each run is a candidate region.
+    std::vector<std::vector<const ir::Node*>> runs;
+    const auto collect = [&](const ir::Block& b, auto& self) -> void {
+        std::vector<const ir::Node*> seq;
+        for (const ir::Node* n : b.nodes())
+            if (!n->is<ir::kinds::constant>()) seq.push_back(n);
+        std::size_t i = 0;
+        while (i < seq.size()) {
+            std::size_t j = i;
+            while (j < seq.size() && eligible(seq[j])) ++j;
+            if (j == i) {
+                for (const ir::Block* inner : seq[i]->blocks()) self(*inner, self);
+                ++i;
+                continue;
+            }
+            runs.emplace_back(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
+            i = j;
         }
-        std::vector<const ir::Node*> run(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
-        i = j;
+    };
+    collect(top, collect);
+    for (std::vector<const ir::Node*>& run : runs) {
         if (run.size() < std::max<std::size_t>(options_.min_differentiable_subgraph, 1)) continue;
         const std::set<const ir::Node*> in_run(run.begin(), run.end());
         auto sg = std::make_shared<ir::Graph>();

@@ -646,19 +646,28 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
             if (!is_constant(v) && !complete_tensor(v)) return false;
         return true;
     };
-    std::vector<const ir::Node*> seq;
-    for (const ir::Node* n : top.nodes())
-        if (!n->is<ir::kinds::constant>()) seq.push_back(n);
-    std::size_t i = 0;
-    while (i < seq.size()) {
-        std::size_t j = i;
-        while (j < seq.size() && eligible(seq[j])) ++j;
-        if (j == i) {
-            ++i;
-            continue;
+    // The runs of eligible nodes of every block, nested blocks (If branches, Loop bodies)
+    // included: each run is a candidate region.
+    std::vector<std::vector<const ir::Node*>> runs;
+    const auto collect = [&](const ir::Block& b, auto& self) -> void {
+        std::vector<const ir::Node*> seq;
+        for (const ir::Node* n : b.nodes())
+            if (!n->is<ir::kinds::constant>()) seq.push_back(n);
+        std::size_t i = 0;
+        while (i < seq.size()) {
+            std::size_t j = i;
+            while (j < seq.size() && eligible(seq[j])) ++j;
+            if (j == i) {
+                for (const ir::Block* inner : seq[i]->blocks()) self(*inner, self);
+                ++i;
+                continue;
+            }
+            runs.emplace_back(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
+            i = j;
         }
-        std::vector<const ir::Node*> run(seq.begin() + static_cast<std::ptrdiff_t>(i), seq.begin() + static_cast<std::ptrdiff_t>(j));
-        i = j;
+    };
+    collect(top, collect);
+    for (std::vector<const ir::Node*>& run : runs) {
         if (run.size() < std::max<std::size_t>(options_.min_differentiable_subgraph, 1)) continue;
         const std::set<const ir::Node*> in_run(run.begin(), run.end());
         auto sg = std::make_shared<ir::Graph>();

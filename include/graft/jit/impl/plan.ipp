@@ -263,8 +263,9 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
 
     std::size_t i = 0;
     while (i < nodes.size()) {
-        // A region (differentiable subgraph) starting here, when its nodes follow in order.
-        if (&b == graph_->block()) {
+        // A region (differentiable subgraph) starting here, when its nodes follow in order
+        // (regions may lie in nested blocks: If branches, Loop bodies).
+        if (!options_.regions.empty()) {
             std::size_t r = 0;
             while (r < options_.regions.size() && options_.regions[r].nodes.front() != nodes[i]) ++r;
             if (r < options_.regions.size()) {
