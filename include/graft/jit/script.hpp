@@ -71,11 +71,12 @@ private:
 
     options options_;
     bool use_defaults_ = false;
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
     std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
+    std::atomic<std::size_t> retired_count_{0};  // retired_.size(), for debug_state() without the lock
     mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them
     /// `inside_call`: asked by a thread inside call() (which holds no retired capture).
     void free_retired_if_quiescent(bool inside_call);

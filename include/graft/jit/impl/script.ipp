@@ -14,6 +14,7 @@ GRAFT_INLINE script_state::script_state(std::optional<options> o)
 
 GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
     if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+    retired_count_.store(retired_.size(), std::memory_order_relaxed);
 }
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
@@ -32,7 +33,6 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         d = c->exec.state();
     } else {
         // Not captured yet (or flushed): one executor level that has not run.
-        std::lock_guard lock(mutex_);
         d.fusion = options_.fusion;
         d.bailout_depth = bailout_depth(options_.fusion);
         jit::level_state l;
@@ -40,8 +40,7 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         l.num_profiled_runs = options_.num_profiled_runs;
         d.levels.push_back(std::move(l));
     }
-    std::lock_guard lock(mutex_);
-    d.retired_plans += retired_.size();
+    d.retired_plans += retired_count_.load(std::memory_order_relaxed);  // no lock: f may call this while capturing
     return d;
 }
 
