@@ -1171,3 +1171,33 @@ TEST_CASE("jit: differentiable subgraphs inside a loop body match eager gradient
     INFO(d.levels[0].plan->graph);
     CHECK(d.levels[0].plan->graph.find("differentiable subgraph 0 (12 nodes") != std::string::npos);
 }
+
+TEST_CASE("jit: a fusion group holding independent chains of different shapes writes each at its own shape",
+          "[jit]") {
+    // Found by fuzz/fuzz_ir_parser: x*4-4 (shape [1]) and u*4 (shape [3]) fused into one group
+    // ran at the group's shape [3] and returned x*4-4 three times.
+    auto g = ir::parse("graph(%x : Float(1), %u : Tensor):\n  %four : float = prim::Constant[value=4.]()\n"
+                       "  %a : Tensor = mul(%x, %four)\n  %b : Tensor = sub(%a, %four)\n  %q : Tensor = mul(%u, %four)\n"
+                       "  return (%b, %q)\n");
+    for (const jit::strategy& s : {jit::default_fusion_strategy::value(), jit::strategy{{jit::fusion_behavior::dynamic_, 2}}}) {
+        const jit::executor ex(*g, opts(s));
+        for (int i = 0; i < 4; ++i) {
+            const Tensor x = randn({1}), u = randn({3});
+            const auto r = ex(x, u);
+            REQUIRE(r[0].sizes() == int_list{1});
+            CHECK(bitwise_equal(r[0], x * 4.0 - 4.0));
+            CHECK(bitwise_equal(r[1], u * 4.0));
+        }
+        CHECK(ex.debug_state().levels[0].plan->fusion_groups == 1);
+    }
+    // The same through jit::script: f returns both chains.
+    const auto f = [](Tensor x, Tensor u) { return std::vector<Tensor>{x * 4.0 - 4.0, tanh(u) * 4.0}; };
+    auto fn = jit::script(f, opts());
+    for (int i = 0; i < 4; ++i) {
+        const Tensor x = randn({1}), u = randn({3});
+        const auto r = fn(x, u);
+        REQUIRE(r[0].sizes() == int_list{1});
+        CHECK(bitwise_equal(r[0], x * 4.0 - 4.0));
+        CHECK(bitwise_equal(r[1], tanh(u) * 4.0));
+    }
+}

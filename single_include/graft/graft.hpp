@@ -18797,6 +18797,11 @@ struct fusion_group {
     std::vector<tile_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
     std::optional<int_list> static_sizes;
+    /// Per output: the group inputs (indices into input_slots) it is computed from. The tile
+    /// loop runs at the broadcast shape of all inputs; an output whose own inputs broadcast to
+    /// less (two independent chains of different shapes in one group) must not be written at
+    /// that shape: such runs go node by node.
+    std::vector<std::vector<int>> output_deps;
     std::size_t num_temps = 0;
 };
 
@@ -18964,6 +18969,10 @@ private:
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
+    /// Does every output's own broadcast shape equal the group's `sizes`? (Always, when every
+    /// tensor input has exactly `sizes`.)
+    static bool outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes);
+
     template <class T>
     void run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
@@ -18991,6 +19000,7 @@ private:
                     first = false;
                 }
             if (first) return run_group_unfused(g, frame);
+            if (!outputs_have_group_shape(g, frame, sizes)) return run_group_unfused(g, frame);
         }
         const std::int64_t numel = graft::detail::numel_of(sizes);
         for (std::size_t k = 0; k < g.input_slots.size(); ++k) {
@@ -19243,6 +19253,9 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_inputs.push_back(std::move(in));
         g->node_outputs.push_back(slot(n->output()));
     }
+    // Which group inputs each register is computed from.
+    std::vector<std::vector<int>> deps(g->regs.size());
+    for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
     for (const ir::Node* n : nodes) {
         const ir::Value* o = n->output();
         const bool escapes = used_later.count(o) != 0;
@@ -19260,6 +19273,15 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
         ins.out = reg[o];
         g->code.push_back(ins);
+        std::vector<int> d = deps[static_cast<std::size_t>(ins.a)];
+        if (n->inputs().size() > 1) {
+            const auto& db = deps[static_cast<std::size_t>(ins.b)];
+            d.insert(d.end(), db.begin(), db.end());
+            std::sort(d.begin(), d.end());
+            d.erase(std::unique(d.begin(), d.end()), d.end());
+        }
+        deps.push_back(std::move(d));
+        if (escapes) g->output_deps.push_back(deps.back());
     }
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
@@ -19283,6 +19305,24 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         if (ok && sizes) g->static_sizes = sizes;
     }
     return g;
+}
+
+GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes) {
+    bool uniform = true;
+    for (int slot_index : g.input_slots)
+        if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(slot_index)]))
+            uniform = uniform && t->sizes() == sizes;
+    if (uniform) return true;
+    for (const std::vector<int>& d : g.output_deps) {
+        std::optional<int_list> own;
+        for (int k : d) {
+            const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[static_cast<std::size_t>(k)])]);
+            if (!t) continue;
+            own = own ? broadcast_shapes(*own, t->sizes()) : t->sizes();
+        }
+        if (!own || *own != sizes) return false;
+    }
+    return true;
 }
 
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
@@ -20958,11 +20998,12 @@ private:
 
     options options_;
     bool use_defaults_ = false;
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
     std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
+    std::atomic<std::size_t> retired_count_{0};  // retired_.size(), for debug_state() without the lock
     mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them
     /// `inside_call`: asked by a thread inside call() (which holds no retired capture).
     void free_retired_if_quiescent(bool inside_call);
@@ -21049,6 +21090,7 @@ GRAFT_INLINE script_state::script_state(std::optional<options> o)
 
 GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
     if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
+    retired_count_.store(retired_.size(), std::memory_order_relaxed);
 }
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
@@ -21067,7 +21109,6 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         d = c->exec.state();
     } else {
         // Not captured yet (or flushed): one executor level that has not run.
-        std::lock_guard lock(mutex_);
         d.fusion = options_.fusion;
         d.bailout_depth = bailout_depth(options_.fusion);
         jit::level_state l;
@@ -21075,8 +21116,7 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         l.num_profiled_runs = options_.num_profiled_runs;
         d.levels.push_back(std::move(l));
     }
-    std::lock_guard lock(mutex_);
-    d.retired_plans += retired_.size();
+    d.retired_plans += retired_count_.load(std::memory_order_relaxed);  // no lock: f may call this while capturing
     return d;
 }
 

@@ -97,6 +97,11 @@ struct fusion_group {
     std::vector<tile_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
     std::optional<int_list> static_sizes;
+    /// Per output: the group inputs (indices into input_slots) it is computed from. The tile
+    /// loop runs at the broadcast shape of all inputs; an output whose own inputs broadcast to
+    /// less (two independent chains of different shapes in one group) must not be written at
+    /// that shape: such runs go node by node.
+    std::vector<std::vector<int>> output_deps;
     std::size_t num_temps = 0;
 };
 
@@ -264,6 +269,10 @@ private:
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
+    /// Does every output's own broadcast shape equal the group's `sizes`? (Always, when every
+    /// tensor input has exactly `sizes`.)
+    static bool outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes);
+
     template <class T>
     void run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
@@ -291,6 +300,7 @@ private:
                     first = false;
                 }
             if (first) return run_group_unfused(g, frame);
+            if (!outputs_have_group_shape(g, frame, sizes)) return run_group_unfused(g, frame);
         }
         const std::int64_t numel = graft::detail::numel_of(sizes);
         for (std::size_t k = 0; k < g.input_slots.size(); ++k) {

@@ -183,6 +183,9 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_inputs.push_back(std::move(in));
         g->node_outputs.push_back(slot(n->output()));
     }
+    // Which group inputs each register is computed from.
+    std::vector<std::vector<int>> deps(g->regs.size());
+    for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
     for (const ir::Node* n : nodes) {
         const ir::Value* o = n->output();
         const bool escapes = used_later.count(o) != 0;
@@ -200,6 +203,15 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
         ins.out = reg[o];
         g->code.push_back(ins);
+        std::vector<int> d = deps[static_cast<std::size_t>(ins.a)];
+        if (n->inputs().size() > 1) {
+            const auto& db = deps[static_cast<std::size_t>(ins.b)];
+            d.insert(d.end(), db.begin(), db.end());
+            std::sort(d.begin(), d.end());
+            d.erase(std::unique(d.begin(), d.end()), d.end());
+        }
+        deps.push_back(std::move(d));
+        if (escapes) g->output_deps.push_back(deps.back());
     }
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
@@ -223,6 +235,24 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         if (ok && sizes) g->static_sizes = sizes;
     }
     return g;
+}
+
+GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes) {
+    bool uniform = true;
+    for (int slot_index : g.input_slots)
+        if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(slot_index)]))
+            uniform = uniform && t->sizes() == sizes;
+    if (uniform) return true;
+    for (const std::vector<int>& d : g.output_deps) {
+        std::optional<int_list> own;
+        for (int k : d) {
+            const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[static_cast<std::size_t>(k)])]);
+            if (!t) continue;
+            own = own ? broadcast_shapes(*own, t->sizes()) : t->sizes();
+        }
+        if (!own || *own != sizes) return false;
+    }
+    return true;
 }
 
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
