@@ -222,3 +222,13 @@ TEST_CASE("bad input: indexes past a node's inputs, outputs or saved tensors thr
     CHECK_THROWS_WITH(fn->output_metadata(4), Catch::Contains("output 4 of 1"));
     still_usable();
 }
+
+TEST_CASE("bad input: ops whose broadcast result has more elements than an int64 can count", "[bad_input]") {
+    // Views of one element: no memory behind these shapes.
+    const Tensor a = ones({1}).expand({std::int64_t{1} << 40, 1, 2, 2});
+    const Tensor b = ones({1}).expand({1, std::int64_t{1} << 40, 2, 2});
+    CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("more elements than an int64 can count"));
+    CHECK_THROWS_WITH(a + b, Catch::Contains("more elements than an int64 can count"));
+    CHECK_THROWS_AS(tanh(a) * b, graft::error);
+    still_usable();
+}

@@ -5815,7 +5815,7 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     xs.insert(xs.end(), {m, k});
     ys.insert(ys.end(), {k, n});
     os.insert(os.end(), {m, n});
-    const std::int64_t nbatch = detail::numel_of(batch);
+    const std::int64_t nbatch = detail::checked_numel("matmul", batch);
     const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
     const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
     Tensor out = empty(os, a.type());
@@ -12735,7 +12735,7 @@ template <class G, class T, std::size_t M, class... Args>
     if (!ok || shape == nullptr || (domain != nullptr && !(*domain == *shape))) return false;
     if (into != nullptr && !outputs_fit_flat<G, T, M>(*into, *shape)) return false;
     const std::array<Tensor, M>& out = into != nullptr ? *into : (*result = allocate_outputs<G, T, M>(*shape));
-    const auto n = static_cast<std::size_t>(graft::detail::numel_of(*shape));
+    const auto n = static_cast<std::size_t>(graft::detail::checked_numel("ex::evaluate", *shape));
     const auto lit = literals_and_numel<G>(lits, n);
     std::array<double, reduction_slots<G>::count + 1> sums{};
     if (n > 0) {
@@ -12798,7 +12798,7 @@ template <class G, class T, std::size_t M, class... Args>
         }
     }
     std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
-    const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
+    const auto n = static_cast<std::size_t>(graft::detail::checked_numel("ex::evaluate", shape));
     const auto lit = literals_and_numel<G>(lits, n);
     std::array<double, reduction_slots<G>::count + 1> sums{};
     if (n > 0) run_loops<G, T, Numbers>(lit.data(), sums.data(), in, out, shape, n);
@@ -19002,7 +19002,7 @@ private:
             if (first) return run_group_unfused(g, frame);
             if (!outputs_have_group_shape(g, frame, sizes)) return run_group_unfused(g, frame);
         }
-        const std::int64_t numel = graft::detail::numel_of(sizes);
+        const std::int64_t numel = graft::detail::checked_numel("jit fusion group", sizes);
         for (std::size_t k = 0; k < g.input_slots.size(); ++k) {
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {

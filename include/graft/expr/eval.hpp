@@ -425,7 +425,7 @@ template <class G, class T, std::size_t M, class... Args>
     if (!ok || shape == nullptr || (domain != nullptr && !(*domain == *shape))) return false;
     if (into != nullptr && !outputs_fit_flat<G, T, M>(*into, *shape)) return false;
     const std::array<Tensor, M>& out = into != nullptr ? *into : (*result = allocate_outputs<G, T, M>(*shape));
-    const auto n = static_cast<std::size_t>(graft::detail::numel_of(*shape));
+    const auto n = static_cast<std::size_t>(graft::detail::checked_numel("ex::evaluate", *shape));
     const auto lit = literals_and_numel<G>(lits, n);
     std::array<double, reduction_slots<G>::count + 1> sums{};
     if (n > 0) {
@@ -488,7 +488,7 @@ template <class G, class T, std::size_t M, class... Args>
         }
     }
     std::array<Tensor, M> out = into ? check_outputs<G, T, M>(*into, shape) : allocate_outputs<G, T, M>(shape);
-    const auto n = static_cast<std::size_t>(graft::detail::numel_of(shape));
+    const auto n = static_cast<std::size_t>(graft::detail::checked_numel("ex::evaluate", shape));
     const auto lit = literals_and_numel<G>(lits, n);
     std::array<double, reduction_slots<G>::count + 1> sums{};
     if (n > 0) run_loops<G, T, Numbers>(lit.data(), sums.data(), in, out, shape, n);

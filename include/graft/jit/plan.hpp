@@ -302,7 +302,7 @@ private:
             if (first) return run_group_unfused(g, frame);
             if (!outputs_have_group_shape(g, frame, sizes)) return run_group_unfused(g, frame);
         }
-        const std::int64_t numel = graft::detail::numel_of(sizes);
+        const std::int64_t numel = graft::detail::checked_numel("jit fusion group", sizes);
         for (std::size_t k = 0; k < g.input_slots.size(); ++k) {
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {

@@ -36,7 +36,7 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     xs.insert(xs.end(), {m, k});
     ys.insert(ys.end(), {k, n});
     os.insert(os.end(), {m, n});
-    const std::int64_t nbatch = detail::numel_of(batch);
+    const std::int64_t nbatch = detail::checked_numel("matmul", batch);
     const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
     const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
     Tensor out = empty(os, a.type());
