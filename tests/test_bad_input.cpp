@@ -230,5 +230,6 @@ TEST_CASE("bad input: ops whose broadcast result has more elements than an int64
     CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("more elements than an int64 can count"));
     CHECK_THROWS_WITH(a + b, Catch::Contains("more elements than an int64 can count"));
     CHECK_THROWS_AS(tanh(a) * b, graft::error);
+    CHECK_THROWS_WITH(a.to_vector<float>(), Catch::Contains("out of memory allocating") && Catch::Contains("to_vector"));
     still_usable();
 }

@@ -1205,6 +1205,11 @@ private:
 
 [[nodiscard]] GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes);
 
+/// Throws graft::error ("out of memory allocating N bytes for <what>") when a request is
+/// larger than the machine's physical memory: refused up front, since an overcommitting
+/// kernel would accept it and kill the process on first touch, and sanitizers abort on it.
+GRAFT_INLINE void check_allocation(std::size_t nbytes, const char* what);
+
 }  // namespace detail
 
 /// Freed tensor buffers of 128 KiB and more are kept for reuse, up to this many
@@ -1281,19 +1286,10 @@ GRAFT_INLINE void* buffer_cache::allocate_large(std::size_t rounded) {
             return p;
         }
     }
-    // A request beyond the machine's memory is refused up front (an overcommitting kernel
-    // would accept some and kill the process on first touch; sanitizers abort on others).
-    static const std::size_t physical = [] {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
-#endif
-        return std::numeric_limits<std::size_t>::max();
-    }();
+    check_allocation(rounded, "a tensor");
     const auto out_of_memory = [rounded](const char* why) {
         fail(concat("out of memory allocating ", rounded, " bytes for a tensor (", why, ")"));
     };
-    if (rounded > physical) out_of_memory(concat("the machine has ", physical, " bytes").c_str());
     try {
         return ::operator new(rounded, std::align_val_t{storage_alignment});
     } catch (const std::bad_alloc&) {
@@ -1352,6 +1348,18 @@ GRAFT_INLINE storage::storage(std::size_t nbytes) : nbytes_(nbytes) {
 
 GRAFT_INLINE storage::~storage() {
     if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
+}
+
+GRAFT_INLINE void check_allocation(std::size_t nbytes, const char* what) {
+    static const std::size_t physical = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+        return std::numeric_limits<std::size_t>::max();
+    }();
+    if (nbytes > physical)
+        fail(concat("out of memory allocating ", nbytes, " bytes for ", what, " (the machine has ", physical, " bytes)"));
 }
 
 GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes) {
@@ -1616,7 +1624,12 @@ GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value);
 template <class T>
 inline std::vector<T> Tensor::to_vector() const {
     std::vector<T> out;
-    out.reserve(static_cast<std::size_t>(numel()));
+    detail::check_allocation(detail::checked_bytes("to_vector", numel(), sizeof(T)), "to_vector");
+    try {
+        out.reserve(static_cast<std::size_t>(numel()));
+    } catch (const std::exception&) {  // bad_alloc, length_error: a huge (expanded) view
+        detail::fail(detail::concat("to_vector: out of memory for ", numel(), " elements (sizes ", sizes(), ")"));
+    }
     const int_list s = detail::byte_strides(*this);
     detail::visit_dtype(type(), [&](auto z) {
         using S = decltype(z);

@@ -130,6 +130,11 @@ private:
 
 [[nodiscard]] GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes);
 
+/// Throws graft::error ("out of memory allocating N bytes for <what>") when a request is
+/// larger than the machine's physical memory: refused up front, since an overcommitting
+/// kernel would accept it and kill the process on first touch, and sanitizers abort on it.
+GRAFT_INLINE void check_allocation(std::size_t nbytes, const char* what);
+
 }  // namespace detail
 
 /// Freed tensor buffers of 128 KiB and more are kept for reuse, up to this many

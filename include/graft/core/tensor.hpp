@@ -270,7 +270,12 @@ GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value);
 template <class T>
 inline std::vector<T> Tensor::to_vector() const {
     std::vector<T> out;
-    out.reserve(static_cast<std::size_t>(numel()));
+    detail::check_allocation(detail::checked_bytes("to_vector", numel(), sizeof(T)), "to_vector");
+    try {
+        out.reserve(static_cast<std::size_t>(numel()));
+    } catch (const std::exception&) {  // bad_alloc, length_error: a huge (expanded) view
+        detail::fail(detail::concat("to_vector: out of memory for ", numel(), " elements (sizes ", sizes(), ")"));
+    }
     const int_list s = detail::byte_strides(*this);
     detail::visit_dtype(type(), [&](auto z) {
         using S = decltype(z);

@@ -60,19 +60,10 @@ GRAFT_INLINE void* buffer_cache::allocate_large(std::size_t rounded) {
             return p;
         }
     }
-    // A request beyond the machine's memory is refused up front (an overcommitting kernel
-    // would accept some and kill the process on first touch; sanitizers abort on others).
-    static const std::size_t physical = [] {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
-#endif
-        return std::numeric_limits<std::size_t>::max();
-    }();
+    check_allocation(rounded, "a tensor");
     const auto out_of_memory = [rounded](const char* why) {
         fail(concat("out of memory allocating ", rounded, " bytes for a tensor (", why, ")"));
     };
-    if (rounded > physical) out_of_memory(concat("the machine has ", physical, " bytes").c_str());
     try {
         return ::operator new(rounded, std::align_val_t{storage_alignment});
     } catch (const std::bad_alloc&) {
@@ -131,6 +122,18 @@ GRAFT_INLINE storage::storage(std::size_t nbytes) : nbytes_(nbytes) {
 
 GRAFT_INLINE storage::~storage() {
     if (capacity_ != 0) buffer_cache::instance().release(data_, capacity_);
+}
+
+GRAFT_INLINE void check_allocation(std::size_t nbytes, const char* what) {
+    static const std::size_t physical = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+        return std::numeric_limits<std::size_t>::max();
+    }();
+    if (nbytes > physical)
+        fail(concat("out of memory allocating ", nbytes, " bytes for ", what, " (the machine has ", physical, " bytes)"));
 }
 
 GRAFT_INLINE std::shared_ptr<storage> make_storage(std::size_t nbytes) {
