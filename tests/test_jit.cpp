@@ -1201,3 +1201,26 @@ TEST_CASE("jit: a fusion group holding independent chains of different shapes wr
         CHECK(bitwise_equal(r[1], tanh(u) * 4.0));
     }
 }
+
+TEST_CASE("jit: the executor's passes do not trust the graph's declared sizes", "[jit]") {
+    // A narrow that is a no-op at the first call's sizes is not one at others (found by the IR
+    // fuzzer through a graph text whose declared types did not match its values).
+    const auto f = [](Tensor x) { return tanh(x.narrow(1, 0, 3)) * 2.0; };
+    auto fn = jit::script(f, opts());
+    for (const int_list& sz : {int_list{2, 3}, int_list{2, 3}, int_list{4, 5}, int_list{4, 5}, int_list{6, 7}}) {
+        const Tensor x = randn(sz), y = fn(x), want = f(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+    }
+    // A graph text whose declared types are wrong computes what its ops compute.
+    auto g = ir::parse("graph(%x : Float(2, 3)):\n  %e : Float(2, 3) = transpose[dim0=0, dim1=1](%x)\n"
+                       "  %f : Float(2, 2) = narrow[dim=0, length=2, start=0](%e)\n  return (%f)\n");
+    const jit::executor ex(*g, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({2, 3});
+        const Tensor y = ex(x)[0];
+        const Tensor expected = x.transpose(0, 1).narrow(0, 0, 2);
+        REQUIRE(y.sizes() == expected.sizes());
+        CHECK(bitwise_equal(y.contiguous(), expected.contiguous()));
+    }
+}

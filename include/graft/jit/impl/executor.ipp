@@ -768,11 +768,27 @@ GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
     } catch (const graft::error& e) {
         graft::detail::fail(std::string("jit::executor: the graph is invalid: ") + e.what());
     }
-    // Profiling-insensitive optimizations once, up front; input types are left to the profile.
-    ir::default_pipeline::run(g);
-    if (!keep_input_types)
-        for (ir::Value* v : g.inputs())
+    // Profiling-insensitive optimizations once, up front. The graph's declared tensor types
+    // describe one call (a capture's first call, or whatever a graph text claims); the
+    // executor serves others under its guards, so the passes must not use them (a narrow that
+    // is a no-op at the first call's sizes is not one at others): every tensor type is
+    // forgotten first, and the profile supplies the types. keep_input_types: the inputs'
+    // types come back afterwards (the symbolic-size inference reads them).
+    std::vector<ir::Type> input_types;
+    for (const ir::Value* v : g.inputs()) input_types.push_back(v->type());
+    const auto forget = [](ir::Block& b, auto& self) -> void {
+        for (ir::Value* v : b.inputs())
             if (v->type().is_tensor()) v->set_type(ir::Type::tensor_type());
+        for (ir::Node* n : b.nodes()) {
+            for (ir::Value* v : n->outputs())
+                if (v->type().is_tensor() && !n->is<ir::kinds::constant>()) v->set_type(ir::Type::tensor_type());
+            for (ir::Block* inner : n->blocks()) self(*inner, self);
+        }
+    };
+    forget(*g.block(), forget);
+    ir::default_pipeline::run(g);
+    if (keep_input_types)
+        for (std::size_t i = 0; i < g.inputs().size(); ++i) g.inputs()[i]->set_type(input_types[i]);
     g.lint();
 }
 
