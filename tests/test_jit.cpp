@@ -840,26 +840,6 @@ TEST_CASE("jit: symbolic sizes from two varying dimensions (a mean over both)", 
     CHECK(d.levels[0].plan->symbolic.find("= s0 * s1") != std::string::npos);  // the mean's count
 }
 
-TEST_CASE("jit: sizes no input size explains keep a DYNAMIC differentiable plan exact, never wrong", "[jit]") {
-    // narrow's backward writes the gradient into zeros of the input's size through index
-    // constants: tensor constants that change with the size, which no symbol explains.
-    const auto f = [](Tensor x) { return tanh(x.narrow(0, 1, 2)).sum(); };
-    auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 6}}));
-    for (std::int64_t n : {4, 6, 8, 6, 9}) {
-        Tensor x = randn({n, 3}, dtype::float64);
-        x.requires_grad_();
-        const Tensor y = fn(x), ye = f(x);
-        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
-        CHECK(allclose(autograd::grad({y}, {x})[0], autograd::grad({ye}, {x})[0], 1e-12, 1e-12));
-    }
-    const jit::debug_state d = fn.debug_state();
-    REQUIRE(d.levels.size() >= 2);
-    REQUIRE(d.levels[1].plan);
-    CHECK(d.levels[1].plan->kind == jit::plan_kind::differentiable);
-    CHECK(d.levels[1].plan->symbolic.find("none (exact sizes)") != std::string::npos);
-    CHECK(d.levels[1].plan->guards[0] == "Double(6, 3, requires_grad=1)");
-}
-
 // ---------------------------------------------------------------- control flow
 
 TEST_CASE("jit: a script with data-dependent cond takes each call's branch; gradients match eager", "[jit]") {
@@ -1033,6 +1013,112 @@ TEST_CASE("jit: a size no product of input sizes explains keeps the capture at i
         REQUIRE(y.sizes() == want.sizes());
         CHECK(bitwise_equal(y, want));
     }
+}
+
+TEST_CASE("jit: sizes no input size explains keep captures at their own sizes, never wrong", "[jit]") {
+    // arange(n) is recorded as a tensor constant that changes with the size: no symbol explains it.
+    const auto f = [](Tensor x) {
+        return (tanh(x) * arange(0, static_cast<double>(x.size(0)), 1, dtype::float64).unsqueeze(1)).sum();
+    };
+    auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 6}}));
+    for (std::int64_t n : {4, 6, 8, 6, 9}) {
+        Tensor x = randn({n, 3}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x), ye = f(x);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        CHECK(allclose(autograd::grad({y}, {x})[0], autograd::grad({ye}, {x})[0], 1e-12, 1e-12));
+    }
+    // Each size got a capture of its own: the first serves only its size.
+    CHECK(calls_served(fn.debug_state()) == 1);
+}
+
+TEST_CASE("jit: narrow's backward takes its sizes from the forward's inputs: one DYNAMIC plan", "[jit]") {
+    // The backward's inputs (tanh's output, the gradient) carry 2 rows, not the input's n: the
+    // zeros narrow's backward writes into are sized from the forward's input (context symbols).
+    const auto f = [](Tensor x) { return tanh(x.narrow(0, 1, 2)).sum(); };
+    auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::dynamic_, 6}}));
+    const std::vector<std::int64_t> rows{4, 6, 8, 6, 9, 3};
+    for (std::int64_t n : rows) {
+        Tensor x = randn({n, 3}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x), ye = f(x);
+        CHECK(allclose(y.detach(), ye.detach(), 1e-12, 1e-12));
+        CHECK(allclose(autograd::grad({y}, {x})[0], autograd::grad({ye}, {x})[0], 1e-12, 1e-12));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(calls_served(d) == rows.size());
+    std::size_t differentiable = 0;
+    for (const auto& l : d.levels)
+        if (l.plan && l.plan->kind == jit::plan_kind::differentiable) {
+            ++differentiable;
+            INFO(l.plan->symbolic);
+            CHECK(l.plan->symbolic.find("forward input 0.size(0)") != std::string::npos);
+        }
+    CHECK(differentiable == 1);  // profiled at 4 and 6, then one plan for every size
+}
+
+TEST_CASE("jit: sizes computed with SymInts serve every size from one capture", "[jit]") {
+    // The first half rounded up: (n + 1) / 2 is neither a product of sizes nor a * n + b, so with
+    // size() each size needs its own capture; with sym_size() the graph computes it per call.
+    const auto f = [](Tensor x) { return tanh(x.narrow_symint(0, 0, (x.sym_size(0) + 1) / 2)) * 3.0; };
+    const auto g = [](Tensor x) { return tanh(x.narrow(0, 0, (x.size(0) + 1) / 2)) * 3.0; };
+    const std::vector<std::int64_t> rows{8, 8, 9, 9, 11, 12, 8, 7, 2};
+    auto fn = jit::script(f, opts());
+    auto gn = jit::script(g, opts());
+    for (std::int64_t n : rows) {
+        const Tensor x = randn({n, 3}, dtype::float64);
+        const Tensor want = f(x);
+        const Tensor y = fn(x), z = gn(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+        CHECK(bitwise_equal(z, want));
+    }
+    const jit::debug_state d = fn.debug_state();
+    INFO(d.symbolic);
+    CHECK(calls_served(d) == rows.size());  // one capture
+    CHECK(d.symbolic.find("(s0 + 1) / 2") != std::string::npos);
+    CHECK(calls_served(gn.debug_state()) == 3);  // 8, 8, 8: every other size captured on its own
+    // Sizes that are a * n + b are found without SymInts (the traces at three sizes fit them).
+    const auto h = [](Tensor x) { return x.narrow(0, 1, x.size(0) - 1) * 3.0; };
+    auto hn = jit::script(h, opts());
+    for (std::int64_t n : rows) {
+        const Tensor x = randn({n, 3}, dtype::float64);
+        const Tensor y = hn(x), want = h(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+    }
+    INFO(hn.debug_state().symbolic);
+    CHECK(calls_served(hn.debug_state()) == rows.size());
+    CHECK(hn.debug_state().symbolic.find("s0 - 1") != std::string::npos);
+}
+
+TEST_CASE("jit: a DYNAMIC differentiable plan with SymInt sizes matches eager gradients", "[jit]") {
+    const auto f = [](Tensor x, Tensor w) {
+        const Tensor inner = x.narrow_symint(0, 1, x.sym_size(0) - 2);  // drop the first and last rows
+        const Tensor h = tanh(matmul(inner, w));
+        return (h * h).mean();
+    };
+    Tensor w = randn({4, 3}, dtype::float64);
+    w.requires_grad_();
+    auto fn = jit::script(f, opts());
+    const std::vector<std::int64_t> batches{8, 16, 32, 5, 64, 128, 7};
+    for (std::int64_t n : batches) {
+        Tensor x = randn({n, 4}, dtype::float64);
+        x.requires_grad_();
+        const Tensor y = fn(x, w), want = f(x, w);
+        CHECK(allclose(y.detach(), want.detach(), 1e-12, 1e-12));
+        const auto gr = autograd::grad({y}, {x, w}), ge = autograd::grad({want}, {x, w});
+        CHECK(allclose(gr[0], ge[0], 1e-12, 1e-12));
+        CHECK(allclose(gr[1], ge[1], 1e-12, 1e-12));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(calls_served(d) == batches.size());
+    CHECK(d.compilations == 2);  // STATIC for 8, then DYNAMIC for every other batch size
+    REQUIRE(d.levels.size() >= 2);
+    REQUIRE(d.levels[1].plan);
+    CHECK(d.levels[1].plan->kind == jit::plan_kind::differentiable);
+    INFO(d.levels[1].plan->symbolic);
+    CHECK(d.levels[1].plan->symbolic.find("s0 - 2") != std::string::npos);
 }
 
 TEST_CASE("jit: a differentiable plan of a graph with symbolic view sizes matches eager gradients", "[jit]") {

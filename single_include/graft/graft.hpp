@@ -764,6 +764,118 @@ private:
 
 }  // namespace graft
 // ---- end graft/core/scalar.hpp
+// ---- begin graft/core/symint.hpp
+// graft::SymInt: a size that remembers how it was computed while a function is being captured
+// (PyTorch's c10::SymInt, reduced). Outside capture a SymInt is a plain int64 and costs
+// nothing more. Under capture (capture::trace, capture::aot, jit::script), `x.sym_size(d)`
+// returns a SymInt that records the arithmetic done on it (+, -, *, / and % with numbers or
+// other SymInts), and view_symint/reshape_symint/expand_symint/narrow_symint report those expressions to the
+// capture: the graph then computes these sizes from each call's input sizes instead of
+// keeping the traced numbers (`x.reshape_symint({x.sym_size(0) / 2, -1})` serves every even batch;
+// `x.narrow_symint(0, 1, x.sym_size(0) - 1)` every batch). Reading the number (`value()`,
+// `guard_int()`) specializes the capture to it, as in PyTorch.
+#include <compare>
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+
+namespace graft {
+
+namespace detail {
+
+/// One step of a size expression: a size read from a tensor, a number, or an operation on
+/// two sub-expressions. Immutable and shared between SymInts.
+struct sym_node {
+    enum class op : std::uint8_t { size, constant, add, sub, mul, div, mod };
+    op kind = op::constant;
+    std::int64_t value = 0;  // size: the size read; constant: the number
+    std::shared_ptr<const sym_node> lhs, rhs;
+};
+
+}  // namespace detail
+
+/// A size: an int64 with, under capture, the expression that computed it.
+class SymInt {
+public:
+    SymInt() noexcept = default;
+    /// A plain number (implicit, so that numbers and SymInts mix in size lists:
+    /// `x.reshape_symint({x.sym_size(0), 3})`).
+    template <std::integral I>
+    SymInt(I v) noexcept : value_(static_cast<std::int64_t>(v)) {}  // NOLINT: implicit by design
+
+    /// A size read from a tensor under capture (Tensor::sym_size).
+    [[nodiscard]] static SymInt size_of(std::int64_t v, bool symbolic) {
+        SymInt r(v);
+        if (symbolic)
+            r.node_ = std::make_shared<const detail::sym_node>(detail::sym_node{detail::sym_node::op::size, v, {}, {}});
+        return r;
+    }
+
+    /// The number. Under capture this fixes the graph to it (the value is not symbolic).
+    [[nodiscard]] std::int64_t value() const noexcept { return value_; }
+    /// PyTorch's name for value().
+    [[nodiscard]] std::int64_t guard_int() const noexcept { return value_; }
+    /// Does this carry an expression of sizes read under capture?
+    [[nodiscard]] bool is_symbolic() const noexcept { return node_ != nullptr; }
+    /// The expression (null when not symbolic).
+    [[nodiscard]] const std::shared_ptr<const detail::sym_node>& node() const noexcept { return node_; }
+
+    // Overflow wraps (the op given the size refuses it); no undefined behaviour.
+    friend SymInt operator+(const SymInt& a, const SymInt& b) {
+        return combine(detail::sym_node::op::add, a, b, wrap(static_cast<std::uint64_t>(a.value_) + static_cast<std::uint64_t>(b.value_)));
+    }
+    friend SymInt operator-(const SymInt& a, const SymInt& b) {
+        return combine(detail::sym_node::op::sub, a, b, wrap(static_cast<std::uint64_t>(a.value_) - static_cast<std::uint64_t>(b.value_)));
+    }
+    friend SymInt operator*(const SymInt& a, const SymInt& b) {
+        return combine(detail::sym_node::op::mul, a, b, wrap(static_cast<std::uint64_t>(a.value_) * static_cast<std::uint64_t>(b.value_)));
+    }
+    /// Integer division truncating toward zero, as C++'s (sizes are >= 0, where it equals
+    /// Python's floor division). Division by zero gives 0 (the op that uses it reports the size).
+    friend SymInt operator/(const SymInt& a, const SymInt& b) {
+        return combine(detail::sym_node::op::div, a, b, b.value_ == 0 || (b.value_ == -1 && a.value_ == INT64_MIN) ? 0 : a.value_ / b.value_);
+    }
+    /// Remainder of that division (C++'s %); 0 for a zero divisor.
+    friend SymInt operator%(const SymInt& a, const SymInt& b) {
+        return combine(detail::sym_node::op::mod, a, b, b.value_ == 0 || b.value_ == -1 ? 0 : a.value_ % b.value_);
+    }
+    SymInt& operator+=(const SymInt& b) { return *this = *this + b; }
+    SymInt& operator-=(const SymInt& b) { return *this = *this - b; }
+    SymInt& operator*=(const SymInt& b) { return *this = *this * b; }
+    SymInt& operator/=(const SymInt& b) { return *this = *this / b; }
+
+    /// Comparisons read the numbers (under capture the graph keeps the branch taken).
+    friend bool operator==(const SymInt& a, const SymInt& b) noexcept { return a.value_ == b.value_; }
+    friend auto operator<=>(const SymInt& a, const SymInt& b) noexcept { return a.value_ <=> b.value_; }
+
+private:
+    static std::int64_t wrap(std::uint64_t v) noexcept { return static_cast<std::int64_t>(v); }
+    static SymInt combine(detail::sym_node::op k, const SymInt& a, const SymInt& b, std::int64_t v) {
+        SymInt r(v);
+        if (a.node_ || b.node_) {
+            const auto leaf = [](const SymInt& s) {
+                return s.node_ ? s.node_
+                               : std::make_shared<const detail::sym_node>(
+                                     detail::sym_node{detail::sym_node::op::constant, s.value_, {}, {}});
+            };
+            r.node_ = std::make_shared<const detail::sym_node>(detail::sym_node{k, v, leaf(a), leaf(b)});
+        }
+        return r;
+    }
+
+    std::int64_t value_ = 0;
+    std::shared_ptr<const detail::sym_node> node_;
+};
+
+/// A list of sizes, each a number or a SymInt: the argument of view_symint, reshape_symint,
+/// expand_symint.
+using sym_int_list = std::vector<SymInt>;
+
+}  // namespace graft
+// ---- end graft/core/symint.hpp
 
 namespace graft {
 class Tensor;
@@ -815,6 +927,9 @@ public:
     /// graft::while_loop: graph capture records the loop as a prim::Loop. The default refuses.
     virtual std::vector<Tensor> on_while_loop(const branch_ref& cond_fn, const branch_ref& body_fn,
                                               const std::vector<Tensor>& carried);
+    /// Sizes given to an op as SymInts (view_symint, ...), reported before the op runs: graph
+    /// capture keeps their expressions so that the graph computes them per call.
+    virtual void on_symbolic_sizes(const sym_int_list& sizes) { (void)sizes; }
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -1476,6 +1591,22 @@ public:
     [[nodiscard]] Tensor broadcast_to(const int_list& sizes) const;
     [[nodiscard]] Tensor as_strided(int_list sizes, int_list strides, std::int64_t offset) const;
 
+    // Sizes under capture (graft/core/symint.hpp, PyTorch's SymInt API): outside capture these
+    // are size(), view(), ... Under capture, sizes computed from sym_size() are recorded as
+    // expressions of the inputs' sizes, so the graph serves other sizes.
+    [[nodiscard]] SymInt sym_size(std::int64_t dim) const {
+        return SymInt::size_of(size(dim), detail::tl_op_observer != nullptr);
+    }
+    [[nodiscard]] sym_int_list sym_sizes() const {
+        sym_int_list r;
+        for (std::int64_t d = 0; d < dim(); ++d) r.push_back(sym_size(d));
+        return r;
+    }
+    [[nodiscard]] Tensor view_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor reshape_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor expand_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor narrow_symint(std::int64_t dim, const SymInt& start, const SymInt& length) const;
+
     // Copies.
     [[nodiscard]] Tensor contiguous() const;
     [[nodiscard]] Tensor clone() const;
@@ -1610,6 +1741,10 @@ GRAFT_INLINE Tensor t(const Tensor& self);
 GRAFT_INLINE Tensor permute(const Tensor& self, const int_list& dims);
 GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length);
 GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step);
+/// narrow's backward: zeros of `sizes` with grad written at narrow(d, start, length) (PyTorch's
+/// slice_backward). One op, so that capture records its sizes as attributes, not positions.
+GRAFT_INLINE Tensor narrow_backward(const Tensor& grad, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                    std::int64_t length);
 GRAFT_INLINE Tensor select(const Tensor& self, std::int64_t d, std::int64_t index);
 GRAFT_INLINE Tensor squeeze(const Tensor& self);
 GRAFT_INLINE Tensor squeeze(const Tensor& self, std::int64_t d);
@@ -1829,6 +1964,8 @@ GRAFT_INLINE Tensor alias(const Tensor& self) {
 
 GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
+    // Capture records the sizes as written: a -1 is inferred again from each call's sizes.
+    const std::vector<std::int64_t> written = detail::to_vector(new_sizes);
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
     detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
@@ -1836,14 +1973,14 @@ GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes) {
                   self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
     Tensor out = view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
-    return obs_.done(out, "reshape", {self}, {{"sizes", detail::to_vector(out.sizes())}});
+    return obs_.done(out, "reshape", {self}, {{"sizes", written}});
 }
 
 GRAFT_INLINE Tensor reshape(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
+    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);  // as written (-1 kept)
     new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);
     if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
         return obs_.done(view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset()), "reshape",
                          {self}, {{"sizes", recorded}});
@@ -1901,6 +2038,23 @@ GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t star
     sz[k] = length;
     return obs_.done(view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]),
                      "narrow", {self}, {{"dim", d}, {"start", start}, {"length", length}});
+}
+
+GRAFT_INLINE Tensor narrow_backward(const Tensor& grad, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                    std::int64_t length) {
+    const detail::observed_op obs_;
+    detail::check(grad.defined(), "narrow_backward: the gradient is undefined");
+    Tensor out = empty(sizes, grad.type());
+    detail::check(out.dim() == grad.dim(), "narrow_backward: the gradient has ", grad.dim(), " dimensions, sizes ",
+                  sizes, " have ", out.dim());
+    fill_(out, 0);
+    Tensor window = narrow(out, d, start, length);
+    detail::check(window.sizes() == grad.sizes(), "narrow_backward: the gradient's sizes ", grad.sizes(),
+                  " are not those of narrow(", d, ", ", start, ", ", length, ") of sizes ", sizes, ": ",
+                  window.sizes());
+    copy_(window, grad);
+    return obs_.done(out, "narrow_backward", {grad},
+                     {{"sizes", detail::to_vector(sizes)}, {"dim", d}, {"start", start}, {"length", length}});
 }
 
 GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
@@ -1996,7 +2150,7 @@ GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target) {
         sz[i] = want;
         st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    const std::vector<std::int64_t> recorded = detail::to_vector(sz);
+    const std::vector<std::int64_t> recorded = detail::to_vector(target);  // as written (-1 kept)
     return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "expand", {self},
                      {{"sizes", recorded}});
 }
@@ -8996,6 +9150,9 @@ Tensor record_view_op(const char* name, const Tensor& self, Tensor out, Backward
 /// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
 /// Differentiable in g (its derivative is the same view of the incoming gradient).
 GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view);
+/// narrow's backward (raw::narrow_backward), differentiable: its own backward narrows again.
+GRAFT_INLINE Tensor narrow_embed(const Tensor& g, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                 std::int64_t length);
 
 }  // namespace autograd::detail
 
@@ -9215,6 +9372,17 @@ GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::fun
     return record_view("SliceBackwardBackward0", g, out, [view](const Tensor& gg) { return view(gg); });
 }
 
+GRAFT_INLINE Tensor narrow_embed(const Tensor& g, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                 std::int64_t length) {
+    Tensor out;
+    {
+        no_grad guard;
+        out = graft::detail::raw::narrow_backward(g, sizes, d, start, length);
+    }
+    return record_view("SliceBackwardBackward0", g, out,
+                       [d, start, length](const Tensor& gg) { return gg.narrow(d, start, length); });
+}
+
 }  // namespace autograd::detail
 
 GRAFT_INLINE Tensor Tensor::view(int_list sizes) const {
@@ -9228,6 +9396,37 @@ GRAFT_INLINE Tensor Tensor::reshape(int_list sizes) const {
     Tensor out = detail::raw::reshape(*this, std::move(sizes));
     const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
     return autograd::detail::record_view_op(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
+}
+
+namespace detail {
+
+/// The numbers of `sizes`; under capture (the outermost op of user code) reports the list first.
+[[nodiscard]] inline int_list reported_sizes(const sym_int_list& sizes) {
+    int_list r;
+    bool symbolic = false;
+    for (const SymInt& s : sizes) {
+        r.push_back(s.value());
+        symbolic = symbolic || s.is_symbolic();
+    }
+    if (symbolic && tl_op_observer != nullptr && tl_op_depth == 0) tl_op_observer->on_symbolic_sizes(sizes);
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor Tensor::view_symint(const sym_int_list& sizes) const { return view(detail::reported_sizes(sizes)); }
+
+GRAFT_INLINE Tensor Tensor::reshape_symint(const sym_int_list& sizes) const {
+    return reshape(detail::reported_sizes(sizes));
+}
+
+GRAFT_INLINE Tensor Tensor::expand_symint(const sym_int_list& sizes) const {
+    return expand(detail::reported_sizes(sizes));
+}
+
+GRAFT_INLINE Tensor Tensor::narrow_symint(std::int64_t d, const SymInt& start, const SymInt& length) const {
+    const int_list n = detail::reported_sizes({start, length});
+    return narrow(d, n[0], n[1]);
 }
 
 GRAFT_INLINE Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
@@ -9254,7 +9453,7 @@ GRAFT_INLINE Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int6
     const int_list in = sizes();
     const std::int64_t s = start < 0 ? start + size(d) : start;
     return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
-        return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
+        return autograd::detail::narrow_embed(g, in, d, s, length);
     });
 }
 
@@ -13439,6 +13638,8 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+// narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
+GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
 
 // Views: the output aliases the input's storage.
 GRAFT_DETAIL_IR_VIEW_KIND(reshape, "reshape", 1)
@@ -13523,7 +13724,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put>>()));
@@ -13640,6 +13841,13 @@ GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous(
 GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
 GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
+    // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.
+    const Tensor& g = tensor_arg(op, in, 0);
+    const int_list sizes = to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes"));
+    return {autograd::detail::narrow_embed(g, sizes, attr_of<std::int64_t>(op, a, "dim"),
+                                           attr_of<std::int64_t>(op, a, "start"), attr_of<std::int64_t>(op, a, "length"))};
+})
 
 // Views: the output aliases the input's storage.
 GRAFT_DETAIL_IR_KIND_RUN(reshape, {
@@ -14651,19 +14859,68 @@ GRAFT_INLINE std::unique_ptr<Graph> Graph::copy() const {
 
 namespace graft::ir {
 
-/// A size symbol: read from dimension `dim` of graph input `input`.
+/// A size symbol: read from dimension `dim` of graph input `input`, or, for `context`
+/// symbols, of input `input` of the forward whose backward the graph is (a backward whose
+/// inputs carry none of the sizes it needs: the gradient of x.narrow(...).sum()).
 struct size_symbol {
     std::size_t input = 0;
     std::size_t dim = 0;
+    bool context = false;
 };
 
-/// coeff * the product of the symbols' values (symbols may repeat).
+namespace detail {
+/// The forward's input sizes while a backward graph with context symbols runs (set by the
+/// autograd node that runs it, for this thread).
+inline thread_local const std::vector<int_list>* tl_size_context = nullptr;
+}  // namespace detail
+
+/// Makes `sizes` the context of the symbolic backward graphs run on this thread while alive.
+class size_context_scope {
+public:
+    explicit size_context_scope(const std::vector<int_list>& sizes) noexcept : saved_(detail::tl_size_context) {
+        detail::tl_size_context = &sizes;
+    }
+    ~size_context_scope() { detail::tl_size_context = saved_; }
+    size_context_scope(const size_context_scope&) = delete;
+    size_context_scope& operator=(const size_context_scope&) = delete;
+
+private:
+    const std::vector<int_list>* saved_;
+};
+
+/// One step of a postfix size program (graft::SymInt arithmetic): push a number or a symbol's
+/// value, or pop two values and push their sum, difference, product, truncated quotient or
+/// remainder (a zero divisor gives 0, as SymInt does).
+struct size_term {
+    enum class op : std::uint8_t { constant, symbol, add, sub, mul, div, mod };
+    op kind = op::constant;
+    double value = 0;        // constant
+    std::size_t symbol = 0;  // symbol
+};
+
+/// A size as a function of the symbols: coeff * the product of `symbols` (symbols may repeat),
+/// or, when `program` is not empty, that program (sizes user code computed with SymInts).
 struct size_expr {
     double coeff = 1;
     std::vector<std::size_t> symbols;
+    std::vector<size_term> program;
 
     [[nodiscard]] double eval(std::span<const std::int64_t> values) const;
+    /// Infix text: `4 * s0`, `(s0 - 1) / 2`.
+    [[nodiscard]] std::string str() const;
 };
+
+/// A size expression user code computed with SymInts while a function was traced: a postfix
+/// program whose `symbol` terms are leaves (sizes the code read with sym_size), with each
+/// leaf's value in each trace (`leaves[k][t]`: leaf k in trace t).
+struct size_hint {
+    std::vector<size_term> program;
+    std::vector<std::vector<std::int64_t>> leaves;
+};
+
+/// The hints of several traces of one program (each with one value per leaf), merged: the
+/// traces must have computed the same programs in the same order, otherwise the result is empty.
+[[nodiscard]] std::vector<size_hint> merge_size_hints(const std::vector<const std::vector<size_hint>*>& traces);
 
 /// One attribute element that is a function of sizes.
 struct size_patch {
@@ -14681,8 +14938,14 @@ struct symbolic_sizes {
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
 
+    /// Does a symbol read the forward's input sizes (size_context_scope)?
+    [[nodiscard]] bool uses_context() const noexcept {
+        for (const size_symbol& s : symbols)
+            if (s.context) return true;
+        return false;
+    }
     /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
-    /// the needed rank).
+    /// the needed rank, or a context symbol has no size_context_scope).
     [[nodiscard]] std::vector<std::int64_t> bind(std::span<const ivalue> inputs) const;
     /// Does node n have patches?
     [[nodiscard]] bool patches_node(const Node* n) const;
@@ -14691,17 +14954,24 @@ struct symbolic_sizes {
     /// Marks the symbolic dimensions of g's input types unknown (`Float(*, 3)`), so that the
     /// interpreter's input check admits any size there.
     void relax_input_types(Graph& g) const;
+    /// The patches computed by SymInt programs, as size hints for traces of a graph derived
+    /// from this one (its autodiff) whose symbols had values `values[t]` in trace t.
+    [[nodiscard]] std::vector<size_hint> as_hints(const std::vector<std::vector<std::int64_t>>& values) const;
     /// Text for debug output: `s0 = %x0.size(0); %17 expand.sizes[0] = s0; %18 value = 1 * s0`.
     [[nodiscard]] std::string describe(const Graph& g) const;
 };
 
 /// Compares `g` with `others`, traces of the same straight-line program at other sizes:
 /// their structure (kinds, inputs, attribute names) must be the same and every attribute that
-/// differs must be explained by one expression (a constant times a product of at most two
-/// symbols) in every trace. Returns nullopt and sets `why` otherwise (a tensor constant that
-/// differs, a size not explained by the inputs' sizes, control flow).
+/// differs must be explained by one expression in every trace: first the `hints` (SymInt
+/// expressions whose leaves are themselves explained as below), then a constant times a product
+/// of at most two symbols, then a * s + b with whole a and b (three traces or more). Returns nullopt and sets `why` otherwise (a tensor constant that
+/// differs, a size not explained by the inputs' sizes, control flow). `context`: for backward
+/// graphs, the forward graph of each trace (g's first): its inputs' sizes may be symbols too.
 [[nodiscard]] std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
-                                                                 std::string& why);
+                                                                 std::string& why,
+                                                                 const std::vector<size_hint>& hints = {},
+                                                                 const std::vector<const Graph*>& context = {});
 
 }  // namespace graft::ir
 
@@ -14709,17 +14979,128 @@ struct symbolic_sizes {
 // ---- begin graft/ir/impl/symbolic.ipp
 // Definitions for graft/ir/symbolic.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace graft::ir {
 
+namespace detail {
+
+/// a op b for a size program: integer arithmetic when both are whole (exact, as SymInt's),
+/// doubles otherwise.
+[[nodiscard]] inline double apply_size_op(size_term::op k, double a, double b) {
+    constexpr double exact = 9.0e15;
+    const bool whole = a == std::trunc(a) && b == std::trunc(b) && std::fabs(a) < exact && std::fabs(b) < exact;
+    switch (k) {
+        case size_term::op::add: return a + b;
+        case size_term::op::sub: return a - b;
+        case size_term::op::mul: return a * b;
+        case size_term::op::div:
+            if (b == 0) return 0;
+            if (whole) return static_cast<double>(static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b));
+            return std::trunc(a / b);
+        case size_term::op::mod:
+            if (b == 0) return 0;
+            if (whole) return static_cast<double>(static_cast<std::int64_t>(a) % static_cast<std::int64_t>(b));
+            return std::fmod(a, b);
+        default: return 0;
+    }
+}
+
+/// Runs a postfix program whose symbol terms read `leaf(k)`; nullopt when it is malformed.
+template <class Leaf>
+[[nodiscard]] std::optional<double> run_size_program(std::span<const size_term> program, Leaf&& leaf) {
+    std::vector<double> stack;
+    for (const size_term& t : program) {
+        if (t.kind == size_term::op::constant) stack.push_back(t.value);
+        else if (t.kind == size_term::op::symbol) stack.push_back(leaf(t.symbol));
+        else {
+            if (stack.size() < 2) return std::nullopt;
+            const double b = stack.back();
+            stack.pop_back();
+            stack.back() = apply_size_op(t.kind, stack.back(), b);
+        }
+    }
+    if (stack.size() != 1) return std::nullopt;
+    return stack[0];
+}
+
+}  // namespace detail
+
 GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+    if (!program.empty()) {
+        const auto v = detail::run_size_program(program, [&](std::size_t s) { return static_cast<double>(values[s]); });
+        return v ? *v : 0.0;
+    }
     double v = coeff;
     for (std::size_t s : symbols) v *= static_cast<double>(values[s]);
     return v;
+}
+
+GRAFT_INLINE std::string size_expr::str() const {
+    const auto number = [](double x) {
+        std::ostringstream os;
+        os.precision(17);
+        os << x;
+        return os.str();
+    };
+    if (program.empty()) {
+        std::string r;
+        if (coeff != 1 || symbols.empty()) r = number(coeff) + (symbols.empty() ? "" : " * ");
+        for (std::size_t k = 0; k < symbols.size(); ++k) r += (k ? " * s" : "s") + std::to_string(symbols[k]);
+        return r;
+    }
+    // Infix with parentheses where precedence needs them: (text, precedence) per stack entry.
+    std::vector<std::pair<std::string, int>> stack;
+    for (const size_term& t : program) {
+        if (t.kind == size_term::op::constant) stack.emplace_back(number(t.value), 3);
+        else if (t.kind == size_term::op::symbol) stack.emplace_back("s" + std::to_string(t.symbol), 3);
+        else {
+            if (stack.size() < 2) return "?";
+            auto b = std::move(stack.back());
+            stack.pop_back();
+            auto& a = stack.back();
+            const bool additive = t.kind == size_term::op::add || t.kind == size_term::op::sub;
+            const int prec = additive ? 1 : 2;
+            const char* sym = t.kind == size_term::op::add   ? " + "
+                              : t.kind == size_term::op::sub ? " - "
+                              : t.kind == size_term::op::mul ? " * "
+                              : t.kind == size_term::op::div ? " / "
+                                                             : " % ";
+            // Left operand: parenthesize lower precedence; right: also equal precedence unless
+            // the operation is + or * (associative).
+            const bool assoc = t.kind == size_term::op::add || t.kind == size_term::op::mul;
+            std::string lhs = a.second < prec ? "(" + a.first + ")" : a.first;
+            std::string rhs = b.second < prec || (b.second == prec && !assoc) ? "(" + b.first + ")" : b.first;
+            a = {lhs + sym + rhs, prec};
+        }
+    }
+    return stack.size() == 1 ? stack[0].first : "?";
+}
+
+GRAFT_INLINE std::vector<size_hint> merge_size_hints(const std::vector<const std::vector<size_hint>*>& traces) {
+    if (traces.empty() || traces[0] == nullptr) return {};
+    std::vector<size_hint> r = *traces[0];
+    for (std::size_t t = 1; t < traces.size(); ++t) {
+        const std::vector<size_hint>* h = traces[t];
+        if (h == nullptr || h->size() != r.size()) return {};
+        for (std::size_t k = 0; k < r.size(); ++k) {
+            const size_hint& a = r[k];
+            const size_hint& b = (*h)[k];
+            bool same = a.program.size() == b.program.size() && a.leaves.size() == b.leaves.size();
+            for (std::size_t q = 0; same && q < a.program.size(); ++q)
+                same = a.program[q].kind == b.program[q].kind && a.program[q].symbol == b.program[q].symbol &&
+                       (a.program[q].kind != size_term::op::constant || a.program[q].value == b.program[q].value);
+            if (!same) return {};
+            for (std::size_t q = 0; q < a.leaves.size(); ++q)
+                r[k].leaves[q].insert(r[k].leaves[q].end(), b.leaves[q].begin(), b.leaves[q].end());
+        }
+    }
+    return r;
 }
 
 GRAFT_INLINE std::vector<std::int64_t> symbolic_sizes::bind(std::span<const ivalue> inputs) const {
@@ -14727,6 +15108,14 @@ GRAFT_INLINE std::vector<std::int64_t> symbolic_sizes::bind(std::span<const ival
     r.reserve(symbols.size());
     for (std::size_t k = 0; k < symbols.size(); ++k) {
         const size_symbol& s = symbols[k];
+        if (s.context) {
+            const std::vector<int_list>* c = detail::tl_size_context;
+            graft::detail::check(c != nullptr && s.input < c->size() && s.dim < (*c)[s.input].size(), "symbolic sizes: s",
+                                 k, " is dimension ", s.dim, " of the forward's input ", s.input,
+                                 ", and no forward's sizes are given (ir::size_context_scope)");
+            r.push_back((*c)[s.input][s.dim]);
+            continue;
+        }
         const Tensor* t = s.input < inputs.size() ? std::get_if<Tensor>(&inputs[s.input]) : nullptr;
         graft::detail::check(t != nullptr && t->defined() && s.dim < t->sizes().size(), "symbolic sizes: s", k,
                              " is dimension ", s.dim, " of input ", s.input, ", which is not a tensor of that rank");
@@ -14764,18 +15153,33 @@ GRAFT_INLINE void symbolic_sizes::relax_input_types(Graph& g) const {
     }
 }
 
+GRAFT_INLINE std::vector<size_hint> symbolic_sizes::as_hints(const std::vector<std::vector<std::int64_t>>& values) const {
+    std::vector<size_hint> r;
+    for (const size_patch& p : patches) {
+        if (p.expr.program.empty()) continue;  // products of sizes are found without hints
+        size_hint h;
+        h.program = p.expr.program;
+        h.leaves.assign(symbols.size(), {});
+        for (const auto& v : values)
+            for (std::size_t k = 0; k < symbols.size() && k < v.size(); ++k) h.leaves[k].push_back(v[k]);
+        r.push_back(std::move(h));
+    }
+    return r;
+}
+
 GRAFT_INLINE std::string symbolic_sizes::describe(const Graph& g) const {
     std::ostringstream os;
-    for (std::size_t k = 0; k < symbols.size(); ++k)
-        os << (k ? "; s" : "s") << k << " = %" << g.inputs()[symbols[k].input]->name() << ".size(" << symbols[k].dim
-           << ')';
+    for (std::size_t k = 0; k < symbols.size(); ++k) {
+        os << (k ? "; s" : "s") << k << " = ";
+        if (symbols[k].context) os << "forward input " << symbols[k].input;
+        else os << '%' << g.inputs()[symbols[k].input]->name();
+        os << ".size(" << symbols[k].dim << ')';
+    }
     for (const size_patch& p : patches) {
         os << "; %" << (p.node->outputs().empty() ? std::string("?") : p.node->outputs()[0]->name()) << ' '
            << p.node->kind().name << '.' << p.attr;
         if (p.index >= 0) os << '[' << p.index << ']';
-        os << " = ";
-        if (p.expr.coeff != 1 || p.expr.symbols.empty()) os << p.expr.coeff << (p.expr.symbols.empty() ? "" : " * ");
-        for (std::size_t k = 0; k < p.expr.symbols.size(); ++k) os << (k ? " * s" : "s") << p.expr.symbols[k];
+        os << " = " << p.expr.str();
     }
     return os.str();
 }
@@ -14816,25 +15220,116 @@ namespace detail {
 [[nodiscard]] inline std::optional<size_expr> explain(const std::vector<double>& vals,
                                                       const std::vector<std::vector<std::int64_t>>& sym_values) {
     const auto fits = [&](const size_expr& e) {
+        std::vector<std::int64_t> at(sym_values.size());
         for (std::size_t k = 0; k < vals.size(); ++k) {
-            double v = e.coeff;
-            for (std::size_t s : e.symbols) v *= static_cast<double>(sym_values[s][k]);
+            for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
+            const double v = e.eval(at);
             if (!(std::fabs(v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
         }
         return true;
     };
     const std::size_t n = sym_values.size();
     for (std::size_t s = 0; s < n; ++s) {
-        size_expr e{vals[0] / static_cast<double>(sym_values[s][0]), {s}};
+        size_expr e{vals[0] / static_cast<double>(sym_values[s][0]), {s}, {}};
         if (fits(e)) return e;
     }
     for (std::size_t s = 0; s < n; ++s)
         for (std::size_t t = s; t < n; ++t) {
             size_expr e{vals[0] / (static_cast<double>(sym_values[s][0]) * static_cast<double>(sym_values[t][0])),
-                        {s, t}};
+                        {s, t}, {}};
+            if (fits(e)) return e;
+        }
+    // a * s + b with whole a and b (a backward whose inputs are x.narrow(1, 1, n - 2) saved
+    // rebuilds n = s + 2): fitted on two traces, checked on the others (three or more).
+    if (vals.size() >= 3)
+        for (std::size_t s = 0; s < n; ++s) {
+            const double x0 = static_cast<double>(sym_values[s][0]), x1 = static_cast<double>(sym_values[s][1]);
+            if (x0 == x1) continue;
+            const double a = (vals[1] - vals[0]) / (x1 - x0), b = vals[0] - a * x0;
+            if (a == 0 || a != std::trunc(a) || b != std::trunc(b) || std::fabs(a) > 1e9 || std::fabs(b) > 1e15) continue;
+            size_expr e;
+            e.program.push_back({size_term::op::symbol, 0, s});
+            if (a != 1) {
+                e.program.push_back({size_term::op::constant, a, 0});
+                e.program.push_back({size_term::op::mul, 0, 0});
+            }
+            if (b != 0) {
+                e.program.push_back({size_term::op::constant, std::fabs(b), 0});
+                e.program.push_back({b > 0 ? size_term::op::add : size_term::op::sub, 0, 0});
+            }
             if (fits(e)) return e;
         }
     return std::nullopt;
+}
+
+/// The hints as expressions of the symbols: each leaf (a size the code read) explained by
+/// explain(), or a constant when it did not change; hints with a leaf not explained are dropped.
+[[nodiscard]] inline std::vector<size_expr> hint_expressions(const std::vector<size_hint>& hints,
+                                                             const std::vector<std::vector<std::int64_t>>& sym_values,
+                                                             std::size_t traces) {
+    std::vector<size_expr> r;
+    for (const size_hint& h : hints) {
+        std::vector<size_expr> leaves;
+        bool ok = true;
+        for (const auto& lv : h.leaves) {
+            if (lv.size() != traces) {
+                ok = false;
+                break;
+            }
+            std::vector<double> vals(lv.begin(), lv.end());
+            if (std::all_of(lv.begin(), lv.end(), [&](std::int64_t v) { return v == lv[0]; })) {
+                leaves.push_back(size_expr{vals[0], {}, {}});
+                continue;
+            }
+            auto e = explain(vals, sym_values);
+            if (!e) {
+                ok = false;
+                break;
+            }
+            leaves.push_back(std::move(*e));
+        }
+        if (!ok) continue;
+        size_expr e;
+        for (const size_term& t : h.program) {
+            if (t.kind != size_term::op::symbol) {
+                e.program.push_back(t);
+                continue;
+            }
+            if (t.symbol >= leaves.size()) {
+                ok = false;
+                break;
+            }
+            const size_expr& leaf = leaves[t.symbol];
+            if (!leaf.program.empty()) {
+                e.program.insert(e.program.end(), leaf.program.begin(), leaf.program.end());
+                continue;
+            }
+            const bool unit = leaf.coeff == 1 && !leaf.symbols.empty();
+            if (!unit) e.program.push_back({size_term::op::constant, leaf.coeff, 0});
+            for (std::size_t q = 0; q < leaf.symbols.size(); ++q) {
+                e.program.push_back({size_term::op::symbol, 0, leaf.symbols[q]});
+                if (!unit || q > 0) e.program.push_back({size_term::op::mul, 0, 0});
+            }
+        }
+        if (ok && !e.program.empty()) r.push_back(std::move(e));
+    }
+    return r;
+}
+
+/// explain(), trying the hints first.
+[[nodiscard]] inline std::optional<size_expr> explain_with(const std::vector<double>& vals,
+                                                           const std::vector<std::vector<std::int64_t>>& sym_values,
+                                                           const std::vector<size_expr>& hints) {
+    for (const size_expr& h : hints) {
+        bool fits = true;
+        for (std::size_t k = 0; fits && k < vals.size(); ++k) {
+            std::vector<std::int64_t> at(sym_values.size());
+            for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
+            fits = std::fabs(h.eval(at) - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
+        }
+        if (fits) return h;
+    }
+    return explain(vals, sym_values);
 }
 
 [[nodiscard]] inline std::optional<double> number_of(const attribute& a) {
@@ -14846,7 +15341,8 @@ namespace detail {
 }  // namespace detail
 
 GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
-                                                                std::string& why) {
+                                                                std::string& why, const std::vector<size_hint>& hints,
+                                                                const std::vector<const Graph*>& context) {
     symbolic_sizes r;
     const std::size_t n_in = g.inputs().size();
     for (const Graph* o : others)
@@ -14886,6 +15382,39 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
             r.dim_symbols.push_back(k);
         }
     }
+    // Context symbols: the forward's input dimensions that differ, when no graph input's does.
+    if (!context.empty()) {
+        if (context.size() != others.size() + 1 || context[0] == nullptr) {
+            why = "the context has another number of traces";
+            return std::nullopt;
+        }
+        for (std::size_t j = 0; j < context[0]->inputs().size(); ++j) {
+            std::vector<std::optional<std::vector<std::int64_t>>> st;
+            for (const Graph* c : context) {
+                if (c == nullptr || c->inputs().size() != context[0]->inputs().size()) {
+                    why = "the context's traces have different numbers of inputs";
+                    return std::nullopt;
+                }
+                st.push_back(detail::known_sizes(c->inputs()[j]));
+            }
+            if (!st[0]) continue;
+            bool same_rank = true;
+            for (const auto& x : st) same_rank = same_rank && x && x->size() == st[0]->size();
+            if (!same_rank) continue;
+            for (std::size_t d = 0; d < st[0]->size(); ++d) {
+                std::vector<std::int64_t> t;
+                bool varies = false;
+                for (const auto& x : st) {
+                    t.push_back((*x)[d]);
+                    varies = varies || (*x)[d] != (*st[0])[d];
+                }
+                if (!varies || std::find(sym_values.begin(), sym_values.end(), t) != sym_values.end()) continue;
+                r.symbols.push_back({j, d, true});
+                sym_values.push_back(std::move(t));
+            }
+        }
+    }
+    const std::vector<size_expr> hinted = detail::hint_expressions(hints, sym_values, others.size() + 1);
     // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.
     const auto nodes_of = [](const Graph& x) {
         return std::vector<const Node*>(x.block()->nodes().begin(), x.block()->nodes().end());
@@ -14934,7 +15463,10 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
             if (all_equal) continue;
             const auto fail = [&] {
                 why = std::string("attribute '") + name + "' of a " + std::string(n->kind().name) +
-                      " node differs between the traces and is not a product of input sizes";
+                      " node differs between the traces and " +
+                      (sym_values.empty() ? "the graph's inputs do not carry the sizes it depends on"
+                                          : "is not a function of input sizes graft can infer (a product of sizes, "
+                                            "a * size + b, or a SymInt expression)");
                 return std::nullopt;
             };
             if (const auto x = detail::number_of(value)) {
@@ -14944,7 +15476,7 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                     if (!y || b[k][i]->attr(name).index() != value.index()) return fail();
                     vals.push_back(*y);
                 }
-                const auto e = detail::explain(vals, sym_values);
+                const auto e = detail::explain_with(vals, sym_values, hinted);
                 if (!e) return fail();
                 r.patches.push_back({n, name, -1, *e});
                 continue;
@@ -14961,7 +15493,7 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                     differs = differs || (*other)[e] != (*list)[e];
                 }
                 if (!differs) continue;
-                const auto ex = detail::explain(vals, sym_values);
+                const auto ex = detail::explain_with(vals, sym_values, hinted);
                 if (!ex) return fail();
                 r.patches.push_back({n, name, static_cast<std::ptrdiff_t>(e), *ex});
             }
@@ -14973,6 +15505,27 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                 why = "the traces return different values";
                 return std::nullopt;
             }
+    // Context symbols no patch uses are dropped (a graph that needs none runs without context).
+    std::vector<bool> used(r.symbols.size(), false);
+    for (const size_patch& p : r.patches) {
+        for (std::size_t x : p.expr.symbols) used[x] = true;
+        for (const size_term& t : p.expr.program)
+            if (t.kind == size_term::op::symbol) used[t.symbol] = true;
+    }
+    std::vector<std::size_t> renamed(r.symbols.size());
+    std::vector<size_symbol> kept;
+    for (std::size_t k = 0; k < r.symbols.size(); ++k) {
+        renamed[k] = kept.size();
+        if (!r.symbols[k].context || used[k]) kept.push_back(r.symbols[k]);
+    }
+    if (kept.size() != r.symbols.size()) {
+        for (size_patch& p : r.patches) {
+            for (std::size_t& x : p.expr.symbols) x = renamed[x];
+            for (size_term& t : p.expr.program)
+                if (t.kind == size_term::op::symbol) t.symbol = renamed[t.symbol];
+        }
+        r.symbols = std::move(kept);
+    }
     return r;
 }
 
@@ -16094,7 +16647,17 @@ GRAFT_INLINE bool remove_noop_views::is_noop(const Node* n) {
     }
     const auto sizes = known_sizes(n->input(0));
     if (!sizes) return false;
-    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) return n->is("sizes") == *sizes;
+    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) {
+        // Sizes as written: -1 keeps (expand) or infers (reshape, at most one) that dimension.
+        const auto& want = n->is("sizes");
+        if (want.size() != sizes->size()) return false;
+        int inferred = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            if (want[i] == -1) ++inferred;
+            else if (want[i] != (*sizes)[i]) return false;
+        }
+        return n->is<kinds::expand>() || inferred <= 1;
+    }
     if (n->is<kinds::narrow>()) {
         const std::int64_t rank = static_cast<std::int64_t>(sizes->size());
         std::int64_t d = n->i("dim");
@@ -16716,6 +17279,11 @@ public:
 
     void on_read(std::string_view what, const Tensor& t) override;
 
+    /// Sizes computed with SymInts (view_symint, ...): kept as size hints (ir/symbolic.hpp).
+    void on_symbolic_sizes(const sym_int_list& sizes) override;
+    /// The SymInt expressions seen so far, in order.
+    [[nodiscard]] std::vector<ir::size_hint> take_size_hints() { return std::move(hints_); }
+
     /// graft::while_loop: recorded as a prim::Loop (body and condition traced once).
     std::vector<Tensor> on_while_loop(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
                                       const std::vector<Tensor>& carried) override {
@@ -16783,6 +17351,7 @@ private:
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
+    std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
 };
 
@@ -16880,10 +17449,14 @@ struct traced_fn {
 /// A captured function: the graph, its metadata, and how to run it.
 class captured {
 public:
-    captured(std::shared_ptr<ir::Graph> g, graph_meta m) : graph_(std::move(g)), meta_(std::move(m)) {}
+    captured(std::shared_ptr<ir::Graph> g, graph_meta m, std::vector<ir::size_hint> hints = {})
+        : graph_(std::move(g)), meta_(std::move(m)), hints_(std::move(hints)) {}
     [[nodiscard]] const ir::Graph& graph() const { return *graph_; }
     [[nodiscard]] ir::Graph& graph() { return *graph_; }
     [[nodiscard]] const graph_meta& meta() const { return meta_; }
+    /// The sizes f computed with SymInts (Tensor::sym_size), as expressions of the sizes it read
+    /// (ir::size_hint): jit::script uses them to make the graph's sizes symbolic.
+    [[nodiscard]] const std::vector<ir::size_hint>& size_hints() const { return hints_; }
 
     /// Runs the graph with the eager interpreter (autograd records as usual), writes
     /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
@@ -16901,6 +17474,7 @@ public:
 private:
     std::shared_ptr<ir::Graph> graph_;
     graph_meta meta_;
+    std::vector<ir::size_hint> hints_;
 };
 
 namespace detail {
@@ -17063,6 +17637,37 @@ GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_op
     ++b.gen;
     values_[impl_key(b.base)] = {next, b.gen};
     ++mutations_;
+}
+
+GRAFT_INLINE void tracer::on_symbolic_sizes(const sym_int_list& sizes) {
+    for (const SymInt& s : sizes) {
+        if (!s.is_symbolic()) continue;
+        ir::size_hint h;
+        // Post-order: operands first, then the operation (a postfix program).
+        const auto walk = [&](const auto& self, const graft::detail::sym_node& n) -> void {
+            using op = graft::detail::sym_node::op;
+            switch (n.kind) {
+                case op::size:
+                    h.program.push_back({ir::size_term::op::symbol, 0, h.leaves.size()});
+                    h.leaves.push_back({n.value});
+                    return;
+                case op::constant:
+                    h.program.push_back({ir::size_term::op::constant, static_cast<double>(n.value), 0});
+                    return;
+                default: break;
+            }
+            self(self, *n.lhs);
+            self(self, *n.rhs);
+            const ir::size_term::op k = n.kind == op::add   ? ir::size_term::op::add
+                                        : n.kind == op::sub ? ir::size_term::op::sub
+                                        : n.kind == op::mul ? ir::size_term::op::mul
+                                        : n.kind == op::div ? ir::size_term::op::div
+                                                            : ir::size_term::op::mod;
+            h.program.push_back({k, 0, 0});
+        };
+        walk(walk, *s.node());
+        hints_.push_back(std::move(h));
+    }
 }
 
 GRAFT_INLINE void tracer::on_alloc(const Tensor& t) {
@@ -17316,6 +17921,40 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
         n->set_attr("sizes", std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()));
         n->add_input(b.value);
         return n->add_output(value_type(t));
+    }
+    // A box of the base (its strides, each dimension a window): narrows, whose starts and
+    // lengths a symbolic graph can compute (x.narrow(1, 1, n - 2) saved for the backward).
+    if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 0 &&
+        t.strides() == b.base.strides() && t.numel() > 0) {
+        std::int64_t rel = t.storage_offset() - b.base.storage_offset();
+        std::vector<std::int64_t> start(t.sizes().size(), 0);
+        bool box = rel >= 0;
+        for (std::size_t d = 0; box && d < start.size(); ++d) {
+            const std::int64_t stride = b.base.strides()[d], n = b.base.sizes()[d];
+            if (n > 1 && stride > 0) {
+                start[d] = rel / stride;
+                rel -= start[d] * stride;
+            }
+            box = start[d] + t.sizes()[d] <= n;
+        }
+        if (box && rel == 0) {
+            ir::Value* v = b.value;
+            int_list sizes = b.base.sizes();
+            for (std::size_t d = 0; d < start.size(); ++d) {
+                if (start[d] == 0 && t.sizes()[d] == sizes[d]) continue;
+                sizes[d] = t.sizes()[d];
+                ir::Node* n = cur_->append<ir::kinds::narrow>();
+                n->set_attr("dim", static_cast<std::int64_t>(d));
+                n->set_attr("start", start[d]);
+                n->set_attr("length", t.sizes()[d]);
+                n->add_input(v);
+                ir::TensorType tt;
+                tt.scalar_type = t.type();
+                tt.sizes.emplace(sizes.begin(), sizes.end());
+                v = n->add_output(ir::Type::tensor_type(std::move(tt)));
+            }
+            if (v != b.value) return v;
+        }
     }
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
@@ -17585,7 +18224,7 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
     }
     ir::dce::run(*g);
     g->lint();
-    return captured(std::move(g), std::move(meta));
+    return captured(std::move(g), std::move(meta), tr.take_size_hints());
 }
 
 }  // namespace detail
@@ -17664,6 +18303,8 @@ public:
     /// are computed from the inputs' sizes, and the dynamic dimensions grouped by symbol.
     std::shared_ptr<const ir::symbolic_sizes> forward_sizes, backward_sizes;
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> size_groups;
+    /// The sizes f computed with SymInts while traced (capture::captured::size_hints).
+    std::vector<ir::size_hint> size_hints;
     /// Set by capture::aot when f can be copied: a call with another signature (dtype, sizes,
     /// or an input that requires grad where the example did not) captures f again for it,
     /// once per signature (at most 16; past that f runs eagerly). Empty: such a call is a
@@ -17868,8 +18509,12 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     // for zero gradients of outputs the caller did not differentiate.
     std::vector<std::pair<int_list, dtype>> shapes;
     for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes](
-                         autograd::function_node& n, const autograd::tensor_list& g) {
+    // A symbolic backward may compute sizes from the forward's input sizes (ir::size_symbol::context).
+    std::vector<int_list> context;
+    if (backward_sizes && backward_sizes->uses_context())
+        for (const Tensor& a : args) context.push_back(a.sizes());
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes,
+                      context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
         std::vector<Tensor> in;
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
         for (std::size_t k = 0; k < shapes.size(); ++k)
@@ -17879,6 +18524,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         graft::detail::check(!autograd::is_grad_enabled(), n.name(),
                              ": double backward (create_graph=true) through a compiled graph is not supported; "
                              "differentiate the eager function instead");
+        const ir::size_context_scope sizes_of_forward(context);
         if (run) return run(in);
         std::vector<ir::ivalue> a(in.begin(), in.end());
         std::vector<Tensor> r;
@@ -18103,8 +18749,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
         std::vector<aot_function> others;
         for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
         std::string why;
-        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why);
-        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why)
+        const std::vector<ir::size_hint> hints =
+            ir::merge_size_hints({&r.size_hints, &others[0].size_hints, &others[1].size_hints});
+        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why, hints);
+        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why,
+                                                hints, {r.forward.get(), others[0].forward.get(), others[1].forward.get()})
                      : std::nullopt;
         graft::detail::check(fs && bs, "capture::aot: the dynamic dimensions cannot be symbolic: ", why,
                              " (capture without dynamic_dims: one capture per size)");
@@ -18196,6 +18845,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     joint->lint();
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
+    r.size_hints = tr.take_size_hints();
     return r;
 }
 
@@ -19879,13 +20529,15 @@ public:
     explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
     /// An executor for `g` and the same program traced at other input sizes (`at_other_sizes`,
     /// as jit::script makes them): after the passes, attributes that differ between the traces
-    /// and are a constant times a product of input sizes (a view to `x.size(0)` rows) become
-    /// functions of each call's sizes (ir::infer_symbolic_sizes), so every plan computes them
-    /// per run. When the traces differ otherwise, the graph keeps its numbers: symbolic_sizes()
-    /// is null and debug_state().symbolic says why. Calls must keep the input dimensions that
-    /// share a symbol equal and every symbolic size >= 2 (jit::script checks this).
+    /// and are explained by the `hints` (the SymInt expressions of the traces, merged by
+    /// ir::merge_size_hints) or are a constant times a product of input sizes (a view to
+    /// `x.size(0)` rows) become functions of each call's sizes (ir::infer_symbolic_sizes), so
+    /// every plan computes them per run. When the traces differ otherwise, the graph keeps its
+    /// numbers: symbolic_sizes() is null and debug_state().symbolic says why. Calls must keep
+    /// the input dimensions that share a symbol equal and every symbolic size >= 2 (jit::script
+    /// checks this).
     executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
-             options o = default_options());
+             options o = default_options(), std::vector<ir::size_hint> hints = {});
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
@@ -20519,9 +21171,23 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             std::string why;
             try {
                 std::vector<std::shared_ptr<capture::aot_function>> others;
-                for (const auto& ex : capture::detail::perturbed_examples(examples, dg, 2)) others.push_back(trace(ex));
-                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()}, why);
-                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward, {others[0]->backward.get(), others[1]->backward.get()}, why)
+                const auto perturbed = capture::detail::perturbed_examples(examples, dg, 2);
+                for (const auto& ex : perturbed) others.push_back(trace(ex));
+                std::vector<ir::size_hint> hints =
+                    ir::merge_size_hints({&f->size_hints, &others[0]->size_hints, &others[1]->size_hints});
+                if (graph_sizes) {
+                    // The graph's own SymInt sizes explain its autodiff's sizes too.
+                    std::vector<std::vector<std::int64_t>> values;
+                    for (const std::vector<Tensor>* ex :
+                         std::array<const std::vector<Tensor>*, 3>{&examples, &perturbed[0], &perturbed[1]})
+                        values.push_back(graph_sizes->bind(std::vector<ir::ivalue>(ex->begin(), ex->end())));
+                    for (ir::size_hint& h : graph_sizes->as_hints(values)) hints.push_back(std::move(h));
+                }
+                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()},
+                                                   why, hints);
+                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward,
+                                                        {others[0]->backward.get(), others[1]->backward.get()}, why, hints,
+                                                        {f->forward.get(), others[0]->forward.get(), others[1]->forward.get()})
                              : std::nullopt;
                 if (fs && bs) {
                     fs->relax_input_types(*f->forward);
@@ -20543,6 +21209,8 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                     if (gd.symbolic_sizes) gd.sizes.reset();
                 s.symbol_occurrences = groups;
                 f->signature.clear();  // the specialization's guards decide what the graphs serve
+                f->forward_sizes = fwd_sym;
+                f->backward_sizes = bwd_sym;  // its node gives the backward the forward's sizes
                 s.symbolic_text = "forward: " + fwd_sym->describe(*f->forward) + "\n    backward: " +
                                   bwd_sym->describe(*f->backward);
             } else {
@@ -20735,7 +21403,7 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
 }
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
-                                options o) {
+                                options o, std::vector<ir::size_hint> hints) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
     // The inference reads which input dimensions differ from the traces' input types: keep
     // them until it is done.
@@ -20747,7 +21415,7 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::u
         others.push_back(other.get());
     }
     if (!others.empty()) {
-        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_)) {
+        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_, hints)) {
             if (!sym->patches.empty()) symbolic_ = std::make_shared<const ir::symbolic_sizes>(std::move(*sym));
             else symbolic_why_ = "the graph does not depend on its inputs' sizes";
         }
@@ -21209,6 +21877,7 @@ GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inpu
 struct size_probe {
     std::vector<capture::captured> others;
     ir::symbolic_sizes sizes;
+    std::vector<ir::size_hint> hints;  // the traces' SymInt expressions, merged
 };
 
 GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
@@ -21223,7 +21892,8 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
         return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
     }
     std::string why;
-    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why);
+    r.hints = ir::merge_size_hints({&cap.size_hints(), &r.others[0].size_hints(), &r.others[1].size_hints()});
+    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why, r.hints);
     if (!sym) return std::nullopt;
     r.sizes = std::move(*sym);
     return r;
@@ -21285,7 +21955,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
             // Numbers that are functions of the inputs' sizes: the executor computes them per call.
             std::vector<std::unique_ptr<ir::Graph>> other_graphs;
             for (const auto& o : probe->others) other_graphs.push_back(o.graph().copy());
-            executor exec(cap.graph().copy(), std::move(other_graphs), options_);
+            executor exec(cap.graph().copy(), std::move(other_graphs), options_, probe->hints);
             const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
             if (!symbolic) free = {};
             return std::make_unique<compiled>(

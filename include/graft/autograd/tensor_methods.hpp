@@ -101,6 +101,9 @@ Tensor record_view_op(const char* name, const Tensor& self, Tensor out, Backward
 /// zeros of `sizes` with `view(result)` set to g: the gradient of narrow/slice/select.
 /// Differentiable in g (its derivative is the same view of the incoming gradient).
 GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::function<Tensor(const Tensor&)>& view);
+/// narrow's backward (raw::narrow_backward), differentiable: its own backward narrows again.
+GRAFT_INLINE Tensor narrow_embed(const Tensor& g, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                 std::int64_t length);
 
 }  // namespace autograd::detail
 

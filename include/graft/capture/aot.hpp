@@ -90,6 +90,8 @@ public:
     /// are computed from the inputs' sizes, and the dynamic dimensions grouped by symbol.
     std::shared_ptr<const ir::symbolic_sizes> forward_sizes, backward_sizes;
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> size_groups;
+    /// The sizes f computed with SymInts while traced (capture::captured::size_hints).
+    std::vector<ir::size_hint> size_hints;
     /// Set by capture::aot when f can be copied: a call with another signature (dtype, sizes,
     /// or an input that requires grad where the example did not) captures f again for it,
     /// once per signature (at most 16; past that f runs eagerly). Empty: such a call is a

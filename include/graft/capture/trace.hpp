@@ -26,6 +26,7 @@
 #include "graft/ir/graph.hpp"
 #include "graft/ir/interpreter.hpp"
 #include "graft/ir/passes.hpp"
+#include "graft/ir/symbolic.hpp"
 
 namespace graft::capture {
 
@@ -120,6 +121,11 @@ public:
 
     void on_read(std::string_view what, const Tensor& t) override;
 
+    /// Sizes computed with SymInts (view_symint, ...): kept as size hints (ir/symbolic.hpp).
+    void on_symbolic_sizes(const sym_int_list& sizes) override;
+    /// The SymInt expressions seen so far, in order.
+    [[nodiscard]] std::vector<ir::size_hint> take_size_hints() { return std::move(hints_); }
+
     /// graft::while_loop: recorded as a prim::Loop (body and condition traced once).
     std::vector<Tensor> on_while_loop(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
                                       const std::vector<Tensor>& carried) override {
@@ -187,6 +193,7 @@ private:
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
+    std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
 };
 
@@ -284,10 +291,14 @@ struct traced_fn {
 /// A captured function: the graph, its metadata, and how to run it.
 class captured {
 public:
-    captured(std::shared_ptr<ir::Graph> g, graph_meta m) : graph_(std::move(g)), meta_(std::move(m)) {}
+    captured(std::shared_ptr<ir::Graph> g, graph_meta m, std::vector<ir::size_hint> hints = {})
+        : graph_(std::move(g)), meta_(std::move(m)), hints_(std::move(hints)) {}
     [[nodiscard]] const ir::Graph& graph() const { return *graph_; }
     [[nodiscard]] ir::Graph& graph() { return *graph_; }
     [[nodiscard]] const graph_meta& meta() const { return meta_; }
+    /// The sizes f computed with SymInts (Tensor::sym_size), as expressions of the sizes it read
+    /// (ir::size_hint): jit::script uses them to make the graph's sizes symbolic.
+    [[nodiscard]] const std::vector<ir::size_hint>& size_hints() const { return hints_; }
 
     /// Runs the graph with the eager interpreter (autograd records as usual), writes
     /// mutated inputs back into the caller's tensors and recreates outputs that alias inputs.
@@ -305,6 +316,7 @@ public:
 private:
     std::shared_ptr<ir::Graph> graph_;
     graph_meta meta_;
+    std::vector<ir::size_hint> hints_;
 };
 
 namespace detail {

@@ -122,6 +122,22 @@ public:
     [[nodiscard]] Tensor broadcast_to(const int_list& sizes) const;
     [[nodiscard]] Tensor as_strided(int_list sizes, int_list strides, std::int64_t offset) const;
 
+    // Sizes under capture (graft/core/symint.hpp, PyTorch's SymInt API): outside capture these
+    // are size(), view(), ... Under capture, sizes computed from sym_size() are recorded as
+    // expressions of the inputs' sizes, so the graph serves other sizes.
+    [[nodiscard]] SymInt sym_size(std::int64_t dim) const {
+        return SymInt::size_of(size(dim), detail::tl_op_observer != nullptr);
+    }
+    [[nodiscard]] sym_int_list sym_sizes() const {
+        sym_int_list r;
+        for (std::int64_t d = 0; d < dim(); ++d) r.push_back(sym_size(d));
+        return r;
+    }
+    [[nodiscard]] Tensor view_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor reshape_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor expand_symint(const sym_int_list& sizes) const;
+    [[nodiscard]] Tensor narrow_symint(std::int64_t dim, const SymInt& start, const SymInt& length) const;
+
     // Copies.
     [[nodiscard]] Tensor contiguous() const;
     [[nodiscard]] Tensor clone() const;
@@ -256,6 +272,10 @@ GRAFT_INLINE Tensor t(const Tensor& self);
 GRAFT_INLINE Tensor permute(const Tensor& self, const int_list& dims);
 GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t length);
 GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step);
+/// narrow's backward: zeros of `sizes` with grad written at narrow(d, start, length) (PyTorch's
+/// slice_backward). One op, so that capture records its sizes as attributes, not positions.
+GRAFT_INLINE Tensor narrow_backward(const Tensor& grad, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                    std::int64_t length);
 GRAFT_INLINE Tensor select(const Tensor& self, std::int64_t d, std::int64_t index);
 GRAFT_INLINE Tensor squeeze(const Tensor& self);
 GRAFT_INLINE Tensor squeeze(const Tensor& self, std::int64_t d);

@@ -150,6 +150,8 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+// narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
+GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
 
 // Views: the output aliases the input's storage.
 GRAFT_DETAIL_IR_VIEW_KIND(reshape, "reshape", 1)
@@ -234,7 +236,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put>>()));

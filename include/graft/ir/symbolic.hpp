@@ -21,19 +21,68 @@
 
 namespace graft::ir {
 
-/// A size symbol: read from dimension `dim` of graph input `input`.
+/// A size symbol: read from dimension `dim` of graph input `input`, or, for `context`
+/// symbols, of input `input` of the forward whose backward the graph is (a backward whose
+/// inputs carry none of the sizes it needs: the gradient of x.narrow(...).sum()).
 struct size_symbol {
     std::size_t input = 0;
     std::size_t dim = 0;
+    bool context = false;
 };
 
-/// coeff * the product of the symbols' values (symbols may repeat).
+namespace detail {
+/// The forward's input sizes while a backward graph with context symbols runs (set by the
+/// autograd node that runs it, for this thread).
+inline thread_local const std::vector<int_list>* tl_size_context = nullptr;
+}  // namespace detail
+
+/// Makes `sizes` the context of the symbolic backward graphs run on this thread while alive.
+class size_context_scope {
+public:
+    explicit size_context_scope(const std::vector<int_list>& sizes) noexcept : saved_(detail::tl_size_context) {
+        detail::tl_size_context = &sizes;
+    }
+    ~size_context_scope() { detail::tl_size_context = saved_; }
+    size_context_scope(const size_context_scope&) = delete;
+    size_context_scope& operator=(const size_context_scope&) = delete;
+
+private:
+    const std::vector<int_list>* saved_;
+};
+
+/// One step of a postfix size program (graft::SymInt arithmetic): push a number or a symbol's
+/// value, or pop two values and push their sum, difference, product, truncated quotient or
+/// remainder (a zero divisor gives 0, as SymInt does).
+struct size_term {
+    enum class op : std::uint8_t { constant, symbol, add, sub, mul, div, mod };
+    op kind = op::constant;
+    double value = 0;        // constant
+    std::size_t symbol = 0;  // symbol
+};
+
+/// A size as a function of the symbols: coeff * the product of `symbols` (symbols may repeat),
+/// or, when `program` is not empty, that program (sizes user code computed with SymInts).
 struct size_expr {
     double coeff = 1;
     std::vector<std::size_t> symbols;
+    std::vector<size_term> program;
 
     [[nodiscard]] double eval(std::span<const std::int64_t> values) const;
+    /// Infix text: `4 * s0`, `(s0 - 1) / 2`.
+    [[nodiscard]] std::string str() const;
 };
+
+/// A size expression user code computed with SymInts while a function was traced: a postfix
+/// program whose `symbol` terms are leaves (sizes the code read with sym_size), with each
+/// leaf's value in each trace (`leaves[k][t]`: leaf k in trace t).
+struct size_hint {
+    std::vector<size_term> program;
+    std::vector<std::vector<std::int64_t>> leaves;
+};
+
+/// The hints of several traces of one program (each with one value per leaf), merged: the
+/// traces must have computed the same programs in the same order, otherwise the result is empty.
+[[nodiscard]] std::vector<size_hint> merge_size_hints(const std::vector<const std::vector<size_hint>*>& traces);
 
 /// One attribute element that is a function of sizes.
 struct size_patch {
@@ -51,8 +100,14 @@ struct symbolic_sizes {
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
 
+    /// Does a symbol read the forward's input sizes (size_context_scope)?
+    [[nodiscard]] bool uses_context() const noexcept {
+        for (const size_symbol& s : symbols)
+            if (s.context) return true;
+        return false;
+    }
     /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
-    /// the needed rank).
+    /// the needed rank, or a context symbol has no size_context_scope).
     [[nodiscard]] std::vector<std::int64_t> bind(std::span<const ivalue> inputs) const;
     /// Does node n have patches?
     [[nodiscard]] bool patches_node(const Node* n) const;
@@ -61,17 +116,24 @@ struct symbolic_sizes {
     /// Marks the symbolic dimensions of g's input types unknown (`Float(*, 3)`), so that the
     /// interpreter's input check admits any size there.
     void relax_input_types(Graph& g) const;
+    /// The patches computed by SymInt programs, as size hints for traces of a graph derived
+    /// from this one (its autodiff) whose symbols had values `values[t]` in trace t.
+    [[nodiscard]] std::vector<size_hint> as_hints(const std::vector<std::vector<std::int64_t>>& values) const;
     /// Text for debug output: `s0 = %x0.size(0); %17 expand.sizes[0] = s0; %18 value = 1 * s0`.
     [[nodiscard]] std::string describe(const Graph& g) const;
 };
 
 /// Compares `g` with `others`, traces of the same straight-line program at other sizes:
 /// their structure (kinds, inputs, attribute names) must be the same and every attribute that
-/// differs must be explained by one expression (a constant times a product of at most two
-/// symbols) in every trace. Returns nullopt and sets `why` otherwise (a tensor constant that
-/// differs, a size not explained by the inputs' sizes, control flow).
+/// differs must be explained by one expression in every trace: first the `hints` (SymInt
+/// expressions whose leaves are themselves explained as below), then a constant times a product
+/// of at most two symbols, then a * s + b with whole a and b (three traces or more). Returns nullopt and sets `why` otherwise (a tensor constant that
+/// differs, a size not explained by the inputs' sizes, control flow). `context`: for backward
+/// graphs, the forward graph of each trace (g's first): its inputs' sizes may be symbols too.
 [[nodiscard]] std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
-                                                                 std::string& why);
+                                                                 std::string& why,
+                                                                 const std::vector<size_hint>& hints = {},
+                                                                 const std::vector<const Graph*>& context = {});
 
 }  // namespace graft::ir
 

@@ -334,13 +334,15 @@ public:
     explicit executor(std::unique_ptr<ir::Graph> g, options o = default_options());
     /// An executor for `g` and the same program traced at other input sizes (`at_other_sizes`,
     /// as jit::script makes them): after the passes, attributes that differ between the traces
-    /// and are a constant times a product of input sizes (a view to `x.size(0)` rows) become
-    /// functions of each call's sizes (ir::infer_symbolic_sizes), so every plan computes them
-    /// per run. When the traces differ otherwise, the graph keeps its numbers: symbolic_sizes()
-    /// is null and debug_state().symbolic says why. Calls must keep the input dimensions that
-    /// share a symbol equal and every symbolic size >= 2 (jit::script checks this).
+    /// and are explained by the `hints` (the SymInt expressions of the traces, merged by
+    /// ir::merge_size_hints) or are a constant times a product of input sizes (a view to
+    /// `x.size(0)` rows) become functions of each call's sizes (ir::infer_symbolic_sizes), so
+    /// every plan computes them per run. When the traces differ otherwise, the graph keeps its
+    /// numbers: symbolic_sizes() is null and debug_state().symbolic says why. Calls must keep
+    /// the input dimensions that share a symbol equal and every symbolic size >= 2 (jit::script
+    /// checks this).
     executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
-             options o = default_options());
+             options o = default_options(), std::vector<ir::size_hint> hints = {});
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;

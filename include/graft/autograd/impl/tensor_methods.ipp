@@ -142,6 +142,17 @@ GRAFT_INLINE Tensor embed(const Tensor& g, const int_list& sizes, const std::fun
     return record_view("SliceBackwardBackward0", g, out, [view](const Tensor& gg) { return view(gg); });
 }
 
+GRAFT_INLINE Tensor narrow_embed(const Tensor& g, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                 std::int64_t length) {
+    Tensor out;
+    {
+        no_grad guard;
+        out = graft::detail::raw::narrow_backward(g, sizes, d, start, length);
+    }
+    return record_view("SliceBackwardBackward0", g, out,
+                       [d, start, length](const Tensor& gg) { return gg.narrow(d, start, length); });
+}
+
 }  // namespace autograd::detail
 
 GRAFT_INLINE Tensor Tensor::view(int_list sizes) const {
@@ -155,6 +166,37 @@ GRAFT_INLINE Tensor Tensor::reshape(int_list sizes) const {
     Tensor out = detail::raw::reshape(*this, std::move(sizes));
     const char* name = out.shares_storage_with(*this) ? "ViewBackward0" : "UnsafeViewBackward0";
     return autograd::detail::record_view_op(name, *this, out, [in](const Tensor& g) { return g.reshape(in); });
+}
+
+namespace detail {
+
+/// The numbers of `sizes`; under capture (the outermost op of user code) reports the list first.
+[[nodiscard]] inline int_list reported_sizes(const sym_int_list& sizes) {
+    int_list r;
+    bool symbolic = false;
+    for (const SymInt& s : sizes) {
+        r.push_back(s.value());
+        symbolic = symbolic || s.is_symbolic();
+    }
+    if (symbolic && tl_op_observer != nullptr && tl_op_depth == 0) tl_op_observer->on_symbolic_sizes(sizes);
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor Tensor::view_symint(const sym_int_list& sizes) const { return view(detail::reported_sizes(sizes)); }
+
+GRAFT_INLINE Tensor Tensor::reshape_symint(const sym_int_list& sizes) const {
+    return reshape(detail::reported_sizes(sizes));
+}
+
+GRAFT_INLINE Tensor Tensor::expand_symint(const sym_int_list& sizes) const {
+    return expand(detail::reported_sizes(sizes));
+}
+
+GRAFT_INLINE Tensor Tensor::narrow_symint(std::int64_t d, const SymInt& start, const SymInt& length) const {
+    const int_list n = detail::reported_sizes({start, length});
+    return narrow(d, n[0], n[1]);
 }
 
 GRAFT_INLINE Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
@@ -181,7 +223,7 @@ GRAFT_INLINE Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int6
     const int_list in = sizes();
     const std::int64_t s = start < 0 ? start + size(d) : start;
     return autograd::detail::record_view_op("SliceBackward0", *this, out, [in, d, s, length](const Tensor& g) {
-        return autograd::detail::embed(g, in, [d, s, length](const Tensor& z) { return z.narrow(d, s, length); });
+        return autograd::detail::narrow_embed(g, in, d, s, length);
     });
 }
 

@@ -131,8 +131,12 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     // for zero gradients of outputs the caller did not differentiate.
     std::vector<std::pair<int_list, dtype>> shapes;
     for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes](
-                         autograd::function_node& n, const autograd::tensor_list& g) {
+    // A symbolic backward may compute sizes from the forward's input sizes (ir::size_symbol::context).
+    std::vector<int_list> context;
+    if (backward_sizes && backward_sizes->uses_context())
+        for (const Tensor& a : args) context.push_back(a.sizes());
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes,
+                      context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
         std::vector<Tensor> in;
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
         for (std::size_t k = 0; k < shapes.size(); ++k)
@@ -142,6 +146,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         graft::detail::check(!autograd::is_grad_enabled(), n.name(),
                              ": double backward (create_graph=true) through a compiled graph is not supported; "
                              "differentiate the eager function instead");
+        const ir::size_context_scope sizes_of_forward(context);
         if (run) return run(in);
         std::vector<ir::ivalue> a(in.begin(), in.end());
         std::vector<Tensor> r;
@@ -366,8 +371,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
         std::vector<aot_function> others;
         for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
         std::string why;
-        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why);
-        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why)
+        const std::vector<ir::size_hint> hints =
+            ir::merge_size_hints({&r.size_hints, &others[0].size_hints, &others[1].size_hints});
+        auto fs = ir::infer_symbolic_sizes(*r.forward, {others[0].forward.get(), others[1].forward.get()}, why, hints);
+        auto bs = fs ? ir::infer_symbolic_sizes(*r.backward, {others[0].backward.get(), others[1].backward.get()}, why,
+                                                hints, {r.forward.get(), others[0].forward.get(), others[1].forward.get()})
                      : std::nullopt;
         graft::detail::check(fs && bs, "capture::aot: the dynamic dimensions cannot be symbolic: ", why,
                              " (capture without dynamic_dims: one capture per size)");
@@ -459,6 +467,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     joint->lint();
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
+    r.size_hints = tr.take_size_hints();
     return r;
 }
 

@@ -136,6 +136,37 @@ GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_op
     ++mutations_;
 }
 
+GRAFT_INLINE void tracer::on_symbolic_sizes(const sym_int_list& sizes) {
+    for (const SymInt& s : sizes) {
+        if (!s.is_symbolic()) continue;
+        ir::size_hint h;
+        // Post-order: operands first, then the operation (a postfix program).
+        const auto walk = [&](const auto& self, const graft::detail::sym_node& n) -> void {
+            using op = graft::detail::sym_node::op;
+            switch (n.kind) {
+                case op::size:
+                    h.program.push_back({ir::size_term::op::symbol, 0, h.leaves.size()});
+                    h.leaves.push_back({n.value});
+                    return;
+                case op::constant:
+                    h.program.push_back({ir::size_term::op::constant, static_cast<double>(n.value), 0});
+                    return;
+                default: break;
+            }
+            self(self, *n.lhs);
+            self(self, *n.rhs);
+            const ir::size_term::op k = n.kind == op::add   ? ir::size_term::op::add
+                                        : n.kind == op::sub ? ir::size_term::op::sub
+                                        : n.kind == op::mul ? ir::size_term::op::mul
+                                        : n.kind == op::div ? ir::size_term::op::div
+                                                            : ir::size_term::op::mod;
+            h.program.push_back({k, 0, 0});
+        };
+        walk(walk, *s.node());
+        hints_.push_back(std::move(h));
+    }
+}
+
 GRAFT_INLINE void tracer::on_alloc(const Tensor& t) {
     keep_.push_back(t);  // its address must stay unique while tracing
     fresh_.insert(storage_key(t));
@@ -387,6 +418,40 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
         n->set_attr("sizes", std::vector<std::int64_t>(t.sizes().begin(), t.sizes().end()));
         n->add_input(b.value);
         return n->add_output(value_type(t));
+    }
+    // A box of the base (its strides, each dimension a window): narrows, whose starts and
+    // lengths a symbolic graph can compute (x.narrow(1, 1, n - 2) saved for the backward).
+    if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 0 &&
+        t.strides() == b.base.strides() && t.numel() > 0) {
+        std::int64_t rel = t.storage_offset() - b.base.storage_offset();
+        std::vector<std::int64_t> start(t.sizes().size(), 0);
+        bool box = rel >= 0;
+        for (std::size_t d = 0; box && d < start.size(); ++d) {
+            const std::int64_t stride = b.base.strides()[d], n = b.base.sizes()[d];
+            if (n > 1 && stride > 0) {
+                start[d] = rel / stride;
+                rel -= start[d] * stride;
+            }
+            box = start[d] + t.sizes()[d] <= n;
+        }
+        if (box && rel == 0) {
+            ir::Value* v = b.value;
+            int_list sizes = b.base.sizes();
+            for (std::size_t d = 0; d < start.size(); ++d) {
+                if (start[d] == 0 && t.sizes()[d] == sizes[d]) continue;
+                sizes[d] = t.sizes()[d];
+                ir::Node* n = cur_->append<ir::kinds::narrow>();
+                n->set_attr("dim", static_cast<std::int64_t>(d));
+                n->set_attr("start", start[d]);
+                n->set_attr("length", t.sizes()[d]);
+                n->add_input(v);
+                ir::TensorType tt;
+                tt.scalar_type = t.type();
+                tt.sizes.emplace(sizes.begin(), sizes.end());
+                v = n->add_output(ir::Type::tensor_type(std::move(tt)));
+            }
+            if (v != b.value) return v;
+        }
     }
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
@@ -656,7 +721,7 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
     }
     ir::dce::run(*g);
     g->lint();
-    return captured(std::move(g), std::move(meta));
+    return captured(std::move(g), std::move(meta), tr.take_size_hints());
 }
 
 }  // namespace detail

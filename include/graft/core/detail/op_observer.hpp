@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graft/core/scalar.hpp"
+#include "graft/core/symint.hpp"
 
 namespace graft {
 class Tensor;
@@ -63,6 +64,9 @@ public:
     /// graft::while_loop: graph capture records the loop as a prim::Loop. The default refuses.
     virtual std::vector<Tensor> on_while_loop(const branch_ref& cond_fn, const branch_ref& body_fn,
                                               const std::vector<Tensor>& carried);
+    /// Sizes given to an op as SymInts (view_symint, ...), reported before the op runs: graph
+    /// capture keeps their expressions so that the graph computes them per call.
+    virtual void on_symbolic_sizes(const sym_int_list& sizes) { (void)sizes; }
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;

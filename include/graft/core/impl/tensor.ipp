@@ -173,6 +173,8 @@ GRAFT_INLINE Tensor alias(const Tensor& self) {
 
 GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
+    // Capture records the sizes as written: a -1 is inferred again from each call's sizes.
+    const std::vector<std::int64_t> written = detail::to_vector(new_sizes);
     new_sizes = detail::infer_size("view", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
     detail::check(detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides),
@@ -180,14 +182,14 @@ GRAFT_INLINE Tensor view(const Tensor& self, int_list new_sizes) {
                   self.sizes(), " and stride ", self.strides(),
                   " (at least one dimension spans across two contiguous subspaces). Use reshape(...) instead.");
     Tensor out = view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset());
-    return obs_.done(out, "reshape", {self}, {{"sizes", detail::to_vector(out.sizes())}});
+    return obs_.done(out, "reshape", {self}, {{"sizes", written}});
 }
 
 GRAFT_INLINE Tensor reshape(const Tensor& self, int_list new_sizes) {
     const detail::observed_op obs_;
+    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);  // as written (-1 kept)
     new_sizes = detail::infer_size("reshape", std::move(new_sizes), self.numel(), self.sizes());
     int_list new_strides;
-    const std::vector<std::int64_t> recorded = detail::to_vector(new_sizes);
     if (detail::compute_view_strides(self.sizes(), self.strides(), new_sizes, new_strides))
         return obs_.done(view_of(self, std::move(new_sizes), std::move(new_strides), self.storage_offset()), "reshape",
                          {self}, {{"sizes", recorded}});
@@ -245,6 +247,23 @@ GRAFT_INLINE Tensor narrow(const Tensor& self, std::int64_t d, std::int64_t star
     sz[k] = length;
     return obs_.done(view_of(self, std::move(sz), self.strides(), self.storage_offset() + start * self.strides()[k]),
                      "narrow", {self}, {{"dim", d}, {"start", start}, {"length", length}});
+}
+
+GRAFT_INLINE Tensor narrow_backward(const Tensor& grad, const int_list& sizes, std::int64_t d, std::int64_t start,
+                                    std::int64_t length) {
+    const detail::observed_op obs_;
+    detail::check(grad.defined(), "narrow_backward: the gradient is undefined");
+    Tensor out = empty(sizes, grad.type());
+    detail::check(out.dim() == grad.dim(), "narrow_backward: the gradient has ", grad.dim(), " dimensions, sizes ",
+                  sizes, " have ", out.dim());
+    fill_(out, 0);
+    Tensor window = narrow(out, d, start, length);
+    detail::check(window.sizes() == grad.sizes(), "narrow_backward: the gradient's sizes ", grad.sizes(),
+                  " are not those of narrow(", d, ", ", start, ", ", length, ") of sizes ", sizes, ": ",
+                  window.sizes());
+    copy_(window, grad);
+    return obs_.done(out, "narrow_backward", {grad},
+                     {{"sizes", detail::to_vector(sizes)}, {"dim", d}, {"start", start}, {"length", length}});
 }
 
 GRAFT_INLINE Tensor slice(const Tensor& self, std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) {
@@ -340,7 +359,7 @@ GRAFT_INLINE Tensor expand(const Tensor& self, const int_list& target) {
         sz[i] = want;
         st[i] = have == want ? self.strides()[i - lead] : 0;
     }
-    const std::vector<std::int64_t> recorded = detail::to_vector(sz);
+    const std::vector<std::int64_t> recorded = detail::to_vector(target);  // as written (-1 kept)
     return obs_.done(view_of(self, std::move(sz), std::move(st), self.storage_offset()), "expand", {self},
                      {{"sizes", recorded}});
 }

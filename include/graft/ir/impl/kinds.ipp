@@ -85,6 +85,13 @@ GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous(
 GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
 GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
+    // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.
+    const Tensor& g = tensor_arg(op, in, 0);
+    const int_list sizes = to_int_list(attr_of<std::vector<std::int64_t>>(op, a, "sizes"));
+    return {autograd::detail::narrow_embed(g, sizes, attr_of<std::int64_t>(op, a, "dim"),
+                                           attr_of<std::int64_t>(op, a, "start"), attr_of<std::int64_t>(op, a, "length"))};
+})
 
 // Views: the output aliases the input's storage.
 GRAFT_DETAIL_IR_KIND_RUN(reshape, {

@@ -305,7 +305,17 @@ GRAFT_INLINE bool remove_noop_views::is_noop(const Node* n) {
     }
     const auto sizes = known_sizes(n->input(0));
     if (!sizes) return false;
-    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) return n->is("sizes") == *sizes;
+    if (n->is<kinds::expand>() || n->is<kinds::reshape>()) {
+        // Sizes as written: -1 keeps (expand) or infers (reshape, at most one) that dimension.
+        const auto& want = n->is("sizes");
+        if (want.size() != sizes->size()) return false;
+        int inferred = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            if (want[i] == -1) ++inferred;
+            else if (want[i] != (*sizes)[i]) return false;
+        }
+        return n->is<kinds::expand>() || inferred <= 1;
+    }
     if (n->is<kinds::narrow>()) {
         const std::int64_t rank = static_cast<std::int64_t>(sizes->size());
         std::int64_t d = n->i("dim");

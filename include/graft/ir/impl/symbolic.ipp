@@ -2,17 +2,128 @@
 // Definitions for graft/ir/symbolic.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/ir/symbolic.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace graft::ir {
 
+namespace detail {
+
+/// a op b for a size program: integer arithmetic when both are whole (exact, as SymInt's),
+/// doubles otherwise.
+[[nodiscard]] inline double apply_size_op(size_term::op k, double a, double b) {
+    constexpr double exact = 9.0e15;
+    const bool whole = a == std::trunc(a) && b == std::trunc(b) && std::fabs(a) < exact && std::fabs(b) < exact;
+    switch (k) {
+        case size_term::op::add: return a + b;
+        case size_term::op::sub: return a - b;
+        case size_term::op::mul: return a * b;
+        case size_term::op::div:
+            if (b == 0) return 0;
+            if (whole) return static_cast<double>(static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b));
+            return std::trunc(a / b);
+        case size_term::op::mod:
+            if (b == 0) return 0;
+            if (whole) return static_cast<double>(static_cast<std::int64_t>(a) % static_cast<std::int64_t>(b));
+            return std::fmod(a, b);
+        default: return 0;
+    }
+}
+
+/// Runs a postfix program whose symbol terms read `leaf(k)`; nullopt when it is malformed.
+template <class Leaf>
+[[nodiscard]] std::optional<double> run_size_program(std::span<const size_term> program, Leaf&& leaf) {
+    std::vector<double> stack;
+    for (const size_term& t : program) {
+        if (t.kind == size_term::op::constant) stack.push_back(t.value);
+        else if (t.kind == size_term::op::symbol) stack.push_back(leaf(t.symbol));
+        else {
+            if (stack.size() < 2) return std::nullopt;
+            const double b = stack.back();
+            stack.pop_back();
+            stack.back() = apply_size_op(t.kind, stack.back(), b);
+        }
+    }
+    if (stack.size() != 1) return std::nullopt;
+    return stack[0];
+}
+
+}  // namespace detail
+
 GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+    if (!program.empty()) {
+        const auto v = detail::run_size_program(program, [&](std::size_t s) { return static_cast<double>(values[s]); });
+        return v ? *v : 0.0;
+    }
     double v = coeff;
     for (std::size_t s : symbols) v *= static_cast<double>(values[s]);
     return v;
+}
+
+GRAFT_INLINE std::string size_expr::str() const {
+    const auto number = [](double x) {
+        std::ostringstream os;
+        os.precision(17);
+        os << x;
+        return os.str();
+    };
+    if (program.empty()) {
+        std::string r;
+        if (coeff != 1 || symbols.empty()) r = number(coeff) + (symbols.empty() ? "" : " * ");
+        for (std::size_t k = 0; k < symbols.size(); ++k) r += (k ? " * s" : "s") + std::to_string(symbols[k]);
+        return r;
+    }
+    // Infix with parentheses where precedence needs them: (text, precedence) per stack entry.
+    std::vector<std::pair<std::string, int>> stack;
+    for (const size_term& t : program) {
+        if (t.kind == size_term::op::constant) stack.emplace_back(number(t.value), 3);
+        else if (t.kind == size_term::op::symbol) stack.emplace_back("s" + std::to_string(t.symbol), 3);
+        else {
+            if (stack.size() < 2) return "?";
+            auto b = std::move(stack.back());
+            stack.pop_back();
+            auto& a = stack.back();
+            const bool additive = t.kind == size_term::op::add || t.kind == size_term::op::sub;
+            const int prec = additive ? 1 : 2;
+            const char* sym = t.kind == size_term::op::add   ? " + "
+                              : t.kind == size_term::op::sub ? " - "
+                              : t.kind == size_term::op::mul ? " * "
+                              : t.kind == size_term::op::div ? " / "
+                                                             : " % ";
+            // Left operand: parenthesize lower precedence; right: also equal precedence unless
+            // the operation is + or * (associative).
+            const bool assoc = t.kind == size_term::op::add || t.kind == size_term::op::mul;
+            std::string lhs = a.second < prec ? "(" + a.first + ")" : a.first;
+            std::string rhs = b.second < prec || (b.second == prec && !assoc) ? "(" + b.first + ")" : b.first;
+            a = {lhs + sym + rhs, prec};
+        }
+    }
+    return stack.size() == 1 ? stack[0].first : "?";
+}
+
+GRAFT_INLINE std::vector<size_hint> merge_size_hints(const std::vector<const std::vector<size_hint>*>& traces) {
+    if (traces.empty() || traces[0] == nullptr) return {};
+    std::vector<size_hint> r = *traces[0];
+    for (std::size_t t = 1; t < traces.size(); ++t) {
+        const std::vector<size_hint>* h = traces[t];
+        if (h == nullptr || h->size() != r.size()) return {};
+        for (std::size_t k = 0; k < r.size(); ++k) {
+            const size_hint& a = r[k];
+            const size_hint& b = (*h)[k];
+            bool same = a.program.size() == b.program.size() && a.leaves.size() == b.leaves.size();
+            for (std::size_t q = 0; same && q < a.program.size(); ++q)
+                same = a.program[q].kind == b.program[q].kind && a.program[q].symbol == b.program[q].symbol &&
+                       (a.program[q].kind != size_term::op::constant || a.program[q].value == b.program[q].value);
+            if (!same) return {};
+            for (std::size_t q = 0; q < a.leaves.size(); ++q)
+                r[k].leaves[q].insert(r[k].leaves[q].end(), b.leaves[q].begin(), b.leaves[q].end());
+        }
+    }
+    return r;
 }
 
 GRAFT_INLINE std::vector<std::int64_t> symbolic_sizes::bind(std::span<const ivalue> inputs) const {
@@ -20,6 +131,14 @@ GRAFT_INLINE std::vector<std::int64_t> symbolic_sizes::bind(std::span<const ival
     r.reserve(symbols.size());
     for (std::size_t k = 0; k < symbols.size(); ++k) {
         const size_symbol& s = symbols[k];
+        if (s.context) {
+            const std::vector<int_list>* c = detail::tl_size_context;
+            graft::detail::check(c != nullptr && s.input < c->size() && s.dim < (*c)[s.input].size(), "symbolic sizes: s",
+                                 k, " is dimension ", s.dim, " of the forward's input ", s.input,
+                                 ", and no forward's sizes are given (ir::size_context_scope)");
+            r.push_back((*c)[s.input][s.dim]);
+            continue;
+        }
         const Tensor* t = s.input < inputs.size() ? std::get_if<Tensor>(&inputs[s.input]) : nullptr;
         graft::detail::check(t != nullptr && t->defined() && s.dim < t->sizes().size(), "symbolic sizes: s", k,
                              " is dimension ", s.dim, " of input ", s.input, ", which is not a tensor of that rank");
@@ -57,18 +176,33 @@ GRAFT_INLINE void symbolic_sizes::relax_input_types(Graph& g) const {
     }
 }
 
+GRAFT_INLINE std::vector<size_hint> symbolic_sizes::as_hints(const std::vector<std::vector<std::int64_t>>& values) const {
+    std::vector<size_hint> r;
+    for (const size_patch& p : patches) {
+        if (p.expr.program.empty()) continue;  // products of sizes are found without hints
+        size_hint h;
+        h.program = p.expr.program;
+        h.leaves.assign(symbols.size(), {});
+        for (const auto& v : values)
+            for (std::size_t k = 0; k < symbols.size() && k < v.size(); ++k) h.leaves[k].push_back(v[k]);
+        r.push_back(std::move(h));
+    }
+    return r;
+}
+
 GRAFT_INLINE std::string symbolic_sizes::describe(const Graph& g) const {
     std::ostringstream os;
-    for (std::size_t k = 0; k < symbols.size(); ++k)
-        os << (k ? "; s" : "s") << k << " = %" << g.inputs()[symbols[k].input]->name() << ".size(" << symbols[k].dim
-           << ')';
+    for (std::size_t k = 0; k < symbols.size(); ++k) {
+        os << (k ? "; s" : "s") << k << " = ";
+        if (symbols[k].context) os << "forward input " << symbols[k].input;
+        else os << '%' << g.inputs()[symbols[k].input]->name();
+        os << ".size(" << symbols[k].dim << ')';
+    }
     for (const size_patch& p : patches) {
         os << "; %" << (p.node->outputs().empty() ? std::string("?") : p.node->outputs()[0]->name()) << ' '
            << p.node->kind().name << '.' << p.attr;
         if (p.index >= 0) os << '[' << p.index << ']';
-        os << " = ";
-        if (p.expr.coeff != 1 || p.expr.symbols.empty()) os << p.expr.coeff << (p.expr.symbols.empty() ? "" : " * ");
-        for (std::size_t k = 0; k < p.expr.symbols.size(); ++k) os << (k ? " * s" : "s") << p.expr.symbols[k];
+        os << " = " << p.expr.str();
     }
     return os.str();
 }
@@ -109,25 +243,116 @@ namespace detail {
 [[nodiscard]] inline std::optional<size_expr> explain(const std::vector<double>& vals,
                                                       const std::vector<std::vector<std::int64_t>>& sym_values) {
     const auto fits = [&](const size_expr& e) {
+        std::vector<std::int64_t> at(sym_values.size());
         for (std::size_t k = 0; k < vals.size(); ++k) {
-            double v = e.coeff;
-            for (std::size_t s : e.symbols) v *= static_cast<double>(sym_values[s][k]);
+            for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
+            const double v = e.eval(at);
             if (!(std::fabs(v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
         }
         return true;
     };
     const std::size_t n = sym_values.size();
     for (std::size_t s = 0; s < n; ++s) {
-        size_expr e{vals[0] / static_cast<double>(sym_values[s][0]), {s}};
+        size_expr e{vals[0] / static_cast<double>(sym_values[s][0]), {s}, {}};
         if (fits(e)) return e;
     }
     for (std::size_t s = 0; s < n; ++s)
         for (std::size_t t = s; t < n; ++t) {
             size_expr e{vals[0] / (static_cast<double>(sym_values[s][0]) * static_cast<double>(sym_values[t][0])),
-                        {s, t}};
+                        {s, t}, {}};
+            if (fits(e)) return e;
+        }
+    // a * s + b with whole a and b (a backward whose inputs are x.narrow(1, 1, n - 2) saved
+    // rebuilds n = s + 2): fitted on two traces, checked on the others (three or more).
+    if (vals.size() >= 3)
+        for (std::size_t s = 0; s < n; ++s) {
+            const double x0 = static_cast<double>(sym_values[s][0]), x1 = static_cast<double>(sym_values[s][1]);
+            if (x0 == x1) continue;
+            const double a = (vals[1] - vals[0]) / (x1 - x0), b = vals[0] - a * x0;
+            if (a == 0 || a != std::trunc(a) || b != std::trunc(b) || std::fabs(a) > 1e9 || std::fabs(b) > 1e15) continue;
+            size_expr e;
+            e.program.push_back({size_term::op::symbol, 0, s});
+            if (a != 1) {
+                e.program.push_back({size_term::op::constant, a, 0});
+                e.program.push_back({size_term::op::mul, 0, 0});
+            }
+            if (b != 0) {
+                e.program.push_back({size_term::op::constant, std::fabs(b), 0});
+                e.program.push_back({b > 0 ? size_term::op::add : size_term::op::sub, 0, 0});
+            }
             if (fits(e)) return e;
         }
     return std::nullopt;
+}
+
+/// The hints as expressions of the symbols: each leaf (a size the code read) explained by
+/// explain(), or a constant when it did not change; hints with a leaf not explained are dropped.
+[[nodiscard]] inline std::vector<size_expr> hint_expressions(const std::vector<size_hint>& hints,
+                                                             const std::vector<std::vector<std::int64_t>>& sym_values,
+                                                             std::size_t traces) {
+    std::vector<size_expr> r;
+    for (const size_hint& h : hints) {
+        std::vector<size_expr> leaves;
+        bool ok = true;
+        for (const auto& lv : h.leaves) {
+            if (lv.size() != traces) {
+                ok = false;
+                break;
+            }
+            std::vector<double> vals(lv.begin(), lv.end());
+            if (std::all_of(lv.begin(), lv.end(), [&](std::int64_t v) { return v == lv[0]; })) {
+                leaves.push_back(size_expr{vals[0], {}, {}});
+                continue;
+            }
+            auto e = explain(vals, sym_values);
+            if (!e) {
+                ok = false;
+                break;
+            }
+            leaves.push_back(std::move(*e));
+        }
+        if (!ok) continue;
+        size_expr e;
+        for (const size_term& t : h.program) {
+            if (t.kind != size_term::op::symbol) {
+                e.program.push_back(t);
+                continue;
+            }
+            if (t.symbol >= leaves.size()) {
+                ok = false;
+                break;
+            }
+            const size_expr& leaf = leaves[t.symbol];
+            if (!leaf.program.empty()) {
+                e.program.insert(e.program.end(), leaf.program.begin(), leaf.program.end());
+                continue;
+            }
+            const bool unit = leaf.coeff == 1 && !leaf.symbols.empty();
+            if (!unit) e.program.push_back({size_term::op::constant, leaf.coeff, 0});
+            for (std::size_t q = 0; q < leaf.symbols.size(); ++q) {
+                e.program.push_back({size_term::op::symbol, 0, leaf.symbols[q]});
+                if (!unit || q > 0) e.program.push_back({size_term::op::mul, 0, 0});
+            }
+        }
+        if (ok && !e.program.empty()) r.push_back(std::move(e));
+    }
+    return r;
+}
+
+/// explain(), trying the hints first.
+[[nodiscard]] inline std::optional<size_expr> explain_with(const std::vector<double>& vals,
+                                                           const std::vector<std::vector<std::int64_t>>& sym_values,
+                                                           const std::vector<size_expr>& hints) {
+    for (const size_expr& h : hints) {
+        bool fits = true;
+        for (std::size_t k = 0; fits && k < vals.size(); ++k) {
+            std::vector<std::int64_t> at(sym_values.size());
+            for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
+            fits = std::fabs(h.eval(at) - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
+        }
+        if (fits) return h;
+    }
+    return explain(vals, sym_values);
 }
 
 [[nodiscard]] inline std::optional<double> number_of(const attribute& a) {
@@ -139,7 +364,8 @@ namespace detail {
 }  // namespace detail
 
 GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, const std::vector<const Graph*>& others,
-                                                                std::string& why) {
+                                                                std::string& why, const std::vector<size_hint>& hints,
+                                                                const std::vector<const Graph*>& context) {
     symbolic_sizes r;
     const std::size_t n_in = g.inputs().size();
     for (const Graph* o : others)
@@ -179,6 +405,39 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
             r.dim_symbols.push_back(k);
         }
     }
+    // Context symbols: the forward's input dimensions that differ, when no graph input's does.
+    if (!context.empty()) {
+        if (context.size() != others.size() + 1 || context[0] == nullptr) {
+            why = "the context has another number of traces";
+            return std::nullopt;
+        }
+        for (std::size_t j = 0; j < context[0]->inputs().size(); ++j) {
+            std::vector<std::optional<std::vector<std::int64_t>>> st;
+            for (const Graph* c : context) {
+                if (c == nullptr || c->inputs().size() != context[0]->inputs().size()) {
+                    why = "the context's traces have different numbers of inputs";
+                    return std::nullopt;
+                }
+                st.push_back(detail::known_sizes(c->inputs()[j]));
+            }
+            if (!st[0]) continue;
+            bool same_rank = true;
+            for (const auto& x : st) same_rank = same_rank && x && x->size() == st[0]->size();
+            if (!same_rank) continue;
+            for (std::size_t d = 0; d < st[0]->size(); ++d) {
+                std::vector<std::int64_t> t;
+                bool varies = false;
+                for (const auto& x : st) {
+                    t.push_back((*x)[d]);
+                    varies = varies || (*x)[d] != (*st[0])[d];
+                }
+                if (!varies || std::find(sym_values.begin(), sym_values.end(), t) != sym_values.end()) continue;
+                r.symbols.push_back({j, d, true});
+                sym_values.push_back(std::move(t));
+            }
+        }
+    }
+    const std::vector<size_expr> hinted = detail::hint_expressions(hints, sym_values, others.size() + 1);
     // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.
     const auto nodes_of = [](const Graph& x) {
         return std::vector<const Node*>(x.block()->nodes().begin(), x.block()->nodes().end());
@@ -227,7 +486,10 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
             if (all_equal) continue;
             const auto fail = [&] {
                 why = std::string("attribute '") + name + "' of a " + std::string(n->kind().name) +
-                      " node differs between the traces and is not a product of input sizes";
+                      " node differs between the traces and " +
+                      (sym_values.empty() ? "the graph's inputs do not carry the sizes it depends on"
+                                          : "is not a function of input sizes graft can infer (a product of sizes, "
+                                            "a * size + b, or a SymInt expression)");
                 return std::nullopt;
             };
             if (const auto x = detail::number_of(value)) {
@@ -237,7 +499,7 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                     if (!y || b[k][i]->attr(name).index() != value.index()) return fail();
                     vals.push_back(*y);
                 }
-                const auto e = detail::explain(vals, sym_values);
+                const auto e = detail::explain_with(vals, sym_values, hinted);
                 if (!e) return fail();
                 r.patches.push_back({n, name, -1, *e});
                 continue;
@@ -254,7 +516,7 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                     differs = differs || (*other)[e] != (*list)[e];
                 }
                 if (!differs) continue;
-                const auto ex = detail::explain(vals, sym_values);
+                const auto ex = detail::explain_with(vals, sym_values, hinted);
                 if (!ex) return fail();
                 r.patches.push_back({n, name, static_cast<std::ptrdiff_t>(e), *ex});
             }
@@ -266,6 +528,27 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                 why = "the traces return different values";
                 return std::nullopt;
             }
+    // Context symbols no patch uses are dropped (a graph that needs none runs without context).
+    std::vector<bool> used(r.symbols.size(), false);
+    for (const size_patch& p : r.patches) {
+        for (std::size_t x : p.expr.symbols) used[x] = true;
+        for (const size_term& t : p.expr.program)
+            if (t.kind == size_term::op::symbol) used[t.symbol] = true;
+    }
+    std::vector<std::size_t> renamed(r.symbols.size());
+    std::vector<size_symbol> kept;
+    for (std::size_t k = 0; k < r.symbols.size(); ++k) {
+        renamed[k] = kept.size();
+        if (!r.symbols[k].context || used[k]) kept.push_back(r.symbols[k]);
+    }
+    if (kept.size() != r.symbols.size()) {
+        for (size_patch& p : r.patches) {
+            for (std::size_t& x : p.expr.symbols) x = renamed[x];
+            for (size_term& t : p.expr.program)
+                if (t.kind == size_term::op::symbol) t.symbol = renamed[t.symbol];
+        }
+        r.symbols = std::move(kept);
+    }
     return r;
 }
 

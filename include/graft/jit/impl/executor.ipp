@@ -583,9 +583,23 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             std::string why;
             try {
                 std::vector<std::shared_ptr<capture::aot_function>> others;
-                for (const auto& ex : capture::detail::perturbed_examples(examples, dg, 2)) others.push_back(trace(ex));
-                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()}, why);
-                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward, {others[0]->backward.get(), others[1]->backward.get()}, why)
+                const auto perturbed = capture::detail::perturbed_examples(examples, dg, 2);
+                for (const auto& ex : perturbed) others.push_back(trace(ex));
+                std::vector<ir::size_hint> hints =
+                    ir::merge_size_hints({&f->size_hints, &others[0]->size_hints, &others[1]->size_hints});
+                if (graph_sizes) {
+                    // The graph's own SymInt sizes explain its autodiff's sizes too.
+                    std::vector<std::vector<std::int64_t>> values;
+                    for (const std::vector<Tensor>* ex :
+                         std::array<const std::vector<Tensor>*, 3>{&examples, &perturbed[0], &perturbed[1]})
+                        values.push_back(graph_sizes->bind(std::vector<ir::ivalue>(ex->begin(), ex->end())));
+                    for (ir::size_hint& h : graph_sizes->as_hints(values)) hints.push_back(std::move(h));
+                }
+                auto fs = ir::infer_symbolic_sizes(*f->forward, {others[0]->forward.get(), others[1]->forward.get()},
+                                                   why, hints);
+                auto bs = fs ? ir::infer_symbolic_sizes(*f->backward,
+                                                        {others[0]->backward.get(), others[1]->backward.get()}, why, hints,
+                                                        {f->forward.get(), others[0]->forward.get(), others[1]->forward.get()})
                              : std::nullopt;
                 if (fs && bs) {
                     fs->relax_input_types(*f->forward);
@@ -607,6 +621,8 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                     if (gd.symbolic_sizes) gd.sizes.reset();
                 s.symbol_occurrences = groups;
                 f->signature.clear();  // the specialization's guards decide what the graphs serve
+                f->forward_sizes = fwd_sym;
+                f->backward_sizes = bwd_sym;  // its node gives the backward the forward's sizes
                 s.symbolic_text = "forward: " + fwd_sym->describe(*f->forward) + "\n    backward: " +
                                   bwd_sym->describe(*f->backward);
             } else {
@@ -799,7 +815,7 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
 }
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
-                                options o) {
+                                options o, std::vector<ir::size_hint> hints) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
     // The inference reads which input dimensions differ from the traces' input types: keep
     // them until it is done.
@@ -811,7 +827,7 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::u
         others.push_back(other.get());
     }
     if (!others.empty()) {
-        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_)) {
+        if (auto sym = ir::infer_symbolic_sizes(*g, others, symbolic_why_, hints)) {
             if (!sym->patches.empty()) symbolic_ = std::make_shared<const ir::symbolic_sizes>(std::move(*sym));
             else symbolic_why_ = "the graph does not depend on its inputs' sizes";
         }

@@ -104,6 +104,7 @@ GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inpu
 struct size_probe {
     std::vector<capture::captured> others;
     ir::symbolic_sizes sizes;
+    std::vector<ir::size_hint> hints;  // the traces' SymInt expressions, merged
 };
 
 GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
@@ -118,7 +119,8 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
         return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
     }
     std::string why;
-    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why);
+    r.hints = ir::merge_size_hints({&cap.size_hints(), &r.others[0].size_hints(), &r.others[1].size_hints()});
+    auto sym = ir::infer_symbolic_sizes(cap.graph(), {&r.others[0].graph(), &r.others[1].graph()}, why, r.hints);
     if (!sym) return std::nullopt;
     r.sizes = std::move(*sym);
     return r;
@@ -180,7 +182,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<T
             // Numbers that are functions of the inputs' sizes: the executor computes them per call.
             std::vector<std::unique_ptr<ir::Graph>> other_graphs;
             for (const auto& o : probe->others) other_graphs.push_back(o.graph().copy());
-            executor exec(cap.graph().copy(), std::move(other_graphs), options_);
+            executor exec(cap.graph().copy(), std::move(other_graphs), options_, probe->hints);
             const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
             if (!symbolic) free = {};
             return std::make_unique<compiled>(
