@@ -1121,6 +1121,76 @@ TEST_CASE("jit: a DYNAMIC differentiable plan with SymInt sizes matches eager gr
     CHECK(d.levels[1].plan->symbolic.find("s0 - 2") != std::string::npos);
 }
 
+TEST_CASE("ir: graphs with symbolic sizes print, parse back and run at every size", "[jit][ir]") {
+    // capture::aot's forward with a SymInt size: the first half of the columns, rounded up.
+    const auto f = [](Tensor x) { return tanh(x.narrow_symint(1, 0, (x.sym_size(1) + 1) / 2)) * 2.0; };
+    capture::aot_options o;
+    o.dynamic_dims = {{0, 1}};
+    const auto a = capture::aot(f, {randn({3, 6}, dtype::float64)}, o);
+    REQUIRE(a.forward_sizes);
+    const std::string text = ir::to_string(*a.forward, *a.forward_sizes);
+    INFO(text);
+    CHECK(text.find("sizes:\n  s0 = %x0.size(1) = 6\n") != std::string::npos);
+    CHECK(text.find(".length = (s0 + 1) / 2\n") != std::string::npos);
+    ir::symbolic_graph sg = ir::parse_symbolic(text);
+    CHECK(ir::to_string(*sg.graph, sg.sizes) == text);  // the text reads back to itself
+    // The interpreter computes the length per call; so does an executor built from the text.
+    for (std::int64_t n : {6, 9, 2, 15}) {
+        const Tensor x = randn({3, n}, dtype::float64);
+        const auto got = ir::interpret(*sg.graph, {x}, &sg.sizes);
+        CHECK(bitwise_equal(std::get<Tensor>(got[0]), f(x)));
+    }
+    jit::executor ex(ir::parse_symbolic(text), opts());
+    INFO(ex.debug_state().symbolic);
+    REQUIRE(ex.symbolic_sizes() != nullptr);
+    // A table is its graph's: an executor refuses another graph object's.
+    CHECK_THROWS_WITH(jit::executor(ir::symbolic_graph{ir::parse_symbolic(text).graph, sg.sizes}, opts()),
+                      Catch::Contains("not the graph's"));
+    for (std::int64_t n : {6, 6, 9, 2, 15, 7, 6}) {
+        const Tensor x = randn({3, n}, dtype::float64);
+        CHECK(bitwise_equal(std::get<Tensor>(ex.run({x})[0]), f(x)));
+    }
+    // A text without a sizes section reads as a graph with an empty table.
+    CHECK(ir::parse_symbolic(ir::to_string(*a.forward)).sizes.patches.empty());
+}
+
+TEST_CASE("ir: a hand-written graph with symbolic sizes; malformed sizes sections are clear errors", "[jit][ir]") {
+    const std::string body = "graph(%x : Double(*, 3)):\n"
+                             "  %1 : Double(7, 3) = narrow[dim=0, length=7, start=1](%x)\n"
+                             "  %2 : Double(7, 3) = tanh(%1)\n"
+                             "  return (%2)\n";
+    const std::string text = body + "sizes:\n  s0 = %x.size(0) = 8\n  %1.length = s0 - 1\n";
+    jit::executor ex(ir::parse_symbolic(text), opts());
+    INFO(ex.debug_state().symbolic);
+    REQUIRE(ex.symbolic_sizes() != nullptr);
+    for (std::int64_t n : {8, 8, 5, 12, 2}) {
+        const Tensor x = randn({n, 3}, dtype::float64);
+        CHECK(bitwise_equal(std::get<Tensor>(ex.run({x})[0]), tanh(x.narrow(0, 1, n - 1))));
+    }
+    const auto fails = [&](const std::string& section, const std::string& message) {
+        INFO(section);
+        CHECK_THROWS_WITH(ir::parse_symbolic(body + "sizes:\n" + section), Catch::Contains(message));
+    };
+    fails("  s0 = %x.size(0) = 8\n  %1.length = s0 -\n", "sizes line 7: expected a number, a symbol or '('");
+    fails("  s0 = %x.size(0) = 8\n  %1.length = s0\n", "is 8.000000 at the traced sizes, but the graph has 7");
+    fails("  s0 = %x.size(0) = 8\n  %1.length = s1 - 1\n", "unknown symbol s1");
+    fails("  s0 = %x.size(0) = 8\n  %9.length = s0 - 1\n", "'%9' is not the first output of a node");
+    fails("  s0 = %x.size(0) = 8\n  %1.width = s0 - 1\n", "the narrow node has no attribute 'width'");
+    fails("  s0 = %x.size(1) = 4\n", "input %x has size 3 at dimension 1, not 4");
+    fails("  s1 = %x.size(0) = 8\n", "expected symbol s0");
+    fails("  s0 = %y.size(0) = 8\n", "'%y' is not an input of the graph");
+    fails("  s0 = %x.size(0) = 8\n  %1.length = (s0 - 1\n", "expected ')'");
+    CHECK_THROWS_WITH(ir::parse(text), Catch::Contains("read it with ir::parse_symbolic"));
+    // Context symbols belong to backward graphs: an executor refuses them.
+    const ir::symbolic_graph ctx =
+        ir::parse_symbolic(body + "sizes:\n  s0 = forward(0).size(0) = 8\n  %1.length = s0 - 1\n");
+    CHECK(ctx.sizes.uses_context());
+    CHECK_THROWS_WITH(
+        jit::executor(ir::parse_symbolic(body + "sizes:\n  s0 = forward(0).size(0) = 8\n  %1.length = s0 - 1\n"),
+                      opts()),
+        Catch::Contains("context symbols"));
+}
+
 TEST_CASE("jit: a differentiable plan of a graph with symbolic view sizes matches eager gradients", "[jit]") {
     const auto f = [](Tensor x, Tensor w) {
         const Tensor h = tanh(x.reshape({x.size(0) * 2, -1}) * w);

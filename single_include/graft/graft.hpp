@@ -14850,12 +14850,719 @@ GRAFT_INLINE std::unique_ptr<Graph> Graph::copy() const {
 // the call's input sizes (graft::jit's DYNAMIC differentiable plans).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+// ---- begin graft/ir/parse.hpp
+// Reads the IR's text form (graft/ir/print.hpp) back into a Graph. Printing
+// the parsed graph gives the same text. Errors name the line and what was
+// expected.
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace graft::ir {
+namespace detail {
+
+class parser {
+public:
+    explicit parser(std::string_view text) : s_(text) {}
+
+    std::unique_ptr<Graph> parse_graph();
+
+private:
+    template <class... Parts>
+    [[noreturn]] void error(const Parts&... what) const {
+        std::size_t line = 1, column = 1;
+        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) {
+            line += s_[k] == '\n';
+            column = s_[k] == '\n' ? 1 : column + 1;
+        }
+        std::ostringstream os;
+        os << "ir::parse: line " << line << ", column " << column << ": ";
+        (os << ... << what);
+        graft::detail::fail(os.str());
+    }
+
+    void skip_space();
+    bool peek(char c);
+    bool accept(char c);
+    void expect(char c);
+    bool peek_word(std::string_view w);
+    void expect_word(std::string_view w);
+    static bool is_word_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == ':';
+    }
+    std::string word();
+    std::string value_name();
+
+    Value* lookup(const std::string& name);
+    void define(Value* v, const std::string& name);
+
+    std::int64_t integer();
+
+    Type parse_type();
+
+    void parse_params(Block& b);
+
+    std::vector<Value*> parse_value_refs();
+
+    double parse_float_token(const std::string& tok);
+    std::string number_token();
+    static bool is_float_token(const std::string& t) { return t.find_first_of(".eEni") != std::string::npos; }
+
+    attribute parse_attribute();
+    std::int64_t parse_int_token(const std::string& tok);
+
+    attribute parse_tensor();
+
+    // Nodes up to the block terminator: `return` for the graph, `->` for a block.
+    void parse_body(Block& b, std::string_view terminator);
+
+    void parse_node(Block& b);
+
+    std::string_view s_;
+    std::size_t i_ = 0;
+    Graph* g_ = nullptr;
+    std::map<std::string, Value*> values_;
+};
+
+}  // namespace detail
+
+/// Parses the text form of a graph; throws graft::error with the line on bad input.
+[[nodiscard]] GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/parse.ipp
+// Definitions for graft/ir/parse.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <charconv>
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE std::unique_ptr<Graph> parser::parse_graph() {
+    auto g = std::make_unique<Graph>();
+    g_ = g.get();
+    skip_space();
+    expect_word("graph");
+    expect('(');
+    parse_params(*g->block());
+    expect(')');
+    expect(':');
+    parse_body(*g->block(), "return");
+    expect('(');
+    for (Value* v : parse_value_refs()) g->register_output(v);
+    expect(')');
+    skip_space();
+    if (i_ != s_.size()) {
+        if (s_.substr(i_, 6) == "sizes:")
+            error("the text has a sizes: section (symbolic sizes): read it with ir::parse_symbolic");
+        error("unexpected text after the graph's return");
+    }
+    return g;
+}
+
+GRAFT_INLINE void parser::skip_space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+}
+
+GRAFT_INLINE bool parser::peek(char c) {
+    skip_space();
+    return i_ < s_.size() && s_[i_] == c;
+}
+
+GRAFT_INLINE bool parser::accept(char c) {
+    if (!peek(c)) return false;
+    ++i_;
+    return true;
+}
+
+GRAFT_INLINE void parser::expect(char c) {
+    if (!accept(c)) error("expected '", c, "'");
+}
+
+GRAFT_INLINE bool parser::peek_word(std::string_view w) {
+    skip_space();
+    if (s_.substr(i_, w.size()) != w) return false;
+    const std::size_t end = i_ + w.size();
+    return end == s_.size() || !is_word_char(s_[end]);
+}
+
+GRAFT_INLINE void parser::expect_word(std::string_view w) {
+    if (!peek_word(w)) error("expected '", std::string(w), "'");
+    i_ += w.size();
+}
+
+GRAFT_INLINE std::string parser::word() {
+    skip_space();
+    const std::size_t start = i_;
+    while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
+    if (start == i_) error("expected a name");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE std::string parser::value_name() {
+    expect('%');
+    const std::size_t start = i_;
+    while (i_ < s_.size() && is_word_char(s_[i_]) && s_[i_] != ':') ++i_;
+    if (start == i_) error("expected a value name after '%'");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE Value* parser::lookup(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) error("use of undefined value %", name);
+    return it->second;
+}
+
+GRAFT_INLINE void parser::define(Value* v, const std::string& name) {
+    if (values_.count(name)) error("value %", name, " is defined twice");
+    g_->set_name(v, name);
+    if (v->name() != name) error("value name %", name, " is not available");
+    values_[name] = v;
+}
+
+GRAFT_INLINE std::int64_t parser::integer() {
+    skip_space();
+    std::int64_t v = 0;
+    auto r = std::from_chars(s_.data() + i_, s_.data() + s_.size(), v);
+    if (r.ec != std::errc{}) error("expected an integer");
+    i_ = static_cast<std::size_t>(r.ptr - s_.data());
+    return v;
+}
+
+GRAFT_INLINE Type parser::parse_type() {
+    const std::string w = word();
+    if (w == "int") return Type::int_type();
+    if (w == "float") return Type::float_type();
+    if (w == "bool") return Type::bool_type();
+    TensorType t;
+    if (w != "Tensor") {
+        t.scalar_type = dtype_from_type_name(w);
+        if (!t.scalar_type) error("unknown type '", w, "'");
+    }
+    skip_space();
+    if (i_ < s_.size() && s_[i_] == '(') {
+        ++i_;
+        bool first = true, rank_known = true;
+        std::vector<std::optional<std::int64_t>> sizes;
+        while (!accept(')')) {
+            if (!first) expect(',');
+            first = false;
+            if (peek_word("strides")) {
+                expect_word("strides");
+                expect('=');
+                expect('[');
+                t.strides.emplace();
+                while (!accept(']')) {
+                    if (!t.strides->empty()) expect(',');
+                    t.strides->push_back(integer());
+                }
+            } else if (peek_word("requires_grad")) {
+                expect_word("requires_grad");
+                expect('=');
+                t.requires_grad = integer() != 0;
+            } else if (accept('*')) {
+                sizes.emplace_back(std::nullopt);
+            } else if (peek('.')) {
+                if (s_.substr(i_, 3) != "...") error("expected '...'");
+                i_ += 3;
+                rank_known = false;
+            } else {
+                sizes.emplace_back(integer());
+            }
+        }
+        if (rank_known) t.sizes = std::move(sizes);
+    }
+    return Type::tensor_type(std::move(t));
+}
+
+GRAFT_INLINE void parser::parse_params(Block& b) {
+    if (peek(')')) return;
+    do {
+        const std::string name = value_name();
+        expect(':');
+        define(b.add_input(parse_type()), name);
+    } while (accept(','));
+}
+
+GRAFT_INLINE std::vector<Value*> parser::parse_value_refs() {
+    std::vector<Value*> r;
+    if (peek(')')) return r;
+    do r.push_back(lookup(value_name()));
+    while (accept(','));
+    return r;
+}
+
+GRAFT_INLINE double parser::parse_float_token(const std::string& tok) {
+    double v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad number '", tok, "'");
+    return v;
+}
+
+GRAFT_INLINE std::string parser::number_token() {
+    skip_space();
+    const std::size_t start = i_;
+    while (i_ < s_.size() && (is_word_char(s_[i_]) || s_[i_] == '-' || s_[i_] == '+') && s_[i_] != ':') ++i_;
+    if (start == i_) error("expected a number");
+    return std::string(s_.substr(start, i_ - start));
+}
+
+GRAFT_INLINE attribute parser::parse_attribute() {
+    skip_space();
+    if (peek('"')) {
+        ++i_;
+        std::string r;
+        while (i_ < s_.size() && s_[i_] != '"') {
+            if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
+                ++i_;
+                r += s_[i_] == 'n' ? '\n' : s_[i_];
+            } else {
+                r += s_[i_];
+            }
+            ++i_;
+        }
+        expect('"');
+        return r;
+    }
+    if (peek_word("true")) {
+        expect_word("true");
+        return true;
+    }
+    if (peek_word("false")) {
+        expect_word("false");
+        return false;
+    }
+    if (peek_word("tensor")) return parse_tensor();
+    if (accept('[')) {
+        std::vector<std::string> toks;
+        while (!accept(']')) {
+            if (!toks.empty()) expect(',');
+            toks.push_back(number_token());
+        }
+        bool any_float = false;
+        for (const auto& t : toks) any_float = any_float || is_float_token(t);
+        if (any_float) {
+            std::vector<double> v;
+            for (const auto& t : toks) v.push_back(parse_float_token(t));
+            return v;
+        }
+        std::vector<std::int64_t> v;
+        for (const auto& t : toks) v.push_back(static_cast<std::int64_t>(parse_int_token(t)));
+        return v;
+    }
+    const std::string t = number_token();
+    if (is_float_token(t)) return parse_float_token(t);
+    return parse_int_token(t);
+}
+
+GRAFT_INLINE std::int64_t parser::parse_int_token(const std::string& tok) {
+    std::int64_t v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad integer '", tok, "'");
+    return v;
+}
+
+GRAFT_INLINE attribute parser::parse_tensor() {
+    expect_word("tensor");
+    expect('(');
+    const Type ty = parse_type();
+    if (!ty.is_tensor() || !ty.tensor.scalar_type || !ty.tensor.sizes) error("a tensor constant needs a dtype and sizes");
+    int_list sizes;
+    for (const auto& s : *ty.tensor.sizes) {
+        if (!s) error("a tensor constant cannot have symbolic sizes");
+        sizes.push_back(*s);
+    }
+    expect(',');
+    expect('[');
+    std::vector<std::string> toks;
+    while (!accept(']')) {
+        if (!toks.empty()) expect(',');
+        skip_space();
+        if (peek_word("true") || peek_word("false")) {
+            toks.push_back(peek_word("true") ? "1" : "0");
+            i_ += toks.back() == "1" ? 4 : 5;
+        } else {
+            toks.push_back(number_token());
+        }
+    }
+    expect(')');
+    // The sizes are checked, and the values counted, before any memory is allocated.
+    std::int64_t numel = 0;
+    try {
+        numel = graft::detail::checked_numel("tensor constant", sizes);
+    } catch (const graft::error& e) {
+        error(e.what());
+    }
+    if (static_cast<std::int64_t>(toks.size()) != numel)
+        error("tensor constant has ", toks.size(), " values for ", numel, " elements");
+    Tensor t = empty(sizes, *ty.tensor.scalar_type);
+    graft::detail::visit_dtype(t.type(), [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        for (std::size_t k = 0; k < toks.size(); ++k) {
+            if constexpr (std::is_same_v<T, float>) {
+                float v = 0;
+                auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
+                if (r.ec != std::errc{} || r.ptr != toks[k].data() + toks[k].size()) error("bad number '", toks[k], "'");
+                p[k] = v;
+            } else if constexpr (std::is_floating_point_v<T>) {
+                p[k] = static_cast<T>(parse_float_token(toks[k]));
+            } else {
+                p[k] = static_cast<T>(parse_int_token(toks[k]));
+            }
+        }
+    });
+    return t;
+}
+
+GRAFT_INLINE void parser::parse_body(Block& b, std::string_view terminator) {
+    for (;;) {
+        skip_space();
+        if (terminator == "return" ? peek_word("return") : s_.substr(i_, 2) == "->") {
+            i_ += terminator == "return" ? 6 : 2;
+            return;
+        }
+        if (i_ >= s_.size()) error("unexpected end of text: expected '", std::string(terminator), "'");
+        parse_node(b);
+    }
+}
+
+GRAFT_INLINE void parser::parse_node(Block& b) {
+    std::vector<std::pair<std::string, Type>> outs;
+    if (peek('%')) {
+        do {
+            std::string name = value_name();
+            expect(':');
+            outs.emplace_back(std::move(name), parse_type());
+        } while (accept(','));
+        expect('=');
+    }
+    const std::string kind_name = word();
+    const kind_info* kind = find_kind(kind_name);
+    if (!kind) error("unknown node kind '", kind_name, "'");
+    Node* n = b.append(*kind);
+    if (accept('[')) {
+        bool first = true;
+        while (!accept(']')) {
+            if (!first) expect(',');
+            first = false;
+            const std::string name = word();
+            expect('=');
+            n->set_attr(name, parse_attribute());
+        }
+    }
+    expect('(');
+    for (Value* v : parse_value_refs()) n->add_input(v);
+    expect(')');
+    // Fresh outputs get automatic names first; move them out of the way of the text's names.
+    std::vector<Value*> created;
+    for (auto& out : outs) {
+        created.push_back(n->add_output(out.second));
+        g_->set_name(created.back(), "__parser_tmp");
+    }
+    for (std::size_t k = 0; k < outs.size(); ++k) define(created[k], outs[k].first);
+    for (int k = 0;; ++k) {
+        std::string block_word = "block";
+        block_word += std::to_string(k);
+        if (!peek_word(block_word)) break;
+        expect_word(block_word);
+        Block* inner = n->add_block();
+        expect('(');
+        parse_params(*inner);
+        expect(')');
+        expect(':');
+        parse_body(*inner, "->");
+        expect('(');
+        for (Value* v : parse_value_refs()) inner->register_output(v);
+        expect(')');
+    }
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text) { return detail::parser(text).parse_graph(); }
+
+}  // namespace graft::ir
+// ---- end graft/ir/impl/parse.ipp
+#endif
+// ---- end graft/ir/parse.hpp
+// ---- begin graft/ir/print.hpp
+// The IR's text form, printed by `std::ostream << graph` and read back by
+// ir::parse (graft/ir/parse.hpp) into an identical graph:
+//
+//   graph(%x : Float(2, 3), %flag : bool):
+//     %1 : Float(2, 3) = tanh(%x)
+//     %2 : float = prim::Constant[value=0.5]()
+//     %y : Tensor = prim::If(%flag)
+//       block0():
+//         %4 : Tensor = mul(%1, %2)
+//         -> (%4)
+//       block1():
+//         -> (%1)
+//     return (%y)
+//
+// Every value carries its type; attributes are sorted by name; floats are
+// printed with the shortest text that reads back to the same bits.
+#include <iosfwd>
+#include <string>
+
+
+namespace graft::ir {
+namespace detail {
+
+/// Shortest round-trip text of a double, always recognisable as a float ("1." not "1").
+GRAFT_INLINE void print_float(std::ostream& os, double v);
+
+GRAFT_INLINE void print_float32(std::ostream& os, float v);
+
+GRAFT_INLINE void print_string(std::ostream& os, const std::string& s);
+
+GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a);
+
+GRAFT_INLINE void print_value(std::ostream& os, const Value* v);
+
+GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed);
+
+GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent);
+
+GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent);
+
+}  // namespace detail
+
+/// The text form of `g` (see the top of this header).
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g);
+
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g);
+
+/// Graphviz DOT: one box per node (kind and attributes), graph inputs and
+/// outputs as ellipses, edges labelled with the value's name and type.
+GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os);
+
+}  // namespace graft::ir
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ir/impl/print.ipp
+// Definitions for graft/ir/print.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+namespace graft::ir {
+namespace detail {
+
+GRAFT_INLINE void print_float(std::ostream& os, double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eni") == std::string::npos) s += '.';
+    os << s;
+}
+
+GRAFT_INLINE void print_float32(std::ostream& os, float v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eni") == std::string::npos) s += '.';
+    os << s;
+}
+
+GRAFT_INLINE void print_string(std::ostream& os, const std::string& s) {
+    os << '"';
+    for (char c : s) {
+        if (c == '"' || c == '\\') os << '\\' << c;
+        else if (c == '\n') os << "\\n";
+        else os << c;
+    }
+    os << '"';
+}
+
+GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
+    std::visit(
+        [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::int64_t>) os << v;
+            else if constexpr (std::is_same_v<V, double>) print_float(os, v);
+            else if constexpr (std::is_same_v<V, bool>) os << (v ? "true" : "false");
+            else if constexpr (std::is_same_v<V, std::string>) print_string(os, v);
+            else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
+                os << '[';
+                for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+                os << ']';
+            } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+                os << '[';
+                for (std::size_t i = 0; i < v.size(); ++i) {
+                    if (i) os << ", ";
+                    print_float(os, v[i]);
+                }
+                os << ']';
+            } else {
+                // tensor(<type>, [values in row-major order])
+                const Tensor t = v.contiguous();
+                TensorType tt;
+                tt.scalar_type = t.type();
+                tt.sizes.emplace();
+                for (auto s : t.sizes()) tt.sizes->push_back(s);
+                os << "tensor(" << Type::tensor_type(tt) << ", [";
+                graft::detail::visit_dtype(t.type(), [&](auto z) {
+                    using T = decltype(z);
+                    const T* p = t.data_ptr<T>();
+                    for (std::int64_t i = 0; i < t.numel(); ++i) {
+                        if (i) os << ", ";
+                        if constexpr (std::is_same_v<T, float>) print_float32(os, p[i]);
+                        else if constexpr (std::is_same_v<T, double>) print_float(os, p[i]);
+                        else if constexpr (std::is_same_v<T, bool>) os << (p[i] ? "true" : "false");
+                        else os << p[i];
+                    }
+                });
+                os << "])";
+            }
+        },
+        a);
+}
+
+GRAFT_INLINE void print_value(std::ostream& os, const Value* v) { os << '%' << v->name(); }
+
+GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed) {
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+        if (i) os << ", ";
+        print_value(os, vs[i]);
+        if (typed) os << " : " << vs[i]->type();
+    }
+}
+
+GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent) {
+    os << std::string(static_cast<std::size_t>(indent), ' ');
+    if (!n.outputs().empty()) {
+        print_values(os, n.outputs(), true);
+        os << " = ";
+    }
+    os << n.kind().name;
+    if (!n.attributes().empty()) {
+        os << '[';
+        bool first = true;
+        for (const auto& [name, value] : n.attributes()) {
+            if (!first) os << ", ";
+            first = false;
+            os << name << '=';
+            print_attribute(os, value);
+        }
+        os << ']';
+    }
+    os << '(';
+    print_values(os, n.inputs(), false);
+    os << ")\n";
+    for (std::size_t i = 0; i < n.blocks().size(); ++i) {
+        os << std::string(static_cast<std::size_t>(indent) + 2, ' ') << "block" << i << '(';
+        print_values(os, n.blocks()[i]->inputs(), true);
+        os << "):\n";
+        print_block(os, *n.blocks()[i], indent + 4);
+        os << std::string(static_cast<std::size_t>(indent) + 4, ' ') << "-> (";
+        print_values(os, n.blocks()[i]->outputs(), false);
+        os << ")\n";
+    }
+}
+
+GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent) {
+    for (const Node* n : b.nodes()) print_node(os, *n, indent);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
+    os << "graph(";
+    detail::print_values(os, g.inputs(), true);
+    os << "):\n";
+    detail::print_block(os, *g.block(), 2);
+    os << "  return (";
+    detail::print_values(os, g.outputs(), false);
+    return os << ")\n";
+}
+
+GRAFT_INLINE std::string to_string(const Graph& g) {
+    std::ostringstream os;
+    os << g;
+    return os.str();
+}
+
+GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os) {
+    const auto quote = [](const std::string& s) {
+        std::string r;
+        for (char c : s) {
+            if (c == '"' || c == '\\') r += '\\';
+            r += c;
+        }
+        return r;
+    };
+    std::map<const Node*, std::size_t> ids;
+    std::size_t next = 0;
+    os << "digraph graft_ir {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+    for (const Value* v : g.inputs())
+        os << "  \"in_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name()) << "\\n"
+           << quote(to_string(v->type())) << "\"];\n";
+    const auto source = [&](const Value* v) {
+        std::string r = v->node() ? "n" : (v->param_of() == g.block() ? "in_" : "param_");
+        r += v->node() ? std::to_string(ids.at(v->node())) : v->name();
+        return r;
+    };
+    std::function<void(const Block&, const std::string&)> emit_block = [&](const Block& b, const std::string& pad) {
+        for (const Value* v : b.inputs())
+            if (&b != g.block())
+                os << pad << "\"param_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name())
+                   << "\"];\n";
+        for (const Node* n : b.nodes()) {
+            const std::size_t id = ids[n] = next++;
+            std::string label = quote(std::string(n->kind().name));
+            for (const auto& [name, value] : n->attributes()) {
+                std::ostringstream text;
+                text << name << '=';
+                detail::print_attribute(text, value);
+                label += "\\n";
+                label += quote(text.str());
+            }
+            os << pad << "n" << id << " [label=\"" << label << "\"];\n";
+            for (const Value* in : n->inputs())
+                os << pad << '"' << quote(source(in)) << "\" -> n" << id << " [label=\"%" << quote(in->name()) << "\"];\n";
+            for (std::size_t k = 0; k < n->blocks().size(); ++k) {
+                os << pad << "subgraph cluster_n" << id << "_" << k << " {\n" << pad << "  label=\"block" << k
+                   << "\";\n";
+                emit_block(*n->blocks()[k], pad + "  ");
+                os << pad << "}\n";
+            }
+        }
+    };
+    emit_block(*g.block(), "  ");
+    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
+        const Value* v = g.outputs()[i];
+        os << "  out" << i << " [shape=ellipse, label=\"return " << i << "\\n" << quote(to_string(v->type()))
+           << "\"];\n  \"" << quote(source(v)) << "\" -> out" << i << " [label=\"%" << quote(v->name()) << "\"];\n";
+    }
+    os << "}\n";
+}
+
+}  // namespace graft::ir
+// ---- end graft/ir/impl/print.ipp
+#endif
+// ---- end graft/ir/print.hpp
 
 namespace graft::ir {
 
@@ -14937,6 +15644,9 @@ struct symbolic_sizes {
     /// Every input dimension that differed between the traces, and its symbol.
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
+    /// Each symbol's value in the graph's own trace: the graph's numbers are the patches'
+    /// values there (the text form prints and checks them).
+    std::vector<std::int64_t> traced;
 
     /// Does a symbol read the forward's input sizes (size_context_scope)?
     [[nodiscard]] bool uses_context() const noexcept {
@@ -14961,6 +15671,31 @@ struct symbolic_sizes {
     [[nodiscard]] std::string describe(const Graph& g) const;
 };
 
+/// A graph with symbolic sizes, as read from text.
+struct symbolic_graph {
+    std::unique_ptr<Graph> graph;
+    symbolic_sizes sizes;
+};
+
+/// The text form of a graph with symbolic sizes: the graph's text, then a `sizes:` section
+/// that names each symbol's source and traced value, and each computed attribute:
+///
+///   sizes:
+///     s0 = %x0.size(0) = 8
+///     s1 = forward(0).size(1) = 6      (a context symbol)
+///     %3.length = (s0 + 1) / 2
+///     %5.sizes[0] = s0 * 3
+///
+/// Attributes are named by their node's first output. graft::error when a patched node has
+/// no outputs or the table does not fit the graph.
+[[nodiscard]] std::string to_string(const Graph& g, const symbolic_sizes& sizes);
+
+/// Reads to_string(g, sizes)'s text (a text without a `sizes:` section gives an empty table).
+/// Every computed attribute must hold its expression's value at the traced symbol values and
+/// every symbol must name an input dimension of that size: graft::error naming the line
+/// otherwise.
+[[nodiscard]] symbolic_graph parse_symbolic(std::string_view text);
+
 /// Compares `g` with `others`, traces of the same straight-line program at other sizes:
 /// their structure (kinds, inputs, attribute names) must be the same and every attribute that
 /// differs must be explained by one expression in every trace: first the `hints` (SymInt
@@ -14980,6 +15715,7 @@ struct symbolic_sizes {
 // Definitions for graft/ir/symbolic.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -15514,9 +16250,13 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
     }
     std::vector<std::size_t> renamed(r.symbols.size());
     std::vector<size_symbol> kept;
+    r.traced.clear();
     for (std::size_t k = 0; k < r.symbols.size(); ++k) {
         renamed[k] = kept.size();
-        if (!r.symbols[k].context || used[k]) kept.push_back(r.symbols[k]);
+        if (!r.symbols[k].context || used[k]) {
+            kept.push_back(r.symbols[k]);
+            r.traced.push_back(sym_values[k][0]);
+        }
     }
     if (kept.size() != r.symbols.size()) {
         for (size_patch& p : r.patches) {
@@ -15525,6 +16265,264 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                 if (t.kind == size_term::op::symbol) t.symbol = renamed[t.symbol];
         }
         r.symbols = std::move(kept);
+    }
+    return r;
+}
+
+namespace detail {
+
+[[nodiscard]] inline std::string size_error(std::size_t line, const std::string& what) {
+    return "ir::parse_symbolic: sizes line " + std::to_string(line) + ": " + what;
+}
+
+/// Infix size expressions: sums of products of factors (numbers, s<k>, parenthesized).
+class size_expr_parser {
+public:
+    size_expr_parser(std::string_view text, std::size_t line, std::size_t num_symbols)
+        : s_(text), line_(line), n_(num_symbols) {}
+
+    size_expr parse() {
+        size_expr e;
+        sum(e.program);
+        skip();
+        if (i_ != s_.size()) fail("unexpected '" + std::string(s_.substr(i_)) + "' in the expression");
+        return e;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { graft::detail::fail(size_error(line_, what)); }
+    void skip() {
+        while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+    }
+    bool accept(char c) {
+        skip();
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    void sum(std::vector<size_term>& out) {
+        product(out);
+        for (;;) {
+            if (accept('+')) {
+                product(out);
+                out.push_back({size_term::op::add, 0, 0});
+            } else if (accept('-')) {
+                product(out);
+                out.push_back({size_term::op::sub, 0, 0});
+            } else {
+                return;
+            }
+        }
+    }
+    void product(std::vector<size_term>& out) {
+        factor(out);
+        for (;;) {
+            size_term::op k;
+            if (accept('*')) k = size_term::op::mul;
+            else if (accept('/')) k = size_term::op::div;
+            else if (accept('%')) k = size_term::op::mod;
+            else return;
+            factor(out);
+            out.push_back({k, 0, 0});
+        }
+    }
+    void factor(std::vector<size_term>& out) {
+        if (++depth_ > 64) fail("the expression nests too deeply");
+        skip();
+        if (accept('(')) {
+            sum(out);
+            if (!accept(')')) fail("expected ')'");
+        } else if (i_ < s_.size() && s_[i_] == 's') {
+            ++i_;
+            const std::size_t start = i_;
+            while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+            std::size_t k = 0;
+            const auto r = std::from_chars(s_.data() + start, s_.data() + i_, k);
+            if (start == i_ || r.ec != std::errc{} || k >= n_) fail("unknown symbol s" + std::string(s_.substr(start, i_ - start)));
+            out.push_back({size_term::op::symbol, 0, k});
+        } else {
+            const std::size_t start = i_;
+            while (i_ < s_.size() && ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' ||
+                                      s_[i_] == 'E' || ((s_[i_] == '-' || s_[i_] == '+') && i_ > start &&
+                                                        (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E'))))
+                ++i_;
+            double v = 0;
+            const auto r = std::from_chars(s_.data() + start, s_.data() + i_, v);
+            if (start == i_ || r.ec != std::errc{} || r.ptr != s_.data() + i_ || !std::isfinite(v))
+                fail("expected a number, a symbol or '(' at '" + std::string(s_.substr(start)) + "'");
+            out.push_back({size_term::op::constant, v, 0});
+        }
+        --depth_;
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0, line_, n_;
+    int depth_ = 0;
+};
+
+[[nodiscard]] inline std::string_view trim(std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t' || t.front() == '\r')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
+    return t;
+}
+
+[[nodiscard]] inline bool read_index(std::string_view t, std::size_t& v) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc{} && r.ptr == t.data() + t.size();
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::string to_string(const Graph& g, const symbolic_sizes& sizes) {
+    std::ostringstream os;
+    os << g;
+    if (sizes.symbols.empty() && sizes.patches.empty()) return os.str();
+    graft::detail::check(sizes.traced.size() == sizes.symbols.size(), "ir::to_string: the symbolic sizes have ",
+                         sizes.symbols.size(), " symbols and ", sizes.traced.size(), " traced values");
+    os << "sizes:\n";
+    for (std::size_t k = 0; k < sizes.symbols.size(); ++k) {
+        const size_symbol& s = sizes.symbols[k];
+        os << "  s" << k << " = ";
+        if (s.context) {
+            os << "forward(" << s.input << ')';
+        } else {
+            graft::detail::check(s.input < g.inputs().size(), "ir::to_string: symbol s", k, " reads input ", s.input,
+                                 " of a graph with ", g.inputs().size(), " inputs");
+            os << '%' << g.inputs()[s.input]->name();
+        }
+        os << ".size(" << s.dim << ") = " << sizes.traced[k] << '\n';
+    }
+    for (const size_patch& p : sizes.patches) {
+        graft::detail::check(p.node != nullptr && !p.node->outputs().empty(), "ir::to_string: a ",
+                             p.node ? std::string(p.node->kind().name) : std::string("null"),
+                             " node with computed sizes has no output to name it by");
+        os << "  %" << p.node->outputs()[0]->name() << '.' << p.attr;
+        if (p.index >= 0) os << '[' << p.index << ']';
+        os << " = " << p.expr.str() << '\n';
+    }
+    return os.str();
+}
+
+GRAFT_INLINE symbolic_graph parse_symbolic(std::string_view text) {
+    // The section starts at a line "sizes:" (string attributes print newlines escaped).
+    std::size_t at = std::string_view::npos;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t eol = std::min(text.find('\n', pos), text.size());
+        if (detail::trim(text.substr(pos, eol - pos)) == "sizes:") {
+            at = pos;
+            break;
+        }
+        pos = eol + 1;
+    }
+    symbolic_graph r;
+    r.graph = parse(text.substr(0, at));
+    if (at == std::string_view::npos) return r;
+    std::size_t line = 0;  // the graph's lines, then the section's
+    for (std::size_t k = 0; k < at; ++k) line += text[k] == '\n';
+    ++line;  // "sizes:"
+    std::map<std::string, const Value*> values;
+    for (const Value* v : r.graph->inputs()) values.emplace(v->name(), v);
+    for (const Node* n : r.graph->block()->nodes())
+        for (const Value* v : n->outputs()) values.emplace(v->name(), v);
+    symbolic_sizes& sz = r.sizes;
+    bool patches_started = false;
+    std::size_t pos = text.find('\n', at);
+    pos = pos == std::string_view::npos ? text.size() : pos + 1;
+    while (pos < text.size()) {
+        const std::size_t eol = std::min(text.find('\n', pos), text.size());
+        const std::string_view ln = detail::trim(text.substr(pos, eol - pos));
+        pos = eol + 1;
+        ++line;
+        if (ln.empty()) continue;
+        const auto fail = [&](const std::string& what) { graft::detail::fail(detail::size_error(line, what)); };
+        const std::size_t eq = ln.find(" = ");
+        if (eq == std::string_view::npos) fail("expected 'name = ...'");
+        const std::string_view lhs = detail::trim(ln.substr(0, eq)), rhs = detail::trim(ln.substr(eq + 3));
+        if (!lhs.empty() && lhs[0] == 's') {
+            // s<k> = %input.size(d) = value, or s<k> = forward(j).size(d) = value
+            if (patches_started) fail("symbols come before the computed attributes");
+            std::size_t k = 0;
+            if (!detail::read_index(lhs.substr(1), k) || k != sz.symbols.size())
+                fail("expected symbol s" + std::to_string(sz.symbols.size()) + ", got '" + std::string(lhs) + "'");
+            const std::size_t eq2 = rhs.find(" = ");
+            const std::size_t dot = rhs.find(".size(");
+            if (eq2 == std::string_view::npos || dot == std::string_view::npos || dot > eq2 || rhs[eq2 - 1] != ')')
+                fail("expected 's" + std::to_string(k) + " = %input.size(d) = value'");
+            const std::string_view src = rhs.substr(0, dot);
+            std::size_t d = 0;
+            if (!detail::read_index(rhs.substr(dot + 6, eq2 - 1 - (dot + 6)), d)) fail("expected a dimension in size(...)");
+            std::int64_t value = 0;
+            const std::string_view vt = detail::trim(rhs.substr(eq2 + 3));
+            const auto vr = std::from_chars(vt.data(), vt.data() + vt.size(), value);
+            if (vt.empty() || vr.ec != std::errc{} || vr.ptr != vt.data() + vt.size() || value < 0)
+                fail("expected the symbol's traced size, a number >= 0");
+            size_symbol sym;
+            sym.dim = d;
+            if (src.substr(0, 8) == "forward(" && !src.empty() && src.back() == ')') {
+                sym.context = true;
+                if (!detail::read_index(src.substr(8, src.size() - 9), sym.input)) fail("expected forward(<input>)");
+            } else {
+                if (src.empty() || src[0] != '%') fail("expected %input or forward(j) before .size(");
+                const auto it = values.find(std::string(src.substr(1)));
+                std::size_t j = 0;
+                while (j < r.graph->inputs().size() && (it == values.end() || r.graph->inputs()[j] != it->second)) ++j;
+                if (j == r.graph->inputs().size()) fail("'" + std::string(src) + "' is not an input of the graph");
+                sym.input = j;
+                const Type& t = r.graph->inputs()[j]->type();
+                if (!t.is_tensor() || !t.tensor.sizes || d >= t.tensor.sizes->size())
+                    fail("input " + std::string(src) + " has no known dimension " + std::to_string(d));
+                const auto& declared = (*t.tensor.sizes)[d];
+                if (declared && *declared != value)
+                    fail("input " + std::string(src) + " has size " + std::to_string(*declared) + " at dimension " +
+                         std::to_string(d) + ", not " + std::to_string(value));
+                sz.dims.emplace_back(j, d);
+                sz.dim_symbols.push_back(k);
+            }
+            sz.symbols.push_back(sym);
+            sz.traced.push_back(value);
+            continue;
+        }
+        // %value.attr = expr, or %value.attr[i] = expr
+        patches_started = true;
+        if (lhs.empty() || lhs[0] != '%') fail("expected a symbol (s<k>) or a computed attribute (%value.attr)");
+        const std::size_t dot = lhs.find('.');
+        if (dot == std::string_view::npos) fail("expected %value.attr");
+        const auto it = values.find(std::string(lhs.substr(1, dot - 1)));
+        if (it == values.end() || it->second->node() == nullptr || it->second->node()->outputs()[0] != it->second)
+            fail("'" + std::string(lhs.substr(0, dot)) + "' is not the first output of a node of the graph");
+        const Node* n = it->second->node();
+        std::string_view attr = lhs.substr(dot + 1);
+        std::ptrdiff_t index = -1;
+        if (!attr.empty() && attr.back() == ']') {
+            const std::size_t open = attr.find('[');
+            std::size_t e = 0;
+            if (open == std::string_view::npos || !detail::read_index(attr.substr(open + 1, attr.size() - open - 2), e))
+                fail("expected attr[index]");
+            index = static_cast<std::ptrdiff_t>(e);
+            attr = attr.substr(0, open);
+        }
+        const std::string name(attr);
+        if (!n->has_attr(name)) fail("the " + std::string(n->kind().name) + " node has no attribute '" + name + "'");
+        const attribute& a = n->attr(name);
+        double have = 0;
+        if (const auto* list = std::get_if<std::vector<std::int64_t>>(&a)) {
+            if (index < 0 || static_cast<std::size_t>(index) >= list->size())
+                fail("attribute '" + name + "' is a list of " + std::to_string(list->size()) + ": name an element");
+            have = static_cast<double>((*list)[static_cast<std::size_t>(index)]);
+        } else if (const auto x = detail::number_of(a)) {
+            if (index >= 0) fail("attribute '" + name + "' is a number, not a list");
+            have = *x;
+        } else {
+            fail("attribute '" + name + "' is neither a number nor a list of ints");
+        }
+        size_patch p{n, name, index, detail::size_expr_parser(rhs, line, sz.symbols.size()).parse()};
+        const double want = p.expr.eval(sz.traced);
+        if (!(std::fabs(want - have) <= 1e-9 * std::max(1.0, std::fabs(have))))
+            fail(std::string(lhs) + " = " + p.expr.str() + " is " + std::to_string(want) +
+                 " at the traced sizes, but the graph has " + std::to_string(have));
+        sz.patches.push_back(std::move(p));
     }
     return r;
 }
@@ -15698,446 +16696,6 @@ GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Ten
 // ---- end graft/ir/impl/interpreter.ipp
 #endif
 // ---- end graft/ir/interpreter.hpp
-// ---- begin graft/ir/parse.hpp
-// Reads the IR's text form (graft/ir/print.hpp) back into a Graph. Printing
-// the parsed graph gives the same text. Errors name the line and what was
-// expected.
-#include <cstdint>
-#include <map>
-#include <sstream>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
-
-
-namespace graft::ir {
-namespace detail {
-
-class parser {
-public:
-    explicit parser(std::string_view text) : s_(text) {}
-
-    std::unique_ptr<Graph> parse_graph();
-
-private:
-    template <class... Parts>
-    [[noreturn]] void error(const Parts&... what) const {
-        std::size_t line = 1, column = 1;
-        for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) {
-            line += s_[k] == '\n';
-            column = s_[k] == '\n' ? 1 : column + 1;
-        }
-        std::ostringstream os;
-        os << "ir::parse: line " << line << ", column " << column << ": ";
-        (os << ... << what);
-        graft::detail::fail(os.str());
-    }
-
-    void skip_space();
-    bool peek(char c);
-    bool accept(char c);
-    void expect(char c);
-    bool peek_word(std::string_view w);
-    void expect_word(std::string_view w);
-    static bool is_word_char(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-               c == ':';
-    }
-    std::string word();
-    std::string value_name();
-
-    Value* lookup(const std::string& name);
-    void define(Value* v, const std::string& name);
-
-    std::int64_t integer();
-
-    Type parse_type();
-
-    void parse_params(Block& b);
-
-    std::vector<Value*> parse_value_refs();
-
-    double parse_float_token(const std::string& tok);
-    std::string number_token();
-    static bool is_float_token(const std::string& t) { return t.find_first_of(".eEni") != std::string::npos; }
-
-    attribute parse_attribute();
-    std::int64_t parse_int_token(const std::string& tok);
-
-    attribute parse_tensor();
-
-    // Nodes up to the block terminator: `return` for the graph, `->` for a block.
-    void parse_body(Block& b, std::string_view terminator);
-
-    void parse_node(Block& b);
-
-    std::string_view s_;
-    std::size_t i_ = 0;
-    Graph* g_ = nullptr;
-    std::map<std::string, Value*> values_;
-};
-
-}  // namespace detail
-
-/// Parses the text form of a graph; throws graft::error with the line on bad input.
-[[nodiscard]] GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text);
-
-}  // namespace graft::ir
-
-#if GRAFT_HAS_CODE
-// ---- begin graft/ir/impl/parse.ipp
-// Definitions for graft/ir/parse.hpp (compiled once in compiled mode; see graft/config.hpp).
-
-#include <charconv>
-
-namespace graft::ir {
-namespace detail {
-
-GRAFT_INLINE std::unique_ptr<Graph> parser::parse_graph() {
-    auto g = std::make_unique<Graph>();
-    g_ = g.get();
-    skip_space();
-    expect_word("graph");
-    expect('(');
-    parse_params(*g->block());
-    expect(')');
-    expect(':');
-    parse_body(*g->block(), "return");
-    expect('(');
-    for (Value* v : parse_value_refs()) g->register_output(v);
-    expect(')');
-    skip_space();
-    if (i_ != s_.size()) error("unexpected text after the graph's return");
-    return g;
-}
-
-GRAFT_INLINE void parser::skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-}
-
-GRAFT_INLINE bool parser::peek(char c) {
-    skip_space();
-    return i_ < s_.size() && s_[i_] == c;
-}
-
-GRAFT_INLINE bool parser::accept(char c) {
-    if (!peek(c)) return false;
-    ++i_;
-    return true;
-}
-
-GRAFT_INLINE void parser::expect(char c) {
-    if (!accept(c)) error("expected '", c, "'");
-}
-
-GRAFT_INLINE bool parser::peek_word(std::string_view w) {
-    skip_space();
-    if (s_.substr(i_, w.size()) != w) return false;
-    const std::size_t end = i_ + w.size();
-    return end == s_.size() || !is_word_char(s_[end]);
-}
-
-GRAFT_INLINE void parser::expect_word(std::string_view w) {
-    if (!peek_word(w)) error("expected '", std::string(w), "'");
-    i_ += w.size();
-}
-
-GRAFT_INLINE std::string parser::word() {
-    skip_space();
-    const std::size_t start = i_;
-    while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
-    if (start == i_) error("expected a name");
-    return std::string(s_.substr(start, i_ - start));
-}
-
-GRAFT_INLINE std::string parser::value_name() {
-    expect('%');
-    const std::size_t start = i_;
-    while (i_ < s_.size() && is_word_char(s_[i_]) && s_[i_] != ':') ++i_;
-    if (start == i_) error("expected a value name after '%'");
-    return std::string(s_.substr(start, i_ - start));
-}
-
-GRAFT_INLINE Value* parser::lookup(const std::string& name) {
-    auto it = values_.find(name);
-    if (it == values_.end()) error("use of undefined value %", name);
-    return it->second;
-}
-
-GRAFT_INLINE void parser::define(Value* v, const std::string& name) {
-    if (values_.count(name)) error("value %", name, " is defined twice");
-    g_->set_name(v, name);
-    if (v->name() != name) error("value name %", name, " is not available");
-    values_[name] = v;
-}
-
-GRAFT_INLINE std::int64_t parser::integer() {
-    skip_space();
-    std::int64_t v = 0;
-    auto r = std::from_chars(s_.data() + i_, s_.data() + s_.size(), v);
-    if (r.ec != std::errc{}) error("expected an integer");
-    i_ = static_cast<std::size_t>(r.ptr - s_.data());
-    return v;
-}
-
-GRAFT_INLINE Type parser::parse_type() {
-    const std::string w = word();
-    if (w == "int") return Type::int_type();
-    if (w == "float") return Type::float_type();
-    if (w == "bool") return Type::bool_type();
-    TensorType t;
-    if (w != "Tensor") {
-        t.scalar_type = dtype_from_type_name(w);
-        if (!t.scalar_type) error("unknown type '", w, "'");
-    }
-    skip_space();
-    if (i_ < s_.size() && s_[i_] == '(') {
-        ++i_;
-        bool first = true, rank_known = true;
-        std::vector<std::optional<std::int64_t>> sizes;
-        while (!accept(')')) {
-            if (!first) expect(',');
-            first = false;
-            if (peek_word("strides")) {
-                expect_word("strides");
-                expect('=');
-                expect('[');
-                t.strides.emplace();
-                while (!accept(']')) {
-                    if (!t.strides->empty()) expect(',');
-                    t.strides->push_back(integer());
-                }
-            } else if (peek_word("requires_grad")) {
-                expect_word("requires_grad");
-                expect('=');
-                t.requires_grad = integer() != 0;
-            } else if (accept('*')) {
-                sizes.emplace_back(std::nullopt);
-            } else if (peek('.')) {
-                if (s_.substr(i_, 3) != "...") error("expected '...'");
-                i_ += 3;
-                rank_known = false;
-            } else {
-                sizes.emplace_back(integer());
-            }
-        }
-        if (rank_known) t.sizes = std::move(sizes);
-    }
-    return Type::tensor_type(std::move(t));
-}
-
-GRAFT_INLINE void parser::parse_params(Block& b) {
-    if (peek(')')) return;
-    do {
-        const std::string name = value_name();
-        expect(':');
-        define(b.add_input(parse_type()), name);
-    } while (accept(','));
-}
-
-GRAFT_INLINE std::vector<Value*> parser::parse_value_refs() {
-    std::vector<Value*> r;
-    if (peek(')')) return r;
-    do r.push_back(lookup(value_name()));
-    while (accept(','));
-    return r;
-}
-
-GRAFT_INLINE double parser::parse_float_token(const std::string& tok) {
-    double v = 0;
-    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad number '", tok, "'");
-    return v;
-}
-
-GRAFT_INLINE std::string parser::number_token() {
-    skip_space();
-    const std::size_t start = i_;
-    while (i_ < s_.size() && (is_word_char(s_[i_]) || s_[i_] == '-' || s_[i_] == '+') && s_[i_] != ':') ++i_;
-    if (start == i_) error("expected a number");
-    return std::string(s_.substr(start, i_ - start));
-}
-
-GRAFT_INLINE attribute parser::parse_attribute() {
-    skip_space();
-    if (peek('"')) {
-        ++i_;
-        std::string r;
-        while (i_ < s_.size() && s_[i_] != '"') {
-            if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
-                ++i_;
-                r += s_[i_] == 'n' ? '\n' : s_[i_];
-            } else {
-                r += s_[i_];
-            }
-            ++i_;
-        }
-        expect('"');
-        return r;
-    }
-    if (peek_word("true")) {
-        expect_word("true");
-        return true;
-    }
-    if (peek_word("false")) {
-        expect_word("false");
-        return false;
-    }
-    if (peek_word("tensor")) return parse_tensor();
-    if (accept('[')) {
-        std::vector<std::string> toks;
-        while (!accept(']')) {
-            if (!toks.empty()) expect(',');
-            toks.push_back(number_token());
-        }
-        bool any_float = false;
-        for (const auto& t : toks) any_float = any_float || is_float_token(t);
-        if (any_float) {
-            std::vector<double> v;
-            for (const auto& t : toks) v.push_back(parse_float_token(t));
-            return v;
-        }
-        std::vector<std::int64_t> v;
-        for (const auto& t : toks) v.push_back(static_cast<std::int64_t>(parse_int_token(t)));
-        return v;
-    }
-    const std::string t = number_token();
-    if (is_float_token(t)) return parse_float_token(t);
-    return parse_int_token(t);
-}
-
-GRAFT_INLINE std::int64_t parser::parse_int_token(const std::string& tok) {
-    std::int64_t v = 0;
-    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-    if (r.ec != std::errc{} || r.ptr != tok.data() + tok.size()) error("bad integer '", tok, "'");
-    return v;
-}
-
-GRAFT_INLINE attribute parser::parse_tensor() {
-    expect_word("tensor");
-    expect('(');
-    const Type ty = parse_type();
-    if (!ty.is_tensor() || !ty.tensor.scalar_type || !ty.tensor.sizes) error("a tensor constant needs a dtype and sizes");
-    int_list sizes;
-    for (const auto& s : *ty.tensor.sizes) {
-        if (!s) error("a tensor constant cannot have symbolic sizes");
-        sizes.push_back(*s);
-    }
-    expect(',');
-    expect('[');
-    std::vector<std::string> toks;
-    while (!accept(']')) {
-        if (!toks.empty()) expect(',');
-        skip_space();
-        if (peek_word("true") || peek_word("false")) {
-            toks.push_back(peek_word("true") ? "1" : "0");
-            i_ += toks.back() == "1" ? 4 : 5;
-        } else {
-            toks.push_back(number_token());
-        }
-    }
-    expect(')');
-    // The sizes are checked, and the values counted, before any memory is allocated.
-    std::int64_t numel = 0;
-    try {
-        numel = graft::detail::checked_numel("tensor constant", sizes);
-    } catch (const graft::error& e) {
-        error(e.what());
-    }
-    if (static_cast<std::int64_t>(toks.size()) != numel)
-        error("tensor constant has ", toks.size(), " values for ", numel, " elements");
-    Tensor t = empty(sizes, *ty.tensor.scalar_type);
-    graft::detail::visit_dtype(t.type(), [&](auto z) {
-        using T = decltype(z);
-        T* p = t.data_ptr<T>();
-        for (std::size_t k = 0; k < toks.size(); ++k) {
-            if constexpr (std::is_same_v<T, float>) {
-                float v = 0;
-                auto r = std::from_chars(toks[k].data(), toks[k].data() + toks[k].size(), v);
-                if (r.ec != std::errc{} || r.ptr != toks[k].data() + toks[k].size()) error("bad number '", toks[k], "'");
-                p[k] = v;
-            } else if constexpr (std::is_floating_point_v<T>) {
-                p[k] = static_cast<T>(parse_float_token(toks[k]));
-            } else {
-                p[k] = static_cast<T>(parse_int_token(toks[k]));
-            }
-        }
-    });
-    return t;
-}
-
-GRAFT_INLINE void parser::parse_body(Block& b, std::string_view terminator) {
-    for (;;) {
-        skip_space();
-        if (terminator == "return" ? peek_word("return") : s_.substr(i_, 2) == "->") {
-            i_ += terminator == "return" ? 6 : 2;
-            return;
-        }
-        if (i_ >= s_.size()) error("unexpected end of text: expected '", std::string(terminator), "'");
-        parse_node(b);
-    }
-}
-
-GRAFT_INLINE void parser::parse_node(Block& b) {
-    std::vector<std::pair<std::string, Type>> outs;
-    if (peek('%')) {
-        do {
-            std::string name = value_name();
-            expect(':');
-            outs.emplace_back(std::move(name), parse_type());
-        } while (accept(','));
-        expect('=');
-    }
-    const std::string kind_name = word();
-    const kind_info* kind = find_kind(kind_name);
-    if (!kind) error("unknown node kind '", kind_name, "'");
-    Node* n = b.append(*kind);
-    if (accept('[')) {
-        bool first = true;
-        while (!accept(']')) {
-            if (!first) expect(',');
-            first = false;
-            const std::string name = word();
-            expect('=');
-            n->set_attr(name, parse_attribute());
-        }
-    }
-    expect('(');
-    for (Value* v : parse_value_refs()) n->add_input(v);
-    expect(')');
-    // Fresh outputs get automatic names first; move them out of the way of the text's names.
-    std::vector<Value*> created;
-    for (auto& out : outs) {
-        created.push_back(n->add_output(out.second));
-        g_->set_name(created.back(), "__parser_tmp");
-    }
-    for (std::size_t k = 0; k < outs.size(); ++k) define(created[k], outs[k].first);
-    for (int k = 0;; ++k) {
-        std::string block_word = "block";
-        block_word += std::to_string(k);
-        if (!peek_word(block_word)) break;
-        expect_word(block_word);
-        Block* inner = n->add_block();
-        expect('(');
-        parse_params(*inner);
-        expect(')');
-        expect(':');
-        parse_body(*inner, "->");
-        expect('(');
-        for (Value* v : parse_value_refs()) inner->register_output(v);
-        expect(')');
-    }
-}
-
-}  // namespace detail
-
-GRAFT_INLINE std::unique_ptr<Graph> parse(std::string_view text) { return detail::parser(text).parse_graph(); }
-
-}  // namespace graft::ir
-// ---- end graft/ir/impl/parse.ipp
-#endif
-// ---- end graft/ir/parse.hpp
 // ---- begin graft/ir/passes.hpp
 // Runtime passes over the graph IR. Each pass is a type with a name and
 // `static bool run(Graph&)` (true when it changed the graph); a pipeline is a
@@ -16873,267 +17431,6 @@ GRAFT_INLINE bool unroll_loops::run(Graph& g) {
 // ---- end graft/ir/impl/passes.ipp
 #endif
 // ---- end graft/ir/passes.hpp
-// ---- begin graft/ir/print.hpp
-// The IR's text form, printed by `std::ostream << graph` and read back by
-// ir::parse (graft/ir/parse.hpp) into an identical graph:
-//
-//   graph(%x : Float(2, 3), %flag : bool):
-//     %1 : Float(2, 3) = tanh(%x)
-//     %2 : float = prim::Constant[value=0.5]()
-//     %y : Tensor = prim::If(%flag)
-//       block0():
-//         %4 : Tensor = mul(%1, %2)
-//         -> (%4)
-//       block1():
-//         -> (%1)
-//     return (%y)
-//
-// Every value carries its type; attributes are sorted by name; floats are
-// printed with the shortest text that reads back to the same bits.
-#include <iosfwd>
-#include <string>
-
-
-namespace graft::ir {
-namespace detail {
-
-/// Shortest round-trip text of a double, always recognisable as a float ("1." not "1").
-GRAFT_INLINE void print_float(std::ostream& os, double v);
-
-GRAFT_INLINE void print_float32(std::ostream& os, float v);
-
-GRAFT_INLINE void print_string(std::ostream& os, const std::string& s);
-
-GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a);
-
-GRAFT_INLINE void print_value(std::ostream& os, const Value* v);
-
-GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed);
-
-GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent);
-
-GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent);
-
-}  // namespace detail
-
-/// The text form of `g` (see the top of this header).
-GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g);
-
-[[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g);
-
-/// Graphviz DOT: one box per node (kind and attributes), graph inputs and
-/// outputs as ellipses, edges labelled with the value's name and type.
-GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os);
-
-}  // namespace graft::ir
-
-#if GRAFT_HAS_CODE
-// ---- begin graft/ir/impl/print.ipp
-// Definitions for graft/ir/print.hpp (compiled once in compiled mode; see graft/config.hpp).
-
-#include <charconv>
-#include <cmath>
-#include <functional>
-#include <map>
-#include <ostream>
-#include <sstream>
-
-namespace graft::ir {
-namespace detail {
-
-GRAFT_INLINE void print_float(std::ostream& os, double v) {
-    char buf[64];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    std::string s(buf, r.ptr);
-    if (s.find_first_of(".eni") == std::string::npos) s += '.';
-    os << s;
-}
-
-GRAFT_INLINE void print_float32(std::ostream& os, float v) {
-    char buf[64];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    std::string s(buf, r.ptr);
-    if (s.find_first_of(".eni") == std::string::npos) s += '.';
-    os << s;
-}
-
-GRAFT_INLINE void print_string(std::ostream& os, const std::string& s) {
-    os << '"';
-    for (char c : s) {
-        if (c == '"' || c == '\\') os << '\\' << c;
-        else if (c == '\n') os << "\\n";
-        else os << c;
-    }
-    os << '"';
-}
-
-GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
-    std::visit(
-        [&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::int64_t>) os << v;
-            else if constexpr (std::is_same_v<V, double>) print_float(os, v);
-            else if constexpr (std::is_same_v<V, bool>) os << (v ? "true" : "false");
-            else if constexpr (std::is_same_v<V, std::string>) print_string(os, v);
-            else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
-                os << '[';
-                for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-                os << ']';
-            } else if constexpr (std::is_same_v<V, std::vector<double>>) {
-                os << '[';
-                for (std::size_t i = 0; i < v.size(); ++i) {
-                    if (i) os << ", ";
-                    print_float(os, v[i]);
-                }
-                os << ']';
-            } else {
-                // tensor(<type>, [values in row-major order])
-                const Tensor t = v.contiguous();
-                TensorType tt;
-                tt.scalar_type = t.type();
-                tt.sizes.emplace();
-                for (auto s : t.sizes()) tt.sizes->push_back(s);
-                os << "tensor(" << Type::tensor_type(tt) << ", [";
-                graft::detail::visit_dtype(t.type(), [&](auto z) {
-                    using T = decltype(z);
-                    const T* p = t.data_ptr<T>();
-                    for (std::int64_t i = 0; i < t.numel(); ++i) {
-                        if (i) os << ", ";
-                        if constexpr (std::is_same_v<T, float>) print_float32(os, p[i]);
-                        else if constexpr (std::is_same_v<T, double>) print_float(os, p[i]);
-                        else if constexpr (std::is_same_v<T, bool>) os << (p[i] ? "true" : "false");
-                        else os << p[i];
-                    }
-                });
-                os << "])";
-            }
-        },
-        a);
-}
-
-GRAFT_INLINE void print_value(std::ostream& os, const Value* v) { os << '%' << v->name(); }
-
-GRAFT_INLINE void print_values(std::ostream& os, const std::vector<Value*>& vs, bool typed) {
-    for (std::size_t i = 0; i < vs.size(); ++i) {
-        if (i) os << ", ";
-        print_value(os, vs[i]);
-        if (typed) os << " : " << vs[i]->type();
-    }
-}
-
-GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent) {
-    os << std::string(static_cast<std::size_t>(indent), ' ');
-    if (!n.outputs().empty()) {
-        print_values(os, n.outputs(), true);
-        os << " = ";
-    }
-    os << n.kind().name;
-    if (!n.attributes().empty()) {
-        os << '[';
-        bool first = true;
-        for (const auto& [name, value] : n.attributes()) {
-            if (!first) os << ", ";
-            first = false;
-            os << name << '=';
-            print_attribute(os, value);
-        }
-        os << ']';
-    }
-    os << '(';
-    print_values(os, n.inputs(), false);
-    os << ")\n";
-    for (std::size_t i = 0; i < n.blocks().size(); ++i) {
-        os << std::string(static_cast<std::size_t>(indent) + 2, ' ') << "block" << i << '(';
-        print_values(os, n.blocks()[i]->inputs(), true);
-        os << "):\n";
-        print_block(os, *n.blocks()[i], indent + 4);
-        os << std::string(static_cast<std::size_t>(indent) + 4, ' ') << "-> (";
-        print_values(os, n.blocks()[i]->outputs(), false);
-        os << ")\n";
-    }
-}
-
-GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent) {
-    for (const Node* n : b.nodes()) print_node(os, *n, indent);
-}
-
-}  // namespace detail
-
-GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
-    os << "graph(";
-    detail::print_values(os, g.inputs(), true);
-    os << "):\n";
-    detail::print_block(os, *g.block(), 2);
-    os << "  return (";
-    detail::print_values(os, g.outputs(), false);
-    return os << ")\n";
-}
-
-GRAFT_INLINE std::string to_string(const Graph& g) {
-    std::ostringstream os;
-    os << g;
-    return os.str();
-}
-
-GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os) {
-    const auto quote = [](const std::string& s) {
-        std::string r;
-        for (char c : s) {
-            if (c == '"' || c == '\\') r += '\\';
-            r += c;
-        }
-        return r;
-    };
-    std::map<const Node*, std::size_t> ids;
-    std::size_t next = 0;
-    os << "digraph graft_ir {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
-    for (const Value* v : g.inputs())
-        os << "  \"in_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name()) << "\\n"
-           << quote(to_string(v->type())) << "\"];\n";
-    const auto source = [&](const Value* v) {
-        std::string r = v->node() ? "n" : (v->param_of() == g.block() ? "in_" : "param_");
-        r += v->node() ? std::to_string(ids.at(v->node())) : v->name();
-        return r;
-    };
-    std::function<void(const Block&, const std::string&)> emit_block = [&](const Block& b, const std::string& pad) {
-        for (const Value* v : b.inputs())
-            if (&b != g.block())
-                os << pad << "\"param_" << quote(v->name()) << "\" [shape=ellipse, label=\"%" << quote(v->name())
-                   << "\"];\n";
-        for (const Node* n : b.nodes()) {
-            const std::size_t id = ids[n] = next++;
-            std::string label = quote(std::string(n->kind().name));
-            for (const auto& [name, value] : n->attributes()) {
-                std::ostringstream text;
-                text << name << '=';
-                detail::print_attribute(text, value);
-                label += "\\n";
-                label += quote(text.str());
-            }
-            os << pad << "n" << id << " [label=\"" << label << "\"];\n";
-            for (const Value* in : n->inputs())
-                os << pad << '"' << quote(source(in)) << "\" -> n" << id << " [label=\"%" << quote(in->name()) << "\"];\n";
-            for (std::size_t k = 0; k < n->blocks().size(); ++k) {
-                os << pad << "subgraph cluster_n" << id << "_" << k << " {\n" << pad << "  label=\"block" << k
-                   << "\";\n";
-                emit_block(*n->blocks()[k], pad + "  ");
-                os << pad << "}\n";
-            }
-        }
-    };
-    emit_block(*g.block(), "  ");
-    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
-        const Value* v = g.outputs()[i];
-        os << "  out" << i << " [shape=ellipse, label=\"return " << i << "\\n" << quote(to_string(v->type()))
-           << "\"];\n  \"" << quote(source(v)) << "\" -> out" << i << " [label=\"%" << quote(v->name()) << "\"];\n";
-    }
-    os << "}\n";
-}
-
-}  // namespace graft::ir
-// ---- end graft/ir/impl/print.ipp
-#endif
-// ---- end graft/ir/print.hpp
 // ---- end graft/ir/ir.hpp
 // ---- end graft/ir.hpp
 // ---- begin graft/capture.hpp
@@ -20538,6 +20835,12 @@ public:
     /// checks this).
     executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
              options o = default_options(), std::vector<ir::size_hint> hints = {});
+    /// An executor for a graph with symbolic sizes (ir::parse_symbolic; the table's nodes must
+    /// be the graph's, graft::error otherwise): the graph is derived again at other values of its symbols (2x and 3x
+    /// the traced ones) and handed to the constructor above with the table's expressions as
+    /// hints, so the passes run and the table is inferred again after them. graft::error for a
+    /// table with context symbols (those belong to backward graphs run by capture::aot).
+    explicit executor(ir::symbolic_graph g, options o = default_options());
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
@@ -20576,6 +20879,9 @@ private:
     static void prepare(ir::Graph& g, bool keep_input_types);
     void start(std::unique_ptr<ir::Graph> g, options o);
 
+    void init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes, options o,
+                     const std::vector<ir::size_hint>& hints);
+
     std::shared_ptr<const ir::symbolic_sizes> symbolic_;
     std::string symbolic_why_;
     std::shared_ptr<detail::executor_state> top_;
@@ -20590,6 +20896,7 @@ private:
 // ---- begin graft/jit/impl/executor.ipp
 // Definitions for graft/jit/executor.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#include <algorithm>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -21404,6 +21711,65 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
                                 options o, std::vector<ir::size_hint> hints) {
+    init_traced(std::move(g), std::move(at_other_sizes), std::move(o), hints);
+}
+
+GRAFT_INLINE executor::executor(ir::symbolic_graph sg, options o) {
+    std::unique_ptr<ir::Graph> g = std::move(sg.graph);
+    const ir::symbolic_sizes& sizes = sg.sizes;
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    for (const ir::size_patch& p : sizes.patches)
+        graft::detail::check(std::find(g->block()->nodes().begin(), g->block()->nodes().end(), p.node) !=
+                                 g->block()->nodes().end(),
+                             "jit::executor: the symbolic sizes patch a node that is not the graph's (a table "
+                             "inferred or parsed for another graph object)");
+    graft::detail::check(!sizes.uses_context(), "jit::executor: the symbolic sizes read a forward's input sizes "
+                                                "(context symbols): they belong to a backward graph run by capture::aot");
+    graft::detail::check(sizes.traced.size() == sizes.symbols.size(), "jit::executor: the symbolic sizes have ",
+                         sizes.symbols.size(), " symbols and ", sizes.traced.size(), " traced values");
+    for (const ir::Node* n : g->block()->nodes())
+        graft::detail::check(n->blocks().empty(), "jit::executor: a graph with symbolic sizes has no control flow (",
+                             n->kind().name, ")");
+    // Input types at the symbols' values (the inference reads which dimensions differ).
+    const auto set_input_sizes = [&sizes](ir::Graph& c, const std::vector<std::int64_t>& v) {
+        for (std::size_t q = 0; q < sizes.dims.size(); ++q) {
+            const auto [j, d] = sizes.dims[q];
+            graft::detail::check(j < c.inputs().size(), "jit::executor: a symbol reads input ", j, " of a graph with ",
+                                 c.inputs().size(), " inputs");
+            ir::Type t = c.inputs()[j]->type();
+            if (t.is_tensor() && t.tensor.sizes && d < t.tensor.sizes->size()) {
+                (*t.tensor.sizes)[d] = v[sizes.dim_symbols[q]];
+                t.tensor.strides.reset();
+                c.inputs()[j]->set_type(std::move(t));
+            }
+        }
+    };
+    set_input_sizes(*g, sizes.traced);
+    std::vector<std::vector<std::int64_t>> values{sizes.traced};
+    std::vector<std::unique_ptr<ir::Graph>> others;
+    for (std::int64_t round = 1; round <= 2; ++round) {
+        std::vector<std::int64_t> v;
+        for (std::size_t k = 0; k < sizes.traced.size(); ++k) {
+            std::int64_t x = sizes.traced[k] * (round + 1);
+            for (std::size_t q = 0; q < k; ++q)  // symbols traced equal stay apart
+                if (sizes.traced[q] == sizes.traced[k]) x += 2 * round * static_cast<std::int64_t>(k);
+            v.push_back(x);
+        }
+        std::unique_ptr<ir::Graph> c = g->copy();
+        const std::vector<const ir::Node*> from(g->block()->nodes().begin(), g->block()->nodes().end());
+        const std::vector<ir::Node*> to(c->block()->nodes().begin(), c->block()->nodes().end());
+        for (std::size_t i = 0; i < from.size(); ++i)
+            if (sizes.patches_node(from[i]))
+                for (const auto& [name, a] : sizes.attributes(from[i], v)) to[i]->set_attr(name, a);
+        set_input_sizes(*c, v);
+        values.push_back(std::move(v));
+        others.push_back(std::move(c));
+    }
+    init_traced(std::move(g), std::move(others), std::move(o), sizes.as_hints(values));
+}
+
+GRAFT_INLINE void executor::init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+                                        options o, const std::vector<ir::size_hint>& hints) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
     // The inference reads which input dimensions differ from the traces' input types: keep
     // them until it is done.

@@ -10,14 +10,18 @@
 // the call's input sizes (graft::jit's DYNAMIC differentiable plans).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "graft/ir/graph.hpp"
 #include "graft/ir/kinds.hpp"
+#include "graft/ir/parse.hpp"
+#include "graft/ir/print.hpp"
 
 namespace graft::ir {
 
@@ -99,6 +103,9 @@ struct symbolic_sizes {
     /// Every input dimension that differed between the traces, and its symbol.
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
+    /// Each symbol's value in the graph's own trace: the graph's numbers are the patches'
+    /// values there (the text form prints and checks them).
+    std::vector<std::int64_t> traced;
 
     /// Does a symbol read the forward's input sizes (size_context_scope)?
     [[nodiscard]] bool uses_context() const noexcept {
@@ -122,6 +129,31 @@ struct symbolic_sizes {
     /// Text for debug output: `s0 = %x0.size(0); %17 expand.sizes[0] = s0; %18 value = 1 * s0`.
     [[nodiscard]] std::string describe(const Graph& g) const;
 };
+
+/// A graph with symbolic sizes, as read from text.
+struct symbolic_graph {
+    std::unique_ptr<Graph> graph;
+    symbolic_sizes sizes;
+};
+
+/// The text form of a graph with symbolic sizes: the graph's text, then a `sizes:` section
+/// that names each symbol's source and traced value, and each computed attribute:
+///
+///   sizes:
+///     s0 = %x0.size(0) = 8
+///     s1 = forward(0).size(1) = 6      (a context symbol)
+///     %3.length = (s0 + 1) / 2
+///     %5.sizes[0] = s0 * 3
+///
+/// Attributes are named by their node's first output. graft::error when a patched node has
+/// no outputs or the table does not fit the graph.
+[[nodiscard]] std::string to_string(const Graph& g, const symbolic_sizes& sizes);
+
+/// Reads to_string(g, sizes)'s text (a text without a `sizes:` section gives an empty table).
+/// Every computed attribute must hold its expression's value at the traced symbol values and
+/// every symbol must name an input dimension of that size: graft::error naming the line
+/// otherwise.
+[[nodiscard]] symbolic_graph parse_symbolic(std::string_view text);
 
 /// Compares `g` with `others`, traces of the same straight-line program at other sizes:
 /// their structure (kinds, inputs, attribute names) must be the same and every attribute that

@@ -343,6 +343,12 @@ public:
     /// checks this).
     executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
              options o = default_options(), std::vector<ir::size_hint> hints = {});
+    /// An executor for a graph with symbolic sizes (ir::parse_symbolic; the table's nodes must
+    /// be the graph's, graft::error otherwise): the graph is derived again at other values of its symbols (2x and 3x
+    /// the traced ones) and handed to the constructor above with the table's expressions as
+    /// hints, so the passes run and the table is inferred again after them. graft::error for a
+    /// table with context symbols (those belong to backward graphs run by capture::aot).
+    explicit executor(ir::symbolic_graph g, options o = default_options());
 
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
@@ -380,6 +386,9 @@ private:
     /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
     static void prepare(ir::Graph& g, bool keep_input_types);
     void start(std::unique_ptr<ir::Graph> g, options o);
+
+    void init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes, options o,
+                     const std::vector<ir::size_hint>& hints);
 
     std::shared_ptr<const ir::symbolic_sizes> symbolic_;
     std::string symbolic_why_;

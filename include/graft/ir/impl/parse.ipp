@@ -21,7 +21,11 @@ GRAFT_INLINE std::unique_ptr<Graph> parser::parse_graph() {
     for (Value* v : parse_value_refs()) g->register_output(v);
     expect(')');
     skip_space();
-    if (i_ != s_.size()) error("unexpected text after the graph's return");
+    if (i_ != s_.size()) {
+        if (s_.substr(i_, 6) == "sizes:")
+            error("the text has a sizes: section (symbolic sizes): read it with ir::parse_symbolic");
+        error("unexpected text after the graph's return");
+    }
     return g;
 }
 

@@ -3,6 +3,7 @@
 #include "graft/ir/symbolic.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -537,9 +538,13 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
     }
     std::vector<std::size_t> renamed(r.symbols.size());
     std::vector<size_symbol> kept;
+    r.traced.clear();
     for (std::size_t k = 0; k < r.symbols.size(); ++k) {
         renamed[k] = kept.size();
-        if (!r.symbols[k].context || used[k]) kept.push_back(r.symbols[k]);
+        if (!r.symbols[k].context || used[k]) {
+            kept.push_back(r.symbols[k]);
+            r.traced.push_back(sym_values[k][0]);
+        }
     }
     if (kept.size() != r.symbols.size()) {
         for (size_patch& p : r.patches) {
@@ -548,6 +553,264 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
                 if (t.kind == size_term::op::symbol) t.symbol = renamed[t.symbol];
         }
         r.symbols = std::move(kept);
+    }
+    return r;
+}
+
+namespace detail {
+
+[[nodiscard]] inline std::string size_error(std::size_t line, const std::string& what) {
+    return "ir::parse_symbolic: sizes line " + std::to_string(line) + ": " + what;
+}
+
+/// Infix size expressions: sums of products of factors (numbers, s<k>, parenthesized).
+class size_expr_parser {
+public:
+    size_expr_parser(std::string_view text, std::size_t line, std::size_t num_symbols)
+        : s_(text), line_(line), n_(num_symbols) {}
+
+    size_expr parse() {
+        size_expr e;
+        sum(e.program);
+        skip();
+        if (i_ != s_.size()) fail("unexpected '" + std::string(s_.substr(i_)) + "' in the expression");
+        return e;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { graft::detail::fail(size_error(line_, what)); }
+    void skip() {
+        while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+    }
+    bool accept(char c) {
+        skip();
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    void sum(std::vector<size_term>& out) {
+        product(out);
+        for (;;) {
+            if (accept('+')) {
+                product(out);
+                out.push_back({size_term::op::add, 0, 0});
+            } else if (accept('-')) {
+                product(out);
+                out.push_back({size_term::op::sub, 0, 0});
+            } else {
+                return;
+            }
+        }
+    }
+    void product(std::vector<size_term>& out) {
+        factor(out);
+        for (;;) {
+            size_term::op k;
+            if (accept('*')) k = size_term::op::mul;
+            else if (accept('/')) k = size_term::op::div;
+            else if (accept('%')) k = size_term::op::mod;
+            else return;
+            factor(out);
+            out.push_back({k, 0, 0});
+        }
+    }
+    void factor(std::vector<size_term>& out) {
+        if (++depth_ > 64) fail("the expression nests too deeply");
+        skip();
+        if (accept('(')) {
+            sum(out);
+            if (!accept(')')) fail("expected ')'");
+        } else if (i_ < s_.size() && s_[i_] == 's') {
+            ++i_;
+            const std::size_t start = i_;
+            while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+            std::size_t k = 0;
+            const auto r = std::from_chars(s_.data() + start, s_.data() + i_, k);
+            if (start == i_ || r.ec != std::errc{} || k >= n_) fail("unknown symbol s" + std::string(s_.substr(start, i_ - start)));
+            out.push_back({size_term::op::symbol, 0, k});
+        } else {
+            const std::size_t start = i_;
+            while (i_ < s_.size() && ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' ||
+                                      s_[i_] == 'E' || ((s_[i_] == '-' || s_[i_] == '+') && i_ > start &&
+                                                        (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E'))))
+                ++i_;
+            double v = 0;
+            const auto r = std::from_chars(s_.data() + start, s_.data() + i_, v);
+            if (start == i_ || r.ec != std::errc{} || r.ptr != s_.data() + i_ || !std::isfinite(v))
+                fail("expected a number, a symbol or '(' at '" + std::string(s_.substr(start)) + "'");
+            out.push_back({size_term::op::constant, v, 0});
+        }
+        --depth_;
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0, line_, n_;
+    int depth_ = 0;
+};
+
+[[nodiscard]] inline std::string_view trim(std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t' || t.front() == '\r')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
+    return t;
+}
+
+[[nodiscard]] inline bool read_index(std::string_view t, std::size_t& v) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc{} && r.ptr == t.data() + t.size();
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::string to_string(const Graph& g, const symbolic_sizes& sizes) {
+    std::ostringstream os;
+    os << g;
+    if (sizes.symbols.empty() && sizes.patches.empty()) return os.str();
+    graft::detail::check(sizes.traced.size() == sizes.symbols.size(), "ir::to_string: the symbolic sizes have ",
+                         sizes.symbols.size(), " symbols and ", sizes.traced.size(), " traced values");
+    os << "sizes:\n";
+    for (std::size_t k = 0; k < sizes.symbols.size(); ++k) {
+        const size_symbol& s = sizes.symbols[k];
+        os << "  s" << k << " = ";
+        if (s.context) {
+            os << "forward(" << s.input << ')';
+        } else {
+            graft::detail::check(s.input < g.inputs().size(), "ir::to_string: symbol s", k, " reads input ", s.input,
+                                 " of a graph with ", g.inputs().size(), " inputs");
+            os << '%' << g.inputs()[s.input]->name();
+        }
+        os << ".size(" << s.dim << ") = " << sizes.traced[k] << '\n';
+    }
+    for (const size_patch& p : sizes.patches) {
+        graft::detail::check(p.node != nullptr && !p.node->outputs().empty(), "ir::to_string: a ",
+                             p.node ? std::string(p.node->kind().name) : std::string("null"),
+                             " node with computed sizes has no output to name it by");
+        os << "  %" << p.node->outputs()[0]->name() << '.' << p.attr;
+        if (p.index >= 0) os << '[' << p.index << ']';
+        os << " = " << p.expr.str() << '\n';
+    }
+    return os.str();
+}
+
+GRAFT_INLINE symbolic_graph parse_symbolic(std::string_view text) {
+    // The section starts at a line "sizes:" (string attributes print newlines escaped).
+    std::size_t at = std::string_view::npos;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t eol = std::min(text.find('\n', pos), text.size());
+        if (detail::trim(text.substr(pos, eol - pos)) == "sizes:") {
+            at = pos;
+            break;
+        }
+        pos = eol + 1;
+    }
+    symbolic_graph r;
+    r.graph = parse(text.substr(0, at));
+    if (at == std::string_view::npos) return r;
+    std::size_t line = 0;  // the graph's lines, then the section's
+    for (std::size_t k = 0; k < at; ++k) line += text[k] == '\n';
+    ++line;  // "sizes:"
+    std::map<std::string, const Value*> values;
+    for (const Value* v : r.graph->inputs()) values.emplace(v->name(), v);
+    for (const Node* n : r.graph->block()->nodes())
+        for (const Value* v : n->outputs()) values.emplace(v->name(), v);
+    symbolic_sizes& sz = r.sizes;
+    bool patches_started = false;
+    std::size_t pos = text.find('\n', at);
+    pos = pos == std::string_view::npos ? text.size() : pos + 1;
+    while (pos < text.size()) {
+        const std::size_t eol = std::min(text.find('\n', pos), text.size());
+        const std::string_view ln = detail::trim(text.substr(pos, eol - pos));
+        pos = eol + 1;
+        ++line;
+        if (ln.empty()) continue;
+        const auto fail = [&](const std::string& what) { graft::detail::fail(detail::size_error(line, what)); };
+        const std::size_t eq = ln.find(" = ");
+        if (eq == std::string_view::npos) fail("expected 'name = ...'");
+        const std::string_view lhs = detail::trim(ln.substr(0, eq)), rhs = detail::trim(ln.substr(eq + 3));
+        if (!lhs.empty() && lhs[0] == 's') {
+            // s<k> = %input.size(d) = value, or s<k> = forward(j).size(d) = value
+            if (patches_started) fail("symbols come before the computed attributes");
+            std::size_t k = 0;
+            if (!detail::read_index(lhs.substr(1), k) || k != sz.symbols.size())
+                fail("expected symbol s" + std::to_string(sz.symbols.size()) + ", got '" + std::string(lhs) + "'");
+            const std::size_t eq2 = rhs.find(" = ");
+            const std::size_t dot = rhs.find(".size(");
+            if (eq2 == std::string_view::npos || dot == std::string_view::npos || dot > eq2 || rhs[eq2 - 1] != ')')
+                fail("expected 's" + std::to_string(k) + " = %input.size(d) = value'");
+            const std::string_view src = rhs.substr(0, dot);
+            std::size_t d = 0;
+            if (!detail::read_index(rhs.substr(dot + 6, eq2 - 1 - (dot + 6)), d)) fail("expected a dimension in size(...)");
+            std::int64_t value = 0;
+            const std::string_view vt = detail::trim(rhs.substr(eq2 + 3));
+            const auto vr = std::from_chars(vt.data(), vt.data() + vt.size(), value);
+            if (vt.empty() || vr.ec != std::errc{} || vr.ptr != vt.data() + vt.size() || value < 0)
+                fail("expected the symbol's traced size, a number >= 0");
+            size_symbol sym;
+            sym.dim = d;
+            if (src.substr(0, 8) == "forward(" && !src.empty() && src.back() == ')') {
+                sym.context = true;
+                if (!detail::read_index(src.substr(8, src.size() - 9), sym.input)) fail("expected forward(<input>)");
+            } else {
+                if (src.empty() || src[0] != '%') fail("expected %input or forward(j) before .size(");
+                const auto it = values.find(std::string(src.substr(1)));
+                std::size_t j = 0;
+                while (j < r.graph->inputs().size() && (it == values.end() || r.graph->inputs()[j] != it->second)) ++j;
+                if (j == r.graph->inputs().size()) fail("'" + std::string(src) + "' is not an input of the graph");
+                sym.input = j;
+                const Type& t = r.graph->inputs()[j]->type();
+                if (!t.is_tensor() || !t.tensor.sizes || d >= t.tensor.sizes->size())
+                    fail("input " + std::string(src) + " has no known dimension " + std::to_string(d));
+                const auto& declared = (*t.tensor.sizes)[d];
+                if (declared && *declared != value)
+                    fail("input " + std::string(src) + " has size " + std::to_string(*declared) + " at dimension " +
+                         std::to_string(d) + ", not " + std::to_string(value));
+                sz.dims.emplace_back(j, d);
+                sz.dim_symbols.push_back(k);
+            }
+            sz.symbols.push_back(sym);
+            sz.traced.push_back(value);
+            continue;
+        }
+        // %value.attr = expr, or %value.attr[i] = expr
+        patches_started = true;
+        if (lhs.empty() || lhs[0] != '%') fail("expected a symbol (s<k>) or a computed attribute (%value.attr)");
+        const std::size_t dot = lhs.find('.');
+        if (dot == std::string_view::npos) fail("expected %value.attr");
+        const auto it = values.find(std::string(lhs.substr(1, dot - 1)));
+        if (it == values.end() || it->second->node() == nullptr || it->second->node()->outputs()[0] != it->second)
+            fail("'" + std::string(lhs.substr(0, dot)) + "' is not the first output of a node of the graph");
+        const Node* n = it->second->node();
+        std::string_view attr = lhs.substr(dot + 1);
+        std::ptrdiff_t index = -1;
+        if (!attr.empty() && attr.back() == ']') {
+            const std::size_t open = attr.find('[');
+            std::size_t e = 0;
+            if (open == std::string_view::npos || !detail::read_index(attr.substr(open + 1, attr.size() - open - 2), e))
+                fail("expected attr[index]");
+            index = static_cast<std::ptrdiff_t>(e);
+            attr = attr.substr(0, open);
+        }
+        const std::string name(attr);
+        if (!n->has_attr(name)) fail("the " + std::string(n->kind().name) + " node has no attribute '" + name + "'");
+        const attribute& a = n->attr(name);
+        double have = 0;
+        if (const auto* list = std::get_if<std::vector<std::int64_t>>(&a)) {
+            if (index < 0 || static_cast<std::size_t>(index) >= list->size())
+                fail("attribute '" + name + "' is a list of " + std::to_string(list->size()) + ": name an element");
+            have = static_cast<double>((*list)[static_cast<std::size_t>(index)]);
+        } else if (const auto x = detail::number_of(a)) {
+            if (index >= 0) fail("attribute '" + name + "' is a number, not a list");
+            have = *x;
+        } else {
+            fail("attribute '" + name + "' is neither a number nor a list of ints");
+        }
+        size_patch p{n, name, index, detail::size_expr_parser(rhs, line, sz.symbols.size()).parse()};
+        const double want = p.expr.eval(sz.traced);
+        if (!(std::fabs(want - have) <= 1e-9 * std::max(1.0, std::fabs(have))))
+            fail(std::string(lhs) + " = " + p.expr.str() + " is " + std::to_string(want) +
+                 " at the traced sizes, but the graph has " + std::to_string(have));
+        sz.patches.push_back(std::move(p));
     }
     return r;
 }

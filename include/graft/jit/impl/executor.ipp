@@ -2,6 +2,7 @@
 // Definitions for graft/jit/executor.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/jit/executor.hpp"
 
+#include <algorithm>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -816,6 +817,65 @@ GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
                                 options o, std::vector<ir::size_hint> hints) {
+    init_traced(std::move(g), std::move(at_other_sizes), std::move(o), hints);
+}
+
+GRAFT_INLINE executor::executor(ir::symbolic_graph sg, options o) {
+    std::unique_ptr<ir::Graph> g = std::move(sg.graph);
+    const ir::symbolic_sizes& sizes = sg.sizes;
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    for (const ir::size_patch& p : sizes.patches)
+        graft::detail::check(std::find(g->block()->nodes().begin(), g->block()->nodes().end(), p.node) !=
+                                 g->block()->nodes().end(),
+                             "jit::executor: the symbolic sizes patch a node that is not the graph's (a table "
+                             "inferred or parsed for another graph object)");
+    graft::detail::check(!sizes.uses_context(), "jit::executor: the symbolic sizes read a forward's input sizes "
+                                                "(context symbols): they belong to a backward graph run by capture::aot");
+    graft::detail::check(sizes.traced.size() == sizes.symbols.size(), "jit::executor: the symbolic sizes have ",
+                         sizes.symbols.size(), " symbols and ", sizes.traced.size(), " traced values");
+    for (const ir::Node* n : g->block()->nodes())
+        graft::detail::check(n->blocks().empty(), "jit::executor: a graph with symbolic sizes has no control flow (",
+                             n->kind().name, ")");
+    // Input types at the symbols' values (the inference reads which dimensions differ).
+    const auto set_input_sizes = [&sizes](ir::Graph& c, const std::vector<std::int64_t>& v) {
+        for (std::size_t q = 0; q < sizes.dims.size(); ++q) {
+            const auto [j, d] = sizes.dims[q];
+            graft::detail::check(j < c.inputs().size(), "jit::executor: a symbol reads input ", j, " of a graph with ",
+                                 c.inputs().size(), " inputs");
+            ir::Type t = c.inputs()[j]->type();
+            if (t.is_tensor() && t.tensor.sizes && d < t.tensor.sizes->size()) {
+                (*t.tensor.sizes)[d] = v[sizes.dim_symbols[q]];
+                t.tensor.strides.reset();
+                c.inputs()[j]->set_type(std::move(t));
+            }
+        }
+    };
+    set_input_sizes(*g, sizes.traced);
+    std::vector<std::vector<std::int64_t>> values{sizes.traced};
+    std::vector<std::unique_ptr<ir::Graph>> others;
+    for (std::int64_t round = 1; round <= 2; ++round) {
+        std::vector<std::int64_t> v;
+        for (std::size_t k = 0; k < sizes.traced.size(); ++k) {
+            std::int64_t x = sizes.traced[k] * (round + 1);
+            for (std::size_t q = 0; q < k; ++q)  // symbols traced equal stay apart
+                if (sizes.traced[q] == sizes.traced[k]) x += 2 * round * static_cast<std::int64_t>(k);
+            v.push_back(x);
+        }
+        std::unique_ptr<ir::Graph> c = g->copy();
+        const std::vector<const ir::Node*> from(g->block()->nodes().begin(), g->block()->nodes().end());
+        const std::vector<ir::Node*> to(c->block()->nodes().begin(), c->block()->nodes().end());
+        for (std::size_t i = 0; i < from.size(); ++i)
+            if (sizes.patches_node(from[i]))
+                for (const auto& [name, a] : sizes.attributes(from[i], v)) to[i]->set_attr(name, a);
+        set_input_sizes(*c, v);
+        values.push_back(std::move(v));
+        others.push_back(std::move(c));
+    }
+    init_traced(std::move(g), std::move(others), std::move(o), sizes.as_hints(values));
+}
+
+GRAFT_INLINE void executor::init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
+                                        options o, const std::vector<ir::size_hint>& hints) {
     graft::detail::check(g != nullptr, "jit::executor: the graph is null");
     // The inference reads which input dimensions differ from the traces' input types: keep
     // them until it is done.
