@@ -741,6 +741,32 @@ std::vector<Tensor> shrink_reference(Tensor x) {
 
 }  // namespace
 
+TEST_CASE("while_loop under capture::aot: refused when gradients would pass through it, never a zero gradient",
+          "[capture]") {
+    Tensor w = randn({4}, dtype::float64);
+    w.requires_grad_();
+    const auto halve = [](Tensor v) { return v * 0.5; };
+    const auto big = [](Tensor v) { return (v * v).sum() > 1.0; };
+    // The carried value requires grad.
+    const auto f = [&](Tensor x, Tensor wt) { return (while_loop(big, halve, x) * wt).sum(); };
+    Tensor x = randn({4}, dtype::float64) * 4.0;
+    x.requires_grad_();
+    CHECK_THROWS_WITH(capture::aot(f, {x, w}), Catch::Contains("gradients through graft::while_loop"));
+    // The body reads a value that requires grad (closed over).
+    const auto g = [&](Tensor v, Tensor wt) {
+        return while_loop(big, [&](Tensor c) { return c * 0.5 + wt * 0.0; }, v).sum();
+    };
+    CHECK_THROWS_WITH(capture::aot(g, {x.detach(), w}), Catch::Contains("gradients through graft::while_loop"));
+    // A loop over values that do not require grad is fine: w's gradient flows around it.
+    const auto a = capture::aot(f, {x.detach(), w});
+    for (double scale : {4.0, 40.0, 0.1}) {
+        const Tensor xi = randn({4}, dtype::float64) * scale;
+        const Tensor y = a(xi, w)[0], want = f(xi, w);
+        CHECK(allclose(y, want, 1e-12, 1e-12));
+        CHECK(allclose(autograd::grad({y}, {w})[0], autograd::grad({want}, {w})[0], 1e-12, 1e-12));
+    }
+}
+
 TEST_CASE("while_loop: eager, captured as prim::Loop, data-dependent trip counts, gradients", "[capture]") {
     for (double scale : {0.1, 3.0, 40.0}) {
         const Tensor x = randn({3}, dtype::float64) * scale;

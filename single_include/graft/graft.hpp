@@ -17600,6 +17600,9 @@ public:
     static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
                                            const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
+    /// capture::aot: the graph will be differentiated (loops whose values require grad are refused).
+    void set_differentiating(bool on) noexcept { differentiating_ = on; }
+
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
@@ -17649,6 +17652,7 @@ private:
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
+    bool differentiating_ = false;      // capture::aot
     std::size_t mutations_ = 0;
 };
 
@@ -18083,6 +18087,21 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
     };
     const std::vector<Tensor> c0 = cond_fn(carried);
     check_condition(c0);
+    if (differentiating_ && autograd::is_grad_enabled()) {
+        // capture::aot differentiates the traced graph: gradients through a recorded loop are
+        // not built yet, so a loop that carries or reads values requiring grad is refused here
+        // rather than given a zero gradient.
+        bool grad = false;
+        for (const Tensor& t : carried) grad = grad || t.requires_grad();
+        if (!grad) {
+            graft::detail::observer_paused paused;  // probe the body once: does it read such values?
+            for (const Tensor& t : body_fn(carried)) grad = grad || t.requires_grad();
+        }
+        graft::detail::check(!grad, "capture::aot: gradients through graft::while_loop / fori_loop (a prim::Loop) "
+                                    "are not supported under capture::aot yet; the loop carries or reads values "
+                                    "that require grad. Differentiate the function eagerly or through jit::script "
+                                    "(whose plans differentiate every iteration)");
+    }
     bool depends = traced(c0[0]);
     for (const Tensor& t : carried) depends = depends || traced(t);
     if (!depends) return run_eagerly(carried);  // a loop over constants: its result is a constant
@@ -19064,6 +19083,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);
+    tr.set_differentiating(true);
     traced_inputs ti = copy_inputs(example_inputs, "capture::aot");
     for (const alias_group& g : ti.groups)
         for (std::size_t m : g.members)

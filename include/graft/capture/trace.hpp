@@ -145,6 +145,9 @@ public:
     static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
                                            const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
+    /// capture::aot: the graph will be differentiated (loops whose values require grad are refused).
+    void set_differentiating(bool on) noexcept { differentiating_ = on; }
+
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
@@ -194,6 +197,7 @@ private:
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
+    bool differentiating_ = false;      // capture::aot
     std::size_t mutations_ = 0;
 };
 

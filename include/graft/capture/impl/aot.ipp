@@ -389,6 +389,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);
+    tr.set_differentiating(true);
     traced_inputs ti = copy_inputs(example_inputs, "capture::aot");
     for (const alias_group& g : ti.groups)
         for (std::size_t m : g.members)

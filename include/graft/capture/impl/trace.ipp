@@ -283,6 +283,21 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
     };
     const std::vector<Tensor> c0 = cond_fn(carried);
     check_condition(c0);
+    if (differentiating_ && autograd::is_grad_enabled()) {
+        // capture::aot differentiates the traced graph: gradients through a recorded loop are
+        // not built yet, so a loop that carries or reads values requiring grad is refused here
+        // rather than given a zero gradient.
+        bool grad = false;
+        for (const Tensor& t : carried) grad = grad || t.requires_grad();
+        if (!grad) {
+            graft::detail::observer_paused paused;  // probe the body once: does it read such values?
+            for (const Tensor& t : body_fn(carried)) grad = grad || t.requires_grad();
+        }
+        graft::detail::check(!grad, "capture::aot: gradients through graft::while_loop / fori_loop (a prim::Loop) "
+                                    "are not supported under capture::aot yet; the loop carries or reads values "
+                                    "that require grad. Differentiate the function eagerly or through jit::script "
+                                    "(whose plans differentiate every iteration)");
+    }
     bool depends = traced(c0[0]);
     for (const Tensor& t : carried) depends = depends || traced(t);
     if (!depends) return run_eagerly(carried);  // a loop over constants: its result is a constant
