@@ -83,6 +83,10 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m);
 
 namespace detail {
 
+namespace loop_grad {
+struct block_context;
+}  // namespace loop_grad
+
 [[nodiscard]] inline const void* storage_key(const Tensor& t) { return t.impl().data.get(); }
 [[nodiscard]] inline const void* impl_key(const Tensor& t) { return t.impl_ptr().get(); }
 
@@ -145,9 +149,6 @@ public:
     static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
                                            const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
-    /// capture::aot: the graph will be differentiated (loops whose values require grad are refused).
-    void set_differentiating(bool on) noexcept { differentiating_ = on; }
-
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
@@ -175,11 +176,21 @@ private:
     std::vector<Tensor> loop_impl(const graft::detail::branch_ref& cond_fn, const graft::detail::branch_ref& body_fn,
                                   const std::vector<Tensor>& carried);
 
-    /// Makes cond's results (when an operand requires grad) differentiable: their backward is a
-    /// cond of each branch's backward graph, recorded as a prim::If under capture.
-    void attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
-                              const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands,
+    /// Make the results of a recorded If (cond) or Loop (while_loop) differentiable when a value
+    /// their blocks read requires grad (operands and closed-over tensors alike): the backward
+    /// runs the node's blocks again through the interpreter with autograd, recorded by this
+    /// tracer as a cond / while_loop (capture::aot's autograd::grad builds the joint graph).
+    /// A loop's backward counts the iterations, then for each one from the last recomputes its
+    /// carried values from the start (no per-iteration tape: O(N^2) body runs, O(1) memory) and
+    /// applies the body's vector-Jacobian product.
+    void attach_cond_backward(ir::Node* n, const Tensor& pred, std::vector<Tensor>& outs);
+    void attach_loop_backward(ir::Node* n, const Tensor& cond0, const std::vector<Tensor>& carried,
                               std::vector<Tensor>& outs);
+    /// The tensors this tracer knows as `values` (values outer to a block); values it cannot
+    /// name are left out.
+    [[nodiscard]] std::map<const ir::Value*, Tensor> tensors_of(const std::vector<const ir::Value*>& values) const;
+    /// What the backward of If/Loop node n needs from this trace (loop_grad::block_context).
+    [[nodiscard]] std::shared_ptr<loop_grad::block_context> context_of(const ir::Node& n) const;
 
     /// A node that reads nothing (a constant): in the top block, before the outermost If being
     /// recorded, so that it is visible wherever it is used.
@@ -197,7 +208,6 @@ private:
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
-    bool differentiating_ = false;      // capture::aot
     std::size_t mutations_ = 0;
 };
 

@@ -389,7 +389,6 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     aot_function r;
     auto joint = std::make_shared<ir::Graph>();
     detail::tracer tr(*joint);
-    tr.set_differentiating(true);
     traced_inputs ti = copy_inputs(example_inputs, "capture::aot");
     for (const alias_group& g : ti.groups)
         for (std::size_t m : g.members)
@@ -470,71 +469,6 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     r.joint = std::move(joint);
     r.size_hints = tr.take_size_hints();
     return r;
-}
-
-}  // namespace detail
-
-namespace detail {
-
-// tracer::attach_cond_backward (graft/capture/trace.hpp) is here: it captures each branch with aot.
-GRAFT_INLINE void tracer::attach_cond_backward(const Tensor& pred, const graft::detail::branch_ref& then_branch,
-                                               const graft::detail::branch_ref& else_branch,
-                                               const std::vector<Tensor>& operands, std::vector<Tensor>& outs) {
-    std::vector<std::size_t> grad_ops;
-    for (std::size_t i = 0; i < operands.size(); ++i)
-        if (operands[i].requires_grad()) grad_ops.push_back(i);
-    if (grad_ops.empty() || !autograd::is_grad_enabled()) return;
-    // Each branch's forward and backward graphs (capture::aot of the branch, outside this trace).
-    std::array<std::shared_ptr<const aot_function>, 2> vjp;
-    {
-        graft::detail::observer_paused paused;
-        for (int b = 0; b < 2; ++b) {
-            const graft::detail::branch_ref& branch = b == 0 ? then_branch : else_branch;
-            auto fn = [&branch](const std::vector<Tensor>& in) { return branch(in); };
-            vjp[static_cast<std::size_t>(b)] =
-                std::make_shared<const aot_function>(detail::aot_impl(operands, traced_fn::of(fn), aot_options{}));
-        }
-    }
-    // The cond's backward is a cond on the same predicate whose branches run each branch's
-    // forward (for its saved values) and backward graphs: under capture (capture::aot's
-    // autograd::grad) it is recorded as a prim::If, so the joint graph differentiates the
-    // branch each run takes.
-    auto node = std::make_shared<autograd::function_node>("CondBackward");
-    for (std::size_t i : grad_ops) node->add_next_edge(autograd::detail::gradient_edge(operands[i]));
-    std::vector<std::pair<int_list, dtype>> shapes;
-    for (const Tensor& o : outs) shapes.emplace_back(o.sizes(), o.type());
-    node->backward = [pred, operands, grad_ops, vjp, shapes](autograd::function_node&, const autograd::tensor_list& g) {
-        std::vector<Tensor> args = operands;
-        for (std::size_t k = 0; k < shapes.size(); ++k)
-            args.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
-        const std::size_t n_ops = operands.size();
-        const auto branch_vjp = [n_ops, grad_ops](const aot_function& f, const std::vector<Tensor>& in) {
-            const std::vector<Tensor> ops(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n_ops));
-            const std::vector<Tensor> fwd = ir::interpret(*f.forward, ops);
-            std::vector<Tensor> bwd_in(fwd.end() - static_cast<std::ptrdiff_t>(f.num_saved), fwd.end());
-            for (std::size_t o : f.differentiable_outputs) bwd_in.push_back(in[n_ops + o]);
-            const std::vector<Tensor> grads = f.grad_inputs.empty() ? std::vector<Tensor>{} : ir::interpret(*f.backward, bwd_in);
-            std::vector<Tensor> r;
-            for (std::size_t i : grad_ops) {
-                Tensor gi;
-                for (std::size_t k = 0; k < f.grad_inputs.size(); ++k)
-                    if (f.grad_inputs[k] == i) gi = grads[k];
-                r.push_back(gi.defined() ? gi : zeros_like(ops[i]));
-            }
-            return r;
-        };
-        const auto t = [&](const std::vector<Tensor>& in) { return branch_vjp(*vjp[0], in); };
-        const auto e = [&](const std::vector<Tensor>& in) { return branch_vjp(*vjp[1], in); };
-        graft::detail::branch_ref tb{&t, [](const void* o, const std::vector<Tensor>& in) {
-                                         return (*static_cast<const decltype(t)*>(o))(in);
-                                     }};
-        graft::detail::branch_ref eb{&e, [](const void* o, const std::vector<Tensor>& in) {
-                                         return (*static_cast<const decltype(e)*>(o))(in);
-                                     }};
-        return graft::detail::cond_impl(pred, tb, eb, args);
-    };
-    for (Tensor& o : outs)
-        if (is_floating_point(o.type())) autograd::detail::set_history(o, node);
 }
 
 }  // namespace detail

@@ -265,7 +265,7 @@ GRAFT_INLINE std::vector<Tensor> tracer::cond_impl(const Tensor& pred, const gra
         values_[impl_key(copy)] = {v, 0};
         out.push_back(std::move(copy));
     }
-    attach_cond_backward(pred, then_branch, else_branch, operands, out);
+    attach_cond_backward(n, pred, out);
     return out;
 }
 
@@ -283,24 +283,6 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
     };
     const std::vector<Tensor> c0 = cond_fn(carried);
     check_condition(c0);
-    if (differentiating_ && autograd::is_grad_enabled()) {
-        // capture::aot differentiates the traced graph: gradients through a recorded loop are
-        // not built yet, so a loop that carries or reads values requiring grad is refused here
-        // rather than given a zero gradient.
-        bool grad = false;
-        for (const Tensor& t : carried) grad = grad || t.requires_grad();
-        if (!grad) {
-            graft::detail::observer_paused paused;  // probe the body once: does it read such values?
-            for (const Tensor& t : body_fn(carried)) grad = grad || t.requires_grad();
-        }
-        graft::detail::check(!grad, "capture::aot: gradients through graft::while_loop / fori_loop (a prim::Loop) "
-                                    "are not supported under capture::aot yet; the loop carries or reads values "
-                                    "that require grad. Differentiate the function eagerly or through jit::script "
-                                    "(whose plans differentiate every iteration)");
-    }
-    bool depends = traced(c0[0]);
-    for (const Tensor& t : carried) depends = depends || traced(t);
-    if (!depends) return run_eagerly(carried);  // a loop over constants: its result is a constant
     ir::Value* cv = value_of(c0[0]);
     std::vector<ir::Value*> initial;
     for (const Tensor& t : carried) initial.push_back(value_of(t));
@@ -388,7 +370,278 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
         values_[impl_key(copy)] = {n->output(i), 0};
         out.push_back(std::move(copy));
     }
+    attach_loop_backward(n, c0[0], carried, out);
     return out;
+}
+
+namespace loop_grad {
+
+/// Values a block (and the blocks inside it) reads that are defined outside it, in order of use.
+inline void collect_free_values(const ir::Block& b, std::set<const ir::Value*>& inside, std::vector<const ir::Value*>& free) {
+    for (const ir::Value* v : b.inputs()) inside.insert(v);
+    for (const ir::Node* n : b.nodes()) {
+        for (const ir::Value* v : n->inputs())
+            if (!inside.count(v) && std::find(free.begin(), free.end(), v) == free.end()) free.push_back(v);
+        for (const ir::Block* sub : n->blocks()) collect_free_values(*sub, inside, free);
+        for (const ir::Value* v : n->outputs()) inside.insert(v);
+    }
+    for (const ir::Value* v : b.outputs())
+        if (!inside.count(v) && std::find(free.begin(), free.end(), v) == free.end()) free.push_back(v);
+}
+
+[[nodiscard]] inline std::vector<const ir::Value*> free_values(const ir::Node& n) {
+    std::set<const ir::Value*> inside;
+    std::vector<const ir::Value*> free;
+    for (const ir::Block* b : n.blocks()) {
+        std::set<const ir::Value*> in = inside;
+        collect_free_values(*b, in, free);
+    }
+    return free;
+}
+
+/// Runs block b through the interpreter with `env` (its outer values and inputs) and returns its
+/// outputs as tensors.
+[[nodiscard]] inline std::vector<Tensor> run_block_tensors(const ir::Block& b, std::map<const ir::Value*, ir::ivalue> env) {
+    std::vector<Tensor> r;
+    for (ir::ivalue& v : ir::detail::run_block(b, env)) {
+        Tensor* t = std::get_if<Tensor>(&v);
+        graft::detail::check(t != nullptr, "capture::aot: a block of a cond or while_loop returns a number");
+        r.push_back(std::move(*t));
+    }
+    return r;
+}
+
+/// What a recorded block's backward needs: the tensors of the values it reads from outside,
+/// and which of them require grad (their gradients are computed).
+struct block_context {
+    std::map<const ir::Value*, Tensor> outer;
+    std::map<const ir::Value*, ir::ivalue> constants;  // outer constants (numbers hoisted out of the blocks)
+    std::vector<const ir::Value*> grad_values;  // outer values whose tensors require grad
+    std::string missing;                       // a value the tracer could not name (empty: none)
+
+    /// env for a run of the block: the outer tensors, with the grad values replaced by `leaves`.
+    [[nodiscard]] std::map<const ir::Value*, ir::ivalue> env(const std::vector<Tensor>& leaves) const {
+        std::map<const ir::Value*, ir::ivalue> e = constants;
+        for (const auto& [v, t] : outer) e.emplace(v, t);
+        for (std::size_t k = 0; k < grad_values.size() && k < leaves.size(); ++k) e[grad_values[k]] = leaves[k];
+        return e;
+    }
+    [[nodiscard]] std::vector<Tensor> new_leaves() const {
+        std::vector<Tensor> r;
+        for (const ir::Value* v : grad_values) r.push_back(outer.at(v).detach().requires_grad_());
+        return r;
+    }
+};
+
+/// d(outs . g)/d(wrt) for the floating outs that require grad (zeros where none flows).
+[[nodiscard]] inline std::vector<Tensor> vjp(const std::vector<Tensor>& outs, const std::vector<Tensor>& g,
+                                      const std::vector<Tensor>& wrt) {
+    std::vector<Tensor> o, go;
+    for (std::size_t k = 0; k < outs.size() && k < g.size(); ++k)
+        if (outs[k].requires_grad()) {
+            o.push_back(outs[k]);
+            go.push_back(g[k]);
+        }
+    std::vector<Tensor> r;
+    if (!o.empty() && !wrt.empty()) {
+        std::vector<autograd::grad_input> in(wrt.begin(), wrt.end());
+        r = autograd::grad(o, in, go, false, false, /*allow_unused=*/true);
+    }
+    r.resize(wrt.size());
+    for (std::size_t k = 0; k < wrt.size(); ++k)
+        if (!r[k].defined()) r[k] = zeros_like(wrt[k]);
+    return r;
+}
+
+/// A branch_ref calling a callable that lives at least as long as the call.
+template <class F>
+[[nodiscard]] graft::detail::branch_ref ref_to(const F& f) {
+    return {&f, [](const void* o, const std::vector<Tensor>& in) { return (*static_cast<const F*>(o))(in); }};
+}
+
+}  // namespace loop_grad
+
+using loop_grad::block_context;
+using loop_grad::free_values;
+using loop_grad::ref_to;
+using loop_grad::run_block_tensors;
+using loop_grad::vjp;
+
+GRAFT_INLINE std::map<const ir::Value*, Tensor> tracer::tensors_of(const std::vector<const ir::Value*>& values) const {
+    std::map<const ir::Value*, Tensor> r;
+    const auto wanted = [&](const ir::Value* v) { return std::find(values.begin(), values.end(), v) != values.end(); };
+    for (const auto& [key, b] : bases_)
+        if (wanted(b.value) && b.base.defined() && !r.count(b.value)) r.emplace(b.value, b.base);
+    for (const Tensor& t : keep_) {
+        const auto it = values_.find(impl_key(t));
+        if (it != values_.end() && wanted(it->second.value) && !r.count(it->second.value)) r.emplace(it->second.value, t);
+    }
+    return r;
+}
+
+GRAFT_INLINE std::shared_ptr<block_context> tracer::context_of(const ir::Node& n) const {
+    auto ctx = std::make_shared<block_context>();
+    const std::vector<const ir::Value*> free = free_values(n);
+    ctx->outer = tensors_of(free);
+    for (const ir::Value* v : free) {
+        const auto it = ctx->outer.find(v);
+        if (it != ctx->outer.end()) {
+            if (it->second.requires_grad() && is_floating_point(it->second.type())) ctx->grad_values.push_back(v);
+            continue;
+        }
+        const ir::Node* def = v->node();
+        if (def != nullptr && def->inputs().empty() && def->blocks().empty() && def->kind().run != nullptr) {
+            graft::detail::observer_paused paused;  // a constant: its value
+            std::vector<ir::ivalue> vals = def->kind().run(def->attributes(), {});
+            for (std::size_t i = 0; i < def->outputs().size() && i < vals.size(); ++i)
+                if (def->outputs()[i] == v) ctx->constants.emplace(v, vals[i]);
+            if (ctx->constants.count(v)) continue;
+        }
+        if (ctx->missing.empty()) ctx->missing = "%" + v->name();
+    }
+    return ctx;
+}
+
+GRAFT_INLINE void tracer::attach_cond_backward(ir::Node* n, const Tensor& pred, std::vector<Tensor>& outs) {
+    if (!autograd::is_grad_enabled()) return;
+    const std::shared_ptr<block_context> ctx = context_of(*n);
+    if (ctx->grad_values.empty()) return;
+    auto node = std::make_shared<autograd::function_node>("CondBackward");
+    for (const ir::Value* v : ctx->grad_values) node->add_next_edge(autograd::detail::gradient_edge(ctx->outer.at(v)));
+    std::vector<std::pair<int_list, dtype>> shapes;
+    for (const Tensor& o : outs)
+        if (is_floating_point(o.type())) shapes.emplace_back(o.sizes(), o.type());
+    const ir::Block* blocks[2] = {n->blocks()[0], n->blocks()[1]};
+    node->backward = [ctx, pred, shapes, b0 = blocks[0], b1 = blocks[1]](autograd::function_node&,
+                                                                            const autograd::tensor_list& g) {
+        graft::detail::check(ctx->missing.empty(), "capture::aot: the gradient of a cond needs ", ctx->missing,
+                             ", a value the capture cannot name again");
+        std::vector<Tensor> gs;
+        for (std::size_t k = 0; k < shapes.size(); ++k)
+            gs.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        // Each branch: its block again with leaves for the values requiring grad, then the
+        // vector-Jacobian product with the output gradients (the cond's floating outputs).
+        const auto branch = [&ctx](const ir::Block* b, const std::vector<Tensor>& grads) {
+            autograd::enable_grad on;
+            const std::vector<Tensor> leaves = ctx->new_leaves();
+            std::vector<Tensor> outs, floating;
+            outs = run_block_tensors(*b, ctx->env(leaves));
+            for (const Tensor& o : outs)
+                if (is_floating_point(o.type())) floating.push_back(o);
+            return vjp(floating, grads, leaves);
+        };
+        const auto t = [&](const std::vector<Tensor>& in) { return branch(b0, in); };
+        const auto e = [&](const std::vector<Tensor>& in) { return branch(b1, in); };
+        return graft::detail::cond_impl(pred, ref_to(t), ref_to(e), gs);
+    };
+    for (Tensor& o : outs)
+        if (is_floating_point(o.type())) autograd::detail::set_history(o, node);
+}
+
+GRAFT_INLINE void tracer::attach_loop_backward(ir::Node* n, const Tensor& cond0, const std::vector<Tensor>& carried,
+                                               std::vector<Tensor>& outs) {
+    if (!autograd::is_grad_enabled()) return;
+    const std::shared_ptr<block_context> ctx = context_of(*n);
+    std::vector<std::size_t> floating;  // carried values with gradients (the loop's floating outputs)
+    bool carried_grad = false;
+    for (std::size_t i = 0; i < carried.size(); ++i)
+        if (is_floating_point(carried[i].type())) {
+            floating.push_back(i);
+            carried_grad = carried_grad || carried[i].requires_grad();
+        }
+    if (ctx->grad_values.empty() && !carried_grad) return;
+    auto node = std::make_shared<autograd::function_node>("WhileLoopBackward");
+    std::vector<std::size_t> grad_carried;
+    for (std::size_t i : floating)
+        if (carried[i].requires_grad()) {
+            grad_carried.push_back(i);
+            node->add_next_edge(autograd::detail::gradient_edge(carried[i]));
+        }
+    for (const ir::Value* v : ctx->grad_values) node->add_next_edge(autograd::detail::gradient_edge(ctx->outer.at(v)));
+    std::vector<std::pair<int_list, dtype>> shapes;
+    for (std::size_t i : floating) shapes.emplace_back(outs[i].sizes(), outs[i].type());
+    const ir::Block* body = n->blocks()[0];
+    std::vector<Tensor> c0;
+    for (const Tensor& t : carried) c0.push_back(t.detach());
+    node->backward = [ctx, body, cond0 = cond0.detach(), c0, floating, grad_carried, shapes](
+                         autograd::function_node&, const autograd::tensor_list& g) {
+        graft::detail::check(ctx->missing.empty(), "capture::aot: the gradient of a while_loop needs ", ctx->missing,
+                             ", a value the capture cannot name again");
+        const std::size_t m = c0.size();
+        // The body: (next condition, next carried...) from carried values (and leaves for the
+        // outer values requiring grad).
+        const auto run_body = [&](const std::vector<Tensor>& c, const std::vector<Tensor>& leaves) {
+            std::map<const ir::Value*, ir::ivalue> env = ctx->env(leaves);
+            for (std::size_t i = 0; i < m; ++i) env[body->inputs()[i]] = c[i];
+            return run_block_tensors(*body, std::move(env));
+        };
+        const std::vector<Tensor> no_leaves;
+        const Tensor zero = full({}, 0, dtype::int64);
+        // 1. The trip count: the loop again, counting.
+        const auto count_cond = [](const std::vector<Tensor>& s) { return std::vector<Tensor>{s.back()}; };
+        const auto count_body = [&](const std::vector<Tensor>& s) {
+            std::vector<Tensor> r = run_body(std::vector<Tensor>(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(m)),
+                                             no_leaves);
+            std::vector<Tensor> next(r.begin() + 1, r.end());
+            next.push_back(s[m] + std::int64_t{1});
+            next.push_back(r[0]);
+            return next;
+        };
+        std::vector<Tensor> start = c0;
+        start.push_back(zero);
+        start.push_back(cond0);
+        const Tensor trips = graft::detail::while_loop_impl(ref_to(count_cond), ref_to(count_body), start)[m];
+        // 2. From the last iteration to the first: recompute its carried values, apply the body's
+        // vector-Jacobian product to the carried gradients, add the outer values' gradients.
+        std::vector<Tensor> state{trips - std::int64_t{1}};
+        for (std::size_t k = 0; k < shapes.size(); ++k)
+            state.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        for (const ir::Value* v : ctx->grad_values) state.push_back(zeros_like(ctx->outer.at(v)));
+        const std::size_t nf = floating.size();
+        const auto back_cond = [](const std::vector<Tensor>& s) { return std::vector<Tensor>{s[0] >= std::int64_t{0}}; };
+        const auto back_body = [&](const std::vector<Tensor>& s) {
+            const Tensor& j = s[0];
+            const auto re_cond = [&j, m](const std::vector<Tensor>& r) { return std::vector<Tensor>{r[m] < j}; };
+            const auto re_body = [&](const std::vector<Tensor>& r) {
+                std::vector<Tensor> x = run_body(std::vector<Tensor>(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(m)),
+                                                 no_leaves);
+                std::vector<Tensor> next(x.begin() + 1, x.end());
+                next.push_back(r[m] + std::int64_t{1});
+                return next;
+            };
+            std::vector<Tensor> from = c0;
+            from.push_back(zero);
+            std::vector<Tensor> cj = graft::detail::while_loop_impl(ref_to(re_cond), ref_to(re_body), from);
+            cj.pop_back();
+            autograd::enable_grad on;
+            std::vector<Tensor> wrt;
+            for (std::size_t i : floating) {
+                cj[i] = cj[i].detach().requires_grad_();
+                wrt.push_back(cj[i]);
+            }
+            const std::vector<Tensor> leaves = ctx->new_leaves();
+            wrt.insert(wrt.end(), leaves.begin(), leaves.end());
+            const std::vector<Tensor> x = run_body(cj, leaves);
+            std::vector<Tensor> outs_f, gs;
+            for (std::size_t q = 0; q < nf; ++q) {
+                outs_f.push_back(x[1 + floating[q]]);
+                gs.push_back(s[1 + q]);
+            }
+            const std::vector<Tensor> d = vjp(outs_f, gs, wrt);
+            std::vector<Tensor> next{j - std::int64_t{1}};
+            for (std::size_t q = 0; q < nf; ++q) next.push_back(d[q]);
+            for (std::size_t k = 0; k < ctx->grad_values.size(); ++k) next.push_back(s[1 + nf + k] + d[nf + k]);
+            return next;
+        };
+        const std::vector<Tensor> done = graft::detail::while_loop_impl(ref_to(back_cond), ref_to(back_body), state);
+        autograd::tensor_list r;
+        for (std::size_t i : grad_carried)
+            for (std::size_t q = 0; q < nf; ++q)
+                if (floating[q] == i) r.push_back(done[1 + q]);
+        for (std::size_t k = 0; k < ctx->grad_values.size(); ++k) r.push_back(done[1 + nf + k]);
+        return r;
+    };
+    for (std::size_t i : floating) autograd::detail::set_history(outs[i], node);
 }
 
 GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
