@@ -4,7 +4,9 @@
 //   - the round trip: print -> parse -> print gives the same text;
 //   - lint and the default pipeline on a copy (graft::error allowed);
 //   - for small graphs without loops: ir::interpret on small inputs, and the profiling
-//     executor (profile, compile, optimized run) gives bitwise the interpreter's results.
+//     executor (profile, compile, optimized run) gives bitwise the interpreter's results;
+//   - texts with a `sizes:` section (symbolic sizes): the same through ir::parse_symbolic and
+//     an executor built from the symbolic graph, at the traced sizes.
 // Build: cmake -DGRAFT_BUILD_FUZZ=ON with clang (see docs/build.md#fuzzing).
 #include <cmath>
 #include <cstdint>
@@ -110,11 +112,87 @@ bool same_bits(const ir::ivalue& a, const ir::ivalue& b) {
     return std::memcmp(ca.raw_data(), cb.raw_data(), n * ca.element_size()) == 0;
 }
 
+/// Texts with a `sizes:` section (symbolic sizes): the round trip through parse_symbolic, and
+/// at the traced sizes the executor built from the symbolic graph gives the interpreter's bits.
+void fuzz_symbolic(const std::string& text) {
+    ir::symbolic_graph sg;
+    try {
+        sg = ir::parse_symbolic(text);
+    } catch (const graft::error&) {
+        return;
+    }
+    std::string printed;
+    try {
+        printed = ir::to_string(*sg.graph, sg.sizes);
+        const ir::symbolic_graph again = ir::parse_symbolic(printed);
+        if (ir::to_string(*again.graph, again.sizes) != printed)
+            report("symbolic round trip changed the text", ir::to_string(*again.graph, again.sizes), text);
+    } catch (const graft::error& e) {
+        report("the printed symbolic graph does not parse", std::string(e.what()) + "\n--- printed ---\n" + printed,
+               text);
+    }
+    try {
+        sg.graph->lint();
+    } catch (const graft::error&) {
+        return;
+    }
+    if (!small_and_finite(*sg.graph->block())) return;
+    for (std::int64_t v : sg.sizes.traced)
+        if (v > 64) return;
+    std::vector<ir::ivalue> in;
+    {
+        // The declared types with every symbolic dimension at its traced size.
+        const auto h = sg.graph->copy();
+        for (std::size_t q = 0; q < sg.sizes.dims.size(); ++q) {
+            const auto [j, d] = sg.sizes.dims[q];
+            ir::Type t = h->inputs()[j]->type();
+            if (t.is_tensor() && t.tensor.sizes && d < t.tensor.sizes->size()) {
+                (*t.tensor.sizes)[d] = sg.sizes.traced[sg.sizes.dim_symbols[q]];
+                h->inputs()[j]->set_type(std::move(t));
+            }
+        }
+        if (!make_inputs(*h, in)) return;
+    }
+    const auto fresh = [&in] {
+        std::vector<ir::ivalue> r;
+        for (const auto& v : in) {
+            if (const auto* t = std::get_if<Tensor>(&v)) r.emplace_back(t->clone());
+            else r.push_back(v);
+        }
+        return r;
+    };
+    std::vector<ir::ivalue> want;
+    try {
+        want = ir::interpret(*sg.graph, fresh(), &sg.sizes);
+    } catch (const graft::error&) {
+        return;
+    }
+    try {
+        jit::options o;
+        o.num_threads = 1;
+        const jit::executor ex(ir::parse_symbolic(printed), o);
+        for (int call = 0; call < 3; ++call) {
+            const auto got = ex.run(fresh());
+            if (got.size() != want.size()) report("the symbolic executor gives another number of outputs", "", text);
+            for (std::size_t k = 0; k < got.size(); ++k)
+                if (!same_bits(got[k], want[k]))
+                    report("the symbolic executor's result differs from the interpreter's",
+                           "output " + std::to_string(k) + ", call " + std::to_string(call) + "\n" + ex.debug_string(),
+                           text);
+        }
+    } catch (const graft::error&) {
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > (std::size_t{1} << 16)) return 0;
     const std::string text(reinterpret_cast<const char*>(data), size);
+    if (text.find("sizes:") != std::string::npos) {
+        fuzz_symbolic(text);
+        return 0;
+    }
     std::unique_ptr<ir::Graph> g;
     try {
         g = ir::parse(text);
