@@ -776,6 +776,16 @@ TEST_CASE("capture::aot differentiates while_loop: data-dependent trip counts, c
     }
     CHECK(seen.size() >= 3);  // the one capture served several trip counts, 0 included
     CHECK(seen.count(0) == 1);
+    // A tensor the loop reads, written after the loop: its gradient would read the new
+    // contents, so aot refuses it instead.
+    const auto h = [](Tensor x, Tensor wt) {
+        Tensor b = wt * 1.0;
+        const Tensor r = while_loop([](Tensor v) { return (v * v).sum() > 1.0; },
+                                    [&b](Tensor v) { return v * 0.5 + b * 0.01; }, x);
+        b.mul_(2.0);
+        return (r * b).sum();
+    };
+    CHECK_THROWS_WITH(capture::aot(h, {x0, w}), Catch::Contains("writes into a tensor that a while_loop reads"));
 }
 
 TEST_CASE("capture::aot differentiates fori_loop (a recurrent cell) and cond reading closed-over weights",

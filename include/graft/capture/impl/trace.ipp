@@ -418,6 +418,18 @@ struct block_context {
     std::map<const ir::Value*, ir::ivalue> constants;  // outer constants (numbers hoisted out of the blocks)
     std::vector<const ir::Value*> grad_values;  // outer values whose tensors require grad
     std::string missing;                       // a value the tracer could not name (empty: none)
+    std::vector<std::pair<Tensor, std::uint64_t>> versions;  // the outer tensors' versions when recorded
+
+    /// graft::error when f wrote into a tensor the block reads after the block ran: the
+    /// backward would read the new contents.
+    void check_unchanged(const char* what) const {
+        graft::detail::check(missing.empty(), "capture::aot: the gradient of a ", what, " needs ", missing,
+                             ", a value the capture cannot name again");
+        for (const auto& [t, v] : versions)
+            graft::detail::check(t._version() == v, "capture::aot: the function writes into a tensor that a ", what,
+                                 " reads, after the ", what,
+                                 "; its gradient would read the new contents (clone the tensor before writing)");
+    }
 
     /// env for a run of the block: the outer tensors, with the grad values replaced by `leaves`.
     [[nodiscard]] std::map<const ir::Value*, ir::ivalue> env(const std::vector<Tensor>& leaves) const {
@@ -474,7 +486,11 @@ GRAFT_INLINE std::map<const ir::Value*, Tensor> tracer::tensors_of(const std::ve
         if (wanted(b.value) && b.base.defined() && !r.count(b.value)) r.emplace(b.value, b.base);
     for (const Tensor& t : keep_) {
         const auto it = values_.find(impl_key(t));
-        if (it != values_.end() && wanted(it->second.value) && !r.count(it->second.value)) r.emplace(it->second.value, t);
+        const auto bit = bases_.find(storage_key(t));
+        // Only a tensor whose memory was not written since it got the value holds it.
+        if (it != values_.end() && bit != bases_.end() && it->second.gen == bit->second.gen &&
+            wanted(it->second.value) && !r.count(it->second.value))
+            r.emplace(it->second.value, t);
     }
     return r;
 }
@@ -483,6 +499,7 @@ GRAFT_INLINE std::shared_ptr<block_context> tracer::context_of(const ir::Node& n
     auto ctx = std::make_shared<block_context>();
     const std::vector<const ir::Value*> free = free_values(n);
     ctx->outer = tensors_of(free);
+    for (const auto& [v, t] : ctx->outer) ctx->versions.emplace_back(t, t._version());
     for (const ir::Value* v : free) {
         const auto it = ctx->outer.find(v);
         if (it != ctx->outer.end()) {
@@ -514,8 +531,7 @@ GRAFT_INLINE void tracer::attach_cond_backward(ir::Node* n, const Tensor& pred, 
     const ir::Block* blocks[2] = {n->blocks()[0], n->blocks()[1]};
     node->backward = [ctx, pred, shapes, b0 = blocks[0], b1 = blocks[1]](autograd::function_node&,
                                                                             const autograd::tensor_list& g) {
-        graft::detail::check(ctx->missing.empty(), "capture::aot: the gradient of a cond needs ", ctx->missing,
-                             ", a value the capture cannot name again");
+        ctx->check_unchanged("cond");
         std::vector<Tensor> gs;
         for (std::size_t k = 0; k < shapes.size(); ++k)
             gs.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
@@ -562,11 +578,13 @@ GRAFT_INLINE void tracer::attach_loop_backward(ir::Node* n, const Tensor& cond0,
     for (std::size_t i : floating) shapes.emplace_back(outs[i].sizes(), outs[i].type());
     const ir::Block* body = n->blocks()[0];
     std::vector<Tensor> c0;
-    for (const Tensor& t : carried) c0.push_back(t.detach());
+    for (const Tensor& t : carried) {
+        c0.push_back(t.detach());
+        ctx->versions.emplace_back(t, t._version());
+    }
     node->backward = [ctx, body, cond0 = cond0.detach(), c0, floating, grad_carried, shapes](
                          autograd::function_node&, const autograd::tensor_list& g) {
-        graft::detail::check(ctx->missing.empty(), "capture::aot: the gradient of a while_loop needs ", ctx->missing,
-                             ", a value the capture cannot name again");
+        ctx->check_unchanged("while_loop");
         const std::size_t m = c0.size();
         // The body: (next condition, next carried...) from carried values (and leaves for the
         // outer values requiring grad).
