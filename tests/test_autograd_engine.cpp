@@ -382,3 +382,24 @@ TEST_CASE("which hooks fire depends on grad() vs backward() and inputs (C13)", "
     REQUIRE((b1.tensor == 2 && b1.post == 2 && b1.pre == 2));
     REQUIRE((b2.tensor == 2 && b2.post == 2 && b2.pre == 2));
 }
+
+TEST_CASE("hooks as C++ callers write them: void tensor hooks, post-accumulate hooks that update the tensor",
+          "[autograd][hooks]") {
+    // A tensor hook that returns nothing observes the gradient (PyTorch's hook returning None).
+    Tensor w = tensor({1.0, 2.0});
+    w.requires_grad_();
+    Tensor seen;
+    w.register_hook([&seen](const Tensor& g) { seen = g.clone(); });
+    (w * w).sum().backward();
+    CHECK(equal(seen, tensor({2.0, 4.0})));
+    CHECK(equal(w.grad(), tensor({2.0, 4.0})));  // unchanged by the observing hook
+    // A post-accumulate-grad hook gets the tensor itself: an SGD step in the hook.
+    Tensor p = tensor({1.0, -1.0});
+    p.requires_grad_();
+    p.register_post_accumulate_grad_hook([](Tensor& t) {
+        autograd::no_grad guard;
+        t.sub_(t.grad() * 0.5);
+    });
+    (p * 3.0).sum().backward();
+    CHECK(equal(p.detach(), tensor({1.0 - 1.5, -1.0 - 1.5})));
+}

@@ -200,3 +200,47 @@ TEST_CASE("where selects with broadcasting and promotion", "[ops][where]") {
     const Tensor x = tensor({1.0, std::nan(""), 3.0});
     REQUIRE(where(x != x, 0.0, x).to_vector<float>() == std::vector<float>{1, 0, 3});
 }
+
+TEST_CASE("method forms and compound assignment match the free functions (PyTorch's Tensor methods)", "[ops][methods]") {
+    const Tensor x = randn({3, 4}, dtype::float64), y = randn({3, 4}, dtype::float64);
+    CHECK(equal(x.add(y), x + y));
+    CHECK(allclose(x.add(y, 2.5), x + y * 2.5, 0, 0));  // torch.add's alpha
+    CHECK(equal(x.add(2.0), x + 2.0));
+    CHECK(equal(x.sub(y), x - y));
+    CHECK(allclose(x.sub(y, -3), x + y * 3.0, 0, 0));
+    CHECK(equal(x.mul(2), x * 2));
+    CHECK(equal(x.mul(y), x * y));
+    CHECK(equal(x.div(y), x / y));
+    CHECK(equal(x.div(4.0), x / 4.0));
+    CHECK(equal(x.sin(), sin(x)));
+    CHECK(equal(x.cos(), cos(x)));
+    CHECK(equal(x.abs().rsqrt(), rsqrt(abs(x))));
+    CHECK(equal(x.sign(), sign(x)));
+    CHECK(equal(x.maximum(y), maximum(x, y)));
+    CHECK(equal(x.minimum(y), minimum(x, y)));
+    CHECK(equal(x.gt(y), x > y));
+    CHECK(equal(x.le(0.0), x <= 0.0));
+    CHECK(equal(x.eq(x), ones({3, 4}, dtype::bool_)));
+    CHECK(equal(x.ne(x), zeros({3, 4}, dtype::bool_)));
+    CHECK(equal(x.lt(y), y > x));
+    CHECK(equal(x.ge(y), y <= x));
+    // Integer alpha keeps an int64 tensor int64, as PyTorch.
+    const Tensor i = tensor({1, 2, 3});
+    CHECK(i.add(2, 3).type() == dtype::int64);
+    CHECK(equal(i.add(2, 3), tensor({7, 8, 9})));
+    // += -= *= /= are add_ sub_ mul_ div_: in place, same storage, version bumped.
+    Tensor z = x.clone();
+    const auto v0 = z._version();
+    const void* data = z.raw_data();
+    z += y;
+    z *= 2.0;
+    z -= 1.0;
+    z /= y;
+    CHECK(z.raw_data() == data);
+    CHECK(z._version() == v0 + 4);
+    CHECK(allclose(z, ((x + y) * 2.0 - 1.0) / y, 0, 0));
+    Tensor k = tensor({4, 6});
+    CHECK_THROWS_WITH(k *= 0.5, Catch::Contains("can't be cast"));  // in-place keeps the dtype, as PyTorch
+    k *= 3;
+    CHECK(equal(k, tensor({12, 18})));
+}

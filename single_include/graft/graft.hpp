@@ -1653,8 +1653,18 @@ public:
     /// Calls `hook(grad)` when the gradient of this tensor is computed; a defined
     /// return value replaces the gradient.
     autograd::hook_handle register_hook(std::function<Tensor(const Tensor&)> hook) const;
-    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated.
-    autograd::hook_handle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+    /// A hook that returns nothing only observes the gradient (PyTorch's hook returning None).
+    template <class F>
+        requires(std::is_invocable_v<F&, const Tensor&> && std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+    autograd::hook_handle register_hook(F hook) const;  // defined in graft/autograd/tensor_methods.hpp
+    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated. The hook gets the tensor
+    /// itself (`p.sub_(...)` updates the parameter, as an optimizer step in the hook does) and
+    /// returns nothing: a hook that returns a value does not compile (it would be ignored).
+    template <class F>
+        requires std::is_invocable_v<F&, Tensor&>
+    autograd::hook_handle register_post_accumulate_grad_hook(F hook) const;  // see register_hook
+    /// register_post_accumulate_grad_hook's non-template part.
+    autograd::hook_handle register_post_accumulate_grad_hook_erased(std::function<void(const Tensor&)> hook) const;
 
     // Math methods, defined with the differentiable ops (include graft/graft.hpp).
     [[nodiscard]] Tensor sum() const;
@@ -1671,8 +1681,44 @@ public:
     [[nodiscard]] Tensor relu() const;
     [[nodiscard]] Tensor abs() const;
     [[nodiscard]] Tensor neg() const;
+    [[nodiscard]] Tensor rsqrt() const;
+    [[nodiscard]] Tensor sin() const;
+    [[nodiscard]] Tensor cos() const;
+    [[nodiscard]] Tensor sign() const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
+    /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
+    [[nodiscard]] Tensor add(const Tensor& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor add(const scalar& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor sub(const Tensor& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor sub(const scalar& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor mul(const Tensor& other) const;
+    [[nodiscard]] Tensor mul(const scalar& other) const;
+    [[nodiscard]] Tensor div(const Tensor& other) const;
+    [[nodiscard]] Tensor div(const scalar& other) const;
+    [[nodiscard]] Tensor maximum(const Tensor& other) const;
+    [[nodiscard]] Tensor minimum(const Tensor& other) const;
+    [[nodiscard]] Tensor eq(const Tensor& other) const;
+    [[nodiscard]] Tensor eq(const scalar& other) const;
+    [[nodiscard]] Tensor ne(const Tensor& other) const;
+    [[nodiscard]] Tensor ne(const scalar& other) const;
+    [[nodiscard]] Tensor lt(const Tensor& other) const;
+    [[nodiscard]] Tensor lt(const scalar& other) const;
+    [[nodiscard]] Tensor le(const Tensor& other) const;
+    [[nodiscard]] Tensor le(const scalar& other) const;
+    [[nodiscard]] Tensor gt(const Tensor& other) const;
+    [[nodiscard]] Tensor gt(const scalar& other) const;
+    [[nodiscard]] Tensor ge(const Tensor& other) const;
+    [[nodiscard]] Tensor ge(const scalar& other) const;
+    /// In place, as add_/sub_/mul_/div_ (the tensor must be able to hold the result's dtype).
+    Tensor& operator+=(const Tensor& other) { return add_(other); }
+    Tensor& operator+=(const scalar& other) { return add_(other); }
+    Tensor& operator-=(const Tensor& other) { return sub_(other); }
+    Tensor& operator-=(const scalar& other) { return sub_(other); }
+    Tensor& operator*=(const Tensor& other) { return mul_(other); }
+    Tensor& operator*=(const scalar& other) { return mul_(other); }
+    Tensor& operator/=(const Tensor& other) { return div_(other); }
+    Tensor& operator/=(const scalar& other) { return div_(other); }
     [[nodiscard]] Tensor matmul(const Tensor& other) const;
     [[nodiscard]] Tensor softmax(std::int64_t dim) const;
     [[nodiscard]] Tensor log_softmax(std::int64_t dim) const;
@@ -9220,6 +9266,71 @@ inline Tensor Tensor::sigmoid() const { return graft::sigmoid(*this); }
 inline Tensor Tensor::relu() const { return graft::relu(*this); }
 inline Tensor Tensor::abs() const { return graft::abs(*this); }
 inline Tensor Tensor::neg() const { return graft::neg(*this); }
+template <class F>
+    requires(std::is_invocable_v<F&, const Tensor&> && std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+autograd::hook_handle Tensor::register_hook(F hook) const {
+    return register_hook(std::function<Tensor(const Tensor&)>([h = std::move(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor{};
+    }));
+}
+
+template <class F>
+    requires std::is_invocable_v<F&, Tensor&>
+autograd::hook_handle Tensor::register_post_accumulate_grad_hook(F hook) const {
+    static_assert(std::is_void_v<std::invoke_result_t<F&, Tensor&>>,
+                  "register_post_accumulate_grad_hook: the hook must return void (a returned value would be "
+                  "ignored, as PyTorch ignores it)");
+    return register_post_accumulate_grad_hook_erased([h = std::move(hook)](const Tensor& t) mutable {
+        Tensor p = t;  // the same tensor (a handle): in-place ops on p update it
+        h(p);
+    });
+}
+
+inline Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
+inline Tensor Tensor::sin() const { return graft::sin(*this); }
+inline Tensor Tensor::cos() const { return graft::cos(*this); }
+inline Tensor Tensor::sign() const { return graft::sign(*this); }
+namespace autograd::detail {
+[[nodiscard]] inline bool is_one(const scalar& s) { return s.to_double() == 1.0; }
+/// alpha * o, integral when both are (so int64 tensors stay int64).
+[[nodiscard]] inline scalar scaled(const scalar& o, const scalar& alpha) {
+    if (!o.is_floating_point() && !alpha.is_floating_point())
+        return scalar(static_cast<std::int64_t>(static_cast<std::uint64_t>(o.to_int64()) *
+                                                static_cast<std::uint64_t>(alpha.to_int64())));
+    return scalar(o.to_double() * alpha.to_double());
+}
+}  // namespace autograd::detail
+inline Tensor Tensor::add(const Tensor& o, const scalar& alpha) const {
+    return autograd::detail::is_one(alpha) ? graft::add(*this, o) : graft::add(*this, graft::mul(o, alpha));
+}
+inline Tensor Tensor::add(const scalar& o, const scalar& alpha) const {
+    return graft::add(*this, autograd::detail::is_one(alpha) ? o : autograd::detail::scaled(o, alpha));
+}
+inline Tensor Tensor::sub(const Tensor& o, const scalar& alpha) const {
+    return autograd::detail::is_one(alpha) ? graft::sub(*this, o) : graft::sub(*this, graft::mul(o, alpha));
+}
+inline Tensor Tensor::sub(const scalar& o, const scalar& alpha) const {
+    return graft::sub(*this, autograd::detail::is_one(alpha) ? o : autograd::detail::scaled(o, alpha));
+}
+inline Tensor Tensor::mul(const Tensor& o) const { return graft::mul(*this, o); }
+inline Tensor Tensor::mul(const scalar& o) const { return graft::mul(*this, o); }
+inline Tensor Tensor::div(const Tensor& o) const { return graft::div(*this, o); }
+inline Tensor Tensor::div(const scalar& o) const { return graft::div(*this, o); }
+inline Tensor Tensor::maximum(const Tensor& o) const { return graft::maximum(*this, o); }
+inline Tensor Tensor::minimum(const Tensor& o) const { return graft::minimum(*this, o); }
+inline Tensor Tensor::eq(const Tensor& o) const { return graft::eq(*this, o); }
+inline Tensor Tensor::eq(const scalar& o) const { return graft::eq(*this, o); }
+inline Tensor Tensor::ne(const Tensor& o) const { return graft::ne(*this, o); }
+inline Tensor Tensor::ne(const scalar& o) const { return graft::ne(*this, o); }
+inline Tensor Tensor::lt(const Tensor& o) const { return graft::lt(*this, o); }
+inline Tensor Tensor::lt(const scalar& o) const { return graft::lt(*this, o); }
+inline Tensor Tensor::le(const Tensor& o) const { return graft::le(*this, o); }
+inline Tensor Tensor::le(const scalar& o) const { return graft::le(*this, o); }
+inline Tensor Tensor::gt(const Tensor& o) const { return graft::gt(*this, o); }
+inline Tensor Tensor::gt(const scalar& o) const { return graft::gt(*this, o); }
+inline Tensor Tensor::ge(const Tensor& o) const { return graft::ge(*this, o); }
+inline Tensor Tensor::ge(const scalar& o) const { return graft::ge(*this, o); }
 inline Tensor Tensor::pow(const Tensor& exponent) const { return graft::pow(*this, exponent); }
 inline Tensor Tensor::pow(const scalar& exponent) const { return graft::pow(*this, exponent); }
 inline Tensor Tensor::matmul(const Tensor& other) const { return graft::matmul(*this, other); }
@@ -9281,7 +9392,7 @@ GRAFT_INLINE autograd::hook_handle Tensor::register_hook(std::function<Tensor(co
     return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
 }
 
-GRAFT_INLINE autograd::hook_handle Tensor::register_post_accumulate_grad_hook(
+GRAFT_INLINE autograd::hook_handle Tensor::register_post_accumulate_grad_hook_erased(
     std::function<void(const Tensor&)> hook) const {
     detail::check(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
     auto& m = autograd::detail::ensure_meta(*this);
@@ -9670,7 +9781,7 @@ GRAFT_INLINE Tensor& Tensor::relu_() {
 GRAFT_INLINE Tensor& Tensor::sin_() {
     // The derivative needs the overwritten input: a copy is saved before the write (as PyTorch).
     return autograd::detail::inplace_unary("sin_", "SinBackward0", *this, [](const Tensor& x) { return ops::sin(x); },
-                                           [](const Tensor& g, const Tensor& x) { return g * cos(x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * graft::cos(x); },
                                            autograd::detail::inplace_saves::input);
 }
 

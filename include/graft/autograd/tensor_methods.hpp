@@ -171,6 +171,71 @@ inline Tensor Tensor::sigmoid() const { return graft::sigmoid(*this); }
 inline Tensor Tensor::relu() const { return graft::relu(*this); }
 inline Tensor Tensor::abs() const { return graft::abs(*this); }
 inline Tensor Tensor::neg() const { return graft::neg(*this); }
+template <class F>
+    requires(std::is_invocable_v<F&, const Tensor&> && std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+autograd::hook_handle Tensor::register_hook(F hook) const {
+    return register_hook(std::function<Tensor(const Tensor&)>([h = std::move(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor{};
+    }));
+}
+
+template <class F>
+    requires std::is_invocable_v<F&, Tensor&>
+autograd::hook_handle Tensor::register_post_accumulate_grad_hook(F hook) const {
+    static_assert(std::is_void_v<std::invoke_result_t<F&, Tensor&>>,
+                  "register_post_accumulate_grad_hook: the hook must return void (a returned value would be "
+                  "ignored, as PyTorch ignores it)");
+    return register_post_accumulate_grad_hook_erased([h = std::move(hook)](const Tensor& t) mutable {
+        Tensor p = t;  // the same tensor (a handle): in-place ops on p update it
+        h(p);
+    });
+}
+
+inline Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
+inline Tensor Tensor::sin() const { return graft::sin(*this); }
+inline Tensor Tensor::cos() const { return graft::cos(*this); }
+inline Tensor Tensor::sign() const { return graft::sign(*this); }
+namespace autograd::detail {
+[[nodiscard]] inline bool is_one(const scalar& s) { return s.to_double() == 1.0; }
+/// alpha * o, integral when both are (so int64 tensors stay int64).
+[[nodiscard]] inline scalar scaled(const scalar& o, const scalar& alpha) {
+    if (!o.is_floating_point() && !alpha.is_floating_point())
+        return scalar(static_cast<std::int64_t>(static_cast<std::uint64_t>(o.to_int64()) *
+                                                static_cast<std::uint64_t>(alpha.to_int64())));
+    return scalar(o.to_double() * alpha.to_double());
+}
+}  // namespace autograd::detail
+inline Tensor Tensor::add(const Tensor& o, const scalar& alpha) const {
+    return autograd::detail::is_one(alpha) ? graft::add(*this, o) : graft::add(*this, graft::mul(o, alpha));
+}
+inline Tensor Tensor::add(const scalar& o, const scalar& alpha) const {
+    return graft::add(*this, autograd::detail::is_one(alpha) ? o : autograd::detail::scaled(o, alpha));
+}
+inline Tensor Tensor::sub(const Tensor& o, const scalar& alpha) const {
+    return autograd::detail::is_one(alpha) ? graft::sub(*this, o) : graft::sub(*this, graft::mul(o, alpha));
+}
+inline Tensor Tensor::sub(const scalar& o, const scalar& alpha) const {
+    return graft::sub(*this, autograd::detail::is_one(alpha) ? o : autograd::detail::scaled(o, alpha));
+}
+inline Tensor Tensor::mul(const Tensor& o) const { return graft::mul(*this, o); }
+inline Tensor Tensor::mul(const scalar& o) const { return graft::mul(*this, o); }
+inline Tensor Tensor::div(const Tensor& o) const { return graft::div(*this, o); }
+inline Tensor Tensor::div(const scalar& o) const { return graft::div(*this, o); }
+inline Tensor Tensor::maximum(const Tensor& o) const { return graft::maximum(*this, o); }
+inline Tensor Tensor::minimum(const Tensor& o) const { return graft::minimum(*this, o); }
+inline Tensor Tensor::eq(const Tensor& o) const { return graft::eq(*this, o); }
+inline Tensor Tensor::eq(const scalar& o) const { return graft::eq(*this, o); }
+inline Tensor Tensor::ne(const Tensor& o) const { return graft::ne(*this, o); }
+inline Tensor Tensor::ne(const scalar& o) const { return graft::ne(*this, o); }
+inline Tensor Tensor::lt(const Tensor& o) const { return graft::lt(*this, o); }
+inline Tensor Tensor::lt(const scalar& o) const { return graft::lt(*this, o); }
+inline Tensor Tensor::le(const Tensor& o) const { return graft::le(*this, o); }
+inline Tensor Tensor::le(const scalar& o) const { return graft::le(*this, o); }
+inline Tensor Tensor::gt(const Tensor& o) const { return graft::gt(*this, o); }
+inline Tensor Tensor::gt(const scalar& o) const { return graft::gt(*this, o); }
+inline Tensor Tensor::ge(const Tensor& o) const { return graft::ge(*this, o); }
+inline Tensor Tensor::ge(const scalar& o) const { return graft::ge(*this, o); }
 inline Tensor Tensor::pow(const Tensor& exponent) const { return graft::pow(*this, exponent); }
 inline Tensor Tensor::pow(const scalar& exponent) const { return graft::pow(*this, exponent); }
 inline Tensor Tensor::matmul(const Tensor& other) const { return graft::matmul(*this, other); }

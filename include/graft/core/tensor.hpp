@@ -184,8 +184,18 @@ public:
     /// Calls `hook(grad)` when the gradient of this tensor is computed; a defined
     /// return value replaces the gradient.
     autograd::hook_handle register_hook(std::function<Tensor(const Tensor&)> hook) const;
-    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated.
-    autograd::hook_handle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+    /// A hook that returns nothing only observes the gradient (PyTorch's hook returning None).
+    template <class F>
+        requires(std::is_invocable_v<F&, const Tensor&> && std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+    autograd::hook_handle register_hook(F hook) const;  // defined in graft/autograd/tensor_methods.hpp
+    /// On a leaf: calls `hook(tensor)` after its .grad was accumulated. The hook gets the tensor
+    /// itself (`p.sub_(...)` updates the parameter, as an optimizer step in the hook does) and
+    /// returns nothing: a hook that returns a value does not compile (it would be ignored).
+    template <class F>
+        requires std::is_invocable_v<F&, Tensor&>
+    autograd::hook_handle register_post_accumulate_grad_hook(F hook) const;  // see register_hook
+    /// register_post_accumulate_grad_hook's non-template part.
+    autograd::hook_handle register_post_accumulate_grad_hook_erased(std::function<void(const Tensor&)> hook) const;
 
     // Math methods, defined with the differentiable ops (include graft/graft.hpp).
     [[nodiscard]] Tensor sum() const;
@@ -202,8 +212,44 @@ public:
     [[nodiscard]] Tensor relu() const;
     [[nodiscard]] Tensor abs() const;
     [[nodiscard]] Tensor neg() const;
+    [[nodiscard]] Tensor rsqrt() const;
+    [[nodiscard]] Tensor sin() const;
+    [[nodiscard]] Tensor cos() const;
+    [[nodiscard]] Tensor sign() const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
+    /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
+    [[nodiscard]] Tensor add(const Tensor& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor add(const scalar& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor sub(const Tensor& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor sub(const scalar& other, const scalar& alpha = 1) const;
+    [[nodiscard]] Tensor mul(const Tensor& other) const;
+    [[nodiscard]] Tensor mul(const scalar& other) const;
+    [[nodiscard]] Tensor div(const Tensor& other) const;
+    [[nodiscard]] Tensor div(const scalar& other) const;
+    [[nodiscard]] Tensor maximum(const Tensor& other) const;
+    [[nodiscard]] Tensor minimum(const Tensor& other) const;
+    [[nodiscard]] Tensor eq(const Tensor& other) const;
+    [[nodiscard]] Tensor eq(const scalar& other) const;
+    [[nodiscard]] Tensor ne(const Tensor& other) const;
+    [[nodiscard]] Tensor ne(const scalar& other) const;
+    [[nodiscard]] Tensor lt(const Tensor& other) const;
+    [[nodiscard]] Tensor lt(const scalar& other) const;
+    [[nodiscard]] Tensor le(const Tensor& other) const;
+    [[nodiscard]] Tensor le(const scalar& other) const;
+    [[nodiscard]] Tensor gt(const Tensor& other) const;
+    [[nodiscard]] Tensor gt(const scalar& other) const;
+    [[nodiscard]] Tensor ge(const Tensor& other) const;
+    [[nodiscard]] Tensor ge(const scalar& other) const;
+    /// In place, as add_/sub_/mul_/div_ (the tensor must be able to hold the result's dtype).
+    Tensor& operator+=(const Tensor& other) { return add_(other); }
+    Tensor& operator+=(const scalar& other) { return add_(other); }
+    Tensor& operator-=(const Tensor& other) { return sub_(other); }
+    Tensor& operator-=(const scalar& other) { return sub_(other); }
+    Tensor& operator*=(const Tensor& other) { return mul_(other); }
+    Tensor& operator*=(const scalar& other) { return mul_(other); }
+    Tensor& operator/=(const Tensor& other) { return div_(other); }
+    Tensor& operator/=(const scalar& other) { return div_(other); }
     [[nodiscard]] Tensor matmul(const Tensor& other) const;
     [[nodiscard]] Tensor softmax(std::int64_t dim) const;
     [[nodiscard]] Tensor log_softmax(std::int64_t dim) const;

@@ -51,7 +51,7 @@ GRAFT_INLINE autograd::hook_handle Tensor::register_hook(std::function<Tensor(co
     return autograd::detail::add_hook(m.leaf_hooks, std::move(hook));
 }
 
-GRAFT_INLINE autograd::hook_handle Tensor::register_post_accumulate_grad_hook(
+GRAFT_INLINE autograd::hook_handle Tensor::register_post_accumulate_grad_hook_erased(
     std::function<void(const Tensor&)> hook) const {
     detail::check(requires_grad() && is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
     auto& m = autograd::detail::ensure_meta(*this);
@@ -440,7 +440,7 @@ GRAFT_INLINE Tensor& Tensor::relu_() {
 GRAFT_INLINE Tensor& Tensor::sin_() {
     // The derivative needs the overwritten input: a copy is saved before the write (as PyTorch).
     return autograd::detail::inplace_unary("sin_", "SinBackward0", *this, [](const Tensor& x) { return ops::sin(x); },
-                                           [](const Tensor& g, const Tensor& x) { return g * cos(x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * graft::cos(x); },
                                            autograd::detail::inplace_saves::input);
 }
 
