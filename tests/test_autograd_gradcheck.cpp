@@ -161,3 +161,35 @@ TEST_CASE("to(dtype) passes gradients back in the source dtype", "[autograd][gra
     REQUIRE(x.grad().to_vector<double>() == std::vector<double>{3, 3, 3});
     REQUIRE(x.to(dtype::float32).grad_fn()->name() == "ToCopyBackward0");
 }
+
+TEST_CASE("square and clamp: values as PyTorch, gradcheck and gradgradcheck", "[autograd][gradcheck][clamp]") {
+    const Tensor x = tensor({-2.0, -0.5, 0.25, 0.9, 3.0}).to(dtype::float64);
+    CHECK(equal(x.square(), x * x));
+    CHECK(allclose(square(x), tensor({4.0, 0.25, 0.0625, 0.81, 9.0}).to(dtype::float64), 1e-6, 1e-7));
+    CHECK(equal(clamp(x, -1.0, 1.0), tensor({-1.0, -0.5, 0.25, 0.9, 1.0}).to(dtype::float64)));
+    CHECK(equal(x.clamp_min(0.0), tensor({0.0, 0.0, 0.25, 0.9, 3.0}).to(dtype::float64)));
+    CHECK(equal(x.clamp_max(0.0), tensor({-2.0, -0.5, 0.0, 0.0, 0.0}).to(dtype::float64)));
+    CHECK(equal(x.clamp({}, 0.5), x.clamp_max(0.5)));
+    CHECK(equal(x.clamp(tensor({0.0}).to(dtype::float64), tensor({1.0}).to(dtype::float64)), clamp(x, 0.0, 1.0)));
+    CHECK_THROWS_WITH(clamp(x, std::nullopt, std::nullopt), Catch::Contains("at least one of 'min' or 'max'"));
+    // NaN stays NaN; a floating bound promotes an integer tensor, as PyTorch's type promotion.
+    const Tensor n = clamp(tensor({std::nan(""), 5.0}), 0.0, 1.0);
+    CHECK(std::isnan(n.to_vector<double>()[0]));
+    const Tensor ic = clamp(tensor({1, 2, 3}), 1.5, std::nullopt);
+    CHECK(ic.type() == dtype::float32);
+    CHECK(equal(ic, tensor({1.5f, 2.0f, 3.0f})));
+    CHECK(equal(clamp(tensor({1, 5, 9}), 2, 7), tensor({2, 5, 7})));  // integer bounds keep int64
+    // The gradient flows inside the bounds, bounds included (PyTorch's clamp_backward).
+    Tensor b = tensor({-1.0, 0.0, 0.5, 1.0, 2.0}).to(dtype::float64);
+    b.requires_grad_();
+    const Tensor g = autograd::grad({clamp(b, 0.0, 1.0).sum()}, {b})[0];
+    CHECK(equal(g, tensor({0.0, 1.0, 1.0, 1.0, 0.0}).to(dtype::float64)));
+    // Finite differences away from the kinks, first and second order.
+    Tensor v = tensor({-1.7, -0.3, 0.4, 0.8, 2.2}).to(dtype::float64);
+    v.requires_grad_();
+    const auto f = [](const autograd::tensor_list& in) {
+        return autograd::tensor_list{(clamp(in[0], -1.0, 1.0) * in[0].square()).sum()};
+    };
+    CHECK(autograd::gradcheck(f, {v}));
+    CHECK(autograd::gradgradcheck(f, {v}));
+}

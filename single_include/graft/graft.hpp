@@ -291,6 +291,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t) { return os << 
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -1685,6 +1686,11 @@ public:
     [[nodiscard]] Tensor sin() const;
     [[nodiscard]] Tensor cos() const;
     [[nodiscard]] Tensor sign() const;
+    [[nodiscard]] Tensor square() const;
+    [[nodiscard]] Tensor clamp(const std::optional<scalar>& min, const std::optional<scalar>& max = {}) const;
+    [[nodiscard]] Tensor clamp(const Tensor& min, const Tensor& max) const;
+    [[nodiscard]] Tensor clamp_min(const scalar& min) const;
+    [[nodiscard]] Tensor clamp_max(const scalar& max) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
@@ -8105,6 +8111,7 @@ GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
 // The differentiable ops: each runs the raw forward from graft::ops and, when a
 // gradient is needed, records a node whose derivative is written with these
 // same ops (so backward is itself differentiable: double backward works).
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -8285,6 +8292,28 @@ inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
+
+/// x * x (torch.square), differentiable (gradient 2x).
+[[nodiscard]] inline Tensor square(const Tensor& x) { return mul(x, x); }
+
+/// torch.clamp_min / clamp_max / clamp: composed of comparisons and `where`, so the gradient
+/// flows where the input is inside the bounds, bounds included (PyTorch's clamp_backward) and
+/// NaN inputs stay NaN. Bounds that are floating numbers promote an integer tensor (as
+/// PyTorch's type promotion does). clamp needs at least one bound (graft::error otherwise).
+[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const scalar& min) { return where(x < min, min, x); }
+[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const scalar& max) { return where(x > max, max, x); }
+[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const Tensor& min) { return where(x < min, min, x); }
+[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const Tensor& max) { return where(x > max, max, x); }
+[[nodiscard]] inline Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max = {}) {
+    graft::detail::check(min.has_value() || max.has_value(), "clamp: at least one of 'min' or 'max' must not be None");
+    const Tensor lo = min ? clamp_min(x, *min) : x;
+    return max ? clamp_max(lo, *max) : lo;
+}
+[[nodiscard]] inline Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+    graft::detail::check(min.defined() || max.defined(), "clamp: at least one of 'min' or 'max' must not be None");
+    const Tensor lo = min.defined() ? clamp_min(x, min) : x;
+    return max.defined() ? clamp_max(lo, max) : lo;
+}
 
 // ---------------------------------------------------------------- unary ops
 
@@ -9291,6 +9320,13 @@ inline Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
 inline Tensor Tensor::sin() const { return graft::sin(*this); }
 inline Tensor Tensor::cos() const { return graft::cos(*this); }
 inline Tensor Tensor::sign() const { return graft::sign(*this); }
+inline Tensor Tensor::square() const { return graft::square(*this); }
+inline Tensor Tensor::clamp(const std::optional<scalar>& min, const std::optional<scalar>& max) const {
+    return graft::clamp(*this, min, max);
+}
+inline Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return graft::clamp(*this, min, max); }
+inline Tensor Tensor::clamp_min(const scalar& min) const { return graft::clamp_min(*this, min); }
+inline Tensor Tensor::clamp_max(const scalar& max) const { return graft::clamp_max(*this, max); }
 namespace autograd::detail {
 [[nodiscard]] inline bool is_one(const scalar& s) { return s.to_double() == 1.0; }
 /// alpha * o, integral when both are (so int64 tensors stay int64).

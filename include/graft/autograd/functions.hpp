@@ -2,6 +2,7 @@
 // The differentiable ops: each runs the raw forward from graft::ops and, when a
 // gradient is needed, records a node whose derivative is written with these
 // same ops (so backward is itself differentiable: double backward works).
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -188,6 +189,28 @@ inline Tensor operator/(const scalar& a, const Tensor& b) { return div(a, b); }
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
+
+/// x * x (torch.square), differentiable (gradient 2x).
+[[nodiscard]] inline Tensor square(const Tensor& x) { return mul(x, x); }
+
+/// torch.clamp_min / clamp_max / clamp: composed of comparisons and `where`, so the gradient
+/// flows where the input is inside the bounds, bounds included (PyTorch's clamp_backward) and
+/// NaN inputs stay NaN. Bounds that are floating numbers promote an integer tensor (as
+/// PyTorch's type promotion does). clamp needs at least one bound (graft::error otherwise).
+[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const scalar& min) { return where(x < min, min, x); }
+[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const scalar& max) { return where(x > max, max, x); }
+[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const Tensor& min) { return where(x < min, min, x); }
+[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const Tensor& max) { return where(x > max, max, x); }
+[[nodiscard]] inline Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max = {}) {
+    graft::detail::check(min.has_value() || max.has_value(), "clamp: at least one of 'min' or 'max' must not be None");
+    const Tensor lo = min ? clamp_min(x, *min) : x;
+    return max ? clamp_max(lo, *max) : lo;
+}
+[[nodiscard]] inline Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+    graft::detail::check(min.defined() || max.defined(), "clamp: at least one of 'min' or 'max' must not be None");
+    const Tensor lo = min.defined() ? clamp_min(x, min) : x;
+    return max.defined() ? clamp_max(lo, max) : lo;
+}
 
 // ---------------------------------------------------------------- unary ops
 

@@ -196,6 +196,13 @@ inline Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
 inline Tensor Tensor::sin() const { return graft::sin(*this); }
 inline Tensor Tensor::cos() const { return graft::cos(*this); }
 inline Tensor Tensor::sign() const { return graft::sign(*this); }
+inline Tensor Tensor::square() const { return graft::square(*this); }
+inline Tensor Tensor::clamp(const std::optional<scalar>& min, const std::optional<scalar>& max) const {
+    return graft::clamp(*this, min, max);
+}
+inline Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return graft::clamp(*this, min, max); }
+inline Tensor Tensor::clamp_min(const scalar& min) const { return graft::clamp_min(*this, min); }
+inline Tensor Tensor::clamp_max(const scalar& max) const { return graft::clamp_max(*this, max); }
 namespace autograd::detail {
 [[nodiscard]] inline bool is_one(const scalar& s) { return s.to_double() == 1.0; }
 /// alpha * o, integral when both are (so int64 tensors stay int64).

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -216,6 +217,11 @@ public:
     [[nodiscard]] Tensor sin() const;
     [[nodiscard]] Tensor cos() const;
     [[nodiscard]] Tensor sign() const;
+    [[nodiscard]] Tensor square() const;
+    [[nodiscard]] Tensor clamp(const std::optional<scalar>& min, const std::optional<scalar>& max = {}) const;
+    [[nodiscard]] Tensor clamp(const Tensor& min, const Tensor& max) const;
+    [[nodiscard]] Tensor clamp_min(const scalar& min) const;
+    [[nodiscard]] Tensor clamp_max(const scalar& max) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
