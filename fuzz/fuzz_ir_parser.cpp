@@ -84,6 +84,16 @@ bool make_inputs(const ir::Graph& g, std::vector<ir::ivalue>& in) {
     return true;
 }
 
+/// Copies of the inputs: graphs may write into their inputs (copy_, add_), so every run gets its own.
+std::vector<ir::ivalue> fresh_copies(const std::vector<ir::ivalue>& in) {
+    std::vector<ir::ivalue> r;
+    for (const auto& v : in) {
+        if (const auto* t = std::get_if<Tensor>(&v)) r.emplace_back(t->clone());
+        else r.push_back(v);
+    }
+    return r;
+}
+
 bool same_bits(const ir::ivalue& a, const ir::ivalue& b) {
     if (a.index() != b.index()) return false;
     const auto* ta = std::get_if<Tensor>(&a);
@@ -153,14 +163,7 @@ void fuzz_symbolic(const std::string& text) {
         }
         if (!make_inputs(*h, in)) return;
     }
-    const auto fresh = [&in] {
-        std::vector<ir::ivalue> r;
-        for (const auto& v : in) {
-            if (const auto* t = std::get_if<Tensor>(&v)) r.emplace_back(t->clone());
-            else r.push_back(v);
-        }
-        return r;
-    };
+    const auto fresh = [&in] { return fresh_copies(in); };
     std::vector<ir::ivalue> want;
     try {
         want = ir::interpret(*sg.graph, fresh(), &sg.sizes);
@@ -220,15 +223,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!small_and_finite(*g->block())) return 0;
     std::vector<ir::ivalue> in;
     if (!make_inputs(*g, in)) return 0;
-    // Graphs may write into their inputs (copy_, add_): every run gets fresh copies.
-    const auto fresh = [&in] {
-        std::vector<ir::ivalue> r;
-        for (const auto& v : in) {
-            if (const auto* t = std::get_if<Tensor>(&v)) r.emplace_back(t->clone());
-            else r.push_back(v);
-        }
-        return r;
-    };
+    const auto fresh = [&in] { return fresh_copies(in); };
     std::vector<ir::ivalue> want;
     try {
         want = ir::interpret(*g, fresh());
