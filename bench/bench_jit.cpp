@@ -19,6 +19,8 @@
 
 #include <unistd.h>
 
+#include "chain_hand.hpp"
+
 namespace ex = graft::expr;
 namespace jit = graft::jit;
 using graft::Tensor;
@@ -179,7 +181,7 @@ void bm_dynamic_training_eager(benchmark::State& s) {
 // ------------------------------------------------------------------ first calls
 
 void bm_first_calls(benchmark::State& s) {
-    const Tensor x = graft::randn({1024}), w = graft::randn({1024}), b = graft::randn({1024});
+    const Tensor x = graft::randn({16}), w = graft::randn({16}), b = graft::randn({16});
     double first = 0, second = 0, third = 0;
     for (auto _ : s) {
         auto fn = jit::script(chain, bench_options());
@@ -227,6 +229,32 @@ void bm_fwd_expr(benchmark::State& s) {
     set_bytes(s, n, 16);
 }
 
+// The compile-time fused kernel into a preallocated output (the floor's reference per call).
+void bm_fwd_expr_into(benchmark::State& s) {
+    const std::int64_t n = s.range(0);
+    auto& d = data(n);
+    Tensor y = graft::zeros({n});
+    for (auto _ : s) {
+        ex::evaluate_into(y, chain_expr, d.x, d.w, d.b);
+        benchmark::ClobberMemory();
+    }
+    set_bytes(s, n, 16);
+}
+
+// The same math as one hand-written Highway loop (bench/chain_hand.hpp), output preallocated.
+void bm_fwd_hand(benchmark::State& s) {
+    const std::int64_t n = s.range(0);
+    auto& d = data(n);
+    Tensor y = graft::zeros({n});
+    const auto h = chain_hand::hand_for_current_target();
+    for (auto _ : s) {
+        h.fwd(d.x.data_ptr<float>(), d.w.data_ptr<float>(), d.b.data_ptr<float>(), y.data_ptr<float>(),
+              static_cast<std::size_t>(n));
+        benchmark::ClobberMemory();
+    }
+    set_bytes(s, n, 16);
+}
+
 void bm_fwdbwd_jit(benchmark::State& s) {
     const std::int64_t n = s.range(0);
     auto& d = data(n);
@@ -271,7 +299,8 @@ public:
             // CPU time of the calling thread for single-threaded runs (robust to a shared machine),
             // wall time for the 2-thread runs (registered with UseRealTime).
             const double t = key.find("2threads") != std::string::npos ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime();
-            if (median || !time_.count(key)) time_[key] = t;  // in the run's unit
+            // In ns, whatever unit the run reports in.
+            if (median || !time_.count(key)) time_[key] = t * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
             if (median || !counters_.count(key))
                 for (const auto& [name, c] : r.counters) counters_[key][name] = c.value;
         }
@@ -298,27 +327,38 @@ public:
             std::printf("  MLP 2-32-32-1 training step over batch sizes 8, 16, 32, 5, 64, 128 in turn: jit %.1f us, eager "
                         "%.1f us per step (eager/jit %.2fx); %.0f compilations in all (%.0f while timed), %.0f "
                         "unoptimized runs\n",
-                        j, e, e / j, c.at("compilations"), c.at("compilations_while_timed"), c.at("unoptimized_runs"));
+                        j / 1e3, e / 1e3, e / j, c.at("compilations"), c.at("compilations_while_timed"), c.at("unoptimized_runs"));
         }
         if (counters_.count("first_calls")) {
             const auto& c = counters_.at("first_calls");
-            std::printf("  first calls (1024 elements): call 1 (capture + profile) %.0f us, call 2 (compile + run) %.0f us, "
-                        "call 3 %.1f us\n",
-                        c.at("call1_us"), c.at("call2_us"), c.at("call3_us"));
+            std::printf("  first calls (16 elements): call 1 (capture + profile) %.0f us, call 2 (compile + run) %.0f us, "
+                        "together %.0f us (floor <= 60 us); call 3 %.1f us\n",
+                        c.at("call1_us"), c.at("call2_us"), c.at("call1_us") + c.at("call2_us"), c.at("call3_us"));
         }
+        const double j16 = t("fwd/jit/16"), into16 = t("fwd/expr_into/16");
+        std::printf("  chain fwd N=16 per call: jit %.0f ns, ex::evaluate_into %.0f ns, jit/into %.2f (floor <= 2.5), "
+                    "eager %.0f ns, hand loop %.0f ns\n",
+                    j16, into16, j16 / into16, t("fwd/eager/16"), t("fwd/hand/16"));
+        std::printf("  chain fwd eager/jit (floor > 1 at every N):");
+        for (const char* n : {"16", "256", "4096", "65536", "1048576", "16777216"})
+            std::printf(" N=%s %.2fx", n, t(std::string("fwd/eager/") + n) / t(std::string("fwd/jit/") + n));
+        std::printf("\n");
         for (const char* n : {"1048576", "16777216"}) {
             const std::string sz(n);
             const double jit1 = t("fwd/jit/" + sz), jit2 = t("fwd/jit_2threads/" + sz), eag = t("fwd/eager/" + sz),
-                         exf = t("fwd/expr/" + sz), fbj = t("fwdbwd/jit/" + sz), fbe = t("fwdbwd/eager/" + sz);
-            std::printf("  N=%s fwd: eager/jit %.2fx (1 thread; floor 3x at 1M), eager/jit %.2fx (2 threads), "
-                        "expr/jit %.2f; fwd+bwd eager/jit %.2fx\n",
-                        n, eag / jit1, eag / jit2, exf / jit1, fbe / fbj);
+                         exf = t("fwd/expr/" + sz), hand = t("fwd/hand/" + sz), fbj = t("fwdbwd/jit/" + sz),
+                         fbe = t("fwdbwd/eager/" + sz);
+            std::printf("  N=%s fwd: hand/jit %.2f (floor >= 0.9), expr/jit %.2f, eager/jit %.2fx; 2 threads: "
+                        "jit1/jit2 %.2fx (floor >= 1.7 at 16M, idle machine); fwd+bwd eager/jit %.2fx (floor >= 4)\n",
+                        n, hand / jit1, exf / jit1, eag / jit1, jit1 / jit2, fbe / fbj);
             if (counters_.count("fwd/jit/" + sz) && counters_.count("memcpy/" + sz))
                 std::printf("           fwd jit %.2f GB/s, 2 threads %.2f GB/s, memcpy %.2f GB/s\n",
                             counters_.at("fwd/jit/" + sz).at("bandwidth") / 1e9,
                             counters_.count("fwd/jit_2threads/" + sz) ? counters_.at("fwd/jit_2threads/" + sz).at("bandwidth") / 1e9 : std::nan(""),
                             counters_.at("memcpy/" + sz).at("bandwidth") / 1e9);
         }
+        std::printf("  chain fwd+bwd N=16 through the differentiable plan: %.2f us per call (floor <= 2 us), eager %.2f us\n",
+                    t("fwdbwd/jit/16") / 1e3, t("fwdbwd/eager/16") / 1e3);
     }
 
 private:
@@ -336,15 +376,27 @@ void register_all() {
     benchmark::RegisterBenchmark("dynamic_training/jit", bm_dynamic_training_jit)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("dynamic_training/eager", bm_dynamic_training_eager)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("first_calls", bm_first_calls)->Unit(benchmark::kMicrosecond)->Iterations(50);
+    // One unit per family (us); the summary converts every time to ns.
+    const auto all_sizes = [](benchmark::internal::Benchmark* b) {
+        for (std::int64_t n : {std::int64_t{16}, std::int64_t{256}, std::int64_t{4096}, std::int64_t{65536},
+                               std::int64_t{1} << 20, std::int64_t{1} << 24})
+            b->Arg(n);
+        b->Unit(benchmark::kMicrosecond);
+    };
     const auto sizes = [](benchmark::internal::Benchmark* b) {
         b->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{1} << 24)->Unit(benchmark::kMicrosecond);
     };
-    benchmark::RegisterBenchmark("fwd/jit", bm_fwd_jit1)->Apply(sizes);
+    const auto fb_sizes = [](benchmark::internal::Benchmark* b) {
+        b->Arg(16)->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{1} << 24)->Unit(benchmark::kMicrosecond);
+    };
+    benchmark::RegisterBenchmark("fwd/jit", bm_fwd_jit1)->Apply(all_sizes);
     benchmark::RegisterBenchmark("fwd/jit_2threads", bm_fwd_jit2)->Apply(sizes)->UseRealTime();
-    benchmark::RegisterBenchmark("fwd/eager", bm_fwd_eager)->Apply(sizes);
+    benchmark::RegisterBenchmark("fwd/eager", bm_fwd_eager)->Apply(all_sizes);
     benchmark::RegisterBenchmark("fwd/expr", bm_fwd_expr)->Apply(sizes);
-    benchmark::RegisterBenchmark("fwdbwd/jit", bm_fwdbwd_jit)->Apply(sizes);
-    benchmark::RegisterBenchmark("fwdbwd/eager", bm_fwdbwd_eager)->Apply(sizes);
+    benchmark::RegisterBenchmark("fwd/expr_into", bm_fwd_expr_into)->Apply(all_sizes);
+    benchmark::RegisterBenchmark("fwd/hand", bm_fwd_hand)->Apply(all_sizes);
+    benchmark::RegisterBenchmark("fwdbwd/jit", bm_fwdbwd_jit)->Apply(fb_sizes);
+    benchmark::RegisterBenchmark("fwdbwd/eager", bm_fwdbwd_eager)->Apply(fb_sizes);
     benchmark::RegisterBenchmark("memcpy", bm_memcpy)->Apply(sizes);
 }
 

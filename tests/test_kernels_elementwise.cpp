@@ -538,3 +538,97 @@ TEST_CASE("kernels: reference int64 and bool semantics", "[kernels][reference]")
     CHECK(cmp[1]);
     CHECK(!cmp[2]);
 }
+
+// ---------------------------------------------------------------- fused programs
+
+namespace {
+
+// A random program over every unary and binary op: registers 0..2 inputs (register 1 a
+// broadcast value), then one register per instruction; the last two are outputs. The result
+// must be bitwise that of running the instructions one by one with unary()/binary() over
+// whole arrays (what an unfused graph does), at lengths around every tile and vector edge.
+template <class T>
+void check_programs_bitwise() {
+    using namespace kt;
+    target_guard restore;
+    constexpr int num_unary = static_cast<int>(gk::unary_op::cos) + 1;
+    constexpr int num_binary = static_cast<int>(gk::binary_op::minimum) + 1;
+    std::mt19937 rng(7);
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (int trial = 0; trial < 40; ++trial) {
+            const std::size_t num_instr = 2 + rng() % 6;
+            std::vector<gk::program_instr> code;
+            for (std::size_t k = 0; k < num_instr; ++k) {
+                gk::program_instr in;
+                const auto avail = static_cast<unsigned>(3 + k);  // registers defined so far
+                in.binary = rng() % 2 == 0;
+                in.op = static_cast<std::uint8_t>(in.binary ? rng() % num_binary : rng() % num_unary);
+                in.a = static_cast<std::uint16_t>(rng() % avail);
+                in.b = static_cast<std::uint16_t>(rng() % avail);
+                in.out = static_cast<std::uint16_t>(3 + k);
+                code.push_back(in);
+            }
+            const std::size_t nregs = 3 + num_instr;
+            std::vector<gk::operand_mode> mode(nregs, gk::operand_mode::temp);
+            mode[0] = mode[2] = gk::operand_mode::contiguous;
+            mode[1] = gk::operand_mode::broadcast;
+            mode[nregs - 1] = mode[nregs - 2] = gk::operand_mode::output;
+            const gk::program prog{code.data(), code.size(), mode.data(), nregs};
+            for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17}, std::size_t{127},
+                                  std::size_t{128}, std::size_t{129}, std::size_t{300}, std::size_t{1000}}) {
+                // Unfused: every register as a whole array.
+                std::vector<std::vector<T>> reg(nregs, std::vector<T>(n));
+                reg[0] = make_data<T>(n, -3, 3, static_cast<std::uint32_t>(trial * 31 + n));
+                reg[2] = make_data<T>(n, 0.1, 4, static_cast<std::uint32_t>(trial * 37 + n));
+                const T one = make_data<T>(1, -2, 2, static_cast<std::uint32_t>(trial), false)[0];
+                reg[1].assign(n, one);
+                for (const gk::program_instr& in : code) {
+                    if (in.binary)
+                        gk::binary(static_cast<gk::binary_op>(in.op), reg[in.a].data(), 1, reg[in.b].data(), 1,
+                                   reg[in.out].data(), n);
+                    else
+                        gk::unary(static_cast<gk::unary_op>(in.op), reg[in.a].data(), 1, reg[in.out].data(), n);
+                }
+                // Fused, in two parts (as two threads would split it).
+                std::vector<T> out_a(n, T(-7)), out_b(n, T(-7));
+                std::vector<T*> base(nregs, nullptr);
+                base[0] = reg[0].data();
+                base[1] = &reg[1][0];
+                base[2] = reg[2].data();
+                base[nregs - 2] = out_a.data();
+                base[nregs - 1] = out_b.data();
+                std::vector<T> scratch(nregs * gk::program_scratch_stride<T> + 64);
+                const std::size_t mid = n / 256 * 128;  // a tile boundary
+                gk::run_program(prog, base.data(), scratch.data(), 0, mid);
+                gk::run_program(prog, base.data(), scratch.data(), mid, n);
+                // Bitwise, except that a NaN's payload and sign are unspecified (commutative ops
+                // may pick either operand's NaN: the kernels' contract).
+                const auto same_bits = [](const std::vector<T>& x, const std::vector<T>& y) {
+                    for (std::size_t i = 0; i < x.size(); ++i)
+                        if (std::memcmp(&x[i], &y[i], sizeof(T)) != 0 && !(std::isnan(x[i]) && std::isnan(y[i])))
+                            return false;
+                    return true;
+                };
+                const bool same_a = same_bits(out_a, reg[nregs - 2]);
+                const bool same_b = same_bits(out_b, reg[nregs - 1]);
+                std::string text;
+                for (const auto& in : code)
+                    text += std::string(in.binary ? "b" : "u") + std::to_string(in.op) + "(" + std::to_string(in.a) +
+                            (in.binary ? "," + std::to_string(in.b) : std::string()) + ")->" + std::to_string(in.out) + " ";
+                INFO("target " << gk::target_name(t) << " trial " << trial << " n " << n << " program " << text);
+                CHECK(same_a);
+                CHECK(same_b);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: fused programs are bitwise the op-by-op kernels (float32)", "[kernels][program]") {
+    check_programs_bitwise<float>();
+}
+TEST_CASE("kernels: fused programs are bitwise the op-by-op kernels (float64)", "[kernels][program]") {
+    check_programs_bitwise<double>();
+}

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -73,10 +74,10 @@ struct graph_meta {
     /// when the graph writes to an input, inputs captured apart must not share memory. (A graph
     /// that writes nothing reads the same values whatever aliases what.) Cheap: pointer
     /// comparisons only.
-    [[nodiscard]] bool aliasing_matches(const std::vector<Tensor>& inputs) const;
+    [[nodiscard]] bool aliasing_matches(std::span<const Tensor> inputs) const;
     /// The graph's inputs for a call: `inputs`, with each alias group replaced by its base (a
     /// view of the caller's memory). Throws graft::error when aliasing_matches(inputs) is false.
-    [[nodiscard]] std::vector<Tensor> graph_arguments(const std::vector<Tensor>& inputs) const;
+    [[nodiscard]] std::vector<Tensor> graph_arguments(std::span<const Tensor> inputs) const;
 };
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const graph_meta& m);
@@ -225,7 +226,7 @@ public:
 
 /// The caller-visible output i: the graph's value, or the caller's input (or a view of it).
 [[nodiscard]] GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
-                                                  const std::vector<Tensor>& inputs);
+                                                  std::span<const Tensor> inputs);
 
 /// The examples' alias groups (inputs sharing memory), with the traced copies of the inputs:
 /// each group's members become views of one fresh copy of the memory they cover.
@@ -320,7 +321,7 @@ public:
     /// The caller-visible results from the graph's raw outputs (however the graph was run on
     /// meta().graph_arguments(inputs)): writes mutated inputs back and recreates outputs that
     /// alias inputs.
-    std::vector<Tensor> finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const;
+    std::vector<Tensor> finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {

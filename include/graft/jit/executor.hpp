@@ -19,6 +19,7 @@
 // Thread safety: any number of threads may call one executor. Profiling runs
 // and compilation happen under the executor's lock; an optimized plan's hot
 // path (guard check, run) takes no lock.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -27,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -222,16 +224,16 @@ struct specialization {
     std::size_t fusion_groups = 0;
     double compile_ms = 0;
     /// The fallback function: runs the graph through an executor with one specialization less.
-    std::function<std::vector<ir::ivalue>(std::vector<ir::ivalue>)> fallback;
+    std::function<std::vector<ir::ivalue>(std::span<const ir::ivalue>)> fallback;
     /// Symbolic differentiable plans: where each size symbol occurs (input, dimension).
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> symbol_occurrences;
     std::string symbolic_text;  // the symbols and the attributes computed from them
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
-    [[nodiscard]] bool admits(const std::vector<ir::ivalue>& in) const;
+    [[nodiscard]] bool admits(std::span<const ir::ivalue> in) const;
 
-    [[nodiscard]] std::vector<ir::ivalue> run(const std::vector<ir::ivalue>& in) const;
+    [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in) const;
 };
 
 class executor_state : public std::enable_shared_from_this<executor_state> {
@@ -240,7 +242,7 @@ public:
                    std::shared_ptr<trace_log> log, int level, std::shared_ptr<std::atomic<std::size_t>> compilations,
                    std::shared_ptr<shape_history> history, std::shared_ptr<const ir::symbolic_sizes> symbolic = nullptr);
 
-    [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> in);
+    [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in);
 
     /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
@@ -311,7 +313,7 @@ private:
     std::vector<std::shared_ptr<const specialization>> retired_;  // flushed plans other threads may still run
     mutable active_calls calls_;  // calls through this (top-level) executor, for freeing retired_
 
-    std::vector<ir::ivalue> run_level(std::vector<ir::ivalue> in);
+    std::vector<ir::ivalue> run_level(std::span<const ir::ivalue> in);
     /// `inside_call`: asked by a thread inside run() (which holds no retired plan).
     void free_retired_if_quiescent(bool inside_call);
     std::unique_ptr<plan> unoptimized_;
@@ -353,11 +355,15 @@ public:
     /// Runs the graph on tensors and numbers.
     [[nodiscard]] std::vector<ir::ivalue> run(std::vector<ir::ivalue> inputs) const;
     /// Runs a graph whose inputs and outputs are tensors.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
+        return (*this)(std::span<const Tensor>(inputs));
+    }
+    std::vector<Tensor> operator()(std::span<const Tensor> inputs) const;
     template <class... Ts>
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     std::vector<Tensor> operator()(const Ts&... inputs) const {
-        return (*this)(std::vector<Tensor>{inputs...});
+        const std::array<Tensor, sizeof...(Ts)> args{Tensor(inputs)...};
+        return (*this)(std::span<const Tensor>(args));
     }
 
     /// Plans, guards, counts and timings of the executor and its fallbacks.
@@ -383,6 +389,9 @@ public:
     [[nodiscard]] const ir::symbolic_sizes* symbolic_sizes() const noexcept { return symbolic_.get(); }
 
 private:
+    /// run() without the copy: checks the inputs' kinds, then runs the top-level executor.
+    [[nodiscard]] std::vector<ir::ivalue> run_checked(std::span<const ir::ivalue> inputs) const;
+
     /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
     static void prepare(ir::Graph& g, bool keep_input_types);
     void start(std::unique_ptr<ir::Graph> g, options o);

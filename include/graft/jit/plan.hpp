@@ -74,14 +74,7 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 
 // ---------------------------------------------------------------- fusion groups
 
-/// A group's instruction: out = op(a[, b]) on registers.
-struct tile_instr {
-    fusable_op op;
-    int a = -1, b = -1;
-    int out = -1;
-};
-
-/// Where a register's values live during a tile.
+/// Where a register's values live during a run.
 enum class reg_kind : std::uint8_t { input, number, temp, output };
 
 struct fusion_group {
@@ -93,32 +86,31 @@ struct fusion_group {
     std::vector<int> output_slots;       // values used after the group
     std::vector<int> output_regs;
     std::vector<reg_kind> regs;          // [0, inputs) are inputs, then one per node
-    std::vector<std::size_t> temp_index; // per register: its tile buffer (temps only)
-    std::vector<tile_instr> code;
+    /// The group as a register program (kernels::run_program): one instruction per node.
+    std::vector<kernels::program_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
     std::optional<int_list> static_sizes;
-    /// Per output: the group inputs (indices into input_slots) it is computed from. The tile
-    /// loop runs at the broadcast shape of all inputs; an output whose own inputs broadcast to
-    /// less (two independent chains of different shapes in one group) must not be written at
-    /// that shape: such runs go node by node.
+    std::int64_t static_numel = 0;  // of static_sizes
+    /// Per output: the group inputs (indices into input_slots) it is computed from. The
+    /// program runs at the broadcast shape of all inputs; an output whose own inputs broadcast
+    /// to less (two independent chains of different shapes in one group) must not be written
+    /// at that shape: such runs go node by node.
     std::vector<std::vector<int>> output_deps;
-    std::size_t num_temps = 0;
 };
 
-/// Elements per tile: 512 bytes of float32 per register. Small tiles keep a group's
-/// registers in L1 and interleave the memory streams with the compute-bound ops
-/// (measured on Zen 4, bench/README.md: 128 elements ran the chain 1.8x faster than 1024).
-inline constexpr std::size_t tile_elements = 128;
+/// Nodes per fusion group at most: each adds at most three registers, and a program has at
+/// most kernels::program_max_registers.
+inline constexpr std::size_t max_group_nodes = kernels::program_max_registers / 3;
 
-/// Per-thread tile buffers for a group's intermediates (64-byte aligned).
+/// Per-thread scratch tiles for a group's registers (64-byte aligned).
 template <class T>
-[[nodiscard]] T* tile_buffers(std::size_t count) {
+[[nodiscard]] T* program_scratch(std::size_t registers) {
     struct deleter {
         void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
     };
     thread_local std::unique_ptr<void, deleter> buf;
     thread_local std::size_t cap = 0;
-    const std::size_t bytes = std::max<std::size_t>(count, 1) * tile_elements * sizeof(double);
+    const std::size_t bytes = std::max<std::size_t>(registers, 1) * kernels::program_scratch_stride<T> * sizeof(T);
     if (bytes > cap) {
         buf.reset();
         cap = 0;
@@ -126,32 +118,6 @@ template <class T>
         cap = bytes;
     }
     return static_cast<T*>(buf.get());
-}
-
-/// Runs tiles [begin, end) of a group: ptr/stride per register (stride 0: one element).
-template <class T>
-void run_tiles(const fusion_group& g, const reg_vector<T*>& base, const reg_vector<std::ptrdiff_t>& stride,
-               std::size_t begin, std::size_t end) {
-    T* temps = tile_buffers<T>(g.num_temps);
-    reg_vector<T*> p(base.size());
-    reg_vector<std::ptrdiff_t> s(stride);
-    for (std::size_t r = 0; r < g.regs.size(); ++r)
-        if (g.regs[r] == reg_kind::temp) {
-            s[r] = 1;
-            p[r] = temps + g.temp_index[r] * tile_elements;
-        }
-    for (std::size_t i = begin; i < end; i += tile_elements) {
-        const std::size_t n = std::min(tile_elements, end - i);
-        for (std::size_t r = 0; r < g.regs.size(); ++r)
-            if (g.regs[r] != reg_kind::temp) p[r] = stride[r] == 0 ? base[r] : base[r] + i;
-        for (const tile_instr& in : g.code) {
-            if (in.op.kind == ops::op_kind::unary)
-                kernels::unary(static_cast<kernels::unary_op>(in.op.kernel), p[in.a], s[in.a], p[in.out], n);
-            else
-                kernels::binary(static_cast<kernels::binary_op>(in.op.kernel), p[in.a], s[in.a], p[in.b], s[in.b],
-                                p[in.out], n);
-        }
-    }
 }
 
 /// A small pool of worker threads for splitting large fused loops.
@@ -276,23 +242,24 @@ private:
     template <class T>
     void run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
+        const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
-        reg_vector<std::ptrdiff_t> stride(nregs, 1);
-        reg_vector<T> numbers(g.input_slots.size());
+        reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
+        reg_vector<T> numbers(ninputs);
         reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
-        int_list sizes;
-        if (g.static_sizes) {
-            sizes = *g.static_sizes;
-        } else {
+        int_list computed;
+        const int_list* sizes_p = g.static_sizes ? &*g.static_sizes : nullptr;
+        std::int64_t numel = g.static_numel;
+        if (!sizes_p) {
             bool first = true;
-            for (std::size_t k = 0; k < g.input_slots.size(); ++k)
+            for (std::size_t k = 0; k < ninputs; ++k)
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
                     if (!t->defined()) return run_group_unfused(g, frame);
-                    if (first) sizes = t->sizes();
-                    else if (t->sizes() != sizes) {
+                    if (first) computed = t->sizes();
+                    else if (t->sizes() != computed) {
                         try {
-                            sizes = broadcast_shapes(sizes, t->sizes());
+                            computed = broadcast_shapes(computed, t->sizes());
                         } catch (const graft::error&) {
                             return run_group_unfused(g, frame);  // the eager op reports it
                         }
@@ -300,18 +267,23 @@ private:
                     first = false;
                 }
             if (first) return run_group_unfused(g, frame);
-            if (!outputs_have_group_shape(g, frame, sizes)) return run_group_unfused(g, frame);
+            if (!outputs_have_group_shape(g, frame, computed)) return run_group_unfused(g, frame);
+            sizes_p = &computed;
+            numel = graft::detail::checked_numel("jit fusion group", computed);
         }
-        const std::int64_t numel = graft::detail::checked_numel("jit fusion group", sizes);
-        for (std::size_t k = 0; k < g.input_slots.size(); ++k) {
+        const int_list& sizes = *sizes_p;
+        for (std::size_t k = 0; k < ninputs; ++k) {
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {
-                if (!t->defined() || t->type() != g.type) return run_group_unfused(g, frame);
-                if (t->numel() == 1 && (t->sizes().size() <= sizes.size())) {
-                    base[k] = t->data_ptr<T>();
-                    stride[k] = 0;
-                } else if (t->sizes() == sizes && t->is_contiguous()) {
-                    base[k] = t->data_ptr<T>();
+                const graft::detail::tensor_impl* im = t->impl_ptr().get();
+                if (im == nullptr || im->type != g.type) return run_group_unfused(g, frame);
+                T* data = static_cast<T*>(im->data->data()) + im->offset;
+                if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+                    base[k] = data;
+                    mode[k] = kernels::operand_mode::contiguous;
+                } else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1) {
+                    base[k] = data;
+                    mode[k] = kernels::operand_mode::broadcast;
                 } else {
                     // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
                     try {
@@ -321,38 +293,41 @@ private:
                         return run_group_unfused(g, frame);  // the eager op reports it
                     }
                     base[k] = held.back().template data_ptr<T>();
+                    mode[k] = kernels::operand_mode::contiguous;
                 }
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
                 else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
                 else return run_group_unfused(g, frame);
                 base[k] = &numbers[k];
-                stride[k] = 0;
+                mode[k] = kernels::operand_mode::broadcast;
             }
         }
-        reg_vector<Tensor> outs;
-        for (int r : g.output_regs) {
-            outs.push_back(empty(sizes, g.type));
-            base[static_cast<std::size_t>(r)] = outs.back().template data_ptr<T>();
+        for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
+            Tensor out = empty(sizes, g.type);
+            const auto r = static_cast<std::size_t>(g.output_regs[k]);
+            base[r] = static_cast<T*>(out.raw_data());
+            mode[r] = kernels::operand_mode::output;
+            frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
+        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs};
         const auto n = static_cast<std::size_t>(numel);
         const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
         if (threads >= 2) {
-            // Split on tile boundaries; each thread has its own tile buffers.
-            const std::size_t tiles = (n + tile_elements - 1) / tile_elements;
+            // Split on tile boundaries; each thread has its own scratch tiles.
+            constexpr std::size_t tile = kernels::program_tile_elements<T>;
+            const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);
             const std::size_t parts = std::min(threads, pool.size() + 1);
             const std::size_t per_part = (tiles + parts - 1) / parts;
             pool.run(parts, [&, per = per_part](std::size_t part) {
-                const std::size_t b = std::min(n, part * per * tile_elements);
-                const std::size_t e = std::min(n, (part + 1) * per * tile_elements);
-                if (b < e) run_tiles<T>(g, base, stride, b, e);
+                const std::size_t b = std::min(n, part * per * tile);
+                const std::size_t e = std::min(n, (part + 1) * per * tile);
+                if (b < e) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), b, e);
             });
         } else if (n > 0) {
-            run_tiles<T>(g, base, stride, 0, n);
+            kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
         }
-        for (std::size_t k = 0; k < outs.size(); ++k)
-            frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(outs[k]);
     }
 
     void run_group(const fusion_group& g, frame_t& frame) const;

@@ -11,10 +11,12 @@
 // the graph records them as numbers (x.view({x.size(0), -1})): each capture is checked
 // by capturing f again at two other sizes (f runs three times at a capture), and a graph
 // that differs there serves its own sizes only; other sizes get captures of their own.
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -37,7 +39,7 @@ public:
     script_state& operator=(const script_state&) = delete;
 
     /// Calls f's compiled form (capturing f, called through `f`, on the first call).
-    std::vector<Tensor> call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    std::vector<Tensor> call(std::span<const Tensor> inputs, capture::detail::traced_fn f);
     [[nodiscard]] jit::debug_state debug_state() const;
     [[nodiscard]] std::string debug_string() const;
     [[nodiscard]] std::string chrome_trace() const;
@@ -59,11 +61,11 @@ private:
         const ir::symbolic_sizes* symbolic = nullptr;
 
         /// Is the graph f for these inputs (aliasing pattern and sizes)?
-        [[nodiscard]] bool serves(const std::vector<Tensor>& inputs) const;
+        [[nodiscard]] bool serves(std::span<const Tensor> inputs) const;
     };
     /// The capture (and executor) for the inputs' aliasing pattern and sizes, made on first
     /// need; null when max_patterns captures exist already and none fits (f then runs eagerly).
-    const compiled* get(const std::vector<Tensor>& inputs, capture::detail::traced_fn f);
+    const compiled* get(std::span<const Tensor> inputs, capture::detail::traced_fn f);
 
     /// Captures kept besides the first call's: for other aliasing patterns (inputs sharing
     /// memory), or other sizes when the graph depends on them.
@@ -99,10 +101,11 @@ public:
     template <class... Ts>
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     auto operator()(const Ts&... inputs) {
-        auto r = (*this)(std::vector<Tensor>{inputs...});
+        const std::array<Tensor, sizeof...(Ts)> args{Tensor(inputs)...};  // on the stack
+        auto r = state_.call(args, capture::detail::traced_fn::of(f_));
         if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, decltype((void)sizeof(Ts), Tensor())...>>,
                                      Tensor>)
-            return r.at(0);
+            return std::move(r.at(0));
         else
             return r;
     }

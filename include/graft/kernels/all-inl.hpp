@@ -19,6 +19,7 @@
 #include "graft/kernels/elementwise-inl.hpp"
 #include "graft/kernels/reduce-inl.hpp"
 #include "graft/kernels/matmul-inl.hpp"
+#include "graft/kernels/program-inl.hpp"
 #endif
 
 // graft-amalgamate: per-target
@@ -38,6 +39,7 @@ namespace HWY_NAMESPACE {
 inline constexpr detail::kernel_table table = {
     &unary_f32,   &unary_f64,   &binary_f32,  &binary_f64, &compare_f32, &compare_f64, &where_f32,
     &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
+    &run_program_f32, &run_program_f64,
 };
 
 }  // namespace HWY_NAMESPACE

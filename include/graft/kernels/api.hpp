@@ -41,6 +41,41 @@ enum class target : int {
     unknown,
 };
 
+/// How a register of a fused elementwise program is addressed (run_program).
+enum class operand_mode : std::uint8_t {
+    contiguous,  // base[r] + i: an input array
+    broadcast,   // base[r][0]: one value for every element
+    temp,        // an intermediate: lives in the register's scratch tile only
+    output,      // base[r] + i: an array the program writes (and may read back)
+};
+
+/// One instruction of a fused elementwise program: out = op(a) or out = op(a, b).
+struct program_instr {
+    bool binary = false;
+    std::uint8_t op = 0;  // unary_op or binary_op
+    std::uint16_t a = 0, b = 0, out = 0;
+};
+
+/// A fused elementwise program: the per-register addressing and the instructions.
+struct program {
+    const program_instr* code = nullptr;
+    std::size_t num_instructions = 0;
+    const operand_mode* mode = nullptr;  // per register
+    std::size_t num_registers = 0;
+};
+
+/// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a
+/// register, so every register's tile stays in L1 (measured on Zen 4 with the chain of
+/// bench_jit: 256-byte tiles ran it 1.3x slower, 1024- and 2048-byte tiles 1.2x and 1.6x).
+inline constexpr std::size_t program_max_registers = 256;
+template <class T>
+inline constexpr std::size_t program_tile_elements = 512 / sizeof(T);
+/// Distance between two registers' scratch tiles: a tile plus one cache line, so that
+/// registers do not sit at multiples of 4 KiB from each other (4K aliasing stalls loads
+/// behind unrelated stores).
+template <class T>
+inline constexpr std::size_t program_scratch_stride = program_tile_elements<T> + 64 / sizeof(T);
+
 namespace detail {
 
 /// One compiled target's entry points. Every per-target namespace
@@ -60,6 +95,8 @@ struct kernel_table {
     void (*matmul_f64)(const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
     void (*softmax_f32)(const float*, float*, std::size_t, std::size_t, bool);
     void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
+    void (*run_program_f32)(const program&, float* const*, float*, std::size_t, std::size_t);
+    void (*run_program_f64)(const program&, double* const*, double*, std::size_t, std::size_t);
 };
 
 struct aligned_free {

@@ -191,6 +191,19 @@ inline void softmax_rows(const double* in, double* out, std::size_t rows, std::s
     detail::active().softmax_f64(in, out, rows, cols, log);
 }
 
+/// Runs a fused elementwise program over elements [begin, end). base[r]: register r's
+/// array (contiguous), or its one value (broadcast); unused for temps. scratch: room for
+/// program_tile_elements<T> elements per register, reused for every tile (per thread).
+/// Every instruction applies the eager kernel's lane math, so results are bitwise those of
+/// running the instructions one by one with unary()/binary().
+inline void run_program(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {
+    detail::active().run_program_f32(p, base, scratch, begin, end);
+}
+inline void run_program(const program& p, double* const* base, double* scratch, std::size_t begin,
+                        std::size_t end) {
+    detail::active().run_program_f64(p, base, scratch, begin, end);
+}
+
 }  // namespace graft::kernels
 
 #if GRAFT_HAS_CODE

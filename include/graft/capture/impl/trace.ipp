@@ -772,7 +772,7 @@ GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>
 }
 
 GRAFT_INLINE Tensor recreate_output(const output_info& o, std::size_t i, const Tensor& computed,
-                                    const std::vector<Tensor>& inputs) {
+                                    std::span<const Tensor> inputs) {
     if (o.kind == output_kind::fresh) return computed;
     const Tensor& in = inputs[o.input];
     if (o.kind == output_kind::alias_of_input) return in;
@@ -882,7 +882,7 @@ namespace detail {
 
 }  // namespace detail
 
-GRAFT_INLINE bool graph_meta::aliasing_matches(const std::vector<Tensor>& inputs) const {
+GRAFT_INLINE bool graph_meta::aliasing_matches(std::span<const Tensor> inputs) const {
     if (inputs.size() != num_inputs) return false;
     if (alias_groups.empty() && mutated_inputs.empty()) return true;
     for (const alias_group& g : alias_groups) {
@@ -906,7 +906,7 @@ GRAFT_INLINE bool graph_meta::aliasing_matches(const std::vector<Tensor>& inputs
     return true;
 }
 
-GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(const std::vector<Tensor>& inputs) const {
+GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(std::span<const Tensor> inputs) const {
     graft::detail::check(inputs.size() == num_inputs, "capture: the captured function takes ", num_inputs,
                          " inputs, got ", inputs.size());
     if (!aliasing_matches(inputs)) {
@@ -925,7 +925,7 @@ GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(const std::vector<T
             ", or with another geometry); the graph would compute a wrong result: capture again with inputs "
             "aliased like these (jit::script does so by itself)"));
     }
-    if (graph_inputs.empty()) return inputs;
+    if (graph_inputs.empty()) return {inputs.begin(), inputs.end()};
     std::vector<Tensor> args;
     args.reserve(graph_inputs.size());
     for (std::size_t src : graph_inputs) {
@@ -950,7 +950,7 @@ GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>&
     return finish(inputs, ir::interpret(*graph_, meta_.graph_arguments(inputs)));
 }
 
-GRAFT_INLINE std::vector<Tensor> captured::finish(const std::vector<Tensor>& inputs, std::vector<Tensor> outs) const {
+GRAFT_INLINE std::vector<Tensor> captured::finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const {
     graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
                          "capture: the graph gave ", outs.size(), " outputs, expected ",
                          meta_.num_user_outputs + meta_.mutated_inputs.size());
@@ -961,10 +961,13 @@ GRAFT_INLINE std::vector<Tensor> captured::finish(const std::vector<Tensor>& inp
             dst.copy_(outs[meta_.num_user_outputs + k]);
         }
     }
-    std::vector<Tensor> result;
+    // In place: outputs are fresh tensors or recreated from the inputs; the written-back
+    // values of mutated inputs are dropped.
     for (std::size_t i = 0; i < meta_.num_user_outputs; ++i)
-        result.push_back(detail::recreate_output(meta_.outputs[i], i, outs[i], inputs));
-    return result;
+        if (meta_.outputs[i].kind != output_kind::fresh)
+            outs[i] = detail::recreate_output(meta_.outputs[i], i, outs[i], inputs);
+    outs.resize(meta_.num_user_outputs);
+    return outs;
 }
 
 namespace detail {

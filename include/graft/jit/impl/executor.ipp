@@ -23,7 +23,6 @@ GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
 
 GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
     if (any) return true;
-    const Tensor* t = std::get_if<Tensor>(&v);
     if (kind != ir::type_kind::tensor) {
         switch (kind) {
             case ir::type_kind::float_: return std::holds_alternative<double>(v);
@@ -31,22 +30,31 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
             default: return std::holds_alternative<bool>(v);
         }
     }
-    if (!t || !t->defined()) return false;
-    if (scalar_type && *scalar_type != t->type()) return false;
-    if (requires_grad && *requires_grad != t->requires_grad()) return false;
-    if (sizes && !std::equal(sizes->begin(), sizes->end(), t->sizes().begin(), t->sizes().end())) return false;
-    if (strides && !std::equal(strides->begin(), strides->end(), t->strides().begin(), t->strides().end()))
-        return false;
-    if (rank && *rank != t->sizes().size()) return false;
-    if (contiguous && *contiguous != t->is_contiguous()) return false;
+    const Tensor* t = std::get_if<Tensor>(&v);
+    if (!t) return false;
+    const graft::detail::tensor_impl* im = t->impl_ptr().get();
+    if (!im) return false;
+    if (scalar_type && *scalar_type != im->type) return false;
+    const int_list& sz = im->sizes;
+    const auto same = [](const std::vector<std::int64_t>& want, const int_list& have) {
+        if (want.size() != have.size()) return false;
+        for (std::size_t d = 0; d < want.size(); ++d)
+            if (want[d] != have[d]) return false;
+        return true;
+    };
+    if (sizes && !same(*sizes, sz)) return false;
+    if (strides && !same(*strides, im->strides)) return false;
+    if (rank && *rank != sz.size()) return false;
+    if (contiguous && *contiguous != graft::detail::is_contiguous_layout(sz, im->strides)) return false;
     if (symbolic_sizes) {
-        const auto sz = t->sizes();
         if (sz.size() != symbolic_sizes->size()) return false;
         for (std::size_t d = 0; d < sz.size(); ++d) {
             const std::int64_t want = (*symbolic_sizes)[d];
             if (want >= 0 ? sz[d] != want : sz[d] < 2) return false;  // symbols: 0 and 1 are specialized
         }
     }
+    // Last: requires_grad looks at the autograd metadata.
+    if (requires_grad && *requires_grad != t->requires_grad()) return false;
     return true;
 }
 
@@ -139,7 +147,7 @@ GRAFT_INLINE void trace_log::add(std::string name, const char* category, clock::
                       std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000, level});
 }
 
-GRAFT_INLINE bool specialization::admits(const std::vector<ir::ivalue>& in) const {
+GRAFT_INLINE bool specialization::admits(std::span<const ir::ivalue> in) const {
     if (in.size() != guards.size()) return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!guards[i].check(in[i])) return false;
@@ -176,7 +184,7 @@ GRAFT_INLINE std::vector<std::pair<std::size_t, std::size_t>> shape_history::var
     return r;
 }
 
-GRAFT_INLINE std::vector<ir::ivalue> specialization::run(const std::vector<ir::ivalue>& in) const {
+GRAFT_INLINE std::vector<ir::ivalue> specialization::run(std::span<const ir::ivalue> in) const {
     if (kind != plan_kind::differentiable) return run_plan->run(in);
     std::vector<Tensor> t;
     t.reserve(in.size());
@@ -201,18 +209,18 @@ GRAFT_INLINE executor_state::executor_state(std::shared_ptr<const ir::Graph> g, 
     if (remaining_ == 0) unoptimized_ = std::make_unique<plan>(graph_, plain_options(), no_types);
 }
 
-GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::vector<ir::ivalue> in) {
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::span<const ir::ivalue> in) {
     // Only the top-level executor is ever flushed: its count covers the fallbacks' runs too.
-    if (level_ != 0) return run_level(std::move(in));
+    if (level_ != 0) return run_level(in);
     const active_calls::guard g(calls_.mine());
-    return run_level(std::move(in));
+    return run_level(in);
 }
 
 GRAFT_INLINE void executor_state::free_retired_if_quiescent(bool inside_call) {
     if (!retired_.empty() && (inside_call ? calls_.quiescent_but_caller() : calls_.quiescent())) retired_.clear();
 }
 
-GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::vector<ir::ivalue> in) {
+GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::span<const ir::ivalue> in) {
     for (;;) {
         if (const specialization* s = current_.load(std::memory_order_seq_cst)) {
             if (release_pending_.load(std::memory_order_relaxed)) maybe_release_profile();
@@ -230,7 +238,7 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::vector<ir::i
             }
             s->guard_failures.fetch_add(1, std::memory_order_relaxed);
             const auto t0 = clock::now();
-            auto out = s->fallback(std::move(in));
+            auto out = s->fallback(in);
             if (options_.collect_timings) log_->add("fallback", "bailout", t0, level_);
             return out;
         }
@@ -240,8 +248,9 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run_level(std::vector<ir::i
         }
         std::unique_lock lock(mutex_);
         if (current_.load(std::memory_order_acquire)) continue;  // another thread compiled meanwhile
-        if (profiled_runs_ < options_.num_profiled_runs) return profile(in);
-        compile(in);
+        const std::vector<ir::ivalue> args(in.begin(), in.end());
+        if (profiled_runs_ < options_.num_profiled_runs) return profile(args);
+        compile(args);
     }
 }
 
@@ -460,7 +469,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
                                                history_, symbolic_);
     if (behavior == fusion_behavior::static_) fb->parent_static_guards_ = s->guards;
     s->fallback_executor = fb;
-    s->fallback = [fb](std::vector<ir::ivalue> args) { return fb->run(std::move(args)); };
+    s->fallback = [fb](std::span<const ir::ivalue> args) { return fb->run(args); };
     s->compile_ms = ms_since(t0);
     compilations_->fetch_add(1, std::memory_order_relaxed);
     log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
@@ -908,7 +917,9 @@ GRAFT_INLINE void executor::start(std::unique_ptr<ir::Graph> g, options o) {
                                                     std::make_shared<detail::shape_history>(), symbolic_);
 }
 
-GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const {
+GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> inputs) const { return run_checked(inputs); }
+
+GRAFT_INLINE std::vector<ir::ivalue> executor::run_checked(std::span<const ir::ivalue> inputs) const {
     const auto& params = top_->graph().inputs();
     graft::detail::check(inputs.size() == params.size(), "jit::executor: the graph takes ", params.size(),
                          " inputs, got ", inputs.size());
@@ -922,12 +933,15 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run(std::vector<ir::ivalue> input
                 t.is_tensor() ? std::string("a defined tensor") : ir::to_string(t), ", got ",
                 ir::detail::describe_value(inputs[i])));
     }
-    return top_->run(std::move(inputs));
+    return top_->run(inputs);
 }
 
-GRAFT_INLINE std::vector<Tensor> executor::operator()(const std::vector<Tensor>& inputs) const {
+GRAFT_INLINE std::vector<Tensor> executor::operator()(std::span<const Tensor> inputs) const {
+    const boost::container::small_vector<ir::ivalue, 8> args(inputs.begin(), inputs.end());
+    auto out = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
     std::vector<Tensor> r;
-    for (auto& v : run(std::vector<ir::ivalue>(inputs.begin(), inputs.end()))) {
+    r.reserve(out.size());
+    for (auto& v : out) {
         auto* t = std::get_if<Tensor>(&v);
         graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
         r.push_back(std::move(*t));

@@ -174,7 +174,6 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
                 reg[v] = static_cast<int>(g->regs.size());
                 const auto t = type_of(v);
                 g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
-                g->temp_index.push_back(0);
                 g->input_slots.push_back(slot(v));
             }
     for (const ir::Node* n : nodes) {
@@ -191,17 +190,17 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         const bool escapes = used_later.count(o) != 0;
         reg[o] = static_cast<int>(g->regs.size());
         g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
-        g->temp_index.resize(g->regs.size(), 0);
-        if (!escapes) g->temp_index.back() = g->num_temps++;
         if (escapes) {
             g->output_slots.push_back(slot(o));
             g->output_regs.push_back(reg[o]);
         }
-        tile_instr ins;
-        ins.op = *find_fusable(n);
-        ins.a = reg.at(n->input(0));
-        if (n->inputs().size() > 1) ins.b = reg.at(n->input(1));
-        ins.out = reg[o];
+        const fusable_op& op = *find_fusable(n);
+        kernels::program_instr ins;
+        ins.binary = op.kind == ops::op_kind::binary;
+        ins.op = static_cast<std::uint8_t>(op.kernel);
+        ins.a = static_cast<std::uint16_t>(reg.at(n->input(0)));
+        if (ins.binary) ins.b = static_cast<std::uint16_t>(reg.at(n->input(1)));
+        ins.out = static_cast<std::uint16_t>(reg[o]);
         g->code.push_back(ins);
         std::vector<int> d = deps[static_cast<std::size_t>(ins.a)];
         if (n->inputs().size() > 1) {
@@ -232,7 +231,10 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
             if (sizes && *sizes != s) ok = false;
             sizes = s;
         }
-        if (ok && sizes) g->static_sizes = sizes;
+        if (ok && sizes) {
+            g->static_numel = graft::detail::checked_numel("jit fusion group", *sizes);
+            g->static_sizes = sizes;
+        }
     }
     return g;
 }
@@ -328,7 +330,7 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
         if (options_.fuse) {
             std::optional<dtype> type;
             std::size_t j = i;
-            while (j < nodes.size() && fusable(nodes[j], type_of, type)) ++j;
+            while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type)) ++j;
             if (j - i >= 2) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {

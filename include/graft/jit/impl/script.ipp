@@ -17,10 +17,10 @@ GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
     retired_count_.store(retired_.size(), std::memory_order_relaxed);
 }
 
-GRAFT_INLINE std::vector<Tensor> script_state::call(const std::vector<Tensor>& inputs, capture::detail::traced_fn f) {
+GRAFT_INLINE std::vector<Tensor> script_state::call(std::span<const Tensor> inputs, capture::detail::traced_fn f) {
     const active_calls::guard g(calls_.mine());
     const compiled* c = get(inputs, f);
-    if (c == nullptr) return f(inputs);  // a pattern past max_patterns: eager
+    if (c == nullptr) return f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
     const capture::graph_meta& m = c->cap.meta();
     if (m.graph_inputs.empty()) return c->cap.finish(inputs, c->exec(inputs));
     return c->cap.finish(inputs, c->exec(m.graph_arguments(inputs)));
@@ -70,7 +70,7 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
     return c ? &c->exec.graph() : nullptr;
 }
 
-GRAFT_INLINE bool script_state::compiled::serves(const std::vector<Tensor>& inputs) const {
+GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs) const {
     if (!cap.meta().aliasing_matches(inputs)) return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const int_list& s = inputs[i].sizes();
@@ -158,14 +158,15 @@ GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& 
     return last;
 }
 
-GRAFT_INLINE const script_state::compiled* script_state::get(const std::vector<Tensor>& inputs,
+GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Tensor> args,
                                                              capture::detail::traced_fn f) {
     const compiled* first = compiled_.load(std::memory_order_seq_cst);
     if (first) {
-        graft::detail::check(inputs.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
-                             first->cap.meta().num_inputs, " inputs, got ", inputs.size());
-        if (first->serves(inputs)) return first;  // the hot path: pointer and size comparisons
+        graft::detail::check(args.size() == first->cap.meta().num_inputs, "jit::script: the function was captured with ",
+                             first->cap.meta().num_inputs, " inputs, got ", args.size());
+        if (first->serves(args)) return first;  // the hot path: pointer and size comparisons
     }
+    const std::vector<Tensor> inputs(args.begin(), args.end());
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
         std::vector<int_list> sizes;

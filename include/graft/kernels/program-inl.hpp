@@ -1,0 +1,163 @@
+// graft/kernels/program-inl.hpp: per-target interpreter of fused elementwise programs
+// (graft::kernels::run_program, used by the profiling executor's fusion groups).
+// Re-included once per SIMD target through graft/kernels/all-inl.hpp; do not include it
+// directly (use graft/kernels/dispatch.hpp).
+//
+// A program is a list of unary/binary instructions over registers. The loop runs tile by
+// tile (program_tile_bytes of each register); every instruction sweeps the tile with the
+// same lane functors the eager kernels apply (lanes-inl.hpp), so every element gets the
+// bits the unfused ops give it. The whole program runs inside one per-target function:
+// no dispatch, no stride checks and no call per instruction and tile (what made the
+// executor's first fusion groups 1.6x slower than the compile-time fused kernel).
+
+#include "graft/kernels/api.hpp"
+
+#include <hwy/highway.h>
+#include "graft/kernels/lanes-inl.hpp"
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_KERNELS_PROGRAM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_PROGRAM_INL_H_
+#undef GRAFT_KERNELS_PROGRAM_INL_H_
+#else
+#define GRAFT_KERNELS_PROGRAM_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// out[0, m) = f(a[0, m)) (binary: f(a, b)), m a multiple of the vector length.
+template <class D, class F>
+HWY_INLINE void sweep_unary_u(D d, const F& f, const hn::TFromD<D>* a, hn::TFromD<D>* out, std::size_t m) {
+    const std::size_t N = hn::Lanes(d);
+    for (std::size_t j = 0; j < m; j += N) hn::StoreU(f(d, hn::LoadU(d, a + j)), d, out + j);
+}
+template <class D, class F>
+HWY_INLINE void sweep_binary(D d, const F& f, const hn::TFromD<D>* a, const hn::TFromD<D>* b, hn::TFromD<D>* out,
+                             std::size_t m) {
+    const std::size_t N = hn::Lanes(d);
+    for (std::size_t j = 0; j < m; j += N) hn::StoreU(f(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)), d, out + j);
+}
+
+template <class T>
+HWY_INLINE void program_unary(unary_op op, const T* a, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    switch (op) {
+        case unary_op::neg: return sweep_unary_u(d, u_neg{}, a, out, m);
+        case unary_op::abs: return sweep_unary_u(d, u_abs{}, a, out, m);
+        case unary_op::exp: return sweep_unary_u(d, u_exp{}, a, out, m);
+        case unary_op::log: return sweep_unary_u(d, u_log{}, a, out, m);
+        case unary_op::sqrt: return sweep_unary_u(d, u_sqrt{}, a, out, m);
+        case unary_op::rsqrt: return sweep_unary_u(d, u_rsqrt{}, a, out, m);
+        case unary_op::tanh: return sweep_unary_u(d, u_tanh{}, a, out, m);
+        case unary_op::sigmoid: return sweep_unary_u(d, u_sigmoid{}, a, out, m);
+        case unary_op::relu: return sweep_unary_u(d, u_relu{}, a, out, m);
+        case unary_op::gelu:
+            if constexpr (sizeof(T) == 4) {
+                return sweep_unary_u(d, u_gelu_f32{}, a, out, m);
+            } else {
+                return sweep_unary_u(d, u_gelu_f64{}, a, out, m);
+            }
+        case unary_op::gelu_tanh: return sweep_unary_u(d, u_gelu_tanh{}, a, out, m);
+        case unary_op::sin: return sweep_unary_u(d, u_sin{}, a, out, m);
+        case unary_op::cos: return sweep_unary_u(d, u_cos{}, a, out, m);
+    }
+}
+
+template <class T>
+HWY_INLINE void program_binary(binary_op op, const T* a, const T* b, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    switch (op) {
+        case binary_op::add: return sweep_binary(d, b_add{}, a, b, out, m);
+        case binary_op::sub: return sweep_binary(d, b_sub{}, a, b, out, m);
+        case binary_op::mul: return sweep_binary(d, b_mul{}, a, b, out, m);
+        case binary_op::div: return sweep_binary(d, b_div{}, a, b, out, m);
+        case binary_op::pow:  // scalar libm, as the eager kernel
+            for (std::size_t j = 0; j < m; ++j) out[j] = std::pow(a[j], b[j]);
+            return;
+        case binary_op::maximum: return sweep_binary(d, b_max{}, a, b, out, m);
+        case binary_op::minimum: return sweep_binary(d, b_min{}, a, b, out, m);
+    }
+}
+
+template <class T>
+HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    constexpr std::size_t tile = program_tile_elements<T>;
+    // Register r's tile is scratch + r * program_scratch_stride<T>: temporaries live there; broadcast registers
+    // hold their value splatted over it; contiguous registers use it for the last partial tile.
+    constexpr std::size_t max_regs = program_max_registers;
+    T* cur[max_regs];
+    // Broadcast values fill as much of their tile as any sweep reads.
+    const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
+    for (std::size_t r = 0; r < p.num_registers; ++r) {
+        T* mine = scratch + r * program_scratch_stride<T>;
+        if (p.mode[r] == operand_mode::broadcast) {
+            const T v = base[r][0];
+            for (std::size_t j = 0; j < span; ++j) mine[j] = v;
+        }
+        cur[r] = mine;
+    }
+    const auto run_tile = [&](std::size_t m) {
+        for (std::size_t k = 0; k < p.num_instructions; ++k) {
+            const program_instr& in = p.code[k];
+            if (in.binary) {
+                program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
+            } else {
+                program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m);
+            }
+        }
+    };
+    std::size_t i = begin;
+    for (; i + tile <= end; i += tile) {
+        for (std::size_t r = 0; r < p.num_registers; ++r)
+            if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+        run_tile(tile);
+    }
+    if (i < end) {
+        // Last partial tile: whole vectors in place, then the last partial vector (if any)
+        // through the registers' scratch tiles, padded with ones (padding lanes are never stored).
+        const std::size_t whole = (end - i) / N * N;
+        if (whole > 0) {
+            for (std::size_t r = 0; r < p.num_registers; ++r)
+                if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+            run_tile(whole);
+            i += whole;
+        }
+        const std::size_t n = end - i;
+        if (n > 0) {
+            for (std::size_t r = 0; r < p.num_registers; ++r)
+                if (p.mode[r] == operand_mode::contiguous) {
+                    cur[r] = scratch + r * program_scratch_stride<T>;
+                    for (std::size_t j = 0; j < n; ++j) cur[r][j] = base[r][i + j];
+                    for (std::size_t j = n; j < N; ++j) cur[r][j] = T(1);
+                } else if (p.mode[r] == operand_mode::output) {
+                    cur[r] = scratch + r * program_scratch_stride<T>;
+                }
+            run_tile(N);
+            for (std::size_t r = 0; r < p.num_registers; ++r)
+                if (p.mode[r] == operand_mode::output)
+                    for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
+        }
+    }
+    (void)d;
+}
+
+inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {
+    run_program_impl<float>(p, base, scratch, begin, end);
+}
+inline void run_program_f64(const program& p, double* const* base, double* scratch, std::size_t begin,
+                            std::size_t end) {
+    run_program_impl<double>(p, base, scratch, begin, end);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard
