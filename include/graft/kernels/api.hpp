@@ -91,8 +91,11 @@ struct kernel_table {
     void (*where_f64)(const bool*, std::ptrdiff_t, const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::size_t);
     float (*reduce_f32)(reduce_op, const float*, std::size_t);
     double (*reduce_f64)(reduce_op, const double*, std::size_t);
-    void (*matmul_f32)(const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
-    void (*matmul_f64)(const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    // A and B with row and column strides (a transposed operand needs no copy).
+    void (*matmul_f32)(const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t, float*,
+                       std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    void (*matmul_f64)(const double*, std::ptrdiff_t, std::ptrdiff_t, const double*, std::ptrdiff_t, std::ptrdiff_t,
+                       double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
     void (*softmax_f32)(const float*, float*, std::size_t, std::size_t, bool);
     void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
     void (*run_program_f32)(const program&, float* const*, float*, std::size_t, std::size_t);

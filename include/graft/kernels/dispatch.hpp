@@ -177,11 +177,23 @@ inline double reduce(reduce_op op, const double* a, std::size_t n) { return deta
 /// C[m x n] = A[m x k] * B[k x n], row-major with element leading dimensions; overwrites C.
 inline void matmul(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, float* c,
                    std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    detail::active().matmul_f32(a, lda, b, ldb, c, ldc, m, n, k);
+    detail::active().matmul_f32(a, lda, 1, b, ldb, 1, c, ldc, m, n, k);
 }
 inline void matmul(const double* a, std::ptrdiff_t lda, const double* b, std::ptrdiff_t ldb, double* c,
                    std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    detail::active().matmul_f64(a, lda, b, ldb, c, ldc, m, n, k);
+    detail::active().matmul_f64(a, lda, 1, b, ldb, 1, c, ldc, m, n, k);
+}
+/// The same with element strides for A's and B's rows and columns: A(i, p) = a[i*rsa + p*csa],
+/// B(p, j) = b[p*rsb + j*csb] (a transposed operand is read in place, packed once per block
+/// like any other). C is row-major with leading dimension ldc. Results are bitwise those of
+/// the contiguous form for the same values.
+inline void matmul(const float* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const float* b, std::ptrdiff_t rsb,
+                   std::ptrdiff_t csb, float* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    detail::active().matmul_f32(a, rsa, csa, b, rsb, csb, c, ldc, m, n, k);
+}
+inline void matmul(const double* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const double* b, std::ptrdiff_t rsb,
+                   std::ptrdiff_t csb, double* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    detail::active().matmul_f64(a, rsa, csa, b, rsb, csb, c, ldc, m, n, k);
 }
 /// Row-wise softmax (log=false) or log_softmax (log=true) over `rows` contiguous rows.
 inline void softmax_rows(const float* in, float* out, std::size_t rows, std::size_t cols, bool log) {

@@ -85,9 +85,73 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
     }
 }
 
+// Matrix-vector shapes (n == 1 or m == 1): the blocked path would pad its NR- or MR-wide
+// panels with zeros (up to 48x the work). Outputs are computed a vector at a time: the matrix
+// operand's block of N outputs x KC is read in place when it is contiguous along the outputs
+// (A column-major for n == 1, B row-major for m == 1), else packed so first. The same sums in
+// the same order (FMA chains over k from zero, KC slices added in order), so results are
+// bitwise those of the blocked path.
 template <class T>
-HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c,
-                              std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
+                       std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    const hn::ScalableTag<T> d;
+    const hn::CappedTag<T, 1> d1;
+    const std::size_t N = hn::Lanes(d);
+    const bool column = n == 1;  // outputs C(o, 0), o < m; else C(0, o), o < n
+    const std::size_t outs = column ? m : n;
+    // The matrix operand M(o, p) and the vector v(p), as pointers and strides.
+    const T* mat = column ? a : b;
+    const std::ptrdiff_t mo = column ? rsa : csb, mp = column ? csa : rsb;  // strides along outputs, along k
+    const T* vec = column ? b : a;
+    const std::ptrdiff_t vp = column ? rsb : csa;
+    const std::ptrdiff_t co = column ? ldc : 1;  // C's stride along the outputs
+    const std::size_t kc_max = k < kGemmKC ? k : kGemmKC;
+    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kc_max * N * sizeof(T) + 64));
+    HWY_ALIGN T lanes[kMaxLanes<T>];
+    for (std::size_t pc = 0; pc < k; pc += kGemmKC) {
+        const std::size_t kc = k - pc < kGemmKC ? k - pc : kGemmKC;
+        std::size_t o = 0;
+        for (; o + N <= outs; o += N) {
+            const T* base = mat + static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
+            const T* col = base;  // element (o + r, pc + p) at col[p * step + r]
+            std::ptrdiff_t step = mp;
+            if (packed) {
+                for (std::size_t p = 0; p < kc; ++p)
+                    for (std::size_t r = 0; r < N; ++r)
+                        packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                col = packed;
+                step = static_cast<std::ptrdiff_t>(N);
+            }
+            auto acc = hn::Zero(d);
+            for (std::size_t p = 0; p < kc; ++p)
+                acc = hn::MulAdd(hn::LoadU(d, col + static_cast<std::ptrdiff_t>(p) * step),
+                                 hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]), acc);
+            T* out = c + static_cast<std::ptrdiff_t>(o) * co;
+            if (co == 1) {
+                hn::StoreU(pc == 0 ? acc : hn::Add(hn::LoadU(d, out), acc), d, out);
+            } else {
+                hn::Store(acc, d, lanes);
+                for (std::size_t r = 0; r < N; ++r) {
+                    T& x = out[static_cast<std::ptrdiff_t>(r) * co];
+                    x = pc == 0 ? lanes[r] : x + lanes[r];
+                }
+            }
+        }
+        for (; o < outs; ++o) {  // the last outputs, one FMA chain each
+            auto acc = hn::Zero(d1);
+            for (std::size_t p = pc; p < pc + kc; ++p)
+                acc = hn::MulAdd(hn::Set(d1, mat[static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(p) * mp]),
+                                 hn::Set(d1, vec[static_cast<std::ptrdiff_t>(p) * vp]), acc);
+            T& x = c[static_cast<std::ptrdiff_t>(o) * co];
+            x = pc == 0 ? hn::GetLane(acc) : x + hn::GetLane(acc);
+        }
+    }
+}
+
+template <class T>
+HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const T* b, std::ptrdiff_t ldb,
+                              std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n,
+                              std::size_t k) {
     const hn::ScalableTag<T> d;
     constexpr std::size_t MR = kGemmMR;
     constexpr std::size_t NV = kGemmNV;
@@ -99,6 +163,7 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
             for (std::size_t j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)] = T(0);
         return;
     }
+    if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
     const std::size_t KC = kGemmKC;
     const std::size_t MC = MR * (sizeof(T) == 4 ? 16 : 12);
     const std::size_t NC = NR * (4096 / NR > 0 ? 4096 / NR : 1);
@@ -118,12 +183,22 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
             for (std::size_t js = 0; js < nc; js += NR) {
                 const std::size_t w = nc - js < NR ? nc - js : NR;
                 T* dst = pb_buf + js * kc;
+                if (csb != 1 && ldb == 1) {
+                    // Column-major B (a transposed operand): each column is contiguous over p.
+                    for (std::size_t j = 0; j < w; ++j) {
+                        const T* col = b + static_cast<std::ptrdiff_t>(pc) + static_cast<std::ptrdiff_t>(jc + js + j) * csb;
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = col[p];
+                    }
+                    for (std::size_t j = w; j < NR; ++j)
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = T(0);
+                    continue;
+                }
                 for (std::size_t p = 0; p < kc; ++p) {
-                    const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js);
-                    if (w == NR) {
+                    const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js) * csb;
+                    if (w == NR && csb == 1) {
                         for (std::size_t v = 0; v < NV; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
                     } else {
-                        for (std::size_t j = 0; j < w; ++j) dst[j] = src[j];
+                        for (std::size_t j = 0; j < w; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * csb];
                         for (std::size_t j = w; j < NR; ++j) dst[j] = T(0);
                     }
                     dst += NR;
@@ -135,10 +210,18 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
                 for (std::size_t is = 0; is < mc; is += MR) {
                     const std::size_t h = mc - is < MR ? mc - is : MR;
                     T* dst = pa_buf + is * kc;
-                    const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc);
-                    for (std::size_t r = 0; r < h; ++r) {
-                        const T* s = src + static_cast<std::ptrdiff_t>(r) * lda;
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = s[p];
+                    const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
+                    if (csa == 1) {
+                        for (std::size_t r = 0; r < h; ++r) {
+                            const T* s = src + static_cast<std::ptrdiff_t>(r) * lda;
+                            for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = s[p];
+                        }
+                    } else {
+                        // Column-strided A (a transposed operand): walk each column's rows.
+                        for (std::size_t p = 0; p < kc; ++p) {
+                            const T* s = src + static_cast<std::ptrdiff_t>(p) * csa;
+                            for (std::size_t r = 0; r < h; ++r) dst[p * MR + r] = s[static_cast<std::ptrdiff_t>(r) * lda];
+                        }
                     }
                     for (std::size_t r = h; r < MR; ++r)
                         for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = T(0);
@@ -157,10 +240,15 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
                                 const T* trow = tile + r * NR;
+                                std::size_t j = 0;
+                                for (; j + N <= w; j += N) {  // whole vectors of the valid part
+                                    const auto t = hn::Load(d, trow + j);
+                                    hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, crow + j), t) : t, d, crow + j);
+                                }
                                 if (accumulate) {
-                                    for (std::size_t j = 0; j < w; ++j) crow[j] += trow[j];
+                                    for (; j < w; ++j) crow[j] += trow[j];
                                 } else {
-                                    for (std::size_t j = 0; j < w; ++j) crow[j] = trow[j];
+                                    for (; j < w; ++j) crow[j] = trow[j];
                                 }
                             }
                         }
@@ -171,13 +259,14 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
     }
 }
 
-inline void matmul_f32(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, float* c,
-                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    matmul_impl<float>(a, lda, b, ldb, c, ldc, m, n, k);
+inline void matmul_f32(const float* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const float* b, std::ptrdiff_t ldb,
+                       std::ptrdiff_t csb, float* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    matmul_impl<float>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
-inline void matmul_f64(const double* a, std::ptrdiff_t lda, const double* b, std::ptrdiff_t ldb, double* c,
-                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    matmul_impl<double>(a, lda, b, ldb, c, ldc, m, n, k);
+inline void matmul_f64(const double* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const double* b, std::ptrdiff_t ldb,
+                       std::ptrdiff_t csb, double* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n,
+                       std::size_t k) {
+    matmul_impl<double>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -5,12 +5,6 @@
 #include "graft/kernels/dispatch.hpp"
 
 namespace graft {
-namespace detail {
-
-/// A view of `m` (rank 2) whose rows are unit-stride, copying only when needed.
-[[nodiscard]] GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m);
-
-}  // namespace detail
 
 namespace ops {
 

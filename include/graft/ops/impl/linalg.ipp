@@ -3,14 +3,6 @@
 #include "graft/ops/linalg.hpp"
 
 namespace graft {
-namespace detail {
-
-GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m) {
-    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
-}
-
-}  // namespace detail
-
 namespace ops {
 
 GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -25,6 +17,21 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
                   " and ", b.type());
     detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
+    if (a.dim() == 2 && b.dim() == 2) {
+        // The common case, without batch views: the kernel reads both operands in place.
+        const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+        detail::check(b.size(0) == k, "matmul: shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (", m,
+                      "x", k, " and ", b.size(0), "x", n, ")");
+        Tensor out = empty({m, n}, a.type());
+        detail::visit_dtype(a.type(), [&](auto z) {
+            using T = decltype(z);
+            if constexpr (std::is_floating_point_v<T>)
+                kernels::matmul(a.data_ptr<T>(), a.stride(0), a.stride(1), b.data_ptr<T>(), b.stride(0), b.stride(1),
+                                out.data_ptr<T>(), n, static_cast<std::size_t>(m), static_cast<std::size_t>(n),
+                                static_cast<std::size_t>(k));
+        });
+        return out;
+    }
     const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
     const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
     const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
@@ -45,11 +52,12 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
         if constexpr (std::is_floating_point_v<T>) {
             T* o = out.data_ptr<T>();
             for (std::int64_t i = 0; i < nbatch; ++i) {
-                const Tensor xm = detail::with_unit_column_stride(detail::raw::select(xe, 0, i));
-                const Tensor ym = detail::with_unit_column_stride(detail::raw::select(ye, 0, i));
-                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), ym.data_ptr<T>(), ym.stride(0), o + i * m * n, n,
-                                static_cast<std::size_t>(m), static_cast<std::size_t>(n),
-                                static_cast<std::size_t>(k));
+                // Any strides (a transposed operand included): the kernel packs them in place.
+                const Tensor xm = detail::raw::select(xe, 0, i);
+                const Tensor ym = detail::raw::select(ye, 0, i);
+                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), xm.stride(1), ym.data_ptr<T>(), ym.stride(0),
+                                ym.stride(1), o + i * m * n, n, static_cast<std::size_t>(m),
+                                static_cast<std::size_t>(n), static_cast<std::size_t>(k));
             }
         }
     });
