@@ -341,6 +341,31 @@ TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, nu
     }
 }
 
+TEST_CASE("jit: a bias row broadcast over leading dimensions fuses without a full-size copy, same bits", "[jit]") {
+    // x [R, C] (or [B, R, C]) with a bias b of C (or [1, C], [R, C] under a batch): the group
+    // reads the row in place (period C); results are eager's bits at every tail and period.
+    const auto f = [](Tensor x, Tensor b) { return tanh(x * 0.5 + b) * b; };
+    struct shape_case {
+        int_list x, b;
+    };
+    for (const shape_case& c : {shape_case{{128, 32}, {32}}, shape_case{{7, 3}, {3}}, shape_case{{5, 300}, {1, 300}},
+                                shape_case{{3, 4, 5}, {4, 5}}, shape_case{{33, 129}, {129}}}) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            jit::options o = opts();
+            o.num_threads = 2;
+            o.parallel_grain = 64;  // split the larger cases across threads too
+            auto fn = jit::script(f, o);
+            for (int i = 0; i < 3; ++i) {
+                const Tensor x = randn(c.x, t), b = randn(c.b, t);
+                CHECK(bitwise_equal(fn(x, b), f(x, b)));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+        }
+    }
+}
+
 TEST_CASE("jit: fused loops split across threads give the same bits", "[jit][threads]") {
     jit::options o = opts();
     o.num_threads = 3;

@@ -543,8 +543,9 @@ TEST_CASE("kernels: reference int64 and bool semantics", "[kernels][reference]")
 
 namespace {
 
-// A random program over every unary and binary op: registers 0..2 inputs (register 1 a
-// broadcast value), then one register per instruction; the last two are outputs. The result
+// A random program over every unary and binary op: registers 0..3 inputs (register 1 a
+// broadcast value, register 3 a row of `period` elements repeated), then one register per
+// instruction; the last two are outputs. The result
 // must be bitwise that of running the instructions one by one with unary()/binary() over
 // whole arrays (what an unfused graph does), at lengths around every tile and vector edge.
 template <class T>
@@ -561,20 +562,27 @@ void check_programs_bitwise() {
             std::vector<gk::program_instr> code;
             for (std::size_t k = 0; k < num_instr; ++k) {
                 gk::program_instr in;
-                const auto avail = static_cast<unsigned>(3 + k);  // registers defined so far
+                const auto avail = static_cast<unsigned>(4 + k);  // registers defined so far
                 in.binary = rng() % 2 == 0;
                 in.op = static_cast<std::uint8_t>(in.binary ? rng() % num_binary : rng() % num_unary);
                 in.a = static_cast<std::uint16_t>(rng() % avail);
                 in.b = static_cast<std::uint16_t>(rng() % avail);
-                in.out = static_cast<std::uint16_t>(3 + k);
+                in.out = static_cast<std::uint16_t>(4 + k);
                 code.push_back(in);
             }
-            const std::size_t nregs = 3 + num_instr;
+            const std::size_t nregs = 4 + num_instr;
             std::vector<gk::operand_mode> mode(nregs, gk::operand_mode::temp);
             mode[0] = mode[2] = gk::operand_mode::contiguous;
             mode[1] = gk::operand_mode::broadcast;
+            mode[3] = gk::operand_mode::row;
+            const std::size_t period = std::size_t{1} + rng() % 200;
+            std::vector<std::size_t> periods(nregs, 0);
+            periods[3] = period;
+            const auto row = make_data<T>(period, -2, 2, static_cast<std::uint32_t>(trial + 1000));
+            std::vector<T> repeated(period + gk::program_tile_elements<T>);
+            for (std::size_t j = 0; j < repeated.size(); ++j) repeated[j] = row[j % period];
             mode[nregs - 1] = mode[nregs - 2] = gk::operand_mode::output;
-            const gk::program prog{code.data(), code.size(), mode.data(), nregs};
+            const gk::program prog{code.data(), code.size(), mode.data(), nregs, periods.data()};
             for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17}, std::size_t{127},
                                   std::size_t{128}, std::size_t{129}, std::size_t{300}, std::size_t{1000}}) {
                 // Unfused: every register as a whole array.
@@ -583,6 +591,7 @@ void check_programs_bitwise() {
                 reg[2] = make_data<T>(n, 0.1, 4, static_cast<std::uint32_t>(trial * 37 + n));
                 const T one = make_data<T>(1, -2, 2, static_cast<std::uint32_t>(trial), false)[0];
                 reg[1].assign(n, one);
+                for (std::size_t i = 0; i < n; ++i) reg[3][i] = row[i % period];
                 for (const gk::program_instr& in : code) {
                     if (in.binary)
                         gk::binary(static_cast<gk::binary_op>(in.op), reg[in.a].data(), 1, reg[in.b].data(), 1,
@@ -596,6 +605,7 @@ void check_programs_bitwise() {
                 base[0] = reg[0].data();
                 base[1] = &reg[1][0];
                 base[2] = reg[2].data();
+                base[3] = repeated.data();
                 base[nregs - 2] = out_a.data();
                 base[nregs - 1] = out_b.data();
                 std::vector<T> scratch(nregs * gk::program_scratch_stride<T> + 64);

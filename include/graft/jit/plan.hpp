@@ -232,6 +232,22 @@ private:
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
                          frame_t& frame, const observer_fn* observe);
 
+    /// When `in` broadcasts to `out` as one row repeated over out's leading dimensions (in's
+    /// sizes, leading 1s dropped, are out's trailing sizes, and in is smaller): the row's
+    /// length; otherwise 0.
+    static std::size_t row_period(const int_list& in, const int_list& out) {
+        std::size_t lead = 0;
+        while (lead < in.size() && in[lead] == 1) ++lead;
+        const std::size_t rank = in.size() - lead;
+        if (rank == 0 || rank > out.size()) return 0;
+        std::size_t period = 1;
+        for (std::size_t d = 0; d < rank; ++d) {
+            if (in[lead + d] != out[out.size() - rank + d]) return 0;
+            period *= static_cast<std::size_t>(in[lead + d]);
+        }
+        return period < static_cast<std::size_t>(graft::detail::numel_of(out)) ? period : 0;
+    }
+
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
@@ -245,6 +261,7 @@ private:
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
         reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
+        reg_vector<std::size_t> periods(nregs, 0);  // row registers: the row's length
         reg_vector<T> numbers(ninputs);
         reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
@@ -284,6 +301,17 @@ private:
                 } else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1) {
                     base[k] = data;
                     mode[k] = kernels::operand_mode::broadcast;
+                } else if (const std::size_t period = row_period(im->sizes, sizes);
+                           period > 0 && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+                    // A row broadcast over the leading dimensions (a bias): the row, then one
+                    // tile of it repeated, instead of a copy at the full shape.
+                    constexpr std::size_t tile = kernels::program_tile_elements<T>;
+                    held.push_back(empty({static_cast<std::int64_t>(period + tile)}, g.type));
+                    T* rep = static_cast<T*>(held.back().raw_data());
+                    for (std::size_t j = 0; j < period + tile; ++j) rep[j] = data[j % period];
+                    base[k] = rep;
+                    mode[k] = kernels::operand_mode::row;
+                    periods[k] = period;
                 } else {
                     // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
                     try {
@@ -310,7 +338,7 @@ private:
             mode[r] = kernels::operand_mode::output;
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
-        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs};
+        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data()};
         const auto n = static_cast<std::size_t>(numel);
         const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
         if (threads >= 2) {

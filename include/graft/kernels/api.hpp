@@ -47,6 +47,8 @@ enum class operand_mode : std::uint8_t {
     broadcast,   // base[r][0]: one value for every element
     temp,        // an intermediate: lives in the register's scratch tile only
     output,      // base[r] + i: an array the program writes (and may read back)
+    row,         // base[r] + i % period[r]: a row broadcast over the leading dimensions (a bias);
+                 // base[r] holds the row followed by its first program_tile_elements repeated
 };
 
 /// One instruction of a fused elementwise program: out = op(a) or out = op(a, b).
@@ -62,6 +64,7 @@ struct program {
     std::size_t num_instructions = 0;
     const operand_mode* mode = nullptr;  // per register
     std::size_t num_registers = 0;
+    const std::size_t* period = nullptr;  // per register: the row length (row registers only)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a

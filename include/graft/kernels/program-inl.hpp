@@ -116,6 +116,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     for (; i + tile <= end; i += tile) {
         for (std::size_t r = 0; r < p.num_registers; ++r)
             if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+            else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
         run_tile(tile);
     }
     if (i < end) {
@@ -125,15 +126,17 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         if (whole > 0) {
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+                else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
             run_tile(whole);
             i += whole;
         }
         const std::size_t n = end - i;
         if (n > 0) {
             for (std::size_t r = 0; r < p.num_registers; ++r)
-                if (p.mode[r] == operand_mode::contiguous) {
+                if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::row) {
+                    const T* src = p.mode[r] == operand_mode::row ? base[r] + i % p.period[r] : base[r] + i;
                     cur[r] = scratch + r * program_scratch_stride<T>;
-                    for (std::size_t j = 0; j < n; ++j) cur[r][j] = base[r][i + j];
+                    for (std::size_t j = 0; j < n; ++j) cur[r][j] = src[j];
                     for (std::size_t j = n; j < N; ++j) cur[r][j] = T(1);
                 } else if (p.mode[r] == operand_mode::output) {
                     cur[r] = scratch + r * program_scratch_stride<T>;
