@@ -177,3 +177,29 @@ TEST_CASE("kernels: matrix-vector products are bitwise the blocked path's", "[ke
     check_matvec_matches_blocked<float>();
     check_matvec_matches_blocked<double>();
 }
+
+TEST_CASE("kernels: narrow products (n <= 2 vectors) give the bits of wider ones on their columns", "[kernels][matmul]") {
+    // Narrow B may take another register blocking; every column is the same FMA chain.
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (const auto& [m, k] : {std::array<std::size_t, 2>{128, 32}, {37, 300}, {5, 2}}) {
+            for (std::size_t n : {2u, 8u, 16u, 31u, 32u}) {
+                const std::size_t wide = 97;
+                const auto a = make_data<float>(m * k, -1, 1, static_cast<std::uint32_t>(m + k + n), false);
+                const auto b = make_data<float>(k * wide, -1, 1, static_cast<std::uint32_t>(m * k + n), false);
+                std::vector<float> cw(m * wide), cn(m * n);
+                gk::matmul(a.data(), static_cast<std::ptrdiff_t>(k), b.data(), static_cast<std::ptrdiff_t>(wide), cw.data(),
+                           static_cast<std::ptrdiff_t>(wide), m, wide, k);
+                // The first n columns of B, read in place (row stride `wide`).
+                gk::matmul(a.data(), static_cast<std::ptrdiff_t>(k), b.data(), static_cast<std::ptrdiff_t>(wide), cn.data(),
+                           static_cast<std::ptrdiff_t>(n), m, n, k);
+                bool same = true;
+                for (std::size_t i = 0; i < m; ++i)
+                    same = same && std::memcmp(&cn[i * n], &cw[i * wide], n * sizeof(float)) == 0;
+                INFO("target " << gk::target_name(t) << " m " << m << " n " << n << " k " << k);
+                CHECK(same);
+            }
+        }
+    }
+}
