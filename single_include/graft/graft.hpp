@@ -2812,6 +2812,8 @@ enum class operand_mode : std::uint8_t {
     broadcast,   // base[r][0]: one value for every element
     temp,        // an intermediate: lives in the register's scratch tile only
     output,      // base[r] + i: an array the program writes (and may read back)
+    row,         // base[r] + i % period[r]: a row broadcast over the leading dimensions (a bias);
+                 // base[r] holds the row followed by its first program_tile_elements repeated
 };
 
 /// One instruction of a fused elementwise program: out = op(a) or out = op(a, b).
@@ -2827,6 +2829,7 @@ struct program {
     std::size_t num_instructions = 0;
     const operand_mode* mode = nullptr;  // per register
     std::size_t num_registers = 0;
+    const std::size_t* period = nullptr;  // per register: the row length (row registers only)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a
@@ -2856,8 +2859,11 @@ struct kernel_table {
     void (*where_f64)(const bool*, std::ptrdiff_t, const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::size_t);
     float (*reduce_f32)(reduce_op, const float*, std::size_t);
     double (*reduce_f64)(reduce_op, const double*, std::size_t);
-    void (*matmul_f32)(const float*, std::ptrdiff_t, const float*, std::ptrdiff_t, float*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
-    void (*matmul_f64)(const double*, std::ptrdiff_t, const double*, std::ptrdiff_t, double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    // A and B with row and column strides (a transposed operand needs no copy).
+    void (*matmul_f32)(const float*, std::ptrdiff_t, std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t, float*,
+                       std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
+    void (*matmul_f64)(const double*, std::ptrdiff_t, std::ptrdiff_t, const double*, std::ptrdiff_t, std::ptrdiff_t,
+                       double*, std::ptrdiff_t, std::size_t, std::size_t, std::size_t);
     void (*softmax_f32)(const float*, float*, std::size_t, std::size_t, bool);
     void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
     void (*run_program_f32)(const program&, float* const*, float*, std::size_t, std::size_t);
@@ -4132,20 +4138,77 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
     }
 }
 
+// Matrix-vector shapes (n == 1 or m == 1): the blocked path would pad its NR- or MR-wide
+// panels with zeros (up to 48x the work). Outputs are computed a vector at a time: the matrix
+// operand's block of N outputs x KC is read in place when it is contiguous along the outputs
+// (A column-major for n == 1, B row-major for m == 1), else packed so first. The same sums in
+// the same order (FMA chains over k from zero, KC slices added in order), so results are
+// bitwise those of the blocked path.
 template <class T>
-HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c,
-                              std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
+                       std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
     const hn::ScalableTag<T> d;
-    constexpr std::size_t MR = kGemmMR;
-    constexpr std::size_t NV = kGemmNV;
+    const hn::CappedTag<T, 1> d1;
+    const std::size_t N = hn::Lanes(d);
+    const bool column = n == 1;  // outputs C(o, 0), o < m; else C(0, o), o < n
+    const std::size_t outs = column ? m : n;
+    // The matrix operand M(o, p) and the vector v(p), as pointers and strides.
+    const T* mat = column ? a : b;
+    const std::ptrdiff_t mo = column ? rsa : csb, mp = column ? csa : rsb;  // strides along outputs, along k
+    const T* vec = column ? b : a;
+    const std::ptrdiff_t vp = column ? rsb : csa;
+    const std::ptrdiff_t co = column ? ldc : 1;  // C's stride along the outputs
+    const std::size_t kc_max = k < kGemmKC ? k : kGemmKC;
+    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kc_max * N * sizeof(T) + 64));
+    HWY_ALIGN T lanes[kMaxLanes<T>];
+    for (std::size_t pc = 0; pc < k; pc += kGemmKC) {
+        const std::size_t kc = k - pc < kGemmKC ? k - pc : kGemmKC;
+        std::size_t o = 0;
+        for (; o + N <= outs; o += N) {
+            const T* base = mat + static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
+            const T* col = base;  // element (o + r, pc + p) at col[p * step + r]
+            std::ptrdiff_t step = mp;
+            if (packed) {
+                for (std::size_t p = 0; p < kc; ++p)
+                    for (std::size_t r = 0; r < N; ++r)
+                        packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                col = packed;
+                step = static_cast<std::ptrdiff_t>(N);
+            }
+            auto acc = hn::Zero(d);
+            for (std::size_t p = 0; p < kc; ++p)
+                acc = hn::MulAdd(hn::LoadU(d, col + static_cast<std::ptrdiff_t>(p) * step),
+                                 hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]), acc);
+            T* out = c + static_cast<std::ptrdiff_t>(o) * co;
+            if (co == 1) {
+                hn::StoreU(pc == 0 ? acc : hn::Add(hn::LoadU(d, out), acc), d, out);
+            } else {
+                hn::Store(acc, d, lanes);
+                for (std::size_t r = 0; r < N; ++r) {
+                    T& x = out[static_cast<std::ptrdiff_t>(r) * co];
+                    x = pc == 0 ? lanes[r] : x + lanes[r];
+                }
+            }
+        }
+        for (; o < outs; ++o) {  // the last outputs, one FMA chain each
+            auto acc = hn::Zero(d1);
+            for (std::size_t p = pc; p < pc + kc; ++p)
+                acc = hn::MulAdd(hn::Set(d1, mat[static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(p) * mp]),
+                                 hn::Set(d1, vec[static_cast<std::ptrdiff_t>(p) * vp]), acc);
+            T& x = c[static_cast<std::ptrdiff_t>(o) * co];
+            x = pc == 0 ? hn::GetLane(acc) : x + hn::GetLane(acc);
+        }
+    }
+}
+
+// The blocked product with an MR x NV register block (see the top of this file).
+template <class T, std::size_t MR, std::size_t NV>
+HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const T* b, std::ptrdiff_t ldb,
+                               std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n,
+                               std::size_t k) {
+    const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
     const std::size_t NR = NV * N;
-    if (m == 0 || n == 0) return;
-    if (k == 0) {
-        for (std::size_t i = 0; i < m; ++i)
-            for (std::size_t j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)] = T(0);
-        return;
-    }
     const std::size_t KC = kGemmKC;
     const std::size_t MC = MR * (sizeof(T) == 4 ? 16 : 12);
     const std::size_t NC = NR * (4096 / NR > 0 ? 4096 / NR : 1);
@@ -4165,12 +4228,22 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
             for (std::size_t js = 0; js < nc; js += NR) {
                 const std::size_t w = nc - js < NR ? nc - js : NR;
                 T* dst = pb_buf + js * kc;
+                if (csb != 1 && ldb == 1) {
+                    // Column-major B (a transposed operand): each column is contiguous over p.
+                    for (std::size_t j = 0; j < w; ++j) {
+                        const T* col = b + static_cast<std::ptrdiff_t>(pc) + static_cast<std::ptrdiff_t>(jc + js + j) * csb;
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = col[p];
+                    }
+                    for (std::size_t j = w; j < NR; ++j)
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = T(0);
+                    continue;
+                }
                 for (std::size_t p = 0; p < kc; ++p) {
-                    const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js);
-                    if (w == NR) {
+                    const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js) * csb;
+                    if (w == NR && csb == 1) {
                         for (std::size_t v = 0; v < NV; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
                     } else {
-                        for (std::size_t j = 0; j < w; ++j) dst[j] = src[j];
+                        for (std::size_t j = 0; j < w; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * csb];
                         for (std::size_t j = w; j < NR; ++j) dst[j] = T(0);
                     }
                     dst += NR;
@@ -4182,10 +4255,18 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
                 for (std::size_t is = 0; is < mc; is += MR) {
                     const std::size_t h = mc - is < MR ? mc - is : MR;
                     T* dst = pa_buf + is * kc;
-                    const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc);
-                    for (std::size_t r = 0; r < h; ++r) {
-                        const T* s = src + static_cast<std::ptrdiff_t>(r) * lda;
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = s[p];
+                    const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
+                    if (csa == 1) {
+                        for (std::size_t r = 0; r < h; ++r) {
+                            const T* s = src + static_cast<std::ptrdiff_t>(r) * lda;
+                            for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = s[p];
+                        }
+                    } else {
+                        // Column-strided A (a transposed operand): walk each column's rows.
+                        for (std::size_t p = 0; p < kc; ++p) {
+                            const T* s = src + static_cast<std::ptrdiff_t>(p) * csa;
+                            for (std::size_t r = 0; r < h; ++r) dst[p * MR + r] = s[static_cast<std::ptrdiff_t>(r) * lda];
+                        }
                     }
                     for (std::size_t r = h; r < MR; ++r)
                         for (std::size_t p = 0; p < kc; ++p) dst[p * MR + r] = T(0);
@@ -4204,10 +4285,15 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
                                 const T* trow = tile + r * NR;
+                                std::size_t j = 0;
+                                for (; j + N <= w; j += N) {  // whole vectors of the valid part
+                                    const auto t = hn::Load(d, trow + j);
+                                    hn::StoreU(accumulate ? hn::Add(hn::LoadU(d, crow + j), t) : t, d, crow + j);
+                                }
                                 if (accumulate) {
-                                    for (std::size_t j = 0; j < w; ++j) crow[j] += trow[j];
+                                    for (; j < w; ++j) crow[j] += trow[j];
                                 } else {
-                                    for (std::size_t j = 0; j < w; ++j) crow[j] = trow[j];
+                                    for (; j < w; ++j) crow[j] = trow[j];
                                 }
                             }
                         }
@@ -4218,13 +4304,34 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, const T* b, std::p
     }
 }
 
-inline void matmul_f32(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, float* c,
-                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    matmul_impl<float>(a, lda, b, ldb, c, ldc, m, n, k);
+template <class T>
+HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const T* b, std::ptrdiff_t ldb,
+                              std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n,
+                              std::size_t k) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) c[static_cast<std::ptrdiff_t>(i) * ldc + static_cast<std::ptrdiff_t>(j)] = T(0);
+        return;
+    }
+    if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks instead of
+    // 8 x 3 panels that would be one third zero padding. Same sums in the same order.
+    const hn::ScalableTag<T> d;
+    if (n <= 2 * hn::Lanes(d)) return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+#endif
+    matmul_blocked<T, kGemmMR, kGemmNV>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
-inline void matmul_f64(const double* a, std::ptrdiff_t lda, const double* b, std::ptrdiff_t ldb, double* c,
-                       std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    matmul_impl<double>(a, lda, b, ldb, c, ldc, m, n, k);
+
+inline void matmul_f32(const float* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const float* b, std::ptrdiff_t ldb,
+                       std::ptrdiff_t csb, float* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    matmul_impl<float>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+}
+inline void matmul_f64(const double* a, std::ptrdiff_t lda, std::ptrdiff_t csa, const double* b, std::ptrdiff_t ldb,
+                       std::ptrdiff_t csb, double* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n,
+                       std::size_t k) {
+    matmul_impl<double>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -4351,6 +4458,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     for (; i + tile <= end; i += tile) {
         for (std::size_t r = 0; r < p.num_registers; ++r)
             if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+            else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
         run_tile(tile);
     }
     if (i < end) {
@@ -4360,15 +4468,17 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         if (whole > 0) {
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
+                else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
             run_tile(whole);
             i += whole;
         }
         const std::size_t n = end - i;
         if (n > 0) {
             for (std::size_t r = 0; r < p.num_registers; ++r)
-                if (p.mode[r] == operand_mode::contiguous) {
+                if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::row) {
+                    const T* src = p.mode[r] == operand_mode::row ? base[r] + i % p.period[r] : base[r] + i;
                     cur[r] = scratch + r * program_scratch_stride<T>;
-                    for (std::size_t j = 0; j < n; ++j) cur[r][j] = base[r][i + j];
+                    for (std::size_t j = 0; j < n; ++j) cur[r][j] = src[j];
                     for (std::size_t j = n; j < N; ++j) cur[r][j] = T(1);
                 } else if (p.mode[r] == operand_mode::output) {
                     cur[r] = scratch + r * program_scratch_stride<T>;
@@ -5023,11 +5133,23 @@ inline double reduce(reduce_op op, const double* a, std::size_t n) { return deta
 /// C[m x n] = A[m x k] * B[k x n], row-major with element leading dimensions; overwrites C.
 inline void matmul(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, float* c,
                    std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    detail::active().matmul_f32(a, lda, b, ldb, c, ldc, m, n, k);
+    detail::active().matmul_f32(a, lda, 1, b, ldb, 1, c, ldc, m, n, k);
 }
 inline void matmul(const double* a, std::ptrdiff_t lda, const double* b, std::ptrdiff_t ldb, double* c,
                    std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
-    detail::active().matmul_f64(a, lda, b, ldb, c, ldc, m, n, k);
+    detail::active().matmul_f64(a, lda, 1, b, ldb, 1, c, ldc, m, n, k);
+}
+/// The same with element strides for A's and B's rows and columns: A(i, p) = a[i*rsa + p*csa],
+/// B(p, j) = b[p*rsb + j*csb] (a transposed operand is read in place, packed once per block
+/// like any other). C is row-major with leading dimension ldc. Results are bitwise those of
+/// the contiguous form for the same values.
+inline void matmul(const float* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const float* b, std::ptrdiff_t rsb,
+                   std::ptrdiff_t csb, float* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    detail::active().matmul_f32(a, rsa, csa, b, rsb, csb, c, ldc, m, n, k);
+}
+inline void matmul(const double* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const double* b, std::ptrdiff_t rsb,
+                   std::ptrdiff_t csb, double* c, std::ptrdiff_t ldc, std::size_t m, std::size_t n, std::size_t k) {
+    detail::active().matmul_f64(a, rsa, csa, b, rsb, csb, c, ldc, m, n, k);
 }
 /// Row-wise softmax (log=false) or log_softmax (log=true) over `rows` contiguous rows.
 inline void softmax_rows(const float* in, float* out, std::size_t rows, std::size_t cols, bool log) {
@@ -6193,12 +6315,6 @@ GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
 // matmul with torch.matmul's rules: 1-D operands are promoted, batch dimensions broadcast.
 
 namespace graft {
-namespace detail {
-
-/// A view of `m` (rank 2) whose rows are unit-stride, copying only when needed.
-[[nodiscard]] GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m);
-
-}  // namespace detail
 
 namespace ops {
 
@@ -6215,14 +6331,6 @@ namespace ops {
 // Definitions for graft/ops/linalg.hpp (compiled once in compiled mode; see graft/config.hpp).
 
 namespace graft {
-namespace detail {
-
-GRAFT_INLINE Tensor with_unit_column_stride(const Tensor& m) {
-    return (m.size(1) <= 1 || m.stride(1) == 1) ? m : raw::contiguous(m);
-}
-
-}  // namespace detail
-
 namespace ops {
 
 GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -6237,6 +6345,21 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
                   " and ", b.type());
     detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
+    if (a.dim() == 2 && b.dim() == 2) {
+        // The common case, without batch views: the kernel reads both operands in place.
+        const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+        detail::check(b.size(0) == k, "matmul: shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (", m,
+                      "x", k, " and ", b.size(0), "x", n, ")");
+        Tensor out = empty({m, n}, a.type());
+        detail::visit_dtype(a.type(), [&](auto z) {
+            using T = decltype(z);
+            if constexpr (std::is_floating_point_v<T>)
+                kernels::matmul(a.data_ptr<T>(), a.stride(0), a.stride(1), b.data_ptr<T>(), b.stride(0), b.stride(1),
+                                out.data_ptr<T>(), n, static_cast<std::size_t>(m), static_cast<std::size_t>(n),
+                                static_cast<std::size_t>(k));
+        });
+        return out;
+    }
     const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
     const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
     const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
@@ -6257,11 +6380,12 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
         if constexpr (std::is_floating_point_v<T>) {
             T* o = out.data_ptr<T>();
             for (std::int64_t i = 0; i < nbatch; ++i) {
-                const Tensor xm = detail::with_unit_column_stride(detail::raw::select(xe, 0, i));
-                const Tensor ym = detail::with_unit_column_stride(detail::raw::select(ye, 0, i));
-                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), ym.data_ptr<T>(), ym.stride(0), o + i * m * n, n,
-                                static_cast<std::size_t>(m), static_cast<std::size_t>(n),
-                                static_cast<std::size_t>(k));
+                // Any strides (a transposed operand included): the kernel packs them in place.
+                const Tensor xm = detail::raw::select(xe, 0, i);
+                const Tensor ym = detail::raw::select(ye, 0, i);
+                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), xm.stride(1), ym.data_ptr<T>(), ym.stride(0),
+                                ym.stride(1), o + i * m * n, n, static_cast<std::size_t>(m),
+                                static_cast<std::size_t>(n), static_cast<std::size_t>(k));
             }
         }
     });
@@ -20494,6 +20618,22 @@ private:
     static void run_node(const ir::Node* n, std::span<const int> in_slots, std::span<const int> out_slots,
                          frame_t& frame, const observer_fn* observe);
 
+    /// When `in` broadcasts to `out` as one row repeated over out's leading dimensions (in's
+    /// sizes, leading 1s dropped, are out's trailing sizes, and in is smaller): the row's
+    /// length; otherwise 0.
+    static std::size_t row_period(const int_list& in, const int_list& out) {
+        std::size_t lead = 0;
+        while (lead < in.size() && in[lead] == 1) ++lead;
+        const std::size_t rank = in.size() - lead;
+        if (rank == 0 || rank > out.size()) return 0;
+        std::size_t period = 1;
+        for (std::size_t d = 0; d < rank; ++d) {
+            if (in[lead + d] != out[out.size() - rank + d]) return 0;
+            period *= static_cast<std::size_t>(in[lead + d]);
+        }
+        return period < static_cast<std::size_t>(graft::detail::numel_of(out)) ? period : 0;
+    }
+
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
@@ -20507,6 +20647,7 @@ private:
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
         reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
+        reg_vector<std::size_t> periods(nregs, 0);  // row registers: the row's length
         reg_vector<T> numbers(ninputs);
         reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
@@ -20546,6 +20687,17 @@ private:
                 } else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1) {
                     base[k] = data;
                     mode[k] = kernels::operand_mode::broadcast;
+                } else if (const std::size_t period = row_period(im->sizes, sizes);
+                           period > 0 && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+                    // A row broadcast over the leading dimensions (a bias): the row, then one
+                    // tile of it repeated, instead of a copy at the full shape.
+                    constexpr std::size_t tile = kernels::program_tile_elements<T>;
+                    held.push_back(empty({static_cast<std::int64_t>(period + tile)}, g.type));
+                    T* rep = static_cast<T*>(held.back().raw_data());
+                    for (std::size_t j = 0; j < period + tile; ++j) rep[j] = data[j % period];
+                    base[k] = rep;
+                    mode[k] = kernels::operand_mode::row;
+                    periods[k] = period;
                 } else {
                     // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
                     try {
@@ -20572,7 +20724,7 @@ private:
             mode[r] = kernels::operand_mode::output;
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
-        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs};
+        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data()};
         const auto n = static_cast<std::size_t>(numel);
         const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
         if (threads >= 2) {
