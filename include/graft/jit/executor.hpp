@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -220,7 +221,10 @@ struct specialization {
     std::unique_ptr<plan> run_plan;  // fused or eager
     std::shared_ptr<capture::aot_function> diff;
     std::shared_ptr<plan> forward_plan, backward_plan;
-    std::string graph_text;
+    /// For debug_state(), rendered only when asked (a compile should not print graphs): the
+    /// profiled types of the graph's values by name, and text that follows the graph.
+    std::map<std::string, ir::Type> profiled_types;
+    std::string graph_suffix;
     std::size_t fusion_groups = 0;
     double compile_ms = 0;
     /// The fallback function: runs the graph through an executor with one specialization less.
@@ -232,6 +236,10 @@ struct specialization {
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
     [[nodiscard]] bool admits(std::span<const ir::ivalue> in) const;
+
+    /// The specialized graph `g` (with its profiled types), or the forward and backward graphs
+    /// of a differentiable plan, with their fusion groups, as text.
+    [[nodiscard]] std::string graph_text(const ir::Graph& g) const;
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in) const;
 };
@@ -275,7 +283,7 @@ private:
     [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const;
 
     /// The graph with the profiled types on its values, as text.
-    [[nodiscard]] std::string specialized_text() const;
+    [[nodiscard]] std::map<std::string, ir::Type> profiled_types() const;
 
     void compile(const std::vector<ir::ivalue>& in);
 

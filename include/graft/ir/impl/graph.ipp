@@ -214,6 +214,8 @@ GRAFT_INLINE bool has_use(const Value* v, const Use& u) {
 
 GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g) {
     using graft::detail::check;
+    using graft::detail::concat;
+    using graft::detail::fail;
     const std::size_t scope = visible.size();
     const auto is_visible = [&](const Value* v) {
         return std::find(visible.begin(), visible.end(), v) != visible.end();
@@ -260,45 +262,70 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                     known = known && r.has_value();
                     if (r) rank = std::max(rank, *r);
                 }
-            check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
-                  rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+            // Messages are formatted only on failure (lint runs at every executor construction).
+            if (known && *n->output()->type().tensor.rank() != rank)
+                fail(concat("Graph::lint: ", k.name, " of inputs of rank ", rank, " cannot produce %",
+                            n->output()->name(), " of type ", to_string(n->output()->type())));
         }
         if (k.elementwise && k.run && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
             n->output()->type().tensor.scalar_type) {
             // The dtype the op computes for its inputs' declared types: run it on one-element
             // tensors of the inputs' dtypes and ranks (ranks matter: 0-dim tensors promote less).
-            std::vector<ivalue> probe;
             bool known = true;
             for (const Value* in : n->inputs()) {
                 const Type& t = in->type();
-                if (t.is_tensor()) {
-                    if (!t.tensor.scalar_type || !t.tensor.rank()) {
-                        known = false;
-                        break;
-                    }
-                    probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
-                } else if (t.kind == type_kind::float_) {
-                    probe.emplace_back(1.0);
-                } else if (t.kind == type_kind::int_) {
-                    probe.emplace_back(std::int64_t{1});
-                } else {
-                    probe.emplace_back(true);
-                }
+                if (t.is_tensor() && (!t.tensor.scalar_type || !t.tensor.rank())) known = false;
             }
+            const auto make_probe = [&] {
+                std::vector<ivalue> probe;
+                for (const Value* in : n->inputs()) {
+                    const Type& t = in->type();
+                    if (t.is_tensor()) probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
+                    else if (t.kind == type_kind::float_) probe.emplace_back(1.0);
+                    else if (t.kind == type_kind::int_) probe.emplace_back(std::int64_t{1});
+                    else probe.emplace_back(true);
+                }
+                return probe;
+            };
             std::optional<dtype> computed;
             if (known) {
-                try {
-                    const graft::detail::observer_paused not_traced;  // lint may run while capturing
-                    const auto r = k.run(n->attributes(), probe);
-                    if (r.size() == 1)
-                        if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
-                } catch (const graft::error&) {
-                    // The op refuses these types: the interpreter will say why.
+                // Remembered per thread for ops without attributes (what they compute depends on
+                // the op and the inputs' kinds, dtypes and ranks only): lint runs at every
+                // capture and executor construction, and a probe allocates and runs the op.
+                thread_local std::map<std::vector<std::int64_t>, std::optional<dtype>> memo;
+                std::vector<std::int64_t> key;
+                const bool memoize = n->attributes().empty();
+                if (memoize) {
+                    key.push_back(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(&k)));
+                    for (const Value* in : n->inputs()) {
+                        const Type& t = in->type();
+                        key.push_back(static_cast<std::int64_t>(t.kind));
+                        if (t.is_tensor()) {
+                            key.push_back(static_cast<std::int64_t>(*t.tensor.scalar_type));
+                            key.push_back(static_cast<std::int64_t>(*t.tensor.rank()));
+                        }
+                    }
+                }
+                if (const auto it = memoize ? memo.find(key) : memo.end(); it != memo.end()) {
+                    computed = it->second;
+                } else {
+                    try {
+                        const graft::detail::observer_paused not_traced;  // lint may run while capturing
+                        const auto r = k.run(n->attributes(), make_probe());
+                        if (r.size() == 1)
+                            if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
+                    } catch (const graft::error&) {
+                        // The op refuses these types: the interpreter will say why.
+                    }
+                    if (memoize) {
+                        if (memo.size() >= 4096) memo.clear();  // bounded (fuzzed graphs)
+                        memo.emplace(std::move(key), computed);
+                    }
                 }
             }
-            check(!computed || *computed == *n->output()->type().tensor.scalar_type, "Graph::lint: ", k.name,
-                  " of the declared input types computes ", computed ? name(*computed) : std::string_view{}, ", but %",
-                  n->output()->name(), " is declared ", to_string(n->output()->type()));
+            if (computed && *computed != *n->output()->type().tensor.scalar_type)
+                fail(concat("Graph::lint: ", k.name, " of the declared input types computes ", name(*computed), ", but %",
+                            n->output()->name(), " is declared ", to_string(n->output()->type())));
         }
         if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
             const attribute& a = n->attributes().at("value");
@@ -311,33 +338,38 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                                   std::holds_alternative<std::int64_t>(a) || std::holds_alternative<bool>(a);
             check(is_value, "Graph::lint: prim::Constant %", n->output()->name(),
                   ": 'value' must be a tensor or a number (strings and lists are attributes, not values)");
-            check(n->output()->type().kind == want, "Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
-                  to_string(n->output()->type()), " but its value is a ",
-                  want == type_kind::tensor ? "tensor" : want == type_kind::float_ ? "float" : want == type_kind::int_ ? "int" : "bool");
+            if (n->output()->type().kind != want)
+                fail(concat("Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                            to_string(n->output()->type()), " but its value is a ",
+                            want == type_kind::tensor   ? "tensor"
+                            : want == type_kind::float_ ? "float"
+                            : want == type_kind::int_   ? "int"
+                                                        : "bool"));
             if (const auto* t = std::get_if<Tensor>(&a); t && t->defined())
-                check((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
-                          (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size()),
-                      "Graph::lint: prim::Constant %", n->output()->name(), " is declared ", to_string(n->output()->type()),
-                      " but its value is ", t->type(), " ", t->sizes());
+                if (!((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
+                      (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size())))
+                    fail(concat("Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                                to_string(n->output()->type()), " but its value is ", t->type(), " ", t->sizes()));
         }
         for (const Value* out : n->outputs()) {
             if (k.elementwise || k.is_view)
-                check(out->type().is_tensor(), "Graph::lint: ", k.name, " produces a tensor, but %", out->name(),
-                      " has type ", to_string(out->type()));
+                if (!out->type().is_tensor())
+                    fail(concat("Graph::lint: ", k.name, " produces a tensor, but %", out->name(), " has type ",
+                                to_string(out->type())));
         }
         if (n->is<kinds::if_>()) {
             const Type& c = n->input(0)->type();
             // A number, or a one-element tensor (graft::cond's predicate; checked when run).
-            check(!c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_,
-                  "Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c));
+            if (c.is_tensor() && c.tensor.scalar_type && *c.tensor.scalar_type != dtype::bool_)
+                fail(concat("Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c)));
             for (const Block* inner : n->blocks()) {
                 check(inner->inputs().empty(), "Graph::lint: prim::If blocks take no inputs");
                 check(inner->outputs().size() == n->outputs().size(), "Graph::lint: prim::If has ",
                       n->outputs().size(), " outputs but a block returns ", inner->outputs().size());
                 for (std::size_t i = 0; i < inner->outputs().size(); ++i)
-                    check(inner->outputs()[i]->type().kind == n->outputs()[i]->type().kind, "Graph::lint: prim::If output ",
-                          i, " has type ", to_string(n->outputs()[i]->type()), " but a block returns ",
-                          to_string(inner->outputs()[i]->type()));
+                    if (inner->outputs()[i]->type().kind != n->outputs()[i]->type().kind)
+                        fail(concat("Graph::lint: prim::If output ", i, " has type ", to_string(n->outputs()[i]->type()),
+                                    " but a block returns ", to_string(inner->outputs()[i]->type())));
             }
         }
         if (n->is<kinds::loop>()) {

@@ -287,7 +287,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
             p.symbolic = s->symbolic_text;
-            p.graph = s->graph_text;
+            p.graph = s->graph_text(*graph_);
             p.fusion_groups = s->fusion_groups;
             p.hits = s->hits.load(std::memory_order_relaxed);
             p.guard_failures = s->guard_failures.load(std::memory_order_relaxed);
@@ -383,13 +383,21 @@ GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
     return g;
 }
 
-GRAFT_INLINE std::string executor_state::specialized_text() const {
-    auto copy = graph_->copy();
-    // copy() keeps value names: map types by name.
+GRAFT_INLINE std::map<std::string, ir::Type> executor_state::profiled_types() const {
     std::map<std::string, ir::Type> types;
     if (record_)
         for (const auto& [v, p] : record_->values())
             if (!p.mixed_kinds) types[v->name()] = p.type;
+    return types;
+}
+
+GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
+    if (kind == plan_kind::differentiable && diff)
+        return "forward:\n" + ir::to_string(*diff->forward) + forward_plan->describe() + "backward:\n" +
+               ir::to_string(*diff->backward) + backward_plan->describe();
+    auto copy = g.copy();
+    // copy() keeps value names: map types by name.
+    const std::map<std::string, ir::Type>& types = profiled_types;
     const auto apply = [&](const ir::Block& b, auto& self) -> void {
         for (ir::Value* v : b.inputs())
             if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
@@ -400,7 +408,9 @@ GRAFT_INLINE std::string executor_state::specialized_text() const {
         }
     };
     apply(*copy->block(), apply);
-    return ir::to_string(*copy);
+    std::string text = ir::to_string(*copy);
+    if (kind == plan_kind::fused && run_plan) text += run_plan->describe();
+    return text + graph_suffix;
 }
 
 GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
@@ -441,12 +451,11 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         s->kind = plan_kind::eager;
         s->reason = "no profiling runs";
         s->run_plan = std::make_unique<plan>(graph_, plain_options(), type_of);
-        s->graph_text = specialized_text();
     } else if (!needs_grad) {
         s->kind = plan_kind::fused;
         s->run_plan = std::make_unique<plan>(graph_, bo, type_of);
         s->fusion_groups = s->run_plan->num_fusion_groups();
-        s->graph_text = specialized_text() + s->run_plan->describe();
+        s->profiled_types = profiled_types();
     } else {
         s->reason = differentiable_plan(*s, in, bo, behavior);
         if (s->reason.empty()) {
@@ -461,7 +470,8 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
                 s->fusion_groups = 0;
             }
             s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
-            s->graph_text = specialized_text() + text;
+            s->profiled_types = profiled_types();
+            s->graph_suffix = std::move(text);
         }
     }
     // The fallback function: the same graph, one specialization less.
@@ -645,8 +655,6 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     bbo.symbolic = bwd_sym;
     std::tie(s.forward_plan, s.backward_plan) = plug_fused_plans(*f, fbo, bbo);
     s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
-    s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
-                   ir::to_string(*f->backward) + s.backward_plan->describe();
     s.diff = std::move(f);
     return {};
 }
