@@ -15081,6 +15081,8 @@ GRAFT_INLINE bool has_use(const Value* v, const Use& u) {
 
 GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible, const Graph& g) {
     using graft::detail::check;
+    using graft::detail::concat;
+    using graft::detail::fail;
     const std::size_t scope = visible.size();
     const auto is_visible = [&](const Value* v) {
         return std::find(visible.begin(), visible.end(), v) != visible.end();
@@ -15127,45 +15129,70 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                     known = known && r.has_value();
                     if (r) rank = std::max(rank, *r);
                 }
-            check(!known || *n->output()->type().tensor.rank() == rank, "Graph::lint: ", k.name, " of inputs of rank ",
-                  rank, " cannot produce %", n->output()->name(), " of type ", to_string(n->output()->type()));
+            // Messages are formatted only on failure (lint runs at every executor construction).
+            if (known && *n->output()->type().tensor.rank() != rank)
+                fail(concat("Graph::lint: ", k.name, " of inputs of rank ", rank, " cannot produce %",
+                            n->output()->name(), " of type ", to_string(n->output()->type())));
         }
         if (k.elementwise && k.run && n->outputs().size() == 1 && n->output()->type().is_tensor() &&
             n->output()->type().tensor.scalar_type) {
             // The dtype the op computes for its inputs' declared types: run it on one-element
             // tensors of the inputs' dtypes and ranks (ranks matter: 0-dim tensors promote less).
-            std::vector<ivalue> probe;
             bool known = true;
             for (const Value* in : n->inputs()) {
                 const Type& t = in->type();
-                if (t.is_tensor()) {
-                    if (!t.tensor.scalar_type || !t.tensor.rank()) {
-                        known = false;
-                        break;
-                    }
-                    probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
-                } else if (t.kind == type_kind::float_) {
-                    probe.emplace_back(1.0);
-                } else if (t.kind == type_kind::int_) {
-                    probe.emplace_back(std::int64_t{1});
-                } else {
-                    probe.emplace_back(true);
-                }
+                if (t.is_tensor() && (!t.tensor.scalar_type || !t.tensor.rank())) known = false;
             }
+            const auto make_probe = [&] {
+                std::vector<ivalue> probe;
+                for (const Value* in : n->inputs()) {
+                    const Type& t = in->type();
+                    if (t.is_tensor()) probe.emplace_back(ones(int_list(*t.tensor.rank(), 1), *t.tensor.scalar_type));
+                    else if (t.kind == type_kind::float_) probe.emplace_back(1.0);
+                    else if (t.kind == type_kind::int_) probe.emplace_back(std::int64_t{1});
+                    else probe.emplace_back(true);
+                }
+                return probe;
+            };
             std::optional<dtype> computed;
             if (known) {
-                try {
-                    const graft::detail::observer_paused not_traced;  // lint may run while capturing
-                    const auto r = k.run(n->attributes(), probe);
-                    if (r.size() == 1)
-                        if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
-                } catch (const graft::error&) {
-                    // The op refuses these types: the interpreter will say why.
+                // Remembered per thread for ops without attributes (what they compute depends on
+                // the op and the inputs' kinds, dtypes and ranks only): lint runs at every
+                // capture and executor construction, and a probe allocates and runs the op.
+                thread_local std::map<std::vector<std::int64_t>, std::optional<dtype>> memo;
+                std::vector<std::int64_t> key;
+                const bool memoize = n->attributes().empty();
+                if (memoize) {
+                    key.push_back(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(&k)));
+                    for (const Value* in : n->inputs()) {
+                        const Type& t = in->type();
+                        key.push_back(static_cast<std::int64_t>(t.kind));
+                        if (t.is_tensor()) {
+                            key.push_back(static_cast<std::int64_t>(*t.tensor.scalar_type));
+                            key.push_back(static_cast<std::int64_t>(*t.tensor.rank()));
+                        }
+                    }
+                }
+                if (const auto it = memoize ? memo.find(key) : memo.end(); it != memo.end()) {
+                    computed = it->second;
+                } else {
+                    try {
+                        const graft::detail::observer_paused not_traced;  // lint may run while capturing
+                        const auto r = k.run(n->attributes(), make_probe());
+                        if (r.size() == 1)
+                            if (const auto* t = std::get_if<Tensor>(&r[0])) computed = t->type();
+                    } catch (const graft::error&) {
+                        // The op refuses these types: the interpreter will say why.
+                    }
+                    if (memoize) {
+                        if (memo.size() >= 4096) memo.clear();  // bounded (fuzzed graphs)
+                        memo.emplace(std::move(key), computed);
+                    }
                 }
             }
-            check(!computed || *computed == *n->output()->type().tensor.scalar_type, "Graph::lint: ", k.name,
-                  " of the declared input types computes ", computed ? name(*computed) : std::string_view{}, ", but %",
-                  n->output()->name(), " is declared ", to_string(n->output()->type()));
+            if (computed && *computed != *n->output()->type().tensor.scalar_type)
+                fail(concat("Graph::lint: ", k.name, " of the declared input types computes ", name(*computed), ", but %",
+                            n->output()->name(), " is declared ", to_string(n->output()->type())));
         }
         if (n->is<kinds::constant>() && n->outputs().size() == 1 && n->attributes().count("value")) {
             const attribute& a = n->attributes().at("value");
@@ -15178,33 +15205,38 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
                                   std::holds_alternative<std::int64_t>(a) || std::holds_alternative<bool>(a);
             check(is_value, "Graph::lint: prim::Constant %", n->output()->name(),
                   ": 'value' must be a tensor or a number (strings and lists are attributes, not values)");
-            check(n->output()->type().kind == want, "Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
-                  to_string(n->output()->type()), " but its value is a ",
-                  want == type_kind::tensor ? "tensor" : want == type_kind::float_ ? "float" : want == type_kind::int_ ? "int" : "bool");
+            if (n->output()->type().kind != want)
+                fail(concat("Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                            to_string(n->output()->type()), " but its value is a ",
+                            want == type_kind::tensor   ? "tensor"
+                            : want == type_kind::float_ ? "float"
+                            : want == type_kind::int_   ? "int"
+                                                        : "bool"));
             if (const auto* t = std::get_if<Tensor>(&a); t && t->defined())
-                check((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
-                          (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size()),
-                      "Graph::lint: prim::Constant %", n->output()->name(), " is declared ", to_string(n->output()->type()),
-                      " but its value is ", t->type(), " ", t->sizes());
+                if (!((!n->output()->type().tensor.scalar_type || *n->output()->type().tensor.scalar_type == t->type()) &&
+                      (!n->output()->type().tensor.rank() || *n->output()->type().tensor.rank() == t->sizes().size())))
+                    fail(concat("Graph::lint: prim::Constant %", n->output()->name(), " is declared ",
+                                to_string(n->output()->type()), " but its value is ", t->type(), " ", t->sizes()));
         }
         for (const Value* out : n->outputs()) {
             if (k.elementwise || k.is_view)
-                check(out->type().is_tensor(), "Graph::lint: ", k.name, " produces a tensor, but %", out->name(),
-                      " has type ", to_string(out->type()));
+                if (!out->type().is_tensor())
+                    fail(concat("Graph::lint: ", k.name, " produces a tensor, but %", out->name(), " has type ",
+                                to_string(out->type())));
         }
         if (n->is<kinds::if_>()) {
             const Type& c = n->input(0)->type();
             // A number, or a one-element tensor (graft::cond's predicate; checked when run).
-            check(!c.is_tensor() || !c.tensor.scalar_type || *c.tensor.scalar_type == dtype::bool_,
-                  "Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c));
+            if (c.is_tensor() && c.tensor.scalar_type && *c.tensor.scalar_type != dtype::bool_)
+                fail(concat("Graph::lint: prim::If needs a number or a bool tensor condition, got ", to_string(c)));
             for (const Block* inner : n->blocks()) {
                 check(inner->inputs().empty(), "Graph::lint: prim::If blocks take no inputs");
                 check(inner->outputs().size() == n->outputs().size(), "Graph::lint: prim::If has ",
                       n->outputs().size(), " outputs but a block returns ", inner->outputs().size());
                 for (std::size_t i = 0; i < inner->outputs().size(); ++i)
-                    check(inner->outputs()[i]->type().kind == n->outputs()[i]->type().kind, "Graph::lint: prim::If output ",
-                          i, " has type ", to_string(n->outputs()[i]->type()), " but a block returns ",
-                          to_string(inner->outputs()[i]->type()));
+                    if (inner->outputs()[i]->type().kind != n->outputs()[i]->type().kind)
+                        fail(concat("Graph::lint: prim::If output ", i, " has type ", to_string(n->outputs()[i]->type()),
+                                    " but a block returns ", to_string(inner->outputs()[i]->type())));
             }
         }
         if (n->is<kinds::loop>()) {
@@ -19977,6 +20009,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21441,7 +21474,10 @@ struct specialization {
     std::unique_ptr<plan> run_plan;  // fused or eager
     std::shared_ptr<capture::aot_function> diff;
     std::shared_ptr<plan> forward_plan, backward_plan;
-    std::string graph_text;
+    /// For debug_state(), rendered only when asked (a compile should not print graphs): the
+    /// profiled types of the graph's values by name, and text that follows the graph.
+    std::map<std::string, ir::Type> profiled_types;
+    std::string graph_suffix;
     std::size_t fusion_groups = 0;
     double compile_ms = 0;
     /// The fallback function: runs the graph through an executor with one specialization less.
@@ -21453,6 +21489,10 @@ struct specialization {
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
 
     [[nodiscard]] bool admits(std::span<const ir::ivalue> in) const;
+
+    /// The specialized graph `g` (with its profiled types), or the forward and backward graphs
+    /// of a differentiable plan, with their fusion groups, as text.
+    [[nodiscard]] std::string graph_text(const ir::Graph& g) const;
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in) const;
 };
@@ -21496,7 +21536,7 @@ private:
     [[nodiscard]] input_guard make_guard(const ir::Value* v, fusion_behavior b) const;
 
     /// The graph with the profiled types on its values, as text.
-    [[nodiscard]] std::string specialized_text() const;
+    [[nodiscard]] std::map<std::string, ir::Type> profiled_types() const;
 
     void compile(const std::vector<ir::ivalue>& in);
 
@@ -21919,7 +21959,7 @@ GRAFT_INLINE void executor_state::collect(debug_state& d) const {
             for (const auto& g : s->guards) p.guards.push_back(g.describe());
             p.seen_shapes = s->seen_shapes;
             p.symbolic = s->symbolic_text;
-            p.graph = s->graph_text;
+            p.graph = s->graph_text(*graph_);
             p.fusion_groups = s->fusion_groups;
             p.hits = s->hits.load(std::memory_order_relaxed);
             p.guard_failures = s->guard_failures.load(std::memory_order_relaxed);
@@ -22015,13 +22055,21 @@ GRAFT_INLINE input_guard differentiable_guard(const Tensor& t) {
     return g;
 }
 
-GRAFT_INLINE std::string executor_state::specialized_text() const {
-    auto copy = graph_->copy();
-    // copy() keeps value names: map types by name.
+GRAFT_INLINE std::map<std::string, ir::Type> executor_state::profiled_types() const {
     std::map<std::string, ir::Type> types;
     if (record_)
         for (const auto& [v, p] : record_->values())
             if (!p.mixed_kinds) types[v->name()] = p.type;
+    return types;
+}
+
+GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
+    if (kind == plan_kind::differentiable && diff)
+        return "forward:\n" + ir::to_string(*diff->forward) + forward_plan->describe() + "backward:\n" +
+               ir::to_string(*diff->backward) + backward_plan->describe();
+    auto copy = g.copy();
+    // copy() keeps value names: map types by name.
+    const std::map<std::string, ir::Type>& types = profiled_types;
     const auto apply = [&](const ir::Block& b, auto& self) -> void {
         for (ir::Value* v : b.inputs())
             if (auto it = types.find(v->name()); it != types.end()) v->set_type(it->second);
@@ -22032,7 +22080,9 @@ GRAFT_INLINE std::string executor_state::specialized_text() const {
         }
     };
     apply(*copy->block(), apply);
-    return ir::to_string(*copy);
+    std::string text = ir::to_string(*copy);
+    if (kind == plan_kind::fused && run_plan) text += run_plan->describe();
+    return text + graph_suffix;
 }
 
 GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
@@ -22073,12 +22123,11 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
         s->kind = plan_kind::eager;
         s->reason = "no profiling runs";
         s->run_plan = std::make_unique<plan>(graph_, plain_options(), type_of);
-        s->graph_text = specialized_text();
     } else if (!needs_grad) {
         s->kind = plan_kind::fused;
         s->run_plan = std::make_unique<plan>(graph_, bo, type_of);
         s->fusion_groups = s->run_plan->num_fusion_groups();
-        s->graph_text = specialized_text() + s->run_plan->describe();
+        s->profiled_types = profiled_types();
     } else {
         s->reason = differentiable_plan(*s, in, bo, behavior);
         if (s->reason.empty()) {
@@ -22093,7 +22142,8 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
                 s->fusion_groups = 0;
             }
             s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
-            s->graph_text = specialized_text() + text;
+            s->profiled_types = profiled_types();
+            s->graph_suffix = std::move(text);
         }
     }
     // The fallback function: the same graph, one specialization less.
@@ -22277,8 +22327,6 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     bbo.symbolic = bwd_sym;
     std::tie(s.forward_plan, s.backward_plan) = plug_fused_plans(*f, fbo, bbo);
     s.fusion_groups = s.forward_plan->num_fusion_groups() + s.backward_plan->num_fusion_groups();
-    s.graph_text = "forward:\n" + ir::to_string(*f->forward) + s.forward_plan->describe() + "backward:\n" +
-                   ir::to_string(*f->backward) + s.backward_plan->describe();
     s.diff = std::move(f);
     return {};
 }
