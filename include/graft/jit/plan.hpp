@@ -308,7 +308,12 @@ private:
                     constexpr std::size_t tile = kernels::program_tile_elements<T>;
                     held.push_back(empty({static_cast<std::int64_t>(period + tile)}, g.type));
                     T* rep = static_cast<T*>(held.back().raw_data());
-                    for (std::size_t j = 0; j < period + tile; ++j) rep[j] = data[j % period];
+                    std::memcpy(rep, data, period * sizeof(T));
+                    for (std::size_t done = period; done < period + tile;) {  // doubling copies
+                        const std::size_t n = std::min(done, period + tile - done);
+                        std::memcpy(rep + done, rep, n * sizeof(T));
+                        done += n;
+                    }
                     base[k] = rep;
                     mode[k] = kernels::operand_mode::row;
                     periods[k] = period;
