@@ -20727,7 +20727,12 @@ private:
                     constexpr std::size_t tile = kernels::program_tile_elements<T>;
                     held.push_back(empty({static_cast<std::int64_t>(period + tile)}, g.type));
                     T* rep = static_cast<T*>(held.back().raw_data());
-                    for (std::size_t j = 0; j < period + tile; ++j) rep[j] = data[j % period];
+                    std::memcpy(rep, data, period * sizeof(T));
+                    for (std::size_t done = period; done < period + tile;) {  // doubling copies
+                        const std::size_t n = std::min(done, period + tile - done);
+                        std::memcpy(rep + done, rep, n * sizeof(T));
+                        done += n;
+                    }
                     base[k] = rep;
                     mode[k] = kernels::operand_mode::row;
                     periods[k] = period;
@@ -22849,7 +22854,11 @@ private:
         /// sizes (a view to x.size(0) rows): calls must keep the dimensions sharing a symbol
         /// equal and give integral values to every computed attribute.
         const ir::symbolic_sizes* symbolic = nullptr;
+        /// `sizes` and `free` as one list per input for the hot path: the exact size, or -1 (free).
+        std::vector<std::vector<std::int64_t>> want;
 
+        /// Fills `want` from `sizes` and `free`.
+        void index_sizes();
         /// Is the graph f for these inputs (aliasing pattern and sizes)?
         [[nodiscard]] bool serves(std::span<const Tensor> inputs) const;
     };
@@ -23012,14 +23021,24 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
     return c ? &c->exec.graph() : nullptr;
 }
 
+GRAFT_INLINE void script_state::compiled::index_sizes() {
+    want.clear();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        want.emplace_back(sizes[i].begin(), sizes[i].end());
+        if (!free.empty())
+            for (std::size_t d = 0; d < want.back().size(); ++d)
+                if (free[i][d]) want.back()[d] = -1;
+    }
+}
+
 GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs) const {
     if (!cap.meta().aliasing_matches(inputs)) return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const int_list& s = inputs[i].sizes();
-        const int_list& c = sizes[i];
-        if (s.size() != c.size()) return false;
-        for (std::size_t d = 0; d < c.size(); ++d)
-            if (free.empty() || !free[i][d] ? s[d] != c[d] : s[d] <= 1) return false;
+        const std::vector<std::int64_t>& w = want[i];
+        if (s.size() != w.size()) return false;
+        for (std::size_t d = 0; d < w.size(); ++d)
+            if (w[d] >= 0 ? s[d] != w[d] : s[d] <= 1) return false;  // free: any size of 2 or more
     }
     if (symbolic) {
         // Dimensions that share a symbol stay equal, and every attribute computed from the
@@ -23128,12 +23147,17 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             executor exec(cap.graph().copy(), std::move(other_graphs), options_, probe->hints);
             const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
             if (!symbolic) free = {};
-            return std::make_unique<compiled>(
-                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic});
+            auto c = std::make_unique<compiled>(
+                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic, {}});
+            c->index_sizes();
+            return c;
         }
         if (!probe) free = {};
         executor exec(cap.graph(), options_);
-        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr});
+        auto c = std::make_unique<compiled>(
+            compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
+        c->index_sizes();
+        return c;
     };
     std::lock_guard lock(mutex_);
     first = compiled_.load(std::memory_order_acquire);

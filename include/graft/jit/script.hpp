@@ -59,7 +59,11 @@ private:
         /// sizes (a view to x.size(0) rows): calls must keep the dimensions sharing a symbol
         /// equal and give integral values to every computed attribute.
         const ir::symbolic_sizes* symbolic = nullptr;
+        /// `sizes` and `free` as one list per input for the hot path: the exact size, or -1 (free).
+        std::vector<std::vector<std::int64_t>> want;
 
+        /// Fills `want` from `sizes` and `free`.
+        void index_sizes();
         /// Is the graph f for these inputs (aliasing pattern and sizes)?
         [[nodiscard]] bool serves(std::span<const Tensor> inputs) const;
     };

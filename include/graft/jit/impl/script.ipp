@@ -70,14 +70,24 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
     return c ? &c->exec.graph() : nullptr;
 }
 
+GRAFT_INLINE void script_state::compiled::index_sizes() {
+    want.clear();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        want.emplace_back(sizes[i].begin(), sizes[i].end());
+        if (!free.empty())
+            for (std::size_t d = 0; d < want.back().size(); ++d)
+                if (free[i][d]) want.back()[d] = -1;
+    }
+}
+
 GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs) const {
     if (!cap.meta().aliasing_matches(inputs)) return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const int_list& s = inputs[i].sizes();
-        const int_list& c = sizes[i];
-        if (s.size() != c.size()) return false;
-        for (std::size_t d = 0; d < c.size(); ++d)
-            if (free.empty() || !free[i][d] ? s[d] != c[d] : s[d] <= 1) return false;
+        const std::vector<std::int64_t>& w = want[i];
+        if (s.size() != w.size()) return false;
+        for (std::size_t d = 0; d < w.size(); ++d)
+            if (w[d] >= 0 ? s[d] != w[d] : s[d] <= 1) return false;  // free: any size of 2 or more
     }
     if (symbolic) {
         // Dimensions that share a symbol stay equal, and every attribute computed from the
@@ -186,12 +196,17 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             executor exec(cap.graph().copy(), std::move(other_graphs), options_, probe->hints);
             const ir::symbolic_sizes* symbolic = exec.symbolic_sizes();
             if (!symbolic) free = {};
-            return std::make_unique<compiled>(
-                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic});
+            auto c = std::make_unique<compiled>(
+                compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic, {}});
+            c->index_sizes();
+            return c;
         }
         if (!probe) free = {};
         executor exec(cap.graph(), options_);
-        return std::make_unique<compiled>(compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr});
+        auto c = std::make_unique<compiled>(
+            compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
+        c->index_sizes();
+        return c;
     };
     std::lock_guard lock(mutex_);
     first = compiled_.load(std::memory_order_acquire);
