@@ -341,6 +341,45 @@ TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, nu
     }
 }
 
+TEST_CASE("jit: comparisons and where fuse (relu's backward), bitwise as eager", "[jit]") {
+    // Differentiable: relu's backward is where(y > 0, g, 0); it joins the backward's group.
+    const auto f = [](Tensor x, Tensor w) { return relu(x * w + 0.25) * x; };
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        auto fn = jit::script(f, opts());
+        for (int i = 0; i < 3; ++i) {
+            const Tensor x = randn({300}, t).requires_grad_(), w = randn({300}, t).requires_grad_();
+            const Tensor g = randn({300}, t);
+            const Tensor y = fn(x, w);
+            const auto grads = autograd::grad({y}, {x, w}, {g});
+            const Tensor xe = x.detach().requires_grad_(), we = w.detach().requires_grad_();
+            const Tensor ye = f(xe, we);
+            const auto want = autograd::grad({ye}, {xe, we}, {g});
+            CHECK(bitwise_equal(y, ye));
+            CHECK(bitwise_equal(grads[0], want[0]));
+            CHECK(bitwise_equal(grads[1], want[1]));
+        }
+        const std::string text = fn.debug_string();
+        INFO(text);
+        CHECK(text.find("= gt;") != std::string::npos);  // the comparison inside a fusion group
+        CHECK(text.find("= where;") != std::string::npos);
+    }
+    // A comparison also returned: fused as a condition, its bool tensor made after the group.
+    const auto h = [](Tensor x, Tensor y) {
+        const Tensor c = gt(x, y);
+        return std::vector<Tensor>{where(c, x * 2.0, y) - x, c};
+    };
+    auto fh = jit::script(h, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({7, 33}), y = randn({7, 33});
+        const auto got = fh(x, y);
+        const auto want = h(x, y);
+        CHECK(bitwise_equal(got[0], want[0]));
+        REQUIRE(got[1].type() == dtype::bool_);
+        CHECK(bitwise_equal(got[1], want[1]));
+    }
+    CHECK(fh.debug_string().find("= where;") != std::string::npos);
+}
+
 TEST_CASE("jit: a bias row broadcast over leading dimensions fuses without a full-size copy, same bits", "[jit]") {
     // x [R, C] (or [B, R, C]) with a bias b of C (or [1, C], [R, C] under a batch): the group
     // reads the row in place (period C); results are eager's bits at every tail and period.

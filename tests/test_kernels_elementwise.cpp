@@ -543,7 +543,7 @@ TEST_CASE("kernels: reference int64 and bool semantics", "[kernels][reference]")
 
 namespace {
 
-// A random program over every unary and binary op: registers 0..3 inputs (register 1 a
+// A random program over every unary, binary and compare op and where: registers 0..3 inputs (register 1 a
 // broadcast value, register 3 a row of `period` elements repeated), then one register per
 // instruction; the last two are outputs. The result
 // must be bitwise that of running the instructions one by one with unary()/binary() over
@@ -554,6 +554,7 @@ void check_programs_bitwise() {
     target_guard restore;
     constexpr int num_unary = static_cast<int>(gk::unary_op::cos) + 1;
     constexpr int num_binary = static_cast<int>(gk::binary_op::minimum) + 1;
+    constexpr int num_compare = static_cast<int>(gk::compare_op::ge) + 1;
     std::mt19937 rng(7);
     for (gk::target t : gk::available_targets()) {
         gk::set_target(t);
@@ -563,10 +564,14 @@ void check_programs_bitwise() {
             for (std::size_t k = 0; k < num_instr; ++k) {
                 gk::program_instr in;
                 const auto avail = static_cast<unsigned>(4 + k);  // registers defined so far
-                in.binary = rng() % 2 == 0;
-                in.op = static_cast<std::uint8_t>(in.binary ? rng() % num_binary : rng() % num_unary);
+                in.kind = static_cast<gk::instr_kind>(rng() % 4);
+                in.op = static_cast<std::uint8_t>(in.kind == gk::instr_kind::binary    ? rng() % num_binary
+                                                  : in.kind == gk::instr_kind::compare ? rng() % num_compare
+                                                  : in.kind == gk::instr_kind::unary   ? rng() % num_unary
+                                                                                       : 0);
                 in.a = static_cast<std::uint16_t>(rng() % avail);
                 in.b = static_cast<std::uint16_t>(rng() % avail);
+                in.c = static_cast<std::uint16_t>(rng() % avail);
                 in.out = static_cast<std::uint16_t>(4 + k);
                 code.push_back(in);
             }
@@ -592,12 +597,23 @@ void check_programs_bitwise() {
                 const T one = make_data<T>(1, -2, 2, static_cast<std::uint32_t>(trial), false)[0];
                 reg[1].assign(n, one);
                 for (std::size_t i = 0; i < n; ++i) reg[3][i] = row[i % period];
+                const std::unique_ptr<bool[]> mask(new bool[n]);  // for the eager compare and where kernels
                 for (const gk::program_instr& in : code) {
-                    if (in.binary)
+                    if (in.kind == gk::instr_kind::binary) {
                         gk::binary(static_cast<gk::binary_op>(in.op), reg[in.a].data(), 1, reg[in.b].data(), 1,
                                    reg[in.out].data(), n);
-                    else
+                    } else if (in.kind == gk::instr_kind::unary) {
                         gk::unary(static_cast<gk::unary_op>(in.op), reg[in.a].data(), 1, reg[in.out].data(), n);
+                    } else if (in.kind == gk::instr_kind::compare) {
+                        // A condition register holds the bool as 1 or 0.
+                        gk::compare(static_cast<gk::compare_op>(in.op), reg[in.a].data(), 1, reg[in.b].data(), 1,
+                                    mask.get(), n);
+                        for (std::size_t i = 0; i < n; ++i) reg[in.out][i] = mask[i] ? T(1) : T(0);
+                    } else {
+                        for (std::size_t i = 0; i < n; ++i) mask[i] = reg[in.a][i] != T(0);
+                        gk::where(mask.get(), 1, reg[in.b].data(), 1, reg[in.c].data(), 1,
+                                  reg[in.out].data(), n);
+                    }
                 }
                 // Fused, in two parts (as two threads would split it).
                 std::vector<T> out_a(n, T(-7)), out_b(n, T(-7));
@@ -624,8 +640,9 @@ void check_programs_bitwise() {
                 const bool same_b = same_bits(out_b, reg[nregs - 1]);
                 std::string text;
                 for (const auto& in : code)
-                    text += std::string(in.binary ? "b" : "u") + std::to_string(in.op) + "(" + std::to_string(in.a) +
-                            (in.binary ? "," + std::to_string(in.b) : std::string()) + ")->" + std::to_string(in.out) + " ";
+                    text += std::string(1, "ubcw"[static_cast<int>(in.kind)]) + std::to_string(in.op) + "(" +
+                            std::to_string(in.a) + "," + std::to_string(in.b) + "," + std::to_string(in.c) + ")->" +
+                            std::to_string(in.out) + " ";
                 INFO("target " << gk::target_name(t) << " trial " << trial << " n " << n << " program " << text);
                 CHECK(same_a);
                 CHECK(same_b);

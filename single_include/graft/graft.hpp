@@ -2816,11 +2816,20 @@ enum class operand_mode : std::uint8_t {
                  // base[r] holds the row followed by its first program_tile_elements repeated
 };
 
-/// One instruction of a fused elementwise program: out = op(a) or out = op(a, b).
+/// What a program instruction computes.
+enum class instr_kind : std::uint8_t {
+    unary,    // out = op(a)                        (op: unary_op)
+    binary,   // out = op(a, b)                     (op: binary_op)
+    compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
+    where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
+};
+
+/// One instruction of a fused elementwise program. Conditions (compare results) live in
+/// registers as the values 1 and 0 of the program's type.
 struct program_instr {
-    bool binary = false;
-    std::uint8_t op = 0;  // unary_op or binary_op
-    std::uint16_t a = 0, b = 0, out = 0;
+    instr_kind kind = instr_kind::unary;
+    std::uint8_t op = 0;  // unary_op, binary_op or compare_op
+    std::uint16_t a = 0, b = 0, c = 0, out = 0;
 };
 
 /// A fused elementwise program: the per-register addressing and the instructions.
@@ -4425,6 +4434,40 @@ HWY_INLINE void program_binary(binary_op op, const T* a, const T* b, T* out, std
     }
 }
 
+template <class D, class F>
+HWY_INLINE void sweep_compare(D d, const F& f, const hn::TFromD<D>* a, const hn::TFromD<D>* b, hn::TFromD<D>* out,
+                              std::size_t m) {
+    using T = hn::TFromD<D>;
+    const std::size_t N = hn::Lanes(d);
+    const auto one = hn::Set(d, T(1));
+    for (std::size_t j = 0; j < m; j += N) hn::StoreU(hn::IfThenElseZero(f(hn::LoadU(d, a + j), hn::LoadU(d, b + j)), one), d, out + j);
+}
+
+template <class T>
+HWY_INLINE void program_compare(compare_op op, const T* a, const T* b, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    switch (op) {
+        case compare_op::eq: return sweep_compare(d, c_eq{}, a, b, out, m);
+        case compare_op::ne: return sweep_compare(d, c_ne{}, a, b, out, m);
+        case compare_op::lt: return sweep_compare(d, c_lt{}, a, b, out, m);
+        case compare_op::le: return sweep_compare(d, c_le{}, a, b, out, m);
+        case compare_op::gt: return sweep_compare(d, c_gt{}, a, b, out, m);
+        case compare_op::ge: return sweep_compare(d, c_ge{}, a, b, out, m);
+    }
+}
+
+// out = cond != 0 ? a : b, a bitwise select (as the eager where kernel). != as in C++ (a NaN
+// condition is true): Not(Eq), as Highway's Ne is an ordered comparison on x86.
+template <class T>
+HWY_INLINE void program_where(const T* cond, const T* a, const T* b, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const auto zero = hn::Zero(d);
+    for (std::size_t j = 0; j < m; j += N)
+        hn::StoreU(hn::IfThenElse(hn::Not(hn::Eq(hn::LoadU(d, cond + j), zero)), hn::LoadU(d, a + j), hn::LoadU(d, b + j)),
+                   d, out + j);
+}
+
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     const hn::ScalableTag<T> d;
@@ -4447,10 +4490,15 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     const auto run_tile = [&](std::size_t m) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
-            if (in.binary) {
-                program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
-            } else {
-                program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m);
+            switch (in.kind) {
+                case instr_kind::unary: program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m); break;
+                case instr_kind::binary:
+                    program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
+                    break;
+                case instr_kind::compare:
+                    program_compare<T>(static_cast<compare_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
+                    break;
+                case instr_kind::where: program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m); break;
             }
         }
     };
@@ -20473,20 +20521,24 @@ using reg_vector = boost::container::small_vector<T, 16>;
 
 // ---------------------------------------------------------------- fusable ops
 
-/// An elementwise op a fusion group can run: unary or binary float arithmetic.
+/// An elementwise op a fusion group can run: unary or binary float arithmetic, a comparison
+/// (its bool result a condition inside the group) or where.
 struct fusable_op {
     ops::op_kind kind;
-    int kernel;  // kernels::unary_op or kernels::binary_op
+    int kernel;  // kernels::unary_op, binary_op or compare_op (where: unused)
     std::string_view name;
 };
 
 template <class Op>
 constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
-    if constexpr (Op::kind == ops::op_kind::unary || Op::kind == ops::op_kind::binary)
+    if constexpr (Op::kind == ops::op_kind::unary || Op::kind == ops::op_kind::binary ||
+                  Op::kind == ops::op_kind::compare)
         m.emplace(&ir::op_kind_v<Op>, fusable_op{Op::kind, static_cast<int>(Op::kernel), Op::name});
+    else if constexpr (Op::kind == ops::op_kind::where)
+        m.emplace(&ir::op_kind_v<Op>, fusable_op{Op::kind, 0, Op::name});
 }
 
-/// The op table's unary and binary ops, by IR kind.
+/// The op table's unary, binary and compare ops and where, by IR kind.
 [[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
 [[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
@@ -20515,6 +20567,10 @@ struct fusion_group {
     /// to less (two independent chains of different shapes in one group) must not be written
     /// at that shape: such runs go node by node.
     std::vector<std::vector<int>> output_deps;
+    /// Comparisons whose bool results are also used after the group (indices into `nodes`):
+    /// inside the group they are conditions in registers, so after a fused run these nodes
+    /// run once more, eagerly, for the bool tensors.
+    std::vector<std::size_t> rerun;
 };
 
 /// Nodes per fusion group at most: each adds at most three registers, and a program has at
@@ -20674,8 +20730,15 @@ private:
     /// tensor input has exactly `sizes`.)
     static bool outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes);
 
+    /// The group node by node; false (for run_group_typed's callers: not fused).
+    static bool fall_back_unfused(const fusion_group& g, frame_t& frame) {
+        run_group_unfused(g, frame);
+        return false;
+    }
+
+    /// Runs the group fused; false when it ran node by node instead.
     template <class T>
-    void run_group_typed(const fusion_group& g, frame_t& frame) const {
+    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
@@ -20691,19 +20754,19 @@ private:
             bool first = true;
             for (std::size_t k = 0; k < ninputs; ++k)
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
-                    if (!t->defined()) return run_group_unfused(g, frame);
+                    if (!t->defined()) return fall_back_unfused(g, frame);
                     if (first) computed = t->sizes();
                     else if (t->sizes() != computed) {
                         try {
                             computed = broadcast_shapes(computed, t->sizes());
                         } catch (const graft::error&) {
-                            return run_group_unfused(g, frame);  // the eager op reports it
+                            return fall_back_unfused(g, frame);  // the eager op reports it
                         }
                     }
                     first = false;
                 }
-            if (first) return run_group_unfused(g, frame);
-            if (!outputs_have_group_shape(g, frame, computed)) return run_group_unfused(g, frame);
+            if (first) return fall_back_unfused(g, frame);
+            if (!outputs_have_group_shape(g, frame, computed)) return fall_back_unfused(g, frame);
             sizes_p = &computed;
             numel = graft::detail::checked_numel("jit fusion group", computed);
         }
@@ -20712,7 +20775,7 @@ private:
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {
                 const graft::detail::tensor_impl* im = t->impl_ptr().get();
-                if (im == nullptr || im->type != g.type) return run_group_unfused(g, frame);
+                if (im == nullptr || im->type != g.type) return fall_back_unfused(g, frame);
                 T* data = static_cast<T*>(im->data->data()) + im->offset;
                 if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
                     base[k] = data;
@@ -20742,7 +20805,7 @@ private:
                         autograd::no_grad guard;
                         held.push_back(t->expand(sizes).contiguous());
                     } catch (const graft::error&) {
-                        return run_group_unfused(g, frame);  // the eager op reports it
+                        return fall_back_unfused(g, frame);  // the eager op reports it
                     }
                     base[k] = held.back().template data_ptr<T>();
                     mode[k] = kernels::operand_mode::contiguous;
@@ -20750,7 +20813,7 @@ private:
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
                 else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
-                else return run_group_unfused(g, frame);
+                else return fall_back_unfused(g, frame);
                 base[k] = &numbers[k];
                 mode[k] = kernels::operand_mode::broadcast;
             }
@@ -20780,6 +20843,7 @@ private:
         } else if (n > 0) {
             kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
         }
+        return true;
     }
 
     void run_group(const fusion_group& g, frame_t& frame) const;
@@ -20940,15 +21004,31 @@ GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, st
     if (options_.symbolic && options_.symbolic->patches_node(n)) return false;  // attributes computed per run
     const auto t = type_of(n->output());
     if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
-    const dtype d = *t->tensor.scalar_type;
+    dtype d = *t->tensor.scalar_type;
+    if (op->kind == ops::op_kind::compare) {
+        // A bool result; the group's dtype is its operands'.
+        if (d != dtype::bool_) return false;
+        std::optional<dtype> operands;
+        for (const ir::Value* in : n->inputs()) {
+            const auto ti = type_of(in);
+            if (!ti || (ti->is_tensor() && !ti->tensor.scalar_type)) return false;
+            if (!ti->is_tensor()) continue;
+            if (operands && *operands != *ti->tensor.scalar_type) return false;
+            operands = *ti->tensor.scalar_type;
+        }
+        if (!operands) return false;
+        d = *operands;
+    }
     if (d != dtype::float32 && d != dtype::float64) return false;
     if (type && *type != d) return false;
-    for (const ir::Value* in : n->inputs()) {
-        const auto ti = type_of(in);
+    for (std::size_t k = 0; k < n->inputs().size(); ++k) {
+        const auto ti = type_of(n->input(k));
         if (!ti) return false;
         if (ti->is_tensor()) {
-            if (ti->tensor.scalar_type != d) return false;
-        } else if (ti->kind == ir::type_kind::bool_) {
+            // where's condition is a bool (a comparison inside the group: checked by the caller).
+            const dtype want = op->kind == ops::op_kind::where && k == 0 ? dtype::bool_ : d;
+            if (ti->tensor.scalar_type != want) return false;
+        } else if (ti->kind == ir::type_kind::bool_ || (op->kind == ops::op_kind::where && k == 0)) {
             return false;
         }
     }
@@ -20982,9 +21062,12 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     // Which group inputs each register is computed from.
     std::vector<std::vector<int>> deps(g->regs.size());
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
-    for (const ir::Node* n : nodes) {
+    for (std::size_t index = 0; index < nodes.size(); ++index) {
+        const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
-        const bool escapes = used_later.count(o) != 0;
+        const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
+        if (compare && used_later.count(o)) g->rerun.push_back(index);
+        const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
         reg[o] = static_cast<int>(g->regs.size());
         g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
         if (escapes) {
@@ -20993,19 +21076,23 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         }
         const fusable_op& op = *find_fusable(n);
         kernels::program_instr ins;
-        ins.binary = op.kind == ops::op_kind::binary;
+        ins.kind = op.kind == ops::op_kind::unary    ? kernels::instr_kind::unary
+                   : op.kind == ops::op_kind::binary ? kernels::instr_kind::binary
+                   : op.kind == ops::op_kind::compare ? kernels::instr_kind::compare
+                                                      : kernels::instr_kind::where;
         ins.op = static_cast<std::uint8_t>(op.kernel);
         ins.a = static_cast<std::uint16_t>(reg.at(n->input(0)));
-        if (ins.binary) ins.b = static_cast<std::uint16_t>(reg.at(n->input(1)));
+        if (n->inputs().size() > 1) ins.b = static_cast<std::uint16_t>(reg.at(n->input(1)));
+        if (n->inputs().size() > 2) ins.c = static_cast<std::uint16_t>(reg.at(n->input(2)));
         ins.out = static_cast<std::uint16_t>(reg[o]);
         g->code.push_back(ins);
-        std::vector<int> d = deps[static_cast<std::size_t>(ins.a)];
-        if (n->inputs().size() > 1) {
-            const auto& db = deps[static_cast<std::size_t>(ins.b)];
-            d.insert(d.end(), db.begin(), db.end());
-            std::sort(d.begin(), d.end());
-            d.erase(std::unique(d.begin(), d.end()), d.end());
+        std::vector<int> d;
+        for (const ir::Value* in : n->inputs()) {
+            const auto& di = deps[static_cast<std::size_t>(reg.at(in))];
+            d.insert(d.end(), di.begin(), di.end());
         }
+        std::sort(d.begin(), d.end());
+        d.erase(std::unique(d.begin(), d.end()), d.end());
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
@@ -21127,7 +21214,19 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
         if (options_.fuse) {
             std::optional<dtype> type;
             std::size_t j = i;
-            while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type)) ++j;
+            // where's condition must be a comparison of the same run (a register, not a bool tensor).
+            const auto condition_inside = [&](const ir::Node* n, std::size_t end) {
+                if (find_fusable(n)->kind != ops::op_kind::where) return true;
+                const ir::Node* c = n->input(0)->node();
+                return std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                 nodes.begin() + static_cast<std::ptrdiff_t>(end), c) !=
+                       nodes.begin() + static_cast<std::ptrdiff_t>(end);
+            };
+            while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type) &&
+                   condition_inside(nodes[j], j))
+                ++j;
+            // A run that ends in comparisons only used after it gains nothing from them.
+            while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
             if (j - i >= 2) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {
@@ -21292,8 +21391,10 @@ GRAFT_INLINE void plan::run_group(const fusion_group& g, frame_t& frame) const {
                 t && t->defined() && t->requires_grad())
                 return run_group_unfused(g, frame);
     }
-    if (g.type == dtype::float32) run_group_typed<float>(g, frame);
-    else run_group_typed<double>(g, frame);
+    const bool fused = g.type == dtype::float32 ? run_group_typed<float>(g, frame) : run_group_typed<double>(g, frame);
+    if (fused)
+        for (std::size_t k : g.rerun)  // comparisons also used after the group: their bool tensors
+            run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
 }
 
 }  // namespace graft::jit::detail

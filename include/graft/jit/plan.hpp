@@ -54,20 +54,24 @@ using reg_vector = boost::container::small_vector<T, 16>;
 
 // ---------------------------------------------------------------- fusable ops
 
-/// An elementwise op a fusion group can run: unary or binary float arithmetic.
+/// An elementwise op a fusion group can run: unary or binary float arithmetic, a comparison
+/// (its bool result a condition inside the group) or where.
 struct fusable_op {
     ops::op_kind kind;
-    int kernel;  // kernels::unary_op or kernels::binary_op
+    int kernel;  // kernels::unary_op, binary_op or compare_op (where: unused)
     std::string_view name;
 };
 
 template <class Op>
 constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
-    if constexpr (Op::kind == ops::op_kind::unary || Op::kind == ops::op_kind::binary)
+    if constexpr (Op::kind == ops::op_kind::unary || Op::kind == ops::op_kind::binary ||
+                  Op::kind == ops::op_kind::compare)
         m.emplace(&ir::op_kind_v<Op>, fusable_op{Op::kind, static_cast<int>(Op::kernel), Op::name});
+    else if constexpr (Op::kind == ops::op_kind::where)
+        m.emplace(&ir::op_kind_v<Op>, fusable_op{Op::kind, 0, Op::name});
 }
 
-/// The op table's unary and binary ops, by IR kind.
+/// The op table's unary, binary and compare ops and where, by IR kind.
 [[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
 [[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
@@ -96,6 +100,10 @@ struct fusion_group {
     /// to less (two independent chains of different shapes in one group) must not be written
     /// at that shape: such runs go node by node.
     std::vector<std::vector<int>> output_deps;
+    /// Comparisons whose bool results are also used after the group (indices into `nodes`):
+    /// inside the group they are conditions in registers, so after a fused run these nodes
+    /// run once more, eagerly, for the bool tensors.
+    std::vector<std::size_t> rerun;
 };
 
 /// Nodes per fusion group at most: each adds at most three registers, and a program has at
@@ -255,8 +263,15 @@ private:
     /// tensor input has exactly `sizes`.)
     static bool outputs_have_group_shape(const fusion_group& g, const frame_t& frame, const int_list& sizes);
 
+    /// The group node by node; false (for run_group_typed's callers: not fused).
+    static bool fall_back_unfused(const fusion_group& g, frame_t& frame) {
+        run_group_unfused(g, frame);
+        return false;
+    }
+
+    /// Runs the group fused; false when it ran node by node instead.
     template <class T>
-    void run_group_typed(const fusion_group& g, frame_t& frame) const {
+    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
         const std::size_t nregs = g.regs.size();
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
@@ -272,19 +287,19 @@ private:
             bool first = true;
             for (std::size_t k = 0; k < ninputs; ++k)
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
-                    if (!t->defined()) return run_group_unfused(g, frame);
+                    if (!t->defined()) return fall_back_unfused(g, frame);
                     if (first) computed = t->sizes();
                     else if (t->sizes() != computed) {
                         try {
                             computed = broadcast_shapes(computed, t->sizes());
                         } catch (const graft::error&) {
-                            return run_group_unfused(g, frame);  // the eager op reports it
+                            return fall_back_unfused(g, frame);  // the eager op reports it
                         }
                     }
                     first = false;
                 }
-            if (first) return run_group_unfused(g, frame);
-            if (!outputs_have_group_shape(g, frame, computed)) return run_group_unfused(g, frame);
+            if (first) return fall_back_unfused(g, frame);
+            if (!outputs_have_group_shape(g, frame, computed)) return fall_back_unfused(g, frame);
             sizes_p = &computed;
             numel = graft::detail::checked_numel("jit fusion group", computed);
         }
@@ -293,7 +308,7 @@ private:
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {
                 const graft::detail::tensor_impl* im = t->impl_ptr().get();
-                if (im == nullptr || im->type != g.type) return run_group_unfused(g, frame);
+                if (im == nullptr || im->type != g.type) return fall_back_unfused(g, frame);
                 T* data = static_cast<T*>(im->data->data()) + im->offset;
                 if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
                     base[k] = data;
@@ -323,7 +338,7 @@ private:
                         autograd::no_grad guard;
                         held.push_back(t->expand(sizes).contiguous());
                     } catch (const graft::error&) {
-                        return run_group_unfused(g, frame);  // the eager op reports it
+                        return fall_back_unfused(g, frame);  // the eager op reports it
                     }
                     base[k] = held.back().template data_ptr<T>();
                     mode[k] = kernels::operand_mode::contiguous;
@@ -331,7 +346,7 @@ private:
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
                 else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
-                else return run_group_unfused(g, frame);
+                else return fall_back_unfused(g, frame);
                 base[k] = &numbers[k];
                 mode[k] = kernels::operand_mode::broadcast;
             }
@@ -361,6 +376,7 @@ private:
         } else if (n > 0) {
             kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
         }
+        return true;
     }
 
     void run_group(const fusion_group& g, frame_t& frame) const;

@@ -51,11 +51,20 @@ enum class operand_mode : std::uint8_t {
                  // base[r] holds the row followed by its first program_tile_elements repeated
 };
 
-/// One instruction of a fused elementwise program: out = op(a) or out = op(a, b).
+/// What a program instruction computes.
+enum class instr_kind : std::uint8_t {
+    unary,    // out = op(a)                        (op: unary_op)
+    binary,   // out = op(a, b)                     (op: binary_op)
+    compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
+    where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
+};
+
+/// One instruction of a fused elementwise program. Conditions (compare results) live in
+/// registers as the values 1 and 0 of the program's type.
 struct program_instr {
-    bool binary = false;
-    std::uint8_t op = 0;  // unary_op or binary_op
-    std::uint16_t a = 0, b = 0, out = 0;
+    instr_kind kind = instr_kind::unary;
+    std::uint8_t op = 0;  // unary_op, binary_op or compare_op
+    std::uint16_t a = 0, b = 0, c = 0, out = 0;
 };
 
 /// A fused elementwise program: the per-register addressing and the instructions.

@@ -83,6 +83,40 @@ HWY_INLINE void program_binary(binary_op op, const T* a, const T* b, T* out, std
     }
 }
 
+template <class D, class F>
+HWY_INLINE void sweep_compare(D d, const F& f, const hn::TFromD<D>* a, const hn::TFromD<D>* b, hn::TFromD<D>* out,
+                              std::size_t m) {
+    using T = hn::TFromD<D>;
+    const std::size_t N = hn::Lanes(d);
+    const auto one = hn::Set(d, T(1));
+    for (std::size_t j = 0; j < m; j += N) hn::StoreU(hn::IfThenElseZero(f(hn::LoadU(d, a + j), hn::LoadU(d, b + j)), one), d, out + j);
+}
+
+template <class T>
+HWY_INLINE void program_compare(compare_op op, const T* a, const T* b, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    switch (op) {
+        case compare_op::eq: return sweep_compare(d, c_eq{}, a, b, out, m);
+        case compare_op::ne: return sweep_compare(d, c_ne{}, a, b, out, m);
+        case compare_op::lt: return sweep_compare(d, c_lt{}, a, b, out, m);
+        case compare_op::le: return sweep_compare(d, c_le{}, a, b, out, m);
+        case compare_op::gt: return sweep_compare(d, c_gt{}, a, b, out, m);
+        case compare_op::ge: return sweep_compare(d, c_ge{}, a, b, out, m);
+    }
+}
+
+// out = cond != 0 ? a : b, a bitwise select (as the eager where kernel). != as in C++ (a NaN
+// condition is true): Not(Eq), as Highway's Ne is an ordered comparison on x86.
+template <class T>
+HWY_INLINE void program_where(const T* cond, const T* a, const T* b, T* out, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const auto zero = hn::Zero(d);
+    for (std::size_t j = 0; j < m; j += N)
+        hn::StoreU(hn::IfThenElse(hn::Not(hn::Eq(hn::LoadU(d, cond + j), zero)), hn::LoadU(d, a + j), hn::LoadU(d, b + j)),
+                   d, out + j);
+}
+
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     const hn::ScalableTag<T> d;
@@ -105,10 +139,15 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     const auto run_tile = [&](std::size_t m) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
-            if (in.binary) {
-                program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
-            } else {
-                program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m);
+            switch (in.kind) {
+                case instr_kind::unary: program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m); break;
+                case instr_kind::binary:
+                    program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
+                    break;
+                case instr_kind::compare:
+                    program_compare<T>(static_cast<compare_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
+                    break;
+                case instr_kind::where: program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m); break;
             }
         }
     };

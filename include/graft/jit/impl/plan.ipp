@@ -143,15 +143,31 @@ GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, st
     if (options_.symbolic && options_.symbolic->patches_node(n)) return false;  // attributes computed per run
     const auto t = type_of(n->output());
     if (!t || !t->is_tensor() || !t->tensor.scalar_type) return false;
-    const dtype d = *t->tensor.scalar_type;
+    dtype d = *t->tensor.scalar_type;
+    if (op->kind == ops::op_kind::compare) {
+        // A bool result; the group's dtype is its operands'.
+        if (d != dtype::bool_) return false;
+        std::optional<dtype> operands;
+        for (const ir::Value* in : n->inputs()) {
+            const auto ti = type_of(in);
+            if (!ti || (ti->is_tensor() && !ti->tensor.scalar_type)) return false;
+            if (!ti->is_tensor()) continue;
+            if (operands && *operands != *ti->tensor.scalar_type) return false;
+            operands = *ti->tensor.scalar_type;
+        }
+        if (!operands) return false;
+        d = *operands;
+    }
     if (d != dtype::float32 && d != dtype::float64) return false;
     if (type && *type != d) return false;
-    for (const ir::Value* in : n->inputs()) {
-        const auto ti = type_of(in);
+    for (std::size_t k = 0; k < n->inputs().size(); ++k) {
+        const auto ti = type_of(n->input(k));
         if (!ti) return false;
         if (ti->is_tensor()) {
-            if (ti->tensor.scalar_type != d) return false;
-        } else if (ti->kind == ir::type_kind::bool_) {
+            // where's condition is a bool (a comparison inside the group: checked by the caller).
+            const dtype want = op->kind == ops::op_kind::where && k == 0 ? dtype::bool_ : d;
+            if (ti->tensor.scalar_type != want) return false;
+        } else if (ti->kind == ir::type_kind::bool_ || (op->kind == ops::op_kind::where && k == 0)) {
             return false;
         }
     }
@@ -185,9 +201,12 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     // Which group inputs each register is computed from.
     std::vector<std::vector<int>> deps(g->regs.size());
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
-    for (const ir::Node* n : nodes) {
+    for (std::size_t index = 0; index < nodes.size(); ++index) {
+        const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
-        const bool escapes = used_later.count(o) != 0;
+        const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
+        if (compare && used_later.count(o)) g->rerun.push_back(index);
+        const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
         reg[o] = static_cast<int>(g->regs.size());
         g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
         if (escapes) {
@@ -196,19 +215,23 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         }
         const fusable_op& op = *find_fusable(n);
         kernels::program_instr ins;
-        ins.binary = op.kind == ops::op_kind::binary;
+        ins.kind = op.kind == ops::op_kind::unary    ? kernels::instr_kind::unary
+                   : op.kind == ops::op_kind::binary ? kernels::instr_kind::binary
+                   : op.kind == ops::op_kind::compare ? kernels::instr_kind::compare
+                                                      : kernels::instr_kind::where;
         ins.op = static_cast<std::uint8_t>(op.kernel);
         ins.a = static_cast<std::uint16_t>(reg.at(n->input(0)));
-        if (ins.binary) ins.b = static_cast<std::uint16_t>(reg.at(n->input(1)));
+        if (n->inputs().size() > 1) ins.b = static_cast<std::uint16_t>(reg.at(n->input(1)));
+        if (n->inputs().size() > 2) ins.c = static_cast<std::uint16_t>(reg.at(n->input(2)));
         ins.out = static_cast<std::uint16_t>(reg[o]);
         g->code.push_back(ins);
-        std::vector<int> d = deps[static_cast<std::size_t>(ins.a)];
-        if (n->inputs().size() > 1) {
-            const auto& db = deps[static_cast<std::size_t>(ins.b)];
-            d.insert(d.end(), db.begin(), db.end());
-            std::sort(d.begin(), d.end());
-            d.erase(std::unique(d.begin(), d.end()), d.end());
+        std::vector<int> d;
+        for (const ir::Value* in : n->inputs()) {
+            const auto& di = deps[static_cast<std::size_t>(reg.at(in))];
+            d.insert(d.end(), di.begin(), di.end());
         }
+        std::sort(d.begin(), d.end());
+        d.erase(std::unique(d.begin(), d.end()), d.end());
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
@@ -330,7 +353,19 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
         if (options_.fuse) {
             std::optional<dtype> type;
             std::size_t j = i;
-            while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type)) ++j;
+            // where's condition must be a comparison of the same run (a register, not a bool tensor).
+            const auto condition_inside = [&](const ir::Node* n, std::size_t end) {
+                if (find_fusable(n)->kind != ops::op_kind::where) return true;
+                const ir::Node* c = n->input(0)->node();
+                return std::find(nodes.begin() + static_cast<std::ptrdiff_t>(i),
+                                 nodes.begin() + static_cast<std::ptrdiff_t>(end), c) !=
+                       nodes.begin() + static_cast<std::ptrdiff_t>(end);
+            };
+            while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type) &&
+                   condition_inside(nodes[j], j))
+                ++j;
+            // A run that ends in comparisons only used after it gains nothing from them.
+            while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
             if (j - i >= 2) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {
@@ -495,8 +530,10 @@ GRAFT_INLINE void plan::run_group(const fusion_group& g, frame_t& frame) const {
                 t && t->defined() && t->requires_grad())
                 return run_group_unfused(g, frame);
     }
-    if (g.type == dtype::float32) run_group_typed<float>(g, frame);
-    else run_group_typed<double>(g, frame);
+    const bool fused = g.type == dtype::float32 ? run_group_typed<float>(g, frame) : run_group_typed<double>(g, frame);
+    if (fused)
+        for (std::size_t k : g.rerun)  // comparisons also used after the group: their bool tensors
+            run_node(g.nodes[k], g.node_inputs[k], std::span<const int>(&g.node_outputs[k], 1), frame, nullptr);
 }
 
 }  // namespace graft::jit::detail
