@@ -341,6 +341,22 @@ TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, nu
     }
 }
 
+TEST_CASE("jit: a run longer than a group may hold splits into several groups, same bits", "[jit]") {
+    // 300 fusable nodes; a group holds at most max_group_nodes (its registers are bounded).
+    const auto f = [](Tensor x, Tensor w, Tensor b) {
+        Tensor y = x;
+        for (int i = 0; i < 100; ++i) y = where(gt(y, b), y * w, y + b);
+        return y;
+    };
+    auto fn = jit::script(f, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({129}), w = rand({129}) * 0.5 + 0.6, b = randn({129}) * 0.1;
+        CHECK(bitwise_equal(fn(x, w, b), f(x, w, b)));
+    }
+    REQUIRE(fn.debug_state().levels[0].plan);
+    CHECK(fn.debug_state().levels[0].plan->fusion_groups >= 300 / jit::detail::max_group_nodes);
+}
+
 TEST_CASE("jit: comparisons and where fuse (relu's backward), bitwise as eager", "[jit]") {
     // Differentiable: relu's backward is where(y > 0, g, 0); it joins the backward's group.
     const auto f = [](Tensor x, Tensor w) { return relu(x * w + 0.25) * x; };

@@ -2837,7 +2837,7 @@ struct program {
     const program_instr* code = nullptr;
     std::size_t num_instructions = 0;
     const operand_mode* mode = nullptr;  // per register
-    std::size_t num_registers = 0;
+    std::size_t num_registers = 0;        // at most program_max_registers
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
 };
 
@@ -20573,9 +20573,9 @@ struct fusion_group {
     std::vector<std::size_t> rerun;
 };
 
-/// Nodes per fusion group at most: each adds at most three registers, and a program has at
-/// most kernels::program_max_registers.
-inline constexpr std::size_t max_group_nodes = kernels::program_max_registers / 3;
+/// Nodes per fusion group at most: each adds at most four registers (where: three inputs and
+/// its output), and a program has at most kernels::program_max_registers.
+inline constexpr std::size_t max_group_nodes = kernels::program_max_registers / 4;
 
 /// Per-thread scratch tiles for a group's registers (64-byte aligned).
 template <class T>
@@ -21096,6 +21096,8 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
+    graft::detail::check(g->regs.size() <= kernels::program_max_registers, "jit: a fusion group of ",
+                         g->regs.size(), " registers (internal error: groups are capped)");
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
         std::optional<int_list> sizes;

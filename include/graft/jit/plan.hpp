@@ -106,9 +106,9 @@ struct fusion_group {
     std::vector<std::size_t> rerun;
 };
 
-/// Nodes per fusion group at most: each adds at most three registers, and a program has at
-/// most kernels::program_max_registers.
-inline constexpr std::size_t max_group_nodes = kernels::program_max_registers / 3;
+/// Nodes per fusion group at most: each adds at most four registers (where: three inputs and
+/// its output), and a program has at most kernels::program_max_registers.
+inline constexpr std::size_t max_group_nodes = kernels::program_max_registers / 4;
 
 /// Per-thread scratch tiles for a group's registers (64-byte aligned).
 template <class T>

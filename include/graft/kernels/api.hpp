@@ -72,7 +72,7 @@ struct program {
     const program_instr* code = nullptr;
     std::size_t num_instructions = 0;
     const operand_mode* mode = nullptr;  // per register
-    std::size_t num_registers = 0;
+    std::size_t num_registers = 0;        // at most program_max_registers
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
 };
 

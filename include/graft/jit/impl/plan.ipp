@@ -235,6 +235,8 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
+    graft::detail::check(g->regs.size() <= kernels::program_max_registers, "jit: a fusion group of ",
+                         g->regs.size(), " registers (internal error: groups are capped)");
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
         std::optional<int_list> sizes;
