@@ -4537,7 +4537,6 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
         }
     }
-    (void)d;
 }
 
 inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {
@@ -20545,9 +20544,6 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 
 // ---------------------------------------------------------------- fusion groups
 
-/// Where a register's values live during a run.
-enum class reg_kind : std::uint8_t { input, number, temp, output };
-
 struct fusion_group {
     dtype type = dtype::float32;
     std::vector<const ir::Node*> nodes;  // in order: the unfused fallback
@@ -20556,7 +20552,8 @@ struct fusion_group {
     std::vector<int> input_slots;        // group inputs (tensors or numbers)
     std::vector<int> output_slots;       // values used after the group
     std::vector<int> output_regs;
-    std::vector<reg_kind> regs;          // [0, inputs) are inputs, then one per node
+    std::size_t num_registers = 0;       // [0, inputs) are the inputs, then one per node (how each
+                                         // is addressed is decided per run: kernels::operand_mode)
     /// The group as a register program (kernels::run_program): one instruction per node.
     std::vector<kernels::program_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
@@ -20739,7 +20736,7 @@ private:
     /// Runs the group fused; false when it ran node by node instead.
     template <class T>
     bool run_group_typed(const fusion_group& g, frame_t& frame) const {
-        const std::size_t nregs = g.regs.size();
+        const std::size_t nregs = g.num_registers;
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
         reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
@@ -21048,9 +21045,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (const ir::Node* n : nodes)
         for (const ir::Value* v : n->inputs())
             if (!inside.count(v) && !reg.count(v)) {
-                reg[v] = static_cast<int>(g->regs.size());
-                const auto t = type_of(v);
-                g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
+                reg[v] = static_cast<int>(g->num_registers++);
                 g->input_slots.push_back(slot(v));
             }
     for (const ir::Node* n : nodes) {
@@ -21060,7 +21055,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_outputs.push_back(slot(n->output()));
     }
     // Which group inputs each register is computed from.
-    std::vector<std::vector<int>> deps(g->regs.size());
+    std::vector<std::vector<int>> deps(g->num_registers);
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
@@ -21068,8 +21063,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
         if (compare && used_later.count(o)) g->rerun.push_back(index);
         const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
-        reg[o] = static_cast<int>(g->regs.size());
-        g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
+        reg[o] = static_cast<int>(g->num_registers++);
         if (escapes) {
             g->output_slots.push_back(slot(o));
             g->output_regs.push_back(reg[o]);
@@ -21096,8 +21090,8 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
-    graft::detail::check(g->regs.size() <= kernels::program_max_registers, "jit: a fusion group of ",
-                         g->regs.size(), " registers (internal error: groups are capped)");
+    graft::detail::check(g->num_registers <= kernels::program_max_registers, "jit: a fusion group of ",
+                         g->num_registers, " registers (internal error: groups are capped)");
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
         std::optional<int_list> sizes;

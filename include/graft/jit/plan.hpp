@@ -78,9 +78,6 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 
 // ---------------------------------------------------------------- fusion groups
 
-/// Where a register's values live during a run.
-enum class reg_kind : std::uint8_t { input, number, temp, output };
-
 struct fusion_group {
     dtype type = dtype::float32;
     std::vector<const ir::Node*> nodes;  // in order: the unfused fallback
@@ -89,7 +86,8 @@ struct fusion_group {
     std::vector<int> input_slots;        // group inputs (tensors or numbers)
     std::vector<int> output_slots;       // values used after the group
     std::vector<int> output_regs;
-    std::vector<reg_kind> regs;          // [0, inputs) are inputs, then one per node
+    std::size_t num_registers = 0;       // [0, inputs) are the inputs, then one per node (how each
+                                         // is addressed is decided per run: kernels::operand_mode)
     /// The group as a register program (kernels::run_program): one instruction per node.
     std::vector<kernels::program_instr> code;
     /// STATIC plans: the output sizes, known when the plan was built (loop bounds precomputed).
@@ -272,7 +270,7 @@ private:
     /// Runs the group fused; false when it ran node by node instead.
     template <class T>
     bool run_group_typed(const fusion_group& g, frame_t& frame) const {
-        const std::size_t nregs = g.regs.size();
+        const std::size_t nregs = g.num_registers;
         const std::size_t ninputs = g.input_slots.size();
         reg_vector<T*> base(nregs, nullptr);
         reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);

@@ -186,7 +186,6 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
         }
     }
-    (void)d;
 }
 
 inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {

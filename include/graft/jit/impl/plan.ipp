@@ -187,9 +187,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (const ir::Node* n : nodes)
         for (const ir::Value* v : n->inputs())
             if (!inside.count(v) && !reg.count(v)) {
-                reg[v] = static_cast<int>(g->regs.size());
-                const auto t = type_of(v);
-                g->regs.push_back(t && !t->is_tensor() ? reg_kind::number : reg_kind::input);
+                reg[v] = static_cast<int>(g->num_registers++);
                 g->input_slots.push_back(slot(v));
             }
     for (const ir::Node* n : nodes) {
@@ -199,7 +197,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_outputs.push_back(slot(n->output()));
     }
     // Which group inputs each register is computed from.
-    std::vector<std::vector<int>> deps(g->regs.size());
+    std::vector<std::vector<int>> deps(g->num_registers);
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
@@ -207,8 +205,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
         if (compare && used_later.count(o)) g->rerun.push_back(index);
         const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
-        reg[o] = static_cast<int>(g->regs.size());
-        g->regs.push_back(escapes ? reg_kind::output : reg_kind::temp);
+        reg[o] = static_cast<int>(g->num_registers++);
         if (escapes) {
             g->output_slots.push_back(slot(o));
             g->output_regs.push_back(reg[o]);
@@ -235,8 +232,8 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         deps.push_back(std::move(d));
         if (escapes) g->output_deps.push_back(deps.back());
     }
-    graft::detail::check(g->regs.size() <= kernels::program_max_registers, "jit: a fusion group of ",
-                         g->regs.size(), " registers (internal error: groups are capped)");
+    graft::detail::check(g->num_registers <= kernels::program_max_registers, "jit: a fusion group of ",
+                         g->num_registers, " registers (internal error: groups are capped)");
     if (options_.static_shapes) {
         // Loop bounds from the types: every output has the same complete sizes.
         std::optional<int_list> sizes;
