@@ -14,6 +14,17 @@
 //   copy/memcpy/N   std::memcpy of N floats into a preallocated, pre-touched buffer
 //   matmul/{kernel,tensor,loop}/n   n x n x n float32 matmul (loop: naive i-k-j, to 512)
 //   fma_peak/{avx512,avx2}  many independent register FMAs: one core's FMA peak
+//   matmul/{graft,openblas}/<m>x<k>x<n>   only when built with OpenBLAS
+//                   (GRAFT_BENCH_HAVE_OPENBLAS, set by bench/CMakeLists.txt when it finds
+//                   it): graft::kernels::matmul and cblas_sgemm (row-major, no transpose,
+//                   alpha 1, beta 0) into the same kind of preallocated, pre-touched C, for
+//                   the issue's shapes (A is m x k, B is k x n). OpenBLAS runs on one thread
+//                   (openblas_set_num_threads(1) at startup; also run with
+//                   OPENBLAS_NUM_THREADS=1 so its pool is never started). Debian's
+//                   OpenBLAS 0.3.21 may not recognise a newer CPU and then falls back to an
+//                   older (e.g. SSE3) kernel: run with OPENBLAS_CORETYPE=SkylakeX to compare
+//                   against its AVX-512 sgemm. The summary prints the core it used and warns
+//                   when it is not an AVX-512 one.
 //
 // Counters (benchmark::Counter, kIsRate, SI units): "bandwidth" in bytes/s with bytes
 // counted minimally (add/mul 12 B/elem, unary 8 B/elem, sum 4 B/elem, memcpy 8 B/elem);
@@ -26,6 +37,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +51,13 @@
 #include <vector>
 
 #include <unistd.h>
+
+#if defined(GRAFT_BENCH_HAVE_OPENBLAS) && GRAFT_BENCH_HAVE_OPENBLAS
+#include <cblas.h>  // OpenBLAS's (openblas_set_num_threads, openblas_get_corename)
+#define GRAFT_BENCH_OPENBLAS 1
+#else
+#define GRAFT_BENCH_OPENBLAS 0
+#endif
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define GRAFT_BENCH_X86 1
@@ -342,6 +361,71 @@ void bm_matmul_loop(benchmark::State& st) {
     set_flops(st, matmul_flops(n));
 }
 
+// ------------------------------------------------------------------ matmul against OpenBLAS
+// The issue's shapes, m x k x n (A is m x k, B is k x n, C is m x n), all row-major and
+// contiguous; graft and OpenBLAS get the same inputs and their own pre-touched C.
+#if GRAFT_BENCH_OPENBLAS
+
+struct gemm_shape {
+    std::size_t m, k, n;
+};
+constexpr gemm_shape kGemmShapes[] = {{512, 512, 512}, {128, 2048, 128}, {64, 256, 256}};
+
+std::string shape_name(const gemm_shape& s) {
+    return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+}
+
+struct gemm_data {
+    buffer a, b, c;
+};
+
+gemm_data& gemm(const gemm_shape& s) {
+    static std::map<std::string, std::unique_ptr<gemm_data>> cache;
+    auto& slot = cache[shape_name(s)];
+    if (!slot) {
+        slot = std::make_unique<gemm_data>(
+            gemm_data{make_buffer(s.m * s.k), make_buffer(s.k * s.n), make_buffer(s.m * s.n)});
+        fill_uniform(slot->a.get(), s.m * s.k, -1.0f, 1.0f, 5);
+        fill_uniform(slot->b.get(), s.k * s.n, -1.0f, 1.0f, 6);
+        std::memset(slot->c.get(), 0, s.m * s.n * sizeof(float));
+    }
+    return *slot;
+}
+
+double gemm_flops(const gemm_shape& s) {
+    return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
+}
+
+void bm_gemm_graft(benchmark::State& st, gemm_shape s) {
+    gemm_data& g = gemm(s);
+    for (auto _ : st) {
+        gk::matmul(g.a.get(), static_cast<std::ptrdiff_t>(s.k), g.b.get(), static_cast<std::ptrdiff_t>(s.n),
+                   g.c.get(), static_cast<std::ptrdiff_t>(s.n), s.m, s.n, s.k);
+        benchmark::ClobberMemory();
+    }
+    set_flops(st, gemm_flops(s));
+}
+
+void bm_gemm_openblas(benchmark::State& st, gemm_shape s) {
+    gemm_data& g = gemm(s);
+    const auto m = static_cast<blasint>(s.m), k = static_cast<blasint>(s.k), n = static_cast<blasint>(s.n);
+    for (auto _ : st) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, g.a.get(), k, g.b.get(), n, 0.0f,
+                    g.c.get(), n);
+        benchmark::ClobberMemory();
+    }
+    set_flops(st, gemm_flops(s));
+}
+
+// OpenBLAS's AVX-512 cores (the ones issue 15 compares against); any other name means
+// the CPU was not recognised and OPENBLAS_CORETYPE was not set.
+bool openblas_core_is_avx512(const char* name) {
+    std::string n = name ? name : "";
+    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return n == "skylakex" || n == "cooperlake" || n == "sapphirerapids";
+}
+#endif  // GRAFT_BENCH_OPENBLAS
+
 // ------------------------------------------------------------------ FMA peak
 // Many independent FMA chains held in registers (acc = acc * m + a); m and a come in
 // as run-time values, so nothing folds. The fixed point is 1.0: no overflow, no
@@ -525,6 +609,21 @@ private:
             std::printf("%-8s %12.2f %12.2f %12.2f %10.1f%% %10.1f%%\n", sz.c_str(), k, t, l, 100 * k / peak,
                         100 * t / peak);
         }
+#if GRAFT_BENCH_OPENBLAS
+        const char* core = openblas_get_corename();
+        std::printf("\nmatmul against OpenBLAS sgemm (core %s, %d thread%s), m x k x n:\n", core ? core : "?",
+                    openblas_get_num_threads(), openblas_get_num_threads() == 1 ? "" : "s");
+        if (!openblas_core_is_avx512(core))
+            std::printf("  WARNING: OpenBLAS core is not an AVX-512 one (SkylakeX/Cooperlake/SapphireRapids);\n"
+                        "  the issue compares against SkylakeX: run with OPENBLAS_CORETYPE=SkylakeX.\n");
+        std::printf("%-14s %12s %14s %9s\n", "shape", "graft GF/s", "OpenBLAS GF/s", "ratio");
+        for (const gemm_shape& s : kGemmShapes) {
+            const std::string sz = shape_name(s);
+            const double g = gf("matmul/graft/" + sz), o = gf("matmul/openblas/" + sz);
+            if (std::isnan(g) && std::isnan(o)) continue;
+            std::printf("%-14s %12.2f %14.2f %9.3f\n", sz.c_str(), g, o, g / o);
+        }
+#endif
         const std::string m16 = std::to_string(std::int64_t{1} << 24), m1 = std::to_string(std::int64_t{1} << 20);
         std::printf("\nFloors (issue), pointer-level kernels:\n");
         floor_line("add 16M: kernel GB/s / memcpy GB/s", bw("kernel/add/" + m16) / bw("copy/memcpy/" + m16), 0.8, "");
@@ -533,6 +632,13 @@ private:
         floor_line("tanh 1M: kernel / scalar std::tanh loop", bw("kernel/tanh/" + m1) / bw("loop/tanh/" + m1), 4.0,
                    "x");
         floor_line("matmul 512: kernel GFLOP/s / FMA peak", gf("matmul/kernel/512") / peak, 0.25, "");
+#if GRAFT_BENCH_OPENBLAS
+        for (const gemm_shape& s : kGemmShapes) {
+            const std::string sz = shape_name(s);
+            const std::string what = "matmul " + sz + ": graft / OpenBLAS GFLOP/s";
+            floor_line(what.c_str(), gf("matmul/graft/" + sz) / gf("matmul/openblas/" + sz), 0.95, "");
+        }
+#endif
         std::printf("Same ratios at the Tensor level (informational, allocation included):\n");
         floor_line("add 16M: tensor GB/s / memcpy GB/s", bw("tensor/add/" + m16) / bw("copy/memcpy/" + m16), 0.8, "");
         floor_line("mul 16M: tensor GB/s / memcpy GB/s", bw("tensor/mul/" + m16) / bw("copy/memcpy/" + m16), 0.8, "");
@@ -574,6 +680,15 @@ void register_all() {
     for (std::int64_t n : kMatSizes)
         if (n <= 512) loop->Arg(n);
     loop->Unit(benchmark::kMicrosecond);
+#if GRAFT_BENCH_OPENBLAS
+    // Each shape's graft and OpenBLAS rows run back to back (similar machine load).
+    for (const gemm_shape& s : kGemmShapes) {
+        const std::string sz = shape_name(s);
+        benchmark::RegisterBenchmark(("matmul/graft/" + sz).c_str(), bm_gemm_graft, s)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("matmul/openblas/" + sz).c_str(), bm_gemm_openblas, s)
+            ->Unit(benchmark::kMicrosecond);
+    }
+#endif
 }
 
 }  // namespace
@@ -589,6 +704,11 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("graft_simd_target", gk::target_name(gk::current_target()));
     benchmark::AddCustomContext("graft_version", graft::version_string);
+#if GRAFT_BENCH_OPENBLAS
+    openblas_set_num_threads(1);  // single-threaded comparison (also run with OPENBLAS_NUM_THREADS=1)
+    benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+    benchmark::AddCustomContext("openblas_config", openblas_get_config());
+#endif
     register_all();
     if (console) {
         summary_reporter reporter;
