@@ -86,7 +86,9 @@ class function_node final : public Node {
 public:
     explicit function_node(const char* name) : Node(name) {}
 
-    /// Saves tensors for backward; `is_output` marks outputs of this node.
+    /// Saves tensors for backward; `is_output` marks outputs of this node. An undefined
+    /// tensor takes a position (saved(i) returns it undefined) but no storage unless a
+    /// defined one follows: most nodes save nothing or only their leading operands.
     void save(const Tensor& t, bool is_output = false);
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
     [[nodiscard]] Tensor saved(std::size_t i);
@@ -107,6 +109,7 @@ protected:
 
 private:
     boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
+    std::uint32_t trailing_undefined_ = 0;  // saved positions after saved_ that hold undefined tensors
 };
 
 namespace detail {

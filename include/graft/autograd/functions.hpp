@@ -51,6 +51,8 @@ template <class... Ts>
 
 /// Makes `out` the output of `node` (its grad_fn).
 GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& node);
+/// The same, handing over the caller's reference (no reference-count update).
+GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node);
 
 /// The error PyTorch raises when a view made in no_grad mode is (or, with `indirect`,
 /// its base or a sibling view was) modified in place with grad mode enabled.
@@ -117,11 +119,12 @@ Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
     const auto reads = [&](unsigned bit) {
         return (na && ops::grad_reads<Op>(0, bit)) || (nb && ops::grad_reads<Op>(1, bit));
     };
-    node->save(reads(ops::reads_input0) ? a : Tensor{});
-    node->save(reads(ops::reads_input1) ? b : Tensor{});
-    set_history(out, node);
-    node->save(reads(ops::reads_output) ? out : Tensor{}, true);
-    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+    function_node& recorded = *node;  // `out` owns the node from set_history on
+    recorded.save(reads(ops::reads_input0) ? a : Tensor{});
+    recorded.save(reads(ops::reads_input1) ? b : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(reads(ops::reads_output) ? out : Tensor{}, true);
+    recorded.backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
                          function_node& n, const tensor_list& g) -> tensor_list {
         const Tensor x = n.saved(0), y = n.saved(1), r = n.saved(2);
         return {n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{},
@@ -138,13 +141,16 @@ template <class Op>
 Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
     auto node = make_node(Op::node_name, t);
     if (!node) return out;
+    function_node& recorded = *node;  // `out` owns the node from set_history on
     const int i = tensor_first ? 0 : 1;
-    node->save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
-    set_history(out, node);
-    node->save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
-    node->backward = [s, tensor_first, st = t.sizes(), tt = t.type()](function_node& n,
-                                                                       const tensor_list& g) -> tensor_list {
+    recorded.save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
+    // The output has the tensor operand's shape (a number does not broadcast), so the
+    // node's output metadata gives it back without a copy in the closure.
+    recorded.backward = [s, tensor_first, tt = t.type()](function_node& n, const tensor_list& g) -> tensor_list {
         const Tensor x = n.saved(0), r = n.saved(1);
+        const int_list& st = n.output_metadata(0).sizes;
         constexpr bool number_as_scalar = std::is_same_v<Op, ops::def::add_op> ||
                                           std::is_same_v<Op, ops::def::sub_op> ||
                                           std::is_same_v<Op, ops::def::mul_op> || std::is_same_v<Op, ops::def::div_op>;
@@ -221,10 +227,11 @@ template <class Backward>
 Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_input, bool save_output, Backward bwd) {
     auto node = make_node(name, a);
     if (!node) return out;
-    node->save(save_input ? a : Tensor{});
-    set_history(out, node);
-    node->save(save_output ? out : Tensor{}, true);
-    node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
+    function_node& recorded = *node;  // `out` owns the node from set_history on
+    recorded.save(save_input ? a : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(save_output ? out : Tensor{}, true);
+    recorded.backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
         return {bwd(g[0], n.saved(0), n.saved(1))};
     };
     return out;

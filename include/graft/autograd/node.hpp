@@ -72,8 +72,10 @@ hook_handle add_hook(hook_list<Fn>& list, Fn fn) {
     }};
 }
 
-inline std::atomic<std::uint64_t>& next_sequence_nr() {
-    static std::atomic<std::uint64_t> counter{0};
+/// Per thread, as PyTorch's sequence numbers: ordering only matters within one thread's
+/// recording, and a shared atomic counter costs every recorded op a locked increment.
+inline std::uint64_t& next_sequence_nr() noexcept {
+    static thread_local std::uint64_t counter = 0;
     return counter;
 }
 

@@ -25,10 +25,18 @@ template <class... Parts>
     return os.str();
 }
 
-/// Throws graft::error built from `parts` when `ok` is false.
+/// Throws graft::error built from `parts` (the cold half of check, kept out of line).
 template <class... Parts>
-void check(bool ok, const Parts&... parts) {
-    if (!ok) throw error(concat(parts...));
+[[noreturn, gnu::noinline, gnu::cold]] void fail_with(const Parts&... parts) {
+    throw error(concat(parts...));
+}
+
+/// Throws graft::error built from `parts` when `ok` is false. Inlined to a test and a
+/// branch: the message is only formatted on failure, in fail_with.
+template <class... Parts>
+[[gnu::always_inline]] inline void check(bool ok, const Parts&... parts) {
+    if (!ok) [[unlikely]]
+        fail_with(parts...);
 }
 
 [[noreturn]] GRAFT_INLINE void fail(const std::string& message);

@@ -80,13 +80,19 @@ public:
     iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values);
     iterator erase(const_iterator pos);
     void reserve(size_type n);
+    /// Sets the size to n leaving the values unspecified: for callers that write every one.
+    void resize_for_overwrite(size_type n) { resize_uninit(n); }
     [[nodiscard]] size_type capacity() const noexcept { return heap_ ? heap_capacity_ : inline_capacity; }
 
     /// A std::vector copy, for APIs that want one.
     [[nodiscard]] std::vector<std::int64_t> vec() const;
 
     friend bool operator==(const int_list& a, const int_list& b) noexcept {
-        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+        if (a.size_ != b.size_) return false;
+        const std::int64_t *pa = a.data(), *pb = b.data();
+        for (size_type i = 0; i < a.size_; ++i)  // ranks are small: no memcmp call
+            if (pa[i] != pb[i]) return false;
+        return true;
     }
     friend std::ostream& operator<<(std::ostream& os, const int_list& v) {
         os << '[';
@@ -102,7 +108,7 @@ private:
         }
         size_ = n;
     }
-    void take(int_list&& other) noexcept {
+    [[gnu::always_inline]] void take(int_list&& other) noexcept {
         size_ = other.size_;
         if (other.heap_) {
             heap_ = std::move(other.heap_);
@@ -112,7 +118,7 @@ private:
         }
         other.size_ = 0;
     }
-    void copy_from(const int_list& other) {
+    [[gnu::always_inline]] void copy_from(const int_list& other) {
         if (other.size_ <= inline_capacity && !heap_) {
             copy_inline(other);
             size_ = other.size_;
@@ -123,7 +129,7 @@ private:
     /// The whole inline array: a fixed-size copy the compiler inlines (no memmove call).
     void copy_inline(const int_list& other) noexcept {
         if (!other.heap_) {
-            std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
+            __builtin_memcpy(inline_, other.inline_, sizeof inline_);  // constant size: a few vector moves
         } else {
             std::copy(other.heap_.get(), other.heap_.get() + other.size_, inline_);
         }

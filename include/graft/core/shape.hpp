@@ -26,6 +26,8 @@ namespace detail {
 
 /// Row-major (C-contiguous) strides, in elements.
 [[nodiscard]] GRAFT_INLINE int_list contiguous_strides(const int_list& sizes);
+/// The same, written into `strides` (no temporary list).
+GRAFT_INLINE void assign_contiguous_strides(int_list& strides, const int_list& sizes);
 
 /// True when the layout is row-major contiguous (size-1 dims may have any stride).
 [[nodiscard]] inline bool is_contiguous_layout(const int_list& sizes, const int_list& strides) noexcept {

@@ -2,7 +2,7 @@
 // Definitions for graft/autograd/engine.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/autograd/engine.hpp"
 
-#include <queue>
+#include <algorithm>
 
 namespace graft::autograd {
 
@@ -11,11 +11,20 @@ GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"
     add_output(leaf_);
 }
 
-GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) {
+    if (!t.defined()) {
+        ++trailing_undefined_;
+        return;
+    }
+    for (; trailing_undefined_ > 0; --trailing_undefined_) saved_.emplace_back();
+    saved_.emplace_back(t, is_output);
+}
 
 GRAFT_INLINE Tensor function_node::saved(std::size_t i) {
-    if (i >= saved_.size())
-        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size()));
+    if (i >= saved_.size()) {
+        if (i < saved_.size() + trailing_undefined_) return {};
+        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size() + trailing_undefined_));
+    }
     return saved_[i].unpack(shared_from_this());
 }
 
@@ -237,10 +246,15 @@ GRAFT_INLINE void execute(graph_task& task) {
     auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
         return a->sequence_nr() < b->sequence_nr();
     };
-    std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
-        later_first);
+    // A heap by hand (not std::priority_queue): the popped node is moved out, not copied,
+    // so running a node costs no reference-count update for the queue.
+    std::vector<std::shared_ptr<Node>> ready;
+    const auto push_ready = [&](const std::shared_ptr<Node>& n) {
+        ready.push_back(n);
+        std::push_heap(ready.begin(), ready.end(), later_first);
+    };
     task.nodes.for_each([&](Node*, node_state& st) {
-        if (st.has_gradient && st.dependencies == 0) ready.push(st.owner);
+        if (st.has_gradient && st.dependencies == 0) push_ready(st.owner);
     });
 
     grad_mode_guard mode(task.create_graph);
@@ -256,8 +270,9 @@ GRAFT_INLINE void execute(graph_task& task) {
         log = logger_slot();
     }
     while (!ready.empty()) {
-        std::shared_ptr<Node> node = ready.top();
-        ready.pop();
+        std::pop_heap(ready.begin(), ready.end(), later_first);
+        std::shared_ptr<Node> node = std::move(ready.back());
+        ready.pop_back();
         std::lock_guard lock(node->mutex());
         tensor_list grads = std::move(task.nodes.find(node.get())->buffer);
         grads.resize(node->num_outputs());
@@ -313,7 +328,7 @@ GRAFT_INLINE void execute(graph_task& task) {
                               validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
             else
                 st.has_gradient = true;  // becomes ready with an undefined gradient
-            if (--st.dependencies == 0) ready.push(st.owner);
+            if (--st.dependencies == 0) push_ready(st.owner);
         }
         recycle(task, std::move(grads));
         recycle(task, std::move(outputs));

@@ -17,6 +17,13 @@ GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& no
     m.requires_grad = false;
 }
 
+GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node) {
+    auto& m = ensure_meta(out);
+    m.output_nr = node->add_output(out);
+    m.grad_fn = std::move(node);
+    m.requires_grad = false;
+}
+
 GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
     if (vm.creation == creation_meta::default_mode) return;
     const auto* m = meta(self);

@@ -29,7 +29,9 @@ GRAFT_INLINE std::vector<std::string> Node::describe_saved() const { return {}; 
 GRAFT_INLINE void Node::add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
 
 GRAFT_INLINE std::uint32_t Node::add_output(const Tensor& t) {
-    output_meta_.push_back({t.sizes(), t.type()});
+    auto& m = output_meta_.emplace_back();  // filled in place: no temporary int_list
+    m.sizes = t.sizes();
+    m.type = t.type();
     return static_cast<std::uint32_t>(output_meta_.size() - 1);
 }
 

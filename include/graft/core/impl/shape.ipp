@@ -16,13 +16,21 @@ GRAFT_INLINE std::string to_string(const int_list& v) {
     return s + "]";
 }
 
-GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
-    int_list strides(sizes.size());
+GRAFT_INLINE void assign_contiguous_strides(int_list& strides, const int_list& sizes) {
+    const std::size_t rank = sizes.size();
+    strides.resize_for_overwrite(rank);
+    const std::int64_t* sz = sizes.data();
+    std::int64_t* st = strides.data();
     std::int64_t acc = 1;
-    for (std::size_t i = sizes.size(); i-- > 0;) {
-        strides[i] = acc;
-        acc *= sizes[i] > 1 ? sizes[i] : 1;
+    for (std::size_t i = rank; i-- > 0;) {
+        st[i] = acc;
+        acc *= sz[i] > 1 ? sz[i] : 1;
     }
+}
+
+GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
+    int_list strides;
+    assign_contiguous_strides(strides, sizes);
     return strides;
 }
 
@@ -39,10 +47,11 @@ GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
 }
 
 GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes) {
-    check_sizes(op, sizes);
     std::int64_t span = 1, numel = 1;
     for (auto s : sizes) {
-        if (!mul_fits(span, s > 1 ? s : 1, span))
+        if (s < 0) [[unlikely]]
+            check_sizes(op, sizes);  // fails with the message naming the negative size
+        if (!mul_fits(span, s > 1 ? s : 1, span)) [[unlikely]]
             fail(concat(op, ": sizes ", sizes, " have more elements than an int64 can count"));
         numel = s == 0 ? 0 : numel;
     }

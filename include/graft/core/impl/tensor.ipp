@@ -46,7 +46,7 @@ GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
     auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
-    impl->strides = detail::contiguous_strides(sizes);
+    detail::assign_contiguous_strides(impl->strides, sizes);
     impl->data = detail::make_storage(nbytes);
     Tensor t(std::move(impl));
     if (detail::tl_op_observer) [[unlikely]]
