@@ -203,3 +203,70 @@ TEST_CASE("kernels: narrow products (n <= 2 vectors) give the bits of wider ones
         }
     }
 }
+
+namespace {
+
+// Widths that are not multiples of a register panel (48 floats on AVX3, 24 doubles, 16 / 8 on
+// AVX2, 4 on SCALAR): the last partial panel of B runs a narrower micro-kernel than the others.
+// Each product is checked against a double-precision sum within the dot-product bound, and
+// bitwise against three other routes to the same FMA chains: (1) each column alone (n == 1,
+// the matrix-vector path, no panels at all); (2) the same columns inside a product whose width
+// is a multiple of 48 (every panel full width, extra columns random); (3) B stored column-major
+// (the transposed packing route). k > 256 makes several KC slices accumulate into C; m > MC
+// (128 floats) several row blocks, and m not a multiple of MR row-edge tiles.
+template <class T>
+void check_partial_panels_all_targets() {
+    target_guard guard;
+    const double eps = std::numeric_limits<T>::epsilon();
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        std::uint32_t seed = 1001;
+        for (const auto& [m, k] : {std::array<std::size_t, 2>{2, 33}, {9, 1}, {9, 300}, {37, 17}, {37, 513}, {130, 260}}) {
+            for (std::size_t n : {1u, 15u, 16u, 17u, 31u, 32u, 33u, 47u, 48u, 49u, 95u, 96u, 97u, 128u, 130u, 256u}) {
+                if (m == 130 && n % 32 != 0 && n != 1 && n != 17 && n != 130) continue;  // keep the big rows cheap
+                const std::size_t wide = (n + 47) / 48 * 48 + 48;  // all panels full, on every target
+                const auto sk = static_cast<std::ptrdiff_t>(k), sn = static_cast<std::ptrdiff_t>(n),
+                           sw = static_cast<std::ptrdiff_t>(wide);
+                const auto a = make_data<T>(m * k, -1, 1, seed++, false);
+                const auto bw = make_data<T>(k * wide, -1, 1, seed++, false);  // k x wide; B = its first n columns
+                std::vector<T> b(k * n), bt(n * k);
+                for (std::size_t p = 0; p < k; ++p)
+                    for (std::size_t j = 0; j < n; ++j) b[p * n + j] = bt[j * k + p] = bw[p * wide + j];
+                std::vector<T> c(m * n), cw(m * wide), ct(m * n, T(-1)), col(m);
+                gk::matmul(a.data(), sk, b.data(), sn, c.data(), sn, m, n, k);
+                gk::matmul(a.data(), sk, bw.data(), sw, cw.data(), sw, m, wide, k);
+                gk::matmul(a.data(), sk, 1, bt.data(), 1, sk, ct.data(), sn, m, n, k);
+                std::size_t far = 0, not_wide = 0, not_col = 0;
+                for (std::size_t i = 0; i < m; ++i)
+                    for (std::size_t j = 0; j < n; ++j) {
+                        double s = 0, sabs = 0;
+                        for (std::size_t p = 0; p < k; ++p) {
+                            const double x = static_cast<double>(a[i * k + p]) * static_cast<double>(b[p * n + j]);
+                            s += x;
+                            sabs += std::fabs(x);
+                        }
+                        if (std::fabs(static_cast<double>(c[i * n + j]) - s) > 2.0 * static_cast<double>(k) * eps * sabs + eps)
+                            ++far;
+                        if (std::memcmp(&c[i * n + j], &cw[i * wide + j], sizeof(T)) != 0) ++not_wide;
+                    }
+                for (std::size_t j = 0; j < n; ++j) {
+                    gk::matmul(a.data(), sk, 1, b.data() + j, sn, 1, col.data(), 1, m, 1, k);
+                    for (std::size_t i = 0; i < m; ++i) not_col += std::memcmp(&col[i], &c[i * n + j], sizeof(T)) != 0;
+                }
+                INFO("target " << gk::target_name(t) << " m " << m << " n " << n << " k " << k);
+                CHECK(far == 0);
+                CHECK(not_wide == 0);
+                CHECK(not_col == 0);
+                CHECK(std::memcmp(ct.data(), c.data(), c.size() * sizeof(T)) == 0);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: matmul widths off the register panel: reference and bitwise against other routes",
+          "[kernels][matmul]") {
+    check_partial_panels_all_targets<float>();
+    check_partial_panels_all_targets<double>();
+}

@@ -7,7 +7,10 @@
 //   NR-wide column slivers (zero padded); for each MC-row block of A: pack A[mc x kc]
 //   into MR-row slivers (zero padded); then an MR x NR register-blocked micro-kernel
 //   (NR = NV vectors; broadcast one A element, MulAdd against NV B vectors) updates C.
-//   Edge tiles run the same micro-kernel into a stack tile and copy the valid part.
+//   The last, partial sliver of B is packed ceil(w / lanes) vectors wide, not NR: it runs
+//   an MR x (fewer vectors) micro-kernel, so n = 128 on AVX3 computes 96 + 32 columns, not
+//   144. Edge tiles (rows past m, or a last vector only partly inside n) run the micro-kernel
+//   into a stack tile and copy the valid part.
 // Numeric contract: each C element is a sum over k of products with FMA, in k order
 //   within a KC slice, slices added in order: |error| <= k * eps * sum|a||b| (standard
 //   dot-product bound); results do not depend on the target except through FMA vs
@@ -81,6 +84,21 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
             } else {
                 hn::StoreU(acc[r][v], d, cr + v * N);
             }
+        }
+    }
+}
+
+// The last B sliver's micro-kernel: MR x nv vectors, 0 < nv < NV (run time), out of line
+// (one call per MR x kc block; keeps the full-width kernel's inlined loop as it was).
+template <std::size_t MR, std::size_t NV, class D>
+HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
+                                    const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
+                                    std::ptrdiff_t ldc, bool accumulate) {
+    if constexpr (NV > 1) {
+        if (nv == NV - 1) return gemm_micro<MR, NV - 1>(d, kc, pa, pb, c, ldc, accumulate);
+        if constexpr (NV > 2) {
+            if (nv == NV - 2) return gemm_micro<MR, NV - 2>(d, kc, pa, pb, c, ldc, accumulate);
+            if constexpr (NV > 3) gemm_micro_narrow<MR, NV - 2>(d, nv, kc, pa, pb, c, ldc, accumulate);
         }
     }
 }
@@ -171,29 +189,31 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = k - pc < KC ? k - pc : KC;
             const bool accumulate = pc != 0;
-            // Pack B[pc:pc+kc, jc:jc+nc] into NR-wide slivers: sliver s holds kc rows of NR.
+            // Pack B[pc:pc+kc, jc:jc+nc] into slivers of kc rows: NR wide, except the last
+            // one, ceil(w / N) vectors wide (zero padded to whole vectors only).
             for (std::size_t js = 0; js < nc; js += NR) {
                 const std::size_t w = nc - js < NR ? nc - js : NR;
+                const std::size_t nv = (w + N - 1) / N, wr = nv * N;  // vectors, padded width
                 T* dst = pb_buf + js * kc;
                 if (csb != 1 && ldb == 1) {
                     // Column-major B (a transposed operand): each column is contiguous over p.
                     for (std::size_t j = 0; j < w; ++j) {
                         const T* col = b + static_cast<std::ptrdiff_t>(pc) + static_cast<std::ptrdiff_t>(jc + js + j) * csb;
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = col[p];
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * wr + j] = col[p];
                     }
-                    for (std::size_t j = w; j < NR; ++j)
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = T(0);
+                    for (std::size_t j = w; j < wr; ++j)
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * wr + j] = T(0);
                     continue;
                 }
                 for (std::size_t p = 0; p < kc; ++p) {
                     const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js) * csb;
-                    if (w == NR && csb == 1) {
-                        for (std::size_t v = 0; v < NV; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
+                    if (w == wr && csb == 1) {
+                        for (std::size_t v = 0; v < nv; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
                     } else {
                         for (std::size_t j = 0; j < w; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * csb];
-                        for (std::size_t j = w; j < NR; ++j) dst[j] = T(0);
+                        for (std::size_t j = w; j < wr; ++j) dst[j] = T(0);
                     }
-                    dst += NR;
+                    dst += wr;
                 }
             }
             for (std::size_t ic = 0; ic < m; ic += MC) {
@@ -220,18 +240,27 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
                 }
                 for (std::size_t jr = 0; jr < nc; jr += NR) {
                     const std::size_t w = nc - jr < NR ? nc - jr : NR;
+                    const std::size_t nv = (w + N - 1) / N, wr = nv * N;  // as packed
                     const T* pb = pb_buf + jr * kc;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
                         const std::size_t h = mc - ir < MR ? mc - ir : MR;
                         const T* pa = pa_buf + ir * kc;
                         T* cc = c + static_cast<std::ptrdiff_t>(ic + ir) * ldc + static_cast<std::ptrdiff_t>(jc + jr);
-                        if (h == MR && w == NR) {
-                            gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
+                        if (h == MR && w == wr) {
+                            if (nv == NV) {
+                                gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
+                            } else {
+                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, cc, ldc, accumulate);
+                            }
                         } else {
-                            gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(NR), false);
+                            if (nv == NV) {
+                                gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
+                            } else {
+                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
+                            }
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
-                                const T* trow = tile + r * NR;
+                                const T* trow = tile + r * wr;
                                 std::size_t j = 0;
                                 for (; j + N <= w; j += N) {  // whole vectors of the valid part
                                     const auto t = hn::Load(d, trow + j);
@@ -263,8 +292,9 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa
     }
     if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks instead of
-    // 8 x 3 panels that would be one third zero padding. Same sums in the same order.
+    // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks (12 x 1 for
+    // n <= 1 vector) instead of one 8 x 2 (8 x 1) sliver: more accumulators per broadcast of B.
+    // Same sums in the same order.
     const hn::ScalableTag<T> d;
     if (n <= 2 * hn::Lanes(d)) return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #endif
