@@ -90,6 +90,8 @@ public:
     /// tensor takes a position (saved(i) returns it undefined) but no storage unless a
     /// defined one follows: most nodes save nothing or only their leading operands.
     void save(const Tensor& t, bool is_output = false);
+    /// Room for n saved tensors up front (nodes that save many: no regrowth).
+    void reserve_saved(std::size_t n) { saved_.reserve(n); }
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
     [[nodiscard]] Tensor saved(std::size_t i);
     /// True when the i-th forward input needs a gradient.
@@ -143,6 +145,9 @@ struct node_state {
     tensor_list buffer;  // gradients accumulated for the node's forward outputs
     int dependencies = 0;
     bool has_gradient = false;  // some gradient (maybe undefined) was routed to it
+    bool needed = false;        // with a filter: on a path to a capture target (must run)
+    bool is_capture = false;    // a capture target of autograd::grad / backward(inputs=...)
+    std::uint8_t visit = 0;     // compute_needed's walk: 0 new, 1 on the stack, 2 done
 };
 
 /// Per-pass node states in one open-addressing table keyed by node address:
@@ -157,6 +162,7 @@ public:
     node_state& get(Node* n, bool* fresh = nullptr);
     /// The state of a node already entered (see get).
     [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
+    [[nodiscard]] const node_state* find(const Node* n) const { return values_.data() + index_of(n); }
     [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
     template <class F>
     void for_each(F&& f) {
@@ -197,12 +203,33 @@ struct graph_task {
     bool create_graph = false;
     bool accumulate_grad = true;
     node_table nodes;
-    // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
-    std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
-    std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
+    // Capture targets (autograd::grad / backward(inputs=...)): the node's gradient slot goes to
+    // output `index`. Few entries: a list, with node_state::is_capture for lookups.
+    struct capture_target {
+        Node* node;
+        std::uint32_t slot;
+        std::size_t index;
+    };
+    std::vector<capture_target> captures;
+    /// True when `n` is a capture target of this pass.
+    [[nodiscard]] bool is_capture(const Node* n) const { return nodes.contains(n) && nodes.find(n)->is_capture; }
     bool filter = false;
     tensor_list captured;
     std::vector<tensor_list> spare_lists;  // emptied gradient vectors, reused as node buffers
+
+    // The spare vectors outlive the pass: the next pass on this thread starts with them.
+    graph_task() { spare_lists.swap(spare_pool()); }
+    graph_task(const graph_task&) = delete;
+    graph_task& operator=(const graph_task&) = delete;
+    ~graph_task() {
+        if (spare_pool().empty()) spare_lists.swap(spare_pool());  // a nested pass may have refilled it
+    }
+
+private:
+    static std::vector<tensor_list>& spare_pool() {
+        thread_local std::vector<tensor_list> pool;
+        return pool;
+    }
 };
 
 inline std::atomic<std::uint64_t>& next_task_id() {

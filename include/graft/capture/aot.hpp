@@ -81,7 +81,9 @@ public:
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
     /// executor plugs in its fused plans.
-    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
+    using runner = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+    runner forward_runner;
+    std::shared_ptr<const runner> backward_runner;  // shared with the recorded nodes, not copied per call
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
     /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.

@@ -50,7 +50,7 @@ using ir::ivalue;
 /// A plan run's values, one per slot (on the stack for small graphs).
 using frame_t = boost::container::small_vector<ivalue, 24>;
 template <class T>
-using reg_vector = boost::container::small_vector<T, 16>;
+using reg_vector = boost::container::small_vector<T, 32>;  // most groups fit: no allocation per run
 
 // ---------------------------------------------------------------- fusable ops
 

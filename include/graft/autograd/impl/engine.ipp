@@ -47,7 +47,7 @@ GRAFT_INLINE std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
     auto& m = ensure_meta(leaf);
     std::lock_guard lock(m.mutex);
     if (auto acc = m.grad_accumulator.lock()) return acc;
-    auto acc = std::make_shared<AccumulateGrad>(leaf);
+    auto acc = std::allocate_shared<AccumulateGrad>(graft::detail::pool_allocator<AccumulateGrad>{}, leaf);
     m.grad_accumulator = acc;
     return acc;
 }
@@ -148,7 +148,7 @@ GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
 }
 
 GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
-    std::vector<Node*> stack;
+    boost::container::small_vector<Node*, 32> stack;
     auto visit = [&](const std::shared_ptr<Node>& fn) {
         bool fresh = false;
         node_state& st = task.nodes.get(fn.get(), &fresh);
@@ -169,24 +169,46 @@ GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>
 }
 
 GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
-    std::unordered_map<Node*, int> state;  // 0 unknown, 1 visiting, 2 done
-    std::function<bool(Node*)> visit = [&](Node* n) -> bool {
-        auto& s = state[n];
-        if (s == 2) return task.needed.count(n) > 0;
-        if (s == 1) return false;
-        s = 1;
-        bool need = run_targets && task.captures.count(n) > 0;
-        for (const auto& e : n->next_functions()) {
-            if (!e.valid()) continue;
-            const bool child = visit(e.function.get());
-            need = need || child || task.captures.count(e.function.get()) > 0;
-        }
-        state[n] = 2;
-        if (need) task.needed.insert(n);
-        return need;
+    // Depth-first over the nodes compute_dependencies entered, without recursion: a node is
+    // needed when it is a capture target that runs (run_targets) or some child is needed or
+    // is a capture target. A node met again while on the stack (a cycle cannot occur in a
+    // backward graph, but stay safe) counts as not needed, as before.
+    struct frame {
+        Node* node;
+        node_state* state;
+        std::size_t next_edge;
+        bool need;
     };
-    for (const auto& e : roots)
-        if (e.valid()) visit(e.function.get());
+    boost::container::small_vector<frame, 16> stack;
+    const auto enter = [&](Node* n) {
+        node_state* st = task.nodes.find(n);
+        st->visit = 1;
+        stack.push_back({n, st, 0, run_targets && st->is_capture});
+    };
+    for (const auto& root : roots) {
+        if (!root.valid() || task.nodes.find(root.function.get())->visit != 0) continue;
+        enter(root.function.get());
+        while (!stack.empty()) {
+            frame& f = stack.back();
+            const auto& edges = f.node->next_functions();
+            if (f.next_edge < edges.size()) {
+                const Edge& e = edges[f.next_edge++];
+                if (!e.valid()) continue;
+                node_state* child = task.nodes.find(e.function.get());
+                if (child->visit == 0) {
+                    enter(e.function.get());  // invalidates f; its result is folded in on return
+                    continue;
+                }
+                f.need = f.need || (child->visit == 2 && child->needed) || child->is_capture;
+                continue;
+            }
+            node_state* done = f.state;
+            done->visit = 2;
+            done->needed = f.need;
+            stack.pop_back();
+            if (!stack.empty()) stack.back().need = stack.back().need || done->needed || done->is_capture;
+        }
+    }
 }
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
@@ -248,7 +270,7 @@ GRAFT_INLINE void execute(graph_task& task) {
     };
     // A heap by hand (not std::priority_queue): the popped node is moved out, not copied,
     // so running a node costs no reference-count update for the queue.
-    std::vector<std::shared_ptr<Node>> ready;
+    boost::container::small_vector<std::shared_ptr<Node>, 16> ready;
     const auto push_ready = [&](const std::shared_ptr<Node>& n) {
         ready.push_back(n);
         std::push_heap(ready.begin(), ready.end(), later_first);
@@ -274,16 +296,18 @@ GRAFT_INLINE void execute(graph_task& task) {
         std::shared_ptr<Node> node = std::move(ready.back());
         ready.pop_back();
         std::lock_guard lock(node->mutex());
-        tensor_list grads = std::move(task.nodes.find(node.get())->buffer);
+        node_state& state = *task.nodes.find(node.get());
+        tensor_list grads = std::move(state.buffer);
         grads.resize(node->num_outputs());
-        const auto capture = task.captures.empty() ? task.captures.end() : task.captures.find(node.get());
-        bool run = !task.filter || task.needed.count(node.get()) > 0;
+        const bool captured = state.is_capture;
+        bool run = !task.filter || state.needed;
         if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
         // A node neither run nor captured is not part of this pass: its tensor hooks stay quiet.
-        if (!run && capture == task.captures.end()) continue;
+        if (!run && !captured) continue;
         for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
-        if (capture != task.captures.end())
-            for (auto [slot, index] : capture->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
+        if (captured)
+            for (const auto& c : task.captures)
+                if (c.node == node.get()) task.captured[c.index] = accumulate(task.captured[c.index], grads[c.slot]);
         if (!run) continue;
 
         const bool hooked = node->has_hooks();
@@ -374,7 +398,8 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
             task.nodes.get(inputs[i].function.get()).owner = inputs[i].function;
-            task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
+            task.nodes.find(inputs[i].function.get())->is_capture = true;
+            task.captures.push_back({inputs[i].function.get(), inputs[i].input_nr, i});
         }
         compute_needed(task, roots, accumulate_grad);
     }
@@ -405,9 +430,9 @@ GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
     if (!task->nodes.contains(n)) return false;
-    if (task->captures.count(n)) return true;  // as PyTorch: capture targets count as executed
+    if (task->nodes.find(n)->is_capture) return true;  // as PyTorch: capture targets count as executed
     if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
-    return !task->filter || task->needed.count(n) > 0;
+    return !task->filter || task->nodes.find(n)->needed;
 }
 
 }  // namespace graft::autograd

@@ -89,7 +89,7 @@ GRAFT_INLINE bool gradient_expected(const Node* node) {
     if (!node) return false;
     const auto* task = current_task();
     if (!task) return false;
-    if (task->captures.count(const_cast<Node*>(node))) return true;
+    if (task->is_capture(node)) return true;
     return will_engine_execute_node(*node);
 }
 

@@ -124,8 +124,10 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     bool any = false;
     for (std::size_t i : grad_inputs) any = any || args[i].requires_grad();
     if (!needs_node || !any) return outs;
-    auto node = std::make_shared<autograd::function_node>(node_name);
+    auto node = std::allocate_shared<autograd::function_node>(graft::detail::pool_allocator<autograd::function_node>{},
+                                                              node_name);
     for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
+    node->reserve_saved(num_saved);
     for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
     // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
     // for zero gradients of outputs the caller did not differentiate.
@@ -135,19 +137,21 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes,
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes = std::move(shapes),
+                      bsym = backward_sizes,
                       context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
+        // The saved values carry no history, so a backward that records (create_graph)
+        // would silently drop second-order terms: refused, as AOTAutograd does.
+        if (autograd::is_grad_enabled()) [[unlikely]]
+            graft::detail::fail_with(n.name(), ": double backward (create_graph=true) through a compiled graph is "
+                                     "not supported; differentiate the eager function instead");
         std::vector<Tensor> in;
+        in.reserve(n_saved + shapes.size());
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
         for (std::size_t k = 0; k < shapes.size(); ++k)
             in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
-        // The saved values carry no history, so a backward that records (create_graph)
-        // would silently drop second-order terms: refused, as AOTAutograd does.
-        graft::detail::check(!autograd::is_grad_enabled(), n.name(),
-                             ": double backward (create_graph=true) through a compiled graph is not supported; "
-                             "differentiate the eager function instead");
         const ir::size_context_scope sizes_of_forward(context);
-        if (run) return run(in);
+        if (run) return (*run)(in);
         std::vector<ir::ivalue> a(in.begin(), in.end());
         std::vector<Tensor> r;
         for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));

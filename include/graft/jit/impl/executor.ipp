@@ -511,7 +511,7 @@ GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_
         };
     };
     f.forward_runner = as_runner(fp);
-    f.backward_runner = as_runner(bp);
+    f.backward_runner = std::make_shared<const capture::aot_function::runner>(as_runner(bp));
     f.node_name = "DifferentiableGraphBackward";
     return {std::move(fp), std::move(bp)};
 }
