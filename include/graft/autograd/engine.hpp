@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -253,10 +254,10 @@ inline std::mutex& logger_mutex() {
     return m;
 }
 
-GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots);
+GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots);
 
 /// Marks the nodes on some path to a capture target (PyTorch's exec_info).
-GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets);
+GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, bool run_targets);
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
                                 const Tensor& grad);

@@ -147,7 +147,7 @@ GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
         if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
 }
 
-GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
+GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots) {
     boost::container::small_vector<Node*, 32> stack;
     auto visit = [&](const std::shared_ptr<Node>& fn) {
         bool fresh = false;
@@ -168,7 +168,7 @@ GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>
     }
 }
 
-GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
+GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, bool run_targets) {
     // Depth-first over the nodes compute_dependencies entered, without recursion: a node is
     // needed when it is a capture target that runs (run_targets) or some child is needed or
     // is a capture target. A node met again while on the stack (a cycle cannot occur in a
@@ -369,8 +369,8 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
     task.keep_graph = keep_graph;
     task.create_graph = create_graph;
     task.accumulate_grad = accumulate_grad;
-    std::vector<Edge> roots;
-    std::vector<Tensor> root_grads;
+    boost::container::small_vector<Edge, 4> roots;
+    boost::container::small_vector<Tensor, 4> root_grads;
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         const Tensor& out = outputs[i];
         graft::detail::check(out.defined(), "backward: output ", i, " is an undefined tensor");
@@ -391,7 +391,8 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
         roots.push_back(e);
         root_grads.push_back(g);
     }
-    compute_dependencies(task, roots);
+    const std::span<const Edge> root_edges(roots.data(), roots.size());
+    compute_dependencies(task, root_edges);
     if (!inputs.empty()) {
         task.filter = true;
         task.captured.resize(inputs.size());
@@ -401,7 +402,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
             task.nodes.find(inputs[i].function.get())->is_capture = true;
             task.captures.push_back({inputs[i].function.get(), inputs[i].input_nr, i});
         }
-        compute_needed(task, roots, accumulate_grad);
+        compute_needed(task, root_edges, accumulate_grad);
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();

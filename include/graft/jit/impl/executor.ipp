@@ -504,9 +504,11 @@ GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_
     auto bp = std::make_shared<plan>(f.backward, std::move(backward), own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
-            std::vector<ir::ivalue> a(args.begin(), args.end());
+            const boost::container::small_vector<ir::ivalue, 16> a(args.begin(), args.end());
+            auto values = p->run(std::span<const ir::ivalue>(a.data(), a.size()));
             std::vector<Tensor> r;
-            for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+            r.reserve(values.size());
+            for (auto& v : values) r.push_back(std::get<Tensor>(std::move(v)));
             return r;
         };
     };
