@@ -403,3 +403,62 @@ TEST_CASE("hooks as C++ callers write them: void tensor hooks, post-accumulate h
     (p * 3.0).sum().backward();
     CHECK(equal(p.detach(), tensor({1.0 - 1.5, -1.0 - 1.5})));
 }
+
+TEST_CASE("function_node: undefined saves keep their positions; both backward forms give the same gradients",
+          "[autograd][engine]") {
+    Tensor x = leaf({1.0, 2.0}), w = leaf({3.0, -4.0});
+    for (const bool appending : {false, true}) {
+        auto node = autograd::detail::make_node("TestBackward", x, w);
+        REQUIRE(node);
+        node->save(Tensor{});  // position 0: nothing
+        node->save(w);         // position 1
+        node->save(Tensor{});  // position 2: trailing, no storage
+        CHECK_FALSE(node->saved(0).defined());
+        CHECK(vals(node->saved(1)) == vals(w));
+        CHECK_FALSE(node->saved(2).defined());
+        CHECK_THROWS_AS(node->saved(3), graft::error);
+        Tensor y = ops::mul(x, w);  // raw forward; the node below is its grad_fn
+        autograd::detail::set_history(y, node);
+        // d(sum(x*w))/dx = w, d/dw = x, read from the saved w and a captured x.
+        if (appending)
+            node->backward = [xc = x.detach()](autograd::function_node& n, const tensor_list& g, tensor_list& out) {
+                out.push_back(ops::mul(g[0], n.saved(1).detach()));
+                out.push_back(ops::mul(g[0], xc));
+            };
+        else
+            node->backward = [xc = x.detach()](autograd::function_node& n, const tensor_list& g) -> tensor_list {
+                return {ops::mul(g[0], n.saved(1).detach()), ops::mul(g[0], xc)};
+            };
+        CHECK(node->backward.fills() == appending);
+        const tensor_list grads = autograd::grad({y.sum()}, {x, w}, {}, /*retain_graph=*/true);
+        CHECK(vals(grads[0]) == vals(w));
+        CHECK(vals(grads[1]) == vals(x));
+        // Called directly, the appending form returns the same list.
+        const tensor_list direct = node->backward(*node, {ones({2})});
+        REQUIRE(direct.size() == 2);
+        CHECK(vals(direct[0]) == vals(w));
+    }
+}
+
+TEST_CASE("autograd::grad runs only the nodes on a path to its inputs", "[autograd][grad]") {
+    // loss = a*b + c*d: grad w.r.t. a must not run the c*d branch (will_engine_execute_node).
+    Tensor a = leaf({2.0}), b = leaf({3.0}), c = leaf({5.0}), d = leaf({7.0});
+    Tensor ab = a * b, cd = c * d;
+    bool ab_ran = false, cd_ran = false;
+    ab.grad_fn()->register_prehook([&](const tensor_list&) -> std::optional<tensor_list> {
+        ab_ran = autograd::will_engine_execute_node(*ab.grad_fn());
+        return std::nullopt;
+    });
+    cd.grad_fn()->register_prehook([&](const tensor_list&) -> std::optional<tensor_list> {
+        cd_ran = true;
+        return std::nullopt;
+    });
+    const tensor_list g = autograd::grad({ab + cd}, {a});
+    CHECK(vals(g[0]) == std::vector<float>{3.0f});
+    CHECK(ab_ran);
+    CHECK_FALSE(cd_ran);
+    // Both branches when both are asked for; a shared input gets both contributions.
+    const tensor_list g2 = autograd::grad({a * b + a * d}, {a, d});
+    CHECK(vals(g2[0]) == std::vector<float>{10.0f});  // b + d
+    CHECK(vals(g2[1]) == std::vector<float>{2.0f});   // a
+}

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -42,7 +43,10 @@ class function_node;
 namespace detail {
 
 /// A move-only callable stored inside the node (no separate allocation for
-/// captures up to 192 bytes): the derivative of one recorded op.
+/// captures up to 192 bytes): the derivative of one recorded op. Either form works:
+/// `tensor_list(function_node&, const tensor_list& grads)` returns the input gradients;
+/// `void(function_node&, const tensor_list& grads, tensor_list& out)` appends them to
+/// `out`, a vector the engine reuses across nodes (no allocation per node).
 class backward_callable {
 public:
     using signature = tensor_list(function_node&, const tensor_list&);
@@ -61,22 +65,42 @@ public:
             target_ = new F(std::move(f));
             destroy_ = [](void* p, bool) { delete static_cast<F*>(p); };
         }
-        call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        if constexpr (std::is_invocable_v<F&, function_node&, const tensor_list&, tensor_list&>) {
+            fill_ = [](void* p, function_node& n, const tensor_list& g, tensor_list& out) {
+                (*static_cast<F*>(p))(n, g, out);
+            };
+        } else {
+            call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        }
         return *this;
     }
-    tensor_list operator()(function_node& n, const tensor_list& g) const { return call_(target_, n, g); }
-    explicit operator bool() const noexcept { return call_ != nullptr; }
+    tensor_list operator()(function_node& n, const tensor_list& g) const {
+        if (call_) return call_(target_, n, g);
+        tensor_list out;
+        fill_(target_, n, g, out);
+        return out;
+    }
+    /// True for the appending form (see fill).
+    [[nodiscard]] bool fills() const noexcept { return fill_ != nullptr; }
+    /// Appends the gradients to `out`; either form.
+    void fill(function_node& n, const tensor_list& g, tensor_list& out) const {
+        if (fill_) fill_(target_, n, g, out);
+        else out = call_(target_, n, g);
+    }
+    explicit operator bool() const noexcept { return call_ != nullptr || fill_ != nullptr; }
 
 private:
     void reset() {
         if (destroy_) destroy_(target_, true);
         destroy_ = nullptr;
         call_ = nullptr;
+        fill_ = nullptr;
         target_ = nullptr;
     }
     alignas(std::max_align_t) unsigned char buffer_[192];
     void* target_ = nullptr;
     tensor_list (*call_)(void*, function_node&, const tensor_list&) = nullptr;
+    void (*fill_)(void*, function_node&, const tensor_list&, tensor_list&) = nullptr;
     void (*destroy_)(void*, bool) = nullptr;
 };
 
@@ -90,7 +114,13 @@ public:
     /// Saves tensors for backward; `is_output` marks outputs of this node. An undefined
     /// tensor takes a position (saved(i) returns it undefined) but no storage unless a
     /// defined one follows: most nodes save nothing or only their leading operands.
-    void save(const Tensor& t, bool is_output = false);
+    void save(const Tensor& t, bool is_output = false) {
+        if (!t.defined()) {
+            ++trailing_undefined_;
+            return;
+        }
+        save_defined(t, is_output);
+    }
     /// Room for n saved tensors up front (nodes that save many: no regrowth).
     void reserve_saved(std::size_t n) { saved_.reserve(n); }
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
@@ -111,6 +141,8 @@ protected:
     tensor_list apply(tensor_list&& grads) override;
 
 private:
+    void save_defined(const Tensor& t, bool is_output);
+
     boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
     std::uint32_t trailing_undefined_ = 0;  // saved positions after saved_ that hold undefined tensors
 };

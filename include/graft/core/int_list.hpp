@@ -28,9 +28,9 @@ public:
     template <std::input_iterator It>
     int_list(It first, It last) { assign(first, last); }
     int_list(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
-    int_list(const int_list& other) { copy_from(other); }
+    [[gnu::always_inline]] int_list(const int_list& other) { copy_from(other); }
     int_list(int_list&& other) noexcept { take(std::move(other)); }
-    int_list& operator=(const int_list& other) {
+    [[gnu::always_inline]] int_list& operator=(const int_list& other) {
         if (this != &other) copy_from(other);
         return *this;
     }

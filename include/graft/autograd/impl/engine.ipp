@@ -11,11 +11,7 @@ GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"
     add_output(leaf_);
 }
 
-GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) {
-    if (!t.defined()) {
-        ++trailing_undefined_;
-        return;
-    }
+GRAFT_INLINE void function_node::save_defined(const Tensor& t, bool is_output) {
     for (; trailing_undefined_ > 0; --trailing_undefined_) saved_.emplace_back();
     saved_.emplace_back(t, is_output);
 }
@@ -39,7 +35,18 @@ GRAFT_INLINE std::vector<std::string> function_node::describe_saved() const {
     return out;
 }
 
-GRAFT_INLINE tensor_list function_node::apply(tensor_list&& grads) { return backward(*this, grads); }
+GRAFT_INLINE tensor_list function_node::apply(tensor_list&& grads) {
+    if (!backward.fills()) return backward(*this, grads);
+    // The appending form writes into an emptied vector of the running pass (the engine
+    // recycles the result the same way), so a node's run allocates no vector.
+    tensor_list out;
+    if (auto* task = detail::current_task(); task != nullptr && !task->spare_lists.empty()) {
+        out = std::move(task->spare_lists.back());
+        task->spare_lists.pop_back();
+    }
+    backward.fill(*this, grads, out);
+    return out;
+}
 
 namespace detail {
 
