@@ -278,6 +278,10 @@ private:
 
 namespace detail {
 
+/// empty(t.sizes(), t.type()) for a defined tensor: its element count is known to be
+/// addressable, so the size checks are skipped (the elementwise ops' output).
+[[nodiscard]] GRAFT_INLINE Tensor empty_same_shape(const Tensor& t);
+
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
 

@@ -103,7 +103,7 @@ GRAFT_INLINE void check_defined_for(kernels::binary_op op, const Tensor& t);
 /// tensor when the general path is needed.
 template <class T>
 [[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
-    Tensor out = empty(a.sizes(), a.type());
+    Tensor out = empty_same_shape(a);
     const T* pa = a.data_ptr<T>();
     T* po = out.data_ptr<T>();
     const auto n = static_cast<std::size_t>(a.numel());

@@ -54,6 +54,23 @@ GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
     return t;
 }
 
+namespace detail {
+
+GRAFT_INLINE Tensor empty_same_shape(const Tensor& t) {
+    const tensor_impl& src = t.impl();
+    auto impl = make_tensor_impl();
+    impl->type = src.type;
+    impl->sizes = src.sizes;
+    assign_contiguous_strides(impl->strides, src.sizes);
+    impl->data = make_storage(static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
+    Tensor out(std::move(impl));
+    if (tl_op_observer) [[unlikely]]
+        observe_alloc(out);
+    return out;
+}
+
+}  // namespace detail
+
 }  // namespace graft
 
 namespace graft::detail {

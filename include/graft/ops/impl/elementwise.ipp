@@ -256,7 +256,7 @@ GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     }
     const dtype type = is_floating_point(a.type()) ? a.type() : default_float_dtype;
     if (a.type() == type && a.is_contiguous()) {
-        Tensor out = empty(a.sizes(), type);
+        Tensor out = empty_same_shape(a);
         const auto n = static_cast<std::size_t>(a.numel());
         if (type == dtype::float32) kernels::unary(op, a.data_ptr<float>(), 1, out.data_ptr<float>(), n);
         else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
