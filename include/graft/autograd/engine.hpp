@@ -124,7 +124,10 @@ public:
     /// Room for n saved tensors up front (nodes that save many: no regrowth).
     void reserve_saved(std::size_t n) { saved_.reserve(n); }
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
-    [[nodiscard]] Tensor saved(std::size_t i);
+    [[nodiscard]] Tensor saved(std::size_t i) {
+        if (i >= saved_.size() && i < saved_.size() + trailing_undefined_) return {};  // saved as undefined
+        return saved_stored(i);
+    }
     /// True when the i-th forward input needs a gradient.
     [[nodiscard]] bool needs_input_grad(std::size_t i) const {
         if (i >= next_functions().size()) [[unlikely]]
@@ -142,6 +145,7 @@ protected:
 
 private:
     void save_defined(const Tensor& t, bool is_output);
+    [[nodiscard]] Tensor saved_stored(std::size_t i);
 
     boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
     std::uint32_t trailing_undefined_ = 0;  // saved positions after saved_ that hold undefined tensors
@@ -169,7 +173,7 @@ namespace detail {
 [[nodiscard]] GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b);
 
 /// Casts and checks a gradient against the slot it flows into.
-[[nodiscard]] GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+[[nodiscard]] GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, Tensor grad,
                                                 const input_metadata& expected);
 
 /// Per-node state of one backward pass.
@@ -292,7 +296,7 @@ GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> r
 GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, bool run_targets);
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
-                                const Tensor& grad);
+                                Tensor grad);
 
 /// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
 GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph);

@@ -16,11 +16,9 @@ GRAFT_INLINE void function_node::save_defined(const Tensor& t, bool is_output) {
     saved_.emplace_back(t, is_output);
 }
 
-GRAFT_INLINE Tensor function_node::saved(std::size_t i) {
-    if (i >= saved_.size()) {
-        if (i < saved_.size() + trailing_undefined_) return {};
+GRAFT_INLINE Tensor function_node::saved_stored(std::size_t i) {
+    if (i >= saved_.size())
         graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size() + trailing_undefined_));
-    }
     return saved_[i].unpack(shared_from_this());
 }
 
@@ -76,9 +74,9 @@ GRAFT_INLINE hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slo
     return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
 }
 
-GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, Tensor grad,
                                   const input_metadata& expected) {
-    Tensor g = grad;
+    Tensor g = std::move(grad);  // passed by value: the engine hands over its reference
     if (g.sizes() != expected.sizes) {
         // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
         bool expandable = true;
@@ -219,7 +217,7 @@ GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, 
 }
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
-                                const Tensor& grad) {
+                                Tensor grad) {
     if (st.buffer.size() < target.num_outputs()) {
         if (st.buffer.capacity() == 0 && !task.spare_lists.empty()) {
             st.buffer = std::move(task.spare_lists.back());
@@ -227,7 +225,8 @@ GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& ta
         }
         st.buffer.resize(target.num_outputs());
     }
-    st.buffer[slot] = accumulate(st.buffer[slot], grad);
+    Tensor& held = st.buffer[slot];
+    held = held.defined() ? accumulate(held, grad) : std::move(grad);
     st.has_gradient = true;
 }
 
@@ -311,7 +310,8 @@ GRAFT_INLINE void execute(graph_task& task) {
         if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
         // A node neither run nor captured is not part of this pass: its tensor hooks stay quiet.
         if (!run && !captured) continue;
-        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
+        if (node->has_hooks() || node->is_accumulate_grad())  // else no tensor hook or retain_grad can apply
+            for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
         if (captured)
             for (const auto& c : task.captures)
                 if (c.node == node.get()) task.captured[c.index] = accumulate(task.captured[c.index], grads[c.slot]);
@@ -356,7 +356,7 @@ GRAFT_INLINE void execute(graph_task& task) {
             node_state& st = *task.nodes.find(next);  // every reachable node was entered up front
             if (i < outputs.size() && outputs[i].defined())
                 add_to_buffer(task, st, *next, e.input_nr,
-                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+                              validate_grad(*node, i, std::move(outputs[i]), next->output_metadata(e.input_nr)));
             else
                 st.has_gradient = true;  // becomes ready with an undefined gradient
             if (--st.dependencies == 0) push_ready(st.owner);
@@ -414,7 +414,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
         add_to_buffer(task, task.nodes.get(n), *n, roots[i].input_nr,
-                      validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
+                      validate_grad(*n, i, std::move(root_grads[i]), n->output_metadata(roots[i].input_nr)));
     }
     execute(task);
     if (!accumulate_grad) {
