@@ -162,10 +162,18 @@ template <class... Parts>
     return os.str();
 }
 
-/// Throws graft::error built from `parts` when `ok` is false.
+/// Throws graft::error built from `parts` (the cold half of check, kept out of line).
 template <class... Parts>
-void check(bool ok, const Parts&... parts) {
-    if (!ok) throw error(concat(parts...));
+[[noreturn, gnu::noinline, gnu::cold]] void fail_with(const Parts&... parts) {
+    throw error(concat(parts...));
+}
+
+/// Throws graft::error built from `parts` when `ok` is false. Inlined to a test and a
+/// branch: the message is only formatted on failure, in fail_with.
+template <class... Parts>
+[[gnu::always_inline]] inline void check(bool ok, const Parts&... parts) {
+    if (!ok) [[unlikely]]
+        fail_with(parts...);
 }
 
 [[noreturn]] GRAFT_INLINE void fail(const std::string& message);
@@ -341,9 +349,9 @@ public:
     template <std::input_iterator It>
     int_list(It first, It last) { assign(first, last); }
     int_list(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit by design
-    int_list(const int_list& other) { copy_from(other); }
+    [[gnu::always_inline]] int_list(const int_list& other) { copy_from(other); }
     int_list(int_list&& other) noexcept { take(std::move(other)); }
-    int_list& operator=(const int_list& other) {
+    [[gnu::always_inline]] int_list& operator=(const int_list& other) {
         if (this != &other) copy_from(other);
         return *this;
     }
@@ -393,13 +401,19 @@ public:
     iterator insert(const_iterator pos, std::initializer_list<std::int64_t> values);
     iterator erase(const_iterator pos);
     void reserve(size_type n);
+    /// Sets the size to n leaving the values unspecified: for callers that write every one.
+    void resize_for_overwrite(size_type n) { resize_uninit(n); }
     [[nodiscard]] size_type capacity() const noexcept { return heap_ ? heap_capacity_ : inline_capacity; }
 
     /// A std::vector copy, for APIs that want one.
     [[nodiscard]] std::vector<std::int64_t> vec() const;
 
     friend bool operator==(const int_list& a, const int_list& b) noexcept {
-        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+        if (a.size_ != b.size_) return false;
+        const std::int64_t *pa = a.data(), *pb = b.data();
+        for (size_type i = 0; i < a.size_; ++i)  // ranks are small: no memcmp call
+            if (pa[i] != pb[i]) return false;
+        return true;
     }
     friend std::ostream& operator<<(std::ostream& os, const int_list& v) {
         os << '[';
@@ -415,7 +429,7 @@ private:
         }
         size_ = n;
     }
-    void take(int_list&& other) noexcept {
+    [[gnu::always_inline]] void take(int_list&& other) noexcept {
         size_ = other.size_;
         if (other.heap_) {
             heap_ = std::move(other.heap_);
@@ -425,7 +439,7 @@ private:
         }
         other.size_ = 0;
     }
-    void copy_from(const int_list& other) {
+    [[gnu::always_inline]] void copy_from(const int_list& other) {
         if (other.size_ <= inline_capacity && !heap_) {
             copy_inline(other);
             size_ = other.size_;
@@ -436,7 +450,7 @@ private:
     /// The whole inline array: a fixed-size copy the compiler inlines (no memmove call).
     void copy_inline(const int_list& other) noexcept {
         if (!other.heap_) {
-            std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
+            __builtin_memcpy(inline_, other.inline_, sizeof inline_);  // constant size: a few vector moves
         } else {
             std::copy(other.heap_.get(), other.heap_.get() + other.size_, inline_);
         }
@@ -511,6 +525,8 @@ namespace detail {
 
 /// Row-major (C-contiguous) strides, in elements.
 [[nodiscard]] GRAFT_INLINE int_list contiguous_strides(const int_list& sizes);
+/// The same, written into `strides` (no temporary list).
+GRAFT_INLINE void assign_contiguous_strides(int_list& strides, const int_list& sizes);
 
 /// True when the layout is row-major contiguous (size-1 dims may have any stride).
 [[nodiscard]] inline bool is_contiguous_layout(const int_list& sizes, const int_list& strides) noexcept {
@@ -574,13 +590,21 @@ GRAFT_INLINE std::string to_string(const int_list& v) {
     return s + "]";
 }
 
-GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
-    int_list strides(sizes.size());
+GRAFT_INLINE void assign_contiguous_strides(int_list& strides, const int_list& sizes) {
+    const std::size_t rank = sizes.size();
+    strides.resize_for_overwrite(rank);
+    const std::int64_t* sz = sizes.data();
+    std::int64_t* st = strides.data();
     std::int64_t acc = 1;
-    for (std::size_t i = sizes.size(); i-- > 0;) {
-        strides[i] = acc;
-        acc *= sizes[i] > 1 ? sizes[i] : 1;
+    for (std::size_t i = rank; i-- > 0;) {
+        st[i] = acc;
+        acc *= sz[i] > 1 ? sz[i] : 1;
     }
+}
+
+GRAFT_INLINE int_list contiguous_strides(const int_list& sizes) {
+    int_list strides;
+    assign_contiguous_strides(strides, sizes);
     return strides;
 }
 
@@ -597,10 +621,11 @@ GRAFT_INLINE void check_sizes(const char* op, const int_list& sizes) {
 }
 
 GRAFT_INLINE std::int64_t checked_numel(const char* op, const int_list& sizes) {
-    check_sizes(op, sizes);
     std::int64_t span = 1, numel = 1;
     for (auto s : sizes) {
-        if (!mul_fits(span, s > 1 ? s : 1, span))
+        if (s < 0) [[unlikely]]
+            check_sizes(op, sizes);  // fails with the message naming the negative size
+        if (!mul_fits(span, s > 1 ? s : 1, span)) [[unlikely]]
             fail(concat(op, ": sizes ", sizes, " have more elements than an int64 can count"));
         numel = s == 0 ? 0 : numel;
     }
@@ -1747,6 +1772,10 @@ private:
 
 namespace detail {
 
+/// empty(t.sizes(), t.type()) for a defined tensor: its element count is known to be
+/// addressable, so the size checks are skipped (the elementwise ops' output).
+[[nodiscard]] GRAFT_INLINE Tensor empty_same_shape(const Tensor& t);
+
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
 
@@ -1889,13 +1918,30 @@ GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
     auto impl = detail::make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
-    impl->strides = detail::contiguous_strides(sizes);
+    detail::assign_contiguous_strides(impl->strides, sizes);
     impl->data = detail::make_storage(nbytes);
     Tensor t(std::move(impl));
     if (detail::tl_op_observer) [[unlikely]]
         detail::observe_alloc(t);
     return t;
 }
+
+namespace detail {
+
+GRAFT_INLINE Tensor empty_same_shape(const Tensor& t) {
+    const tensor_impl& src = t.impl();
+    auto impl = make_tensor_impl();
+    impl->type = src.type;
+    impl->sizes = src.sizes;
+    assign_contiguous_strides(impl->strides, src.sizes);
+    impl->data = make_storage(static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
+    Tensor out(std::move(impl));
+    if (tl_op_observer) [[unlikely]]
+        observe_alloc(out);
+    return out;
+}
+
+}  // namespace detail
 
 }  // namespace graft
 
@@ -4071,7 +4117,10 @@ HWY_AFTER_NAMESPACE();
 //   NR-wide column slivers (zero padded); for each MC-row block of A: pack A[mc x kc]
 //   into MR-row slivers (zero padded); then an MR x NR register-blocked micro-kernel
 //   (NR = NV vectors; broadcast one A element, MulAdd against NV B vectors) updates C.
-//   Edge tiles run the same micro-kernel into a stack tile and copy the valid part.
+//   The last, partial sliver of B is packed ceil(w / lanes) vectors wide, not NR: it runs
+//   an MR x (fewer vectors) micro-kernel, so n = 128 on AVX3 computes 96 + 32 columns, not
+//   144. Edge tiles (rows past m, or a last vector only partly inside n) run the micro-kernel
+//   into a stack tile and copy the valid part.
 // Numeric contract: each C element is a sum over k of products with FMA, in k order
 //   within a KC slice, slices added in order: |error| <= k * eps * sum|a||b| (standard
 //   dot-product bound); results do not depend on the target except through FMA vs
@@ -4143,6 +4192,21 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
             } else {
                 hn::StoreU(acc[r][v], d, cr + v * N);
             }
+        }
+    }
+}
+
+// The last B sliver's micro-kernel: MR x nv vectors, 0 < nv < NV (run time), out of line
+// (one call per MR x kc block; keeps the full-width kernel's inlined loop as it was).
+template <std::size_t MR, std::size_t NV, class D>
+HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
+                                    const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
+                                    std::ptrdiff_t ldc, bool accumulate) {
+    if constexpr (NV > 1) {
+        if (nv == NV - 1) return gemm_micro<MR, NV - 1>(d, kc, pa, pb, c, ldc, accumulate);
+        if constexpr (NV > 2) {
+            if (nv == NV - 2) return gemm_micro<MR, NV - 2>(d, kc, pa, pb, c, ldc, accumulate);
+            if constexpr (NV > 3) gemm_micro_narrow<MR, NV - 2>(d, nv, kc, pa, pb, c, ldc, accumulate);
         }
     }
 }
@@ -4233,29 +4297,31 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = k - pc < KC ? k - pc : KC;
             const bool accumulate = pc != 0;
-            // Pack B[pc:pc+kc, jc:jc+nc] into NR-wide slivers: sliver s holds kc rows of NR.
+            // Pack B[pc:pc+kc, jc:jc+nc] into slivers of kc rows: NR wide, except the last
+            // one, ceil(w / N) vectors wide (zero padded to whole vectors only).
             for (std::size_t js = 0; js < nc; js += NR) {
                 const std::size_t w = nc - js < NR ? nc - js : NR;
+                const std::size_t nv = (w + N - 1) / N, wr = nv * N;  // vectors, padded width
                 T* dst = pb_buf + js * kc;
                 if (csb != 1 && ldb == 1) {
                     // Column-major B (a transposed operand): each column is contiguous over p.
                     for (std::size_t j = 0; j < w; ++j) {
                         const T* col = b + static_cast<std::ptrdiff_t>(pc) + static_cast<std::ptrdiff_t>(jc + js + j) * csb;
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = col[p];
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * wr + j] = col[p];
                     }
-                    for (std::size_t j = w; j < NR; ++j)
-                        for (std::size_t p = 0; p < kc; ++p) dst[p * NR + j] = T(0);
+                    for (std::size_t j = w; j < wr; ++j)
+                        for (std::size_t p = 0; p < kc; ++p) dst[p * wr + j] = T(0);
                     continue;
                 }
                 for (std::size_t p = 0; p < kc; ++p) {
                     const T* src = b + static_cast<std::ptrdiff_t>(pc + p) * ldb + static_cast<std::ptrdiff_t>(jc + js) * csb;
-                    if (w == NR && csb == 1) {
-                        for (std::size_t v = 0; v < NV; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
+                    if (w == wr && csb == 1) {
+                        for (std::size_t v = 0; v < nv; ++v) hn::Store(hn::LoadU(d, src + v * N), d, dst + v * N);
                     } else {
                         for (std::size_t j = 0; j < w; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * csb];
-                        for (std::size_t j = w; j < NR; ++j) dst[j] = T(0);
+                        for (std::size_t j = w; j < wr; ++j) dst[j] = T(0);
                     }
-                    dst += NR;
+                    dst += wr;
                 }
             }
             for (std::size_t ic = 0; ic < m; ic += MC) {
@@ -4282,18 +4348,27 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
                 }
                 for (std::size_t jr = 0; jr < nc; jr += NR) {
                     const std::size_t w = nc - jr < NR ? nc - jr : NR;
+                    const std::size_t nv = (w + N - 1) / N, wr = nv * N;  // as packed
                     const T* pb = pb_buf + jr * kc;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
                         const std::size_t h = mc - ir < MR ? mc - ir : MR;
                         const T* pa = pa_buf + ir * kc;
                         T* cc = c + static_cast<std::ptrdiff_t>(ic + ir) * ldc + static_cast<std::ptrdiff_t>(jc + jr);
-                        if (h == MR && w == NR) {
-                            gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
+                        if (h == MR && w == wr) {
+                            if (nv == NV) {
+                                gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
+                            } else {
+                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, cc, ldc, accumulate);
+                            }
                         } else {
-                            gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(NR), false);
+                            if (nv == NV) {
+                                gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
+                            } else {
+                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
+                            }
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
-                                const T* trow = tile + r * NR;
+                                const T* trow = tile + r * wr;
                                 std::size_t j = 0;
                                 for (; j + N <= w; j += N) {  // whole vectors of the valid part
                                     const auto t = hn::Load(d, trow + j);
@@ -4325,8 +4400,9 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa
     }
     if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks instead of
-    // 8 x 3 panels that would be one third zero padding. Same sums in the same order.
+    // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks (12 x 1 for
+    // n <= 1 vector) instead of one 8 x 2 (8 x 1) sliver: more accumulators per broadcast of B.
+    // Same sums in the same order.
     const hn::ScalableTag<T> d;
     if (n <= 2 * hn::Lanes(d)) return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #endif
@@ -5872,7 +5948,7 @@ GRAFT_INLINE void check_defined_for(kernels::binary_op op, const Tensor& t);
 /// tensor when the general path is needed.
 template <class T>
 [[nodiscard]] Tensor binary_fast(kernels::binary_op op, const Tensor& a, const T* b, std::ptrdiff_t sb, bool b_first) {
-    Tensor out = empty(a.sizes(), a.type());
+    Tensor out = empty_same_shape(a);
     const T* pa = a.data_ptr<T>();
     T* po = out.data_ptr<T>();
     const auto n = static_cast<std::size_t>(a.numel());
@@ -6263,7 +6339,7 @@ GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     }
     const dtype type = is_floating_point(a.type()) ? a.type() : default_float_dtype;
     if (a.type() == type && a.is_contiguous()) {
-        Tensor out = empty(a.sizes(), type);
+        Tensor out = empty_same_shape(a);
         const auto n = static_cast<std::size_t>(a.numel());
         if (type == dtype::float32) kernels::unary(op, a.data_ptr<float>(), 1, out.data_ptr<float>(), n);
         else kernels::unary(op, a.data_ptr<double>(), 1, out.data_ptr<double>(), n);
@@ -7057,7 +7133,9 @@ template <class Op>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -7175,8 +7253,10 @@ hook_handle add_hook(hook_list<Fn>& list, Fn fn) {
     }};
 }
 
-inline std::atomic<std::uint64_t>& next_sequence_nr() {
-    static std::atomic<std::uint64_t> counter{0};
+/// Per thread, as PyTorch's sequence numbers: ordering only matters within one thread's
+/// recording, and a shared atomic counter costs every recorded op a locked increment.
+inline std::uint64_t& next_sequence_nr() noexcept {
+    static thread_local std::uint64_t counter = 0;
     return counter;
 }
 
@@ -7324,7 +7404,9 @@ GRAFT_INLINE std::vector<std::string> Node::describe_saved() const { return {}; 
 GRAFT_INLINE void Node::add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }
 
 GRAFT_INLINE std::uint32_t Node::add_output(const Tensor& t) {
-    output_meta_.push_back({t.sizes(), t.type()});
+    auto& m = output_meta_.emplace_back();  // filled in place: no temporary int_list
+    m.sizes = t.sizes();
+    m.type = t.type();
     return static_cast<std::uint32_t>(output_meta_.size() - 1);
 }
 
@@ -7870,7 +7952,10 @@ class function_node;
 namespace detail {
 
 /// A move-only callable stored inside the node (no separate allocation for
-/// captures up to 192 bytes): the derivative of one recorded op.
+/// captures up to 192 bytes): the derivative of one recorded op. Either form works:
+/// `tensor_list(function_node&, const tensor_list& grads)` returns the input gradients;
+/// `void(function_node&, const tensor_list& grads, tensor_list& out)` appends them to
+/// `out`, a vector the engine reuses across nodes (no allocation per node).
 class backward_callable {
 public:
     using signature = tensor_list(function_node&, const tensor_list&);
@@ -7889,22 +7974,42 @@ public:
             target_ = new F(std::move(f));
             destroy_ = [](void* p, bool) { delete static_cast<F*>(p); };
         }
-        call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        if constexpr (std::is_invocable_v<F&, function_node&, const tensor_list&, tensor_list&>) {
+            fill_ = [](void* p, function_node& n, const tensor_list& g, tensor_list& out) {
+                (*static_cast<F*>(p))(n, g, out);
+            };
+        } else {
+            call_ = [](void* p, function_node& n, const tensor_list& g) { return (*static_cast<F*>(p))(n, g); };
+        }
         return *this;
     }
-    tensor_list operator()(function_node& n, const tensor_list& g) const { return call_(target_, n, g); }
-    explicit operator bool() const noexcept { return call_ != nullptr; }
+    tensor_list operator()(function_node& n, const tensor_list& g) const {
+        if (call_) return call_(target_, n, g);
+        tensor_list out;
+        fill_(target_, n, g, out);
+        return out;
+    }
+    /// True for the appending form (see fill).
+    [[nodiscard]] bool fills() const noexcept { return fill_ != nullptr; }
+    /// Appends the gradients to `out`; either form.
+    void fill(function_node& n, const tensor_list& g, tensor_list& out) const {
+        if (fill_) fill_(target_, n, g, out);
+        else out = call_(target_, n, g);
+    }
+    explicit operator bool() const noexcept { return call_ != nullptr || fill_ != nullptr; }
 
 private:
     void reset() {
         if (destroy_) destroy_(target_, true);
         destroy_ = nullptr;
         call_ = nullptr;
+        fill_ = nullptr;
         target_ = nullptr;
     }
     alignas(std::max_align_t) unsigned char buffer_[192];
     void* target_ = nullptr;
     tensor_list (*call_)(void*, function_node&, const tensor_list&) = nullptr;
+    void (*fill_)(void*, function_node&, const tensor_list&, tensor_list&) = nullptr;
     void (*destroy_)(void*, bool) = nullptr;
 };
 
@@ -7915,10 +8020,23 @@ class function_node final : public Node {
 public:
     explicit function_node(const char* name) : Node(name) {}
 
-    /// Saves tensors for backward; `is_output` marks outputs of this node.
-    void save(const Tensor& t, bool is_output = false);
+    /// Saves tensors for backward; `is_output` marks outputs of this node. An undefined
+    /// tensor takes a position (saved(i) returns it undefined) but no storage unless a
+    /// defined one follows: most nodes save nothing or only their leading operands.
+    void save(const Tensor& t, bool is_output = false) {
+        if (!t.defined()) {
+            ++trailing_undefined_;
+            return;
+        }
+        save_defined(t, is_output);
+    }
+    /// Room for n saved tensors up front (nodes that save many: no regrowth).
+    void reserve_saved(std::size_t n) { saved_.reserve(n); }
     /// The i-th saved tensor, version-checked (throws after release without retain_graph).
-    [[nodiscard]] Tensor saved(std::size_t i);
+    [[nodiscard]] Tensor saved(std::size_t i) {
+        if (i >= saved_.size() && i < saved_.size() + trailing_undefined_) return {};  // saved as undefined
+        return saved_stored(i);
+    }
     /// True when the i-th forward input needs a gradient.
     [[nodiscard]] bool needs_input_grad(std::size_t i) const {
         if (i >= next_functions().size()) [[unlikely]]
@@ -7935,7 +8053,11 @@ protected:
     tensor_list apply(tensor_list&& grads) override;
 
 private:
+    void save_defined(const Tensor& t, bool is_output);
+    [[nodiscard]] Tensor saved_stored(std::size_t i);
+
     boost::container::small_vector<graft::autograd::detail::saved_variable, 2> saved_;
+    std::uint32_t trailing_undefined_ = 0;  // saved positions after saved_ that hold undefined tensors
 };
 
 namespace detail {
@@ -7960,7 +8082,7 @@ namespace detail {
 [[nodiscard]] GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b);
 
 /// Casts and checks a gradient against the slot it flows into.
-[[nodiscard]] GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+[[nodiscard]] GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, Tensor grad,
                                                 const input_metadata& expected);
 
 /// Per-node state of one backward pass.
@@ -7969,6 +8091,9 @@ struct node_state {
     tensor_list buffer;  // gradients accumulated for the node's forward outputs
     int dependencies = 0;
     bool has_gradient = false;  // some gradient (maybe undefined) was routed to it
+    bool needed = false;        // with a filter: on a path to a capture target (must run)
+    bool is_capture = false;    // a capture target of autograd::grad / backward(inputs=...)
+    std::uint8_t visit = 0;     // compute_needed's walk: 0 new, 1 on the stack, 2 done
 };
 
 /// Per-pass node states in one open-addressing table keyed by node address:
@@ -7983,6 +8108,7 @@ public:
     node_state& get(Node* n, bool* fresh = nullptr);
     /// The state of a node already entered (see get).
     [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
+    [[nodiscard]] const node_state* find(const Node* n) const { return values_.data() + index_of(n); }
     [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
     template <class F>
     void for_each(F&& f) {
@@ -8023,12 +8149,33 @@ struct graph_task {
     bool create_graph = false;
     bool accumulate_grad = true;
     node_table nodes;
-    // Capture targets (autograd::grad / backward(inputs=...)): node -> slots -> output index.
-    std::unordered_map<Node*, std::vector<std::pair<std::uint32_t, std::size_t>>> captures;
-    std::unordered_set<Node*> needed;  // with a filter: the nodes that must run
+    // Capture targets (autograd::grad / backward(inputs=...)): the node's gradient slot goes to
+    // output `index`. Few entries: a list, with node_state::is_capture for lookups.
+    struct capture_target {
+        Node* node;
+        std::uint32_t slot;
+        std::size_t index;
+    };
+    std::vector<capture_target> captures;
+    /// True when `n` is a capture target of this pass.
+    [[nodiscard]] bool is_capture(const Node* n) const { return nodes.contains(n) && nodes.find(n)->is_capture; }
     bool filter = false;
     tensor_list captured;
     std::vector<tensor_list> spare_lists;  // emptied gradient vectors, reused as node buffers
+
+    // The spare vectors outlive the pass: the next pass on this thread starts with them.
+    graph_task() { spare_lists.swap(spare_pool()); }
+    graph_task(const graph_task&) = delete;
+    graph_task& operator=(const graph_task&) = delete;
+    ~graph_task() {
+        if (spare_pool().empty()) spare_lists.swap(spare_pool());  // a nested pass may have refilled it
+    }
+
+private:
+    static std::vector<tensor_list>& spare_pool() {
+        thread_local std::vector<tensor_list> pool;
+        return pool;
+    }
 };
 
 inline std::atomic<std::uint64_t>& next_task_id() {
@@ -8052,13 +8199,13 @@ inline std::mutex& logger_mutex() {
     return m;
 }
 
-GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots);
+GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots);
 
 /// Marks the nodes on some path to a capture target (PyTorch's exec_info).
-GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets);
+GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, bool run_targets);
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
-                                const Tensor& grad);
+                                Tensor grad);
 
 /// Runs tensor hooks and retain_grad for one slot; returns the (possibly replaced) gradient.
 GRAFT_INLINE Tensor run_tensor_hooks(Node& node, std::size_t slot, Tensor grad, bool create_graph);
@@ -8095,7 +8242,7 @@ GRAFT_INLINE void set_node_logger(std::function<void(const Node&, const tensor_l
 // ---- begin graft/autograd/impl/engine.ipp
 // Definitions for graft/autograd/engine.hpp (compiled once in compiled mode; see graft/config.hpp).
 
-#include <queue>
+#include <algorithm>
 
 namespace graft::autograd {
 
@@ -8104,11 +8251,14 @@ GRAFT_INLINE AccumulateGrad::AccumulateGrad(Tensor leaf) : Node("AccumulateGrad"
     add_output(leaf_);
 }
 
-GRAFT_INLINE void function_node::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+GRAFT_INLINE void function_node::save_defined(const Tensor& t, bool is_output) {
+    for (; trailing_undefined_ > 0; --trailing_undefined_) saved_.emplace_back();
+    saved_.emplace_back(t, is_output);
+}
 
-GRAFT_INLINE Tensor function_node::saved(std::size_t i) {
+GRAFT_INLINE Tensor function_node::saved_stored(std::size_t i) {
     if (i >= saved_.size())
-        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size()));
+        graft::detail::fail(graft::detail::concat(name(), ": saved tensor ", i, " of ", saved_.size() + trailing_undefined_));
     return saved_[i].unpack(shared_from_this());
 }
 
@@ -8123,7 +8273,18 @@ GRAFT_INLINE std::vector<std::string> function_node::describe_saved() const {
     return out;
 }
 
-GRAFT_INLINE tensor_list function_node::apply(tensor_list&& grads) { return backward(*this, grads); }
+GRAFT_INLINE tensor_list function_node::apply(tensor_list&& grads) {
+    if (!backward.fills()) return backward(*this, grads);
+    // The appending form writes into an emptied vector of the running pass (the engine
+    // recycles the result the same way), so a node's run allocates no vector.
+    tensor_list out;
+    if (auto* task = detail::current_task(); task != nullptr && !task->spare_lists.empty()) {
+        out = std::move(task->spare_lists.back());
+        task->spare_lists.pop_back();
+    }
+    backward.fill(*this, grads, out);
+    return out;
+}
 
 namespace detail {
 
@@ -8131,7 +8292,7 @@ GRAFT_INLINE std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
     auto& m = ensure_meta(leaf);
     std::lock_guard lock(m.mutex);
     if (auto acc = m.grad_accumulator.lock()) return acc;
-    auto acc = std::make_shared<AccumulateGrad>(leaf);
+    auto acc = std::allocate_shared<AccumulateGrad>(graft::detail::pool_allocator<AccumulateGrad>{}, leaf);
     m.grad_accumulator = acc;
     return acc;
 }
@@ -8153,9 +8314,9 @@ GRAFT_INLINE hook_list<tensor_hook>* tensor_hooks_of(Node& node, std::size_t slo
     return node.has_hooks() ? &node.tensor_pre_hooks(slot) : nullptr;
 }
 
-GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, const Tensor& grad,
+GRAFT_INLINE Tensor validate_grad(const Node& producer, std::size_t index, Tensor grad,
                                   const input_metadata& expected) {
-    Tensor g = grad;
+    Tensor g = std::move(grad);  // passed by value: the engine hands over its reference
     if (g.sizes() != expected.sizes) {
         // A gradient of a broadcast shape is summed back, as PyTorch's validate_outputs does.
         bool expandable = true;
@@ -8231,8 +8392,8 @@ GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
         if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
 }
 
-GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>& roots) {
-    std::vector<Node*> stack;
+GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots) {
+    boost::container::small_vector<Node*, 32> stack;
     auto visit = [&](const std::shared_ptr<Node>& fn) {
         bool fresh = false;
         node_state& st = task.nodes.get(fn.get(), &fresh);
@@ -8252,29 +8413,51 @@ GRAFT_INLINE void compute_dependencies(graph_task& task, const std::vector<Edge>
     }
 }
 
-GRAFT_INLINE void compute_needed(graph_task& task, const std::vector<Edge>& roots, bool run_targets) {
-    std::unordered_map<Node*, int> state;  // 0 unknown, 1 visiting, 2 done
-    std::function<bool(Node*)> visit = [&](Node* n) -> bool {
-        auto& s = state[n];
-        if (s == 2) return task.needed.count(n) > 0;
-        if (s == 1) return false;
-        s = 1;
-        bool need = run_targets && task.captures.count(n) > 0;
-        for (const auto& e : n->next_functions()) {
-            if (!e.valid()) continue;
-            const bool child = visit(e.function.get());
-            need = need || child || task.captures.count(e.function.get()) > 0;
-        }
-        state[n] = 2;
-        if (need) task.needed.insert(n);
-        return need;
+GRAFT_INLINE void compute_needed(graph_task& task, std::span<const Edge> roots, bool run_targets) {
+    // Depth-first over the nodes compute_dependencies entered, without recursion: a node is
+    // needed when it is a capture target that runs (run_targets) or some child is needed or
+    // is a capture target. A node met again while on the stack (a cycle cannot occur in a
+    // backward graph, but stay safe) counts as not needed, as before.
+    struct frame {
+        Node* node;
+        node_state* state;
+        std::size_t next_edge;
+        bool need;
     };
-    for (const auto& e : roots)
-        if (e.valid()) visit(e.function.get());
+    boost::container::small_vector<frame, 16> stack;
+    const auto enter = [&](Node* n) {
+        node_state* st = task.nodes.find(n);
+        st->visit = 1;
+        stack.push_back({n, st, 0, run_targets && st->is_capture});
+    };
+    for (const auto& root : roots) {
+        if (!root.valid() || task.nodes.find(root.function.get())->visit != 0) continue;
+        enter(root.function.get());
+        while (!stack.empty()) {
+            frame& f = stack.back();
+            const auto& edges = f.node->next_functions();
+            if (f.next_edge < edges.size()) {
+                const Edge& e = edges[f.next_edge++];
+                if (!e.valid()) continue;
+                node_state* child = task.nodes.find(e.function.get());
+                if (child->visit == 0) {
+                    enter(e.function.get());  // invalidates f; its result is folded in on return
+                    continue;
+                }
+                f.need = f.need || (child->visit == 2 && child->needed) || child->is_capture;
+                continue;
+            }
+            node_state* done = f.state;
+            done->visit = 2;
+            done->needed = f.need;
+            stack.pop_back();
+            if (!stack.empty()) stack.back().need = stack.back().need || done->needed || done->is_capture;
+        }
+    }
 }
 
 GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& target, std::uint32_t slot,
-                                const Tensor& grad) {
+                                Tensor grad) {
     if (st.buffer.size() < target.num_outputs()) {
         if (st.buffer.capacity() == 0 && !task.spare_lists.empty()) {
             st.buffer = std::move(task.spare_lists.back());
@@ -8282,7 +8465,8 @@ GRAFT_INLINE void add_to_buffer(graph_task& task, node_state& st, const Node& ta
         }
         st.buffer.resize(target.num_outputs());
     }
-    st.buffer[slot] = accumulate(st.buffer[slot], grad);
+    Tensor& held = st.buffer[slot];
+    held = held.defined() ? accumulate(held, grad) : std::move(grad);
     st.has_gradient = true;
 }
 
@@ -8330,10 +8514,15 @@ GRAFT_INLINE void execute(graph_task& task) {
     auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
         return a->sequence_nr() < b->sequence_nr();
     };
-    std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)> ready(
-        later_first);
+    // A heap by hand (not std::priority_queue): the popped node is moved out, not copied,
+    // so running a node costs no reference-count update for the queue.
+    boost::container::small_vector<std::shared_ptr<Node>, 16> ready;
+    const auto push_ready = [&](const std::shared_ptr<Node>& n) {
+        ready.push_back(n);
+        std::push_heap(ready.begin(), ready.end(), later_first);
+    };
     task.nodes.for_each([&](Node*, node_state& st) {
-        if (st.has_gradient && st.dependencies == 0) ready.push(st.owner);
+        if (st.has_gradient && st.dependencies == 0) push_ready(st.owner);
     });
 
     grad_mode_guard mode(task.create_graph);
@@ -8349,19 +8538,23 @@ GRAFT_INLINE void execute(graph_task& task) {
         log = logger_slot();
     }
     while (!ready.empty()) {
-        std::shared_ptr<Node> node = ready.top();
-        ready.pop();
+        std::pop_heap(ready.begin(), ready.end(), later_first);
+        std::shared_ptr<Node> node = std::move(ready.back());
+        ready.pop_back();
         std::lock_guard lock(node->mutex());
-        tensor_list grads = std::move(task.nodes.find(node.get())->buffer);
+        node_state& state = *task.nodes.find(node.get());
+        tensor_list grads = std::move(state.buffer);
         grads.resize(node->num_outputs());
-        const auto capture = task.captures.empty() ? task.captures.end() : task.captures.find(node.get());
-        bool run = !task.filter || task.needed.count(node.get()) > 0;
+        const bool captured = state.is_capture;
+        bool run = !task.filter || state.needed;
         if (node->is_accumulate_grad() && !task.accumulate_grad) run = false;
         // A node neither run nor captured is not part of this pass: its tensor hooks stay quiet.
-        if (!run && capture == task.captures.end()) continue;
-        for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
-        if (capture != task.captures.end())
-            for (auto [slot, index] : capture->second) task.captured[index] = accumulate(task.captured[index], grads[slot]);
+        if (!run && !captured) continue;
+        if (node->has_hooks() || node->is_accumulate_grad())  // else no tensor hook or retain_grad can apply
+            for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = run_tensor_hooks(*node, i, grads[i], task.create_graph);
+        if (captured)
+            for (const auto& c : task.captures)
+                if (c.node == node.get()) task.captured[c.index] = accumulate(task.captured[c.index], grads[c.slot]);
         if (!run) continue;
 
         const bool hooked = node->has_hooks();
@@ -8403,10 +8596,10 @@ GRAFT_INLINE void execute(graph_task& task) {
             node_state& st = *task.nodes.find(next);  // every reachable node was entered up front
             if (i < outputs.size() && outputs[i].defined())
                 add_to_buffer(task, st, *next, e.input_nr,
-                              validate_grad(*node, i, outputs[i], next->output_metadata(e.input_nr)));
+                              validate_grad(*node, i, std::move(outputs[i]), next->output_metadata(e.input_nr)));
             else
                 st.has_gradient = true;  // becomes ready with an undefined gradient
-            if (--st.dependencies == 0) ready.push(st.owner);
+            if (--st.dependencies == 0) push_ready(st.owner);
         }
         recycle(task, std::move(grads));
         recycle(task, std::move(outputs));
@@ -8423,8 +8616,8 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
     task.keep_graph = keep_graph;
     task.create_graph = create_graph;
     task.accumulate_grad = accumulate_grad;
-    std::vector<Edge> roots;
-    std::vector<Tensor> root_grads;
+    boost::container::small_vector<Edge, 4> roots;
+    boost::container::small_vector<Tensor, 4> root_grads;
     for (std::size_t i = 0; i < outputs.size(); ++i) {
         const Tensor& out = outputs[i];
         graft::detail::check(out.defined(), "backward: output ", i, " is an undefined tensor");
@@ -8445,21 +8638,23 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
         roots.push_back(e);
         root_grads.push_back(g);
     }
-    compute_dependencies(task, roots);
+    const std::span<const Edge> root_edges(roots.data(), roots.size());
+    compute_dependencies(task, root_edges);
     if (!inputs.empty()) {
         task.filter = true;
         task.captured.resize(inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
             task.nodes.get(inputs[i].function.get()).owner = inputs[i].function;
-            task.captures[inputs[i].function.get()].emplace_back(inputs[i].input_nr, i);
+            task.nodes.find(inputs[i].function.get())->is_capture = true;
+            task.captures.push_back({inputs[i].function.get(), inputs[i].input_nr, i});
         }
-        compute_needed(task, roots, accumulate_grad);
+        compute_needed(task, root_edges, accumulate_grad);
     }
     for (std::size_t i = 0; i < roots.size(); ++i) {
         Node* n = roots[i].function.get();
         add_to_buffer(task, task.nodes.get(n), *n, roots[i].input_nr,
-                      validate_grad(*n, i, root_grads[i], n->output_metadata(roots[i].input_nr)));
+                      validate_grad(*n, i, std::move(root_grads[i]), n->output_metadata(roots[i].input_nr)));
     }
     execute(task);
     if (!accumulate_grad) {
@@ -8483,9 +8678,9 @@ GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
     graft::detail::check(task != nullptr, "will_engine_execute_node: should only be called during the backward pass");
     auto* n = const_cast<Node*>(&node);
     if (!task->nodes.contains(n)) return false;
-    if (task->captures.count(n)) return true;  // as PyTorch: capture targets count as executed
+    if (task->nodes.find(n)->is_capture) return true;  // as PyTorch: capture targets count as executed
     if (node.is_accumulate_grad() && !task->accumulate_grad) return false;
-    return !task->filter || task->needed.count(n) > 0;
+    return !task->filter || task->nodes.find(n)->needed;
 }
 
 }  // namespace graft::autograd
@@ -8539,6 +8734,8 @@ template <class... Ts>
 
 /// Makes `out` the output of `node` (its grad_fn).
 GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& node);
+/// The same, handing over the caller's reference (no reference-count update).
+GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node);
 
 /// The error PyTorch raises when a view made in no_grad mode is (or, with `indirect`,
 /// its base or a sibling view was) modified in place with grad mode enabled.
@@ -8605,15 +8802,16 @@ Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
     const auto reads = [&](unsigned bit) {
         return (na && ops::grad_reads<Op>(0, bit)) || (nb && ops::grad_reads<Op>(1, bit));
     };
-    node->save(reads(ops::reads_input0) ? a : Tensor{});
-    node->save(reads(ops::reads_input1) ? b : Tensor{});
-    set_history(out, node);
-    node->save(reads(ops::reads_output) ? out : Tensor{}, true);
-    node->backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
-                         function_node& n, const tensor_list& g) -> tensor_list {
+    function_node& recorded = *node;  // `out` owns the node from set_history on
+    recorded.save(reads(ops::reads_input0) ? a : Tensor{});
+    recorded.save(reads(ops::reads_input1) ? b : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(reads(ops::reads_output) ? out : Tensor{}, true);
+    recorded.backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
+                            function_node& n, const tensor_list& g, tensor_list& out) {
         const Tensor x = n.saved(0), y = n.saved(1), r = n.saved(2);
-        return {n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{},
-                n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{}};
+        out.push_back(n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{});
+        out.push_back(n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{});
     };
     return out;
 }
@@ -8626,21 +8824,24 @@ template <class Op>
 Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_first, Tensor out) {
     auto node = make_node(Op::node_name, t);
     if (!node) return out;
+    function_node& recorded = *node;  // `out` owns the node from set_history on
     const int i = tensor_first ? 0 : 1;
-    node->save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
-    set_history(out, node);
-    node->save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
-    node->backward = [s, tensor_first, st = t.sizes(), tt = t.type()](function_node& n,
-                                                                       const tensor_list& g) -> tensor_list {
+    recorded.save(ops::grad_reads<Op>(i, ops::reads_input(i)) ? t : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
+    // The output has the tensor operand's shape (a number does not broadcast), so the
+    // node's output metadata gives it back without a copy in the closure.
+    recorded.backward = [s, tensor_first, tt = t.type()](function_node& n, const tensor_list& g, tensor_list& out) {
         const Tensor x = n.saved(0), r = n.saved(1);
+        const int_list& st = n.output_metadata(0).sizes;
         constexpr bool number_as_scalar = std::is_same_v<Op, ops::def::add_op> ||
                                           std::is_same_v<Op, ops::def::sub_op> ||
                                           std::is_same_v<Op, ops::def::mul_op> || std::is_same_v<Op, ops::def::div_op>;
         if constexpr (number_as_scalar) {
-            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt)};
+            out.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt));
         } else {
             const Tensor c = full({}, s, tt);
-            return {reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt)};
+            out.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt));
         }
     };
     return out;
@@ -8709,11 +8910,12 @@ template <class Backward>
 Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_input, bool save_output, Backward bwd) {
     auto node = make_node(name, a);
     if (!node) return out;
-    node->save(save_input ? a : Tensor{});
-    set_history(out, node);
-    node->save(save_output ? out : Tensor{}, true);
-    node->backward = [bwd](function_node& n, const tensor_list& g) -> tensor_list {
-        return {bwd(g[0], n.saved(0), n.saved(1))};
+    function_node& recorded = *node;  // `out` owns the node from set_history on
+    recorded.save(save_input ? a : Tensor{});
+    set_history(out, std::move(node));
+    recorded.save(save_output ? out : Tensor{}, true);
+    recorded.backward = [bwd](function_node& n, const tensor_list& g, tensor_list& out) {
+        out.push_back(bwd(g[0], n.saved(0), n.saved(1)));
     };
     return out;
 }
@@ -8789,6 +8991,13 @@ GRAFT_INLINE void set_history(const Tensor& out, const std::shared_ptr<Node>& no
     auto& m = ensure_meta(out);
     m.grad_fn = node;
     m.output_nr = node->add_output(out);
+    m.requires_grad = false;
+}
+
+GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node) {
+    auto& m = ensure_meta(out);
+    m.output_nr = node->add_output(out);
+    m.grad_fn = std::move(node);
     m.requires_grad = false;
 }
 
@@ -10676,7 +10885,7 @@ GRAFT_INLINE bool gradient_expected(const Node* node) {
     if (!node) return false;
     const auto* task = current_task();
     if (!task) return false;
-    if (task->captures.count(const_cast<Node*>(node))) return true;
+    if (task->is_capture(node)) return true;
     return will_engine_execute_node(*node);
 }
 
@@ -19459,7 +19668,9 @@ public:
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
     /// executor plugs in its fused plans.
-    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> forward_runner, backward_runner;
+    using runner = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+    runner forward_runner;
+    std::shared_ptr<const runner> backward_runner;  // shared with the recorded nodes, not copied per call
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
     /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.
@@ -19667,8 +19878,10 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     bool any = false;
     for (std::size_t i : grad_inputs) any = any || args[i].requires_grad();
     if (!needs_node || !any) return outs;
-    auto node = std::make_shared<autograd::function_node>(node_name);
+    auto node = std::allocate_shared<autograd::function_node>(graft::detail::pool_allocator<autograd::function_node>{},
+                                                              node_name);
     for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
+    node->reserve_saved(num_saved);
     for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
     // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
     // for zero gradients of outputs the caller did not differentiate.
@@ -19678,19 +19891,21 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes, bsym = backward_sizes,
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes = std::move(shapes),
+                      bsym = backward_sizes,
                       context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
+        // The saved values carry no history, so a backward that records (create_graph)
+        // would silently drop second-order terms: refused, as AOTAutograd does.
+        if (autograd::is_grad_enabled()) [[unlikely]]
+            graft::detail::fail_with(n.name(), ": double backward (create_graph=true) through a compiled graph is "
+                                     "not supported; differentiate the eager function instead");
         std::vector<Tensor> in;
+        in.reserve(n_saved + shapes.size());
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
         for (std::size_t k = 0; k < shapes.size(); ++k)
             in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
-        // The saved values carry no history, so a backward that records (create_graph)
-        // would silently drop second-order terms: refused, as AOTAutograd does.
-        graft::detail::check(!autograd::is_grad_enabled(), n.name(),
-                             ": double backward (create_graph=true) through a compiled graph is not supported; "
-                             "differentiate the eager function instead");
         const ir::size_context_scope sizes_of_forward(context);
-        if (run) return run(in);
+        if (run) return (*run)(in);
         std::vector<ir::ivalue> a(in.begin(), in.end());
         std::vector<Tensor> r;
         for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
@@ -20516,7 +20731,7 @@ using ir::ivalue;
 /// A plan run's values, one per slot (on the stack for small graphs).
 using frame_t = boost::container::small_vector<ivalue, 24>;
 template <class T>
-using reg_vector = boost::container::small_vector<T, 16>;
+using reg_vector = boost::container::small_vector<T, 32>;  // most groups fit: no allocation per run
 
 // ---------------------------------------------------------------- fusable ops
 
@@ -22278,14 +22493,16 @@ GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_
     auto bp = std::make_shared<plan>(f.backward, std::move(backward), own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
-            std::vector<ir::ivalue> a(args.begin(), args.end());
+            const boost::container::small_vector<ir::ivalue, 16> a(args.begin(), args.end());
+            auto values = p->run(std::span<const ir::ivalue>(a.data(), a.size()));
             std::vector<Tensor> r;
-            for (auto& v : p->run(a)) r.push_back(std::get<Tensor>(std::move(v)));
+            r.reserve(values.size());
+            for (auto& v : values) r.push_back(std::get<Tensor>(std::move(v)));
             return r;
         };
     };
     f.forward_runner = as_runner(fp);
-    f.backward_runner = as_runner(bp);
+    f.backward_runner = std::make_shared<const capture::aot_function::runner>(as_runner(bp));
     f.node_name = "DifferentiableGraphBackward";
     return {std::move(fp), std::move(bp)};
 }
