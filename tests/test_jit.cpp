@@ -305,6 +305,37 @@ TEST_CASE("jit: requires_grad changes give a differentiable plan whose gradients
     CHECK(d.levels[1].plan->hits == 2);
 }
 
+TEST_CASE("jit: recompute_elementwise_in_backward gives eager's gradients from fewer saved values", "[jit]") {
+    // Both partitions run the same arithmetic: forward bitwise eager's, gradients within
+    // rounding of eager's; recomputation saves only the chain's inputs.
+    std::size_t saved[2] = {0, 0};
+    for (const bool recompute : {false, true}) {
+        jit::options o = opts();
+        o.recompute_elementwise_in_backward = recompute;
+        auto fn = jit::script(chain, o);
+        for (int i = 0; i < 3; ++i) {
+            const auto in = inputs3(33, dtype::float64, true);
+            Tensor y = fn(in[0], in[1], in[2]);
+            const Tensor g = randn({33}, dtype::float64);
+            const auto got = autograd::grad({y}, {in[0], in[1], in[2]}, {g}, /*retain_graph=*/true);
+            Tensor ye = chain(in[0], in[1], in[2]);
+            CHECK(bitwise_equal(y.detach(), ye.detach()));
+            const auto want = autograd::grad({ye}, {in[0], in[1], in[2]}, {g});
+            for (std::size_t k = 0; k < 3; ++k) CHECK(allclose(got[k], want[k], 1e-12, 1e-12));
+            if (i == 2) {
+                REQUIRE(y.grad_fn());
+                auto* node = dynamic_cast<autograd::function_node*>(y.grad_fn().get());
+                REQUIRE(node);
+                for (const auto& v : node->saved_variables()) saved[recompute] += v.defined() ? 1 : 0;
+            }
+        }
+    }
+    // tanh(x*w+b)*sigmoid(x): save_all keeps the two activations (and what their
+    // derivatives read); recomputation keeps only x, w and b.
+    CHECK(saved[1] <= 3);
+    CHECK(saved[1] < saved[0]);
+}
+
 TEST_CASE("jit: a double backward through a differentiable plan is refused with a clear error", "[jit]") {
     auto fn = jit::script(chain, opts());
     const auto in = inputs3(10, dtype::float64, true);

@@ -110,6 +110,13 @@ struct options {
     /// compiles DYNAMIC at once instead of another STATIC plan for the next size. Off: the
     /// strategy's steps are taken exactly as written (TorchScript's behaviour).
     bool automatic_dynamic = true;
+    /// On: differentiable plans save only the values elementwise chains start from and
+    /// recompute the chains in the backward (capture::partition_policy::recompute_elementwise,
+    /// the idea of torch.compile's rematerializing partitioner): less memory for activations.
+    /// Off (default): every forward value the backward reads is saved (save_all), which was
+    /// faster on graft's benchmarks (the MLP step 34 -> 41 us with recomputation; the chain
+    /// at 1M about even; see bench/README.md).
+    bool recompute_elementwise_in_backward = false;
 };
 
 namespace detail {
