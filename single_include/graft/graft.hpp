@@ -20390,6 +20390,13 @@ struct options {
     /// compiles DYNAMIC at once instead of another STATIC plan for the next size. Off: the
     /// strategy's steps are taken exactly as written (TorchScript's behaviour).
     bool automatic_dynamic = true;
+    /// On: differentiable plans save only the values elementwise chains start from and
+    /// recompute the chains in the backward (capture::partition_policy::recompute_elementwise,
+    /// the idea of torch.compile's rematerializing partitioner): less memory for activations.
+    /// Off (default): every forward value the backward reads is saved (save_all), which was
+    /// faster on graft's benchmarks (the MLP step 34 -> 41 us with recomputation; the chain
+    /// at 1M about even; see bench/README.md).
+    bool recompute_elementwise_in_backward = false;
 };
 
 namespace detail {
@@ -22560,7 +22567,9 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
     for (const Tensor& e : examples) s.guards.push_back(differentiable_guard(e));
     const ir::Graph& g = *graph_;
     const ir::symbolic_sizes* graph_sizes = symbolic_.get();
-    const auto trace = [&g, graph_sizes](const std::vector<Tensor>& ex) {
+    capture::aot_options aot_opts;
+    if (options_.recompute_elementwise_in_backward) aot_opts.policy = capture::partition_policy::recompute_elementwise;
+    const auto trace = [&g, graph_sizes, aot_opts](const std::vector<Tensor>& ex) {
         return std::make_shared<capture::aot_function>(capture::aot(
             [&g, graph_sizes](const std::vector<Tensor>& args) {
                 std::vector<ir::ivalue> a(args.begin(), args.end());
@@ -22572,7 +22581,7 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
                 }
                 return r;
             },
-            ex));
+            ex, aot_opts));
     };
     std::shared_ptr<capture::aot_function> f;
     try {
@@ -22736,11 +22745,14 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
         try {
             sg->lint();
             const ir::Graph& sub = *sg;
+            capture::aot_options aot_opts;
+            if (options_.recompute_elementwise_in_backward)
+                aot_opts.policy = capture::partition_policy::recompute_elementwise;
             f = std::make_shared<capture::aot_function>(capture::aot(
                 [&sub](const std::vector<Tensor>& args) {
                     return ir::interpret(sub, args);
                 },
-                examples));
+                examples, aot_opts));
         } catch (const graft::error& e) {
             text += std::string("  (a region of ") + std::to_string(run.size()) + " nodes stays eager: " + e.what() + ")\n";
             continue;
