@@ -1913,32 +1913,34 @@ GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, c
 
 namespace graft {
 
-GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
-    const std::size_t nbytes = detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type));
-    auto impl = detail::make_tensor_impl();
+namespace detail {
+
+/// A contiguous tensor of `nbytes` (already checked to be sizes' element count times the
+/// element size): empty() and empty_same_shape() differ only in how they get there.
+GRAFT_INLINE Tensor empty_of_bytes(const int_list& sizes, dtype type, std::size_t nbytes) {
+    auto impl = make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
-    detail::assign_contiguous_strides(impl->strides, sizes);
-    impl->data = detail::make_storage(nbytes);
+    assign_contiguous_strides(impl->strides, sizes);
+    impl->data = make_storage(nbytes);
     Tensor t(std::move(impl));
-    if (detail::tl_op_observer) [[unlikely]]
-        detail::observe_alloc(t);
+    if (tl_op_observer) [[unlikely]]
+        observe_alloc(t);
     return t;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
+    return detail::empty_of_bytes(
+        sizes, type, detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type)));
 }
 
 namespace detail {
 
 GRAFT_INLINE Tensor empty_same_shape(const Tensor& t) {
     const tensor_impl& src = t.impl();
-    auto impl = make_tensor_impl();
-    impl->type = src.type;
-    impl->sizes = src.sizes;
-    assign_contiguous_strides(impl->strides, src.sizes);
-    impl->data = make_storage(static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
-    Tensor out(std::move(impl));
-    if (tl_op_observer) [[unlikely]]
-        observe_alloc(out);
-    return out;
+    return empty_of_bytes(src.sizes, src.type, static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
 }
 
 }  // namespace detail
@@ -8808,10 +8810,10 @@ Tensor record_binary_op(const Tensor& a, const Tensor& b, Tensor out) {
     set_history(out, std::move(node));
     recorded.save(reads(ops::reads_output) ? out : Tensor{}, true);
     recorded.backward = [sa = a.sizes(), sb = b.sizes(), ta = a.type(), tb = b.type()](
-                            function_node& n, const tensor_list& g, tensor_list& out) {
+                            function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
         const Tensor x = n.saved(0), y = n.saved(1), r = n.saved(2);
-        out.push_back(n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{});
-        out.push_back(n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{});
+        grad_inputs.push_back(n.needs_input_grad(0) ? reduce_grad(Op::grad_0(g[0], x, y, r), sa, ta) : Tensor{});
+        grad_inputs.push_back(n.needs_input_grad(1) ? reduce_grad(Op::grad_1(g[0], x, y, r), sb, tb) : Tensor{});
     };
     return out;
 }
@@ -8831,17 +8833,17 @@ Tensor record_binary_scalar_op(const Tensor& t, const scalar& s, bool tensor_fir
     recorded.save(ops::grad_reads<Op>(i, ops::reads_output) ? out : Tensor{}, true);
     // The output has the tensor operand's shape (a number does not broadcast), so the
     // node's output metadata gives it back without a copy in the closure.
-    recorded.backward = [s, tensor_first, tt = t.type()](function_node& n, const tensor_list& g, tensor_list& out) {
+    recorded.backward = [s, tensor_first, tt = t.type()](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
         const Tensor x = n.saved(0), r = n.saved(1);
         const int_list& st = n.output_metadata(0).sizes;
         constexpr bool number_as_scalar = std::is_same_v<Op, ops::def::add_op> ||
                                           std::is_same_v<Op, ops::def::sub_op> ||
                                           std::is_same_v<Op, ops::def::mul_op> || std::is_same_v<Op, ops::def::div_op>;
         if constexpr (number_as_scalar) {
-            out.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt));
+            grad_inputs.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, s, r) : Op::grad_1(g[0], s, x, r), st, tt));
         } else {
             const Tensor c = full({}, s, tt);
-            out.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt));
+            grad_inputs.push_back(reduce_grad(tensor_first ? Op::grad_0(g[0], x, c, r) : Op::grad_1(g[0], c, x, r), st, tt));
         }
     };
     return out;
@@ -8914,8 +8916,8 @@ Tensor record_unary(const char* name, const Tensor& a, Tensor out, bool save_inp
     recorded.save(save_input ? a : Tensor{});
     set_history(out, std::move(node));
     recorded.save(save_output ? out : Tensor{}, true);
-    recorded.backward = [bwd](function_node& n, const tensor_list& g, tensor_list& out) {
-        out.push_back(bwd(g[0], n.saved(0), n.saved(1)));
+    recorded.backward = [bwd](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        grad_inputs.push_back(bwd(g[0], n.saved(0), n.saved(1)));
     };
     return out;
 }

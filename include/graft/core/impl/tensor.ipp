@@ -41,32 +41,34 @@ GRAFT_INLINE std::vector<Tensor> op_observer::on_while_loop(const branch_ref&, c
 
 namespace graft {
 
-GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
-    const std::size_t nbytes = detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type));
-    auto impl = detail::make_tensor_impl();
+namespace detail {
+
+/// A contiguous tensor of `nbytes` (already checked to be sizes' element count times the
+/// element size): empty() and empty_same_shape() differ only in how they get there.
+GRAFT_INLINE Tensor empty_of_bytes(const int_list& sizes, dtype type, std::size_t nbytes) {
+    auto impl = make_tensor_impl();
     impl->type = type;
     impl->sizes = sizes;
-    detail::assign_contiguous_strides(impl->strides, sizes);
-    impl->data = detail::make_storage(nbytes);
+    assign_contiguous_strides(impl->strides, sizes);
+    impl->data = make_storage(nbytes);
     Tensor t(std::move(impl));
-    if (detail::tl_op_observer) [[unlikely]]
-        detail::observe_alloc(t);
+    if (tl_op_observer) [[unlikely]]
+        observe_alloc(t);
     return t;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor empty(const int_list& sizes, dtype type) {
+    return detail::empty_of_bytes(
+        sizes, type, detail::checked_bytes("empty", detail::checked_numel("empty", sizes), element_size(type)));
 }
 
 namespace detail {
 
 GRAFT_INLINE Tensor empty_same_shape(const Tensor& t) {
     const tensor_impl& src = t.impl();
-    auto impl = make_tensor_impl();
-    impl->type = src.type;
-    impl->sizes = src.sizes;
-    assign_contiguous_strides(impl->strides, src.sizes);
-    impl->data = make_storage(static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
-    Tensor out(std::move(impl));
-    if (tl_op_observer) [[unlikely]]
-        observe_alloc(out);
-    return out;
+    return empty_of_bytes(src.sizes, src.type, static_cast<std::size_t>(numel_of(src.sizes)) * element_size(src.type));
 }
 
 }  // namespace detail
