@@ -452,6 +452,72 @@ TEST_CASE("jit: a bias row broadcast over leading dimensions fuses without a ful
     }
 }
 
+TEST_CASE("jit: a sum over leading dimensions ends a fusion group (bias gradients), bitwise as eager", "[jit]") {
+    // The sum is computed as the group produces its operand, in the eager column reduction's
+    // order (first row, then blocks of 256 rows): the same bits, at every row count and tail.
+    struct sum_case {
+        int_list x, b;
+        std::vector<std::int64_t> dims;
+        bool keepdim;
+        bool fuses;  // inner >= 16: the column reduction's condition
+    };
+    const std::vector<sum_case> cases{
+        {{128, 32}, {32}, {0}, false, true},         {{600, 17}, {17}, {0}, true, true},  // 3 blocks
+        {{2, 40}, {40}, {-2}, false, true},          {{4, 6, 20}, {20}, {1, 0}, true, true},
+        {{5, 3, 7}, {3, 7}, {0}, false, true},       {{3, 4, 5}, {5}, {0, 1}, true, false},
+        {{258, 16}, {16}, {0}, false, true},         {{257, 33}, {33}, {0}, false, true}};
+    for (const sum_case& c : cases) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            const auto f = [&c](Tensor x, Tensor b) {
+                const Tensor y = tanh(x * 0.5 + b) * b;
+                return std::vector<Tensor>{sum(y, int_list(c.dims.begin(), c.dims.end()), c.keepdim), y * 2.0};
+            };
+            auto fn = jit::script(f, opts());
+            for (int i = 0; i < 3; ++i) {
+                const Tensor x = randn(c.x, t), b = randn(c.b, t);
+                const auto got = fn(x, b);
+                const auto want = f(x, b);
+                INFO("x " << c.x << " dims " << int_list(c.dims.begin(), c.dims.end()) << " keepdim " << c.keepdim);
+                CHECK(bitwise_equal(got[0], want[0]));
+                CHECK(bitwise_equal(got[1], want[1]));
+                // Against a plain loop too: sums over the leading rows.
+                const Tensor rows = want[1].detach().reshape({-1, want[0].numel()}) * 0.5;
+                for (std::int64_t col : {std::int64_t{0}, want[0].numel() - 1}) {
+                    double s = 0;
+                    for (std::int64_t r = 0; r < rows.size(0); ++r) s += rows.select(0, r).select(0, col).item<double>();
+                    CHECK(got[0].reshape({-1}).select(0, col).item<double>() ==
+                          Approx(s).epsilon(t == dtype::float32 ? 1e-4 : 1e-10).margin(1e-5));
+                }
+            }
+            const std::string text = fn.debug_string();
+            INFO(text);
+            CHECK((text.find("= sum;") != std::string::npos) == c.fuses);
+        }
+    }
+    // A bias gradient (sum of the output gradient over the batch) through a differentiable plan.
+    const auto g = [](Tensor x, Tensor w, Tensor b) { return tanh(matmul(x, w) + b) * 3.0; };
+    auto fg = jit::script(g, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({64, 8}), w = randn({8, 24}).requires_grad_(), b = randn({24}).requires_grad_();
+        const Tensor seed = randn({64, 24});
+        const auto got = autograd::grad({fg(x, w, b)}, {w, b}, {seed});
+        const Tensor we = w.detach().requires_grad_(), be = b.detach().requires_grad_();
+        const auto want = autograd::grad({g(x, we, be)}, {we, be}, {seed});
+        CHECK(bitwise_equal(got[0], want[0]));
+        CHECK(bitwise_equal(got[1], want[1]));
+    }
+    const std::string text = fg.debug_string();
+    INFO(text);
+    CHECK(text.find("= sum;") != std::string::npos);
+    // DYNAMIC: one row (no column reduction eagerly either) runs the group node by node.
+    auto fd = jit::script([](Tensor x, Tensor b) { return sum(tanh(x + b) * b, {0}, false); },
+                          opts(jit::fusion_strategy<jit::dynamic_<2>>{}));
+    for (std::int64_t rows : {std::int64_t{5}, std::int64_t{1}, std::int64_t{300}}) {
+        const Tensor x = randn({rows, 20}), b = randn({20});
+        CHECK(bitwise_equal(fd(x, b), sum(tanh(x + b) * b, {0}, false)));
+    }
+}
+
 TEST_CASE("jit: fused loops split across threads give the same bits", "[jit][threads]") {
     jit::options o = opts();
     o.num_threads = 3;

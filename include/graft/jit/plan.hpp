@@ -102,6 +102,16 @@ struct fusion_group {
     /// inside the group they are conditions in registers, so after a fused run these nodes
     /// run once more, eagerly, for the bool tensors.
     std::vector<std::size_t> rerun;
+    /// Sums over the leading dimensions of values of the group, computed as the program runs
+    /// (kernels::instr_kind::sum_rows, in the eager column reduction's order: the same bits).
+    struct leading_sum {
+        int source_reg = 0;
+        int out_slot = 0;
+        std::size_t rank = 0;    // of the summed value
+        std::size_t prefix = 0;  // dimensions [0, prefix) are summed
+        bool keepdim = false;
+    };
+    std::vector<leading_sum> sums;
 };
 
 /// Nodes per fusion group at most: each adds at most four registers (where: three inputs and
@@ -217,6 +227,12 @@ private:
 
     /// Can n join a group of dtype `type` (float32/float64)?
     bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const;
+
+    /// Can sum node n end a group of dtype `type` whose values are `inside` (a sum over leading
+    /// dimensions of one of them, of static trailing sizes the column reduction takes)?
+    /// Sets rank, prefix and keepdim.
+    bool summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
+                  fusion_group::leading_sum& out) const;
 
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
@@ -349,6 +365,29 @@ private:
                 mode[k] = kernels::operand_mode::broadcast;
             }
         }
+        reg_vector<kernels::row_sum> reductions(g.sums.size());
+        for (std::size_t k = 0; k < g.sums.size(); ++k) {
+            // The eager column reduction's conditions (inner >= 16, rows >= 2), else node by node.
+            const auto& s = g.sums[k];
+            if (sizes.size() != s.rank || numel == 0) return fall_back_unfused(g, frame);
+            std::size_t rows = 1, inner = 1;
+            int_list out_sizes;
+            for (std::size_t d = 0; d < s.rank; ++d) {
+                const auto extent = static_cast<std::size_t>(sizes[d]);
+                if (d < s.prefix) {
+                    rows *= extent;
+                    if (s.keepdim) out_sizes.push_back(1);
+                } else {
+                    inner *= extent;
+                    out_sizes.push_back(sizes[d]);
+                }
+            }
+            if (inner < 16 || rows < 2) return fall_back_unfused(g, frame);
+            Tensor out = empty(out_sizes, g.type);
+            held.push_back(empty({static_cast<std::int64_t>(inner)}, g.type));
+            reductions[k] = kernels::row_sum{out.raw_data(), held.back().raw_data(), inner, rows};
+            frame[static_cast<std::size_t>(s.out_slot)] = std::move(out);
+        }
         for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
             Tensor out = empty(sizes, g.type);
             const auto r = static_cast<std::size_t>(g.output_regs[k]);
@@ -356,9 +395,12 @@ private:
             mode[r] = kernels::operand_mode::output;
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
-        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data()};
+        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data(), reductions.data()};
         const auto n = static_cast<std::size_t>(numel);
-        const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
+        // Sums see every element in order: one thread.
+        const std::size_t threads = g.sums.empty()
+                                        ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1))
+                                        : 1;
         if (threads >= 2) {
             // Split on tile boundaries; each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;

@@ -57,6 +57,22 @@ enum class instr_kind : std::uint8_t {
     binary,   // out = op(a, b)                     (op: binary_op)
     compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
     where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
+    sum_rows, // program.reductions[out] += register a, summed over the leading dimensions
+};
+
+/// Rows summed per partial sum by the column reduction (graft::sum over leading dimensions
+/// of a contiguous tensor): the first row, then blocks of this many rows each summed in
+/// order into a partial that is added to the result. Shared by the eager kernel and the
+/// fused programs' sum_rows epilogue so that both give the same bits.
+inline constexpr std::size_t column_sum_block_rows = 256;
+
+/// A sum over the leading dimensions computed by a program (instr_kind::sum_rows): the
+/// values at element i go to column i % inner of a result of `inner` elements, summed over
+/// `rows` rows in the column reduction's order (column_sum_block_rows).
+struct row_sum {
+    void* result = nullptr;   // inner elements of the program's type
+    void* partial = nullptr;  // inner elements of scratch
+    std::size_t inner = 0, rows = 0;
 };
 
 /// One instruction of a fused elementwise program. Conditions (compare results) live in
@@ -74,6 +90,8 @@ struct program {
     const operand_mode* mode = nullptr;  // per register
     std::size_t num_registers = 0;        // at most program_max_registers
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
+    row_sum* reductions = nullptr;        // sum_rows targets (a program with any runs on one thread,
+                                          // over all its elements in order)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a

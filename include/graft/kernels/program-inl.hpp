@@ -12,6 +12,9 @@
 
 #include "graft/kernels/api.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <hwy/highway.h>
 #include "graft/kernels/lanes-inl.hpp"
 
@@ -117,6 +120,38 @@ HWY_INLINE void program_where(const T* cond, const T* a, const T* b, T* out, std
                    d, out + j);
 }
 
+// dst[0, m) += src[0, m), any m.
+template <class T>
+HWY_INLINE void add_into(T* dst, const T* src, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t j = 0;
+    for (; j + N <= m; j += N) hn::StoreU(hn::Add(hn::LoadU(d, dst + j), hn::LoadU(d, src + j)), d, dst + j);
+    for (; j < m; ++j) dst[j] = dst[j] + src[j];
+}
+
+// The values of elements [pos, pos + count) summed into their columns, in the order of the
+// eager column reduction: result = row 0; then each block of column_sum_block_rows rows is
+// summed in order into `partial`, which is added to the result after the block's last row.
+template <class T>
+HWY_INLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t pos, std::size_t count) {
+    T* result = static_cast<T*>(rs.result);
+    T* partial = static_cast<T*>(rs.partial);
+    constexpr std::size_t block = column_sum_block_rows;
+    for (std::size_t j = 0; j < count;) {
+        const std::size_t e = pos + j, r = e / rs.inner, c = e % rs.inner;
+        const std::size_t len = std::min(count - j, rs.inner - c);
+        if (r == 0) {
+            std::memcpy(result + c, v + j, len * sizeof(T));
+        } else {
+            if ((r - 1) % block == 0) std::memcpy(partial + c, v + j, len * sizeof(T));
+            else add_into(partial + c, v + j, len);
+            if (r % block == 0 || r + 1 == rs.rows) add_into(result + c, partial + c, len);
+        }
+        j += len;
+    }
+}
+
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     const hn::ScalableTag<T> d;
@@ -136,7 +171,9 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         }
         cur[r] = mine;
     }
-    const auto run_tile = [&](std::size_t m) {
+    // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
+    // are real (the last partial vector's padding lanes are never stored or summed).
+    const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
             switch (in.kind) {
@@ -148,6 +185,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                     program_compare<T>(static_cast<compare_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
                     break;
                 case instr_kind::where: program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m); break;
+                case instr_kind::sum_rows: program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid); break;
             }
         }
     };
@@ -156,7 +194,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         for (std::size_t r = 0; r < p.num_registers; ++r)
             if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
             else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
-        run_tile(tile);
+        run_tile(i, tile, tile);
     }
     if (i < end) {
         // Last partial tile: whole vectors in place, then the last partial vector (if any)
@@ -166,7 +204,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
                 else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
-            run_tile(whole);
+            run_tile(i, whole, whole);
             i += whole;
         }
         const std::size_t n = end - i;
@@ -180,7 +218,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                 } else if (p.mode[r] == operand_mode::output) {
                     cur[r] = scratch + r * program_scratch_stride<T>;
                 }
-            run_tile(N);
+            run_tile(i, N, n);
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::output)
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];

@@ -68,7 +68,7 @@ template <class T>
                                                                         : kernels::binary_op::minimum;
     const T* in = t.data_ptr<T>();
     T* o = out.data_ptr<T>();
-    constexpr std::int64_t block = 256;
+    constexpr auto block = static_cast<std::int64_t>(kernels::column_sum_block_rows);
     Tensor partial_storage = op == kernels::reduce_op::sum ? empty({inner}, t.type()) : Tensor{};
     for (std::int64_t a = 0; a < outer; ++a) {
         const T* base = in + a * rows * inner;

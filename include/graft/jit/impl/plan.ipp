@@ -175,6 +175,49 @@ GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, st
     return true;
 }
 
+GRAFT_INLINE bool plan::summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside,
+                                  const type_of_fn& type_of, fusion_group::leading_sum& out) const {
+    if (!n->is<ir::kinds::sum>() || n->inputs().size() != 1 || !inside.count(n->input(0)) || !n->has_attr("dims"))
+        return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;
+    const auto* dims = std::get_if<std::vector<std::int64_t>>(&n->attr("dims"));
+    if (!dims || dims->empty()) return false;
+    bool keepdim = false;
+    if (n->has_attr("keepdim")) {
+        const auto* k = std::get_if<bool>(&n->attr("keepdim"));
+        if (!k) return false;
+        keepdim = *k;
+    }
+    const auto t = type_of(n->input(0));
+    if (!t || !t->is_tensor() || t->tensor.scalar_type != type || !t->tensor.sizes) return false;
+    const auto& sizes = *t->tensor.sizes;
+    const auto rank = static_cast<std::int64_t>(sizes.size());
+    // The summed dimensions are exactly 0 .. prefix-1 (any order, no repeats).
+    std::vector<bool> seen(sizes.size(), false);
+    for (std::int64_t d : *dims) {
+        if (d < -rank || d >= rank) return false;
+        const auto w = static_cast<std::size_t>(d < 0 ? d + rank : d);
+        if (seen[w]) return false;
+        seen[w] = true;
+    }
+    const std::size_t prefix = dims->size();
+    if (prefix >= sizes.size()) return false;
+    for (std::size_t d = 0; d < prefix; ++d)
+        if (!seen[d]) return false;
+    // Trailing sizes static and at least 16 elements (the column reduction's condition).
+    std::int64_t inner = 1;
+    for (std::size_t d = prefix; d < sizes.size(); ++d) {
+        if (!sizes[d]) return false;
+        inner *= *sizes[d];
+        if (inner >= 16) break;
+    }
+    if (inner < 16) return false;
+    out.rank = sizes.size();
+    out.prefix = prefix;
+    out.keepdim = keepdim;
+    return true;
+}
+
 GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                                             const std::set<const ir::Value*>& used_later,
                                                             const type_of_fn& type_of) {
@@ -202,6 +245,22 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
+        if (n->is<ir::kinds::sum>()) {
+            // A sum epilogue (build_block checked summable): no register, a row_sum target.
+            fusion_group::leading_sum ls;
+            const bool ok = summable(n, type, inside, type_of, ls);
+            graft::detail::check(ok, "jit: a fusion group's sum is not summable (internal error)");
+            ls.source_reg = reg.at(n->input(0));
+            ls.out_slot = slot(o);
+            kernels::program_instr ins;
+            ins.kind = kernels::instr_kind::sum_rows;
+            ins.a = static_cast<std::uint16_t>(ls.source_reg);
+            ins.out = static_cast<std::uint16_t>(g->sums.size());
+            g->code.push_back(ins);
+            g->output_deps.push_back(deps[static_cast<std::size_t>(ls.source_reg)]);
+            g->sums.push_back(ls);
+            continue;
+        }
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
         if (compare && used_later.count(o)) g->rerun.push_back(index);
         const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
@@ -239,6 +298,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         std::optional<int_list> sizes;
         bool ok = true;
         for (const ir::Node* n : nodes) {
+            if (n->is<ir::kinds::sum>()) continue;  // an epilogue: its own sizes
             const auto t = type_of(n->output());
             if (!t || !t->is_tensor() || !t->tensor.sizes) {
                 ok = false;
@@ -365,6 +425,14 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 ++j;
             // A run that ends in comparisons only used after it gains nothing from them.
             while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
+            // Sums over leading dimensions of the run's values that follow it: epilogues.
+            if (j > i) {
+                std::set<const ir::Value*> inside;
+                for (std::size_t k = i; k < j; ++k) inside.insert(nodes[k]->output());
+                fusion_group::leading_sum unused;
+                while (j < nodes.size() && j - i < max_group_nodes && summable(nodes[j], *type, inside, type_of, unused))
+                    ++j;
+            }
             if (j - i >= 2) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {
