@@ -518,6 +518,87 @@ TEST_CASE("jit: a sum over leading dimensions ends a fusion group (bias gradient
     }
 }
 
+TEST_CASE("jit: a matmul and the group reading its product run chunk by chunk, bitwise as eager", "[jit]") {
+    // Rows of the product in chunks of about 64 KiB, each followed by the group (bias, activation,
+    // a sum over the rows) while in cache: every element the same bits as matmul then the ops.
+    struct mm_case {
+        std::int64_t m, k, n;
+        bool transposed;  // a is a transposed view (strided rows)
+    };
+    for (const mm_case& c : {mm_case{128, 32, 32, false}, mm_case{3000, 8, 16, false}, mm_case{2049, 5, 8, true},
+                             mm_case{20000, 4, 1, false}, mm_case{2, 3, 40, true}, mm_case{1, 6, 20, false},
+                             mm_case{700, 33, 47, true}}) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            const auto f = [](Tensor a, Tensor w, Tensor b, Tensor w2) {
+                const Tensor h = tanh(matmul(a, w) + b);
+                return std::vector<Tensor>{h, relu(matmul(h, w2) - 0.5)};  // one op after a matmul
+            };
+            const auto g = [](Tensor a, Tensor w, Tensor b) {
+                const Tensor p = matmul(a, w);
+                return std::vector<Tensor>{sum(p * b, {0}, false), p};  // the product also returned
+            };
+            auto ff = jit::script(f, opts());
+            auto fg = jit::script(g, opts());
+            for (int i = 0; i < 3; ++i) {
+                const Tensor a = c.transposed ? randn({c.k, c.m}, t).t() : randn({c.m, c.k}, t);
+                const Tensor w = randn({c.k, c.n}, t) * 0.3;
+                const Tensor wsq = randn({c.n, c.n}, t) * 0.3;
+                const Tensor b = randn({c.n}, t);
+                INFO("m " << c.m << " k " << c.k << " n " << c.n << " " << t);
+                const auto got = ff(a, w, b, wsq);
+                const auto want = f(a, w, b, wsq);
+                REQUIRE(got.size() == 2);
+                CHECK(bitwise_equal(got[0], want[0]));
+                CHECK(bitwise_equal(got[1], want[1]));
+                const auto got_g = fg(a, w, b);
+                const auto want_g = g(a, w, b);
+                CHECK(bitwise_equal(got_g[0], want_g[0]));
+                CHECK(bitwise_equal(got_g[1], want_g[1]));
+                // Against a plain loop at one element: tanh(sum_k a[0,k] w[k,0] + b[0]).
+                double dot = 0;
+                for (std::int64_t q = 0; q < c.k; ++q)
+                    dot += a.select(0, 0).select(0, q).item<double>() * w.select(0, q).select(0, 0).item<double>();
+                CHECK(got[0].select(0, 0).select(0, 0).item<double>() ==
+                      Approx(std::tanh(dot + b.select(0, 0).item<double>())).epsilon(1e-4).margin(1e-5));
+            }
+            const std::string text = ff.debug_string() + fg.debug_string();
+            INFO(text);
+            CHECK(text.find("= matmul): %") != std::string::npos);  // a group as a matmul's epilogue
+        }
+    }
+    // Two layers with gradients: the backward's g @ w2^T is moved past the independent
+    // h1^T @ g (sink_matmuls_to_their_epilogues) so tanh's derivative becomes its epilogue.
+    const auto two = [](Tensor x, Tensor w1, Tensor b1, Tensor w2, Tensor b2) {
+        return tanh(matmul(tanh(matmul(x, w1) + b1), w2) + b2);
+    };
+    auto ft = jit::script(two, opts());
+    for (int i = 0; i < 3; ++i) {
+        std::vector<Tensor> p{randn({5, 24}) * 0.3, randn({24}), randn({24, 20}) * 0.3, randn({20})};
+        for (Tensor& q : p) q.requires_grad_();
+        const Tensor x = randn({64, 5}), seed = randn({64, 20});
+        const auto got = autograd::grad({ft(x, p[0], p[1], p[2], p[3])}, {p[0], p[1], p[2], p[3]}, {seed});
+        std::vector<Tensor> pe;
+        for (const Tensor& q : p) pe.push_back(q.detach().requires_grad_());
+        const auto want = autograd::grad({two(x, pe[0], pe[1], pe[2], pe[3])}, {pe[0], pe[1], pe[2], pe[3]}, {seed});
+        for (std::size_t k = 0; k < p.size(); ++k) CHECK(bitwise_equal(got[k], want[k]));
+    }
+    const std::string bwd = ft.debug_string().substr(ft.debug_string().find("backward:"));
+    INFO(bwd);
+    CHECK(bwd.find("= matmul): %") != std::string::npos);
+    // Inputs that require grad: the recording path, gradients as eager's.
+    const auto h = [](Tensor a, Tensor w, Tensor b) { return relu(matmul(a, w) + b); };
+    auto fh = jit::script(h, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor a = randn({40, 6}), w = randn({6, 24}).requires_grad_(), b = randn({24}).requires_grad_();
+        const Tensor seed = randn({40, 24});
+        const auto got = autograd::grad({fh(a, w, b)}, {w, b}, {seed});
+        const Tensor we = w.detach().requires_grad_(), be = b.detach().requires_grad_();
+        const auto want = autograd::grad({h(a, we, be)}, {we, be}, {seed});
+        CHECK(bitwise_equal(got[0], want[0]));
+        CHECK(bitwise_equal(got[1], want[1]));
+    }
+}
+
 TEST_CASE("jit: fused loops split across threads give the same bits", "[jit][threads]") {
     jit::options o = opts();
     o.num_threads = 3;

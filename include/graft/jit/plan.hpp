@@ -112,6 +112,8 @@ struct fusion_group {
         bool keepdim = false;
     };
     std::vector<leading_sum> sums;
+    /// The matmul whose product the group reads as its epilogue (run chunk by chunk with it).
+    const ir::Node* matmul = nullptr;
 };
 
 /// Nodes per fusion group at most: each adds at most four registers (where: three inputs and
@@ -166,7 +168,7 @@ private:
 struct block_plan;
 
 struct step {
-    enum class kind { node, if_, fused, loop, region };
+    enum class kind { node, if_, fused, loop, region, matmul_fused };  // matmul_fused: node, then group
     kind what = kind::node;
     const ir::Node* node = nullptr;
     std::vector<int> in, out;
@@ -240,6 +242,12 @@ private:
 
     block_plan build_block(const ir::Block& b, const type_of_fn& type_of);
 
+    /// Moves a matmul down to just before the run of fusable nodes that reads its product,
+    /// past nodes that do not read it (straight-line pure blocks only), so that the run
+    /// becomes the matmul's epilogue: the backward's `grad_a = g @ w^T` computed after the
+    /// independent `grad_w = a^T @ g`, right before the activation's derivative reads it.
+    static void sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes);
+
     /// Is v made by a node of block b (so b's plan may release it)? Graph inputs and
     /// values of enclosing blocks are released by their own block.
     [[nodiscard]] static bool defined_in(const ir::Value* v, const ir::Block& b) {
@@ -283,37 +291,60 @@ private:
         return false;
     }
 
-    /// Runs the group fused; false when it ran node by node instead.
+    /// A fusion group's operands bound for one fused run (base pointers into `numbers` and `held`:
+    /// not movable).
     template <class T>
-    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
+    struct bound_group {
+        bound_group() = default;
+        bound_group(const bound_group&) = delete;
+        bound_group& operator=(const bound_group&) = delete;
+        reg_vector<T*> base;
+        reg_vector<kernels::operand_mode> mode;
+        reg_vector<std::size_t> periods;  // row registers: the row's length
+        reg_vector<T> numbers;
+        reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs, sum partials
+        reg_vector<kernels::row_sum> reductions;
+        int_list computed;
+        const int_list* sizes = nullptr;  // the group's (broadcast) shape
+        std::size_t numel = 0;
+    };
+
+    /// Binds g's inputs and allocates its outputs (stored in the frame) for a fused run; false
+    /// when the tile loop cannot take the inputs (the caller runs the group node by node).
+    template <class T>
+    bool bind_group(const fusion_group& g, frame_t& frame, bound_group<T>& st) const {
         const std::size_t nregs = g.num_registers;
         const std::size_t ninputs = g.input_slots.size();
-        reg_vector<T*> base(nregs, nullptr);
-        reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
-        reg_vector<std::size_t> periods(nregs, 0);  // row registers: the row's length
-        reg_vector<T> numbers(ninputs);
-        reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
+        st.base.assign(nregs, nullptr);
+        st.mode.assign(nregs, kernels::operand_mode::temp);
+        st.periods.assign(nregs, 0);
+        st.numbers.assign(ninputs, T(0));
+        auto& base = st.base;
+        auto& mode = st.mode;
+        auto& periods = st.periods;
+        auto& numbers = st.numbers;
+        auto& held = st.held;
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
-        int_list computed;
+        int_list& computed = st.computed;
         const int_list* sizes_p = g.static_sizes ? &*g.static_sizes : nullptr;
         std::int64_t numel = g.static_numel;
         if (!sizes_p) {
             bool first = true;
             for (std::size_t k = 0; k < ninputs; ++k)
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
-                    if (!t->defined()) return fall_back_unfused(g, frame);
+                    if (!t->defined()) return false;
                     if (first) computed = t->sizes();
                     else if (t->sizes() != computed) {
                         try {
                             computed = broadcast_shapes(computed, t->sizes());
                         } catch (const graft::error&) {
-                            return fall_back_unfused(g, frame);  // the eager op reports it
+                            return false;  // the eager op reports it
                         }
                     }
                     first = false;
                 }
-            if (first) return fall_back_unfused(g, frame);
-            if (!outputs_have_group_shape(g, frame, computed)) return fall_back_unfused(g, frame);
+            if (first) return false;
+            if (!outputs_have_group_shape(g, frame, computed)) return false;
             sizes_p = &computed;
             numel = graft::detail::checked_numel("jit fusion group", computed);
         }
@@ -322,7 +353,7 @@ private:
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {
                 const graft::detail::tensor_impl* im = t->impl_ptr().get();
-                if (im == nullptr || im->type != g.type) return fall_back_unfused(g, frame);
+                if (im == nullptr || im->type != g.type) return false;
                 T* data = static_cast<T*>(im->data->data()) + im->offset;
                 if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
                     base[k] = data;
@@ -352,7 +383,7 @@ private:
                         autograd::no_grad guard;
                         held.push_back(t->expand(sizes).contiguous());
                     } catch (const graft::error&) {
-                        return fall_back_unfused(g, frame);  // the eager op reports it
+                        return false;  // the eager op reports it
                     }
                     base[k] = held.back().template data_ptr<T>();
                     mode[k] = kernels::operand_mode::contiguous;
@@ -360,16 +391,17 @@ private:
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
                 else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
-                else return fall_back_unfused(g, frame);
+                else return false;
                 base[k] = &numbers[k];
                 mode[k] = kernels::operand_mode::broadcast;
             }
         }
-        reg_vector<kernels::row_sum> reductions(g.sums.size());
+        auto& reductions = st.reductions;
+        reductions.assign(g.sums.size(), kernels::row_sum{});
         for (std::size_t k = 0; k < g.sums.size(); ++k) {
             // The eager column reduction's conditions (inner >= 16, rows >= 2), else node by node.
             const auto& s = g.sums[k];
-            if (sizes.size() != s.rank || numel == 0) return fall_back_unfused(g, frame);
+            if (sizes.size() != s.rank || numel == 0) return false;
             std::size_t rows = 1, inner = 1;
             int_list out_sizes;
             for (std::size_t d = 0; d < s.rank; ++d) {
@@ -382,7 +414,7 @@ private:
                     out_sizes.push_back(sizes[d]);
                 }
             }
-            if (inner < 16 || rows < 2) return fall_back_unfused(g, frame);
+            if (inner < 16 || rows < 2) return false;
             Tensor out = empty(out_sizes, g.type);
             held.push_back(empty({static_cast<std::int64_t>(inner)}, g.type));
             reductions[k] = kernels::row_sum{out.raw_data(), held.back().raw_data(), inner, rows};
@@ -395,12 +427,22 @@ private:
             mode[r] = kernels::operand_mode::output;
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
-        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data(), reductions.data()};
-        const auto n = static_cast<std::size_t>(numel);
-        // Sums see every element in order: one thread.
-        const std::size_t threads = g.sums.empty()
-                                        ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1))
-                                        : 1;
+        st.sizes = &sizes;
+        st.numel = static_cast<std::size_t>(numel);
+        return true;
+    }
+
+    /// Runs elements [begin, end) of a bound group; `split`: across the worker pool when large
+    /// (never when the group sums: sums see the elements in order).
+    template <class T>
+    void run_bound(const fusion_group& g, bound_group<T>& st, std::size_t begin, std::size_t end, bool split) const {
+        const std::size_t nregs = g.num_registers;
+        const kernels::program prog{g.code.data(),   g.code.size(),       st.mode.data(), nregs,
+                                    st.periods.data(), st.reductions.data()};
+        T* const* base = st.base.data();
+        const std::size_t n = end - begin;
+        const std::size_t threads =
+            split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
             // Split on tile boundaries; each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
@@ -409,15 +451,30 @@ private:
             const std::size_t parts = std::min(threads, pool.size() + 1);
             const std::size_t per_part = (tiles + parts - 1) / parts;
             pool.run(parts, [&, per = per_part](std::size_t part) {
-                const std::size_t b = std::min(n, part * per * tile);
-                const std::size_t e = std::min(n, (part + 1) * per * tile);
-                if (b < e) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), b, e);
+                const std::size_t b = std::min(end, begin + part * per * tile);
+                const std::size_t e = std::min(end, begin + (part + 1) * per * tile);
+                if (b < e) kernels::run_program(prog, base, program_scratch<T>(nregs), b, e);
             });
         } else if (n > 0) {
-            kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
+            kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);
         }
+    }
+
+    /// Runs the group fused; false when it ran node by node instead.
+    template <class T>
+    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
+        bound_group<T> st;
+        if (!bind_group(g, frame, st)) return fall_back_unfused(g, frame);
+        run_bound(g, st, 0, st.numel, true);
         return true;
     }
+
+    /// A matmul and the group that reads its result, in row chunks: each chunk's rows of the
+    /// product, then the group over them while they are in cache. False when the operands
+    /// are not two matrices of the group's dtype or the group is not of the product's shape
+    /// (nothing run: the caller runs the matmul node and the group as usual).
+    template <class T>
+    bool run_matmul_group_typed(const step& s, frame_t& frame) const;
 
     void run_group(const fusion_group& g, frame_t& frame) const;
 

@@ -124,6 +124,7 @@ GRAFT_INLINE std::string plan::describe() const {
         const fusion_group& g = *groups_[k];
         os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
         if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
+        if (g.matmul) os << ", epilogue of %" << g.matmul->output()->name() << " = matmul";
         os << "):";
         for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
         os << '\n';
@@ -339,6 +340,28 @@ GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const fr
     return true;
 }
 
+GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes) {
+    for (const ir::Node* n : nodes)
+        if (!n->kind().pure || !n->blocks().empty()) return;  // only straight-line pure code moves
+    for (std::size_t r = 1; r < nodes.size(); ++r) {
+        if (!find_fusable(nodes[r]) || find_fusable(nodes[r - 1])) continue;  // r starts a run
+        std::set<const ir::Value*> reads;
+        for (std::size_t e = r; e < nodes.size() && find_fusable(nodes[e]); ++e)
+            for (const ir::Value* v : nodes[e]->inputs()) reads.insert(v);
+        if (nodes[r - 1]->is<ir::kinds::matmul>() && reads.count(nodes[r - 1]->output())) continue;  // adjacent
+        for (std::size_t p = r - 1; p-- > 0;) {
+            if (!nodes[p]->is<ir::kinds::matmul>() || !reads.count(nodes[p]->output())) continue;
+            bool read_between = false;
+            for (std::size_t q = p + 1; q < r && !read_between; ++q)
+                for (const ir::Value* v : nodes[q]->inputs()) read_between = read_between || v == nodes[p]->output();
+            if (!read_between)
+                std::rotate(nodes.begin() + static_cast<std::ptrdiff_t>(p), nodes.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                            nodes.begin() + static_cast<std::ptrdiff_t>(r));
+            break;
+        }
+    }
+}
+
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
     block_plan bp;
     // Constants first (they read nothing), so they do not split runs of fusable ops.
@@ -347,6 +370,7 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
         if (n->is<ir::kinds::constant>()) nodes.push_back(n);
     for (const ir::Node* n : b.nodes())
         if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
+    if (options_.fuse && options_.regions.empty()) sink_matmuls_to_their_epilogues(nodes);
     // Values used at or after node i (and block outputs), for group outputs and releases.
     std::map<const ir::Value*, std::size_t> last_use;
     const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
@@ -433,7 +457,18 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 while (j < nodes.size() && j - i < max_group_nodes && summable(nodes[j], *type, inside, type_of, unused))
                     ++j;
             }
-            if (j - i >= 2) {
+            // A matmul just before whose result the run reads: one op is enough (its epilogue).
+            const auto after_matmul = [&] {
+                if (bp.steps.empty() || bp.steps.back().what != step::kind::node ||
+                    !bp.steps.back().node->is<ir::kinds::matmul>())
+                    return false;
+                const ir::Value* product = bp.steps.back().node->output();
+                for (std::size_t k = i; k < j; ++k)
+                    for (const ir::Value* v : nodes[k]->inputs())
+                        if (v == product) return true;
+                return false;
+            };
+            if (j - i >= 2 || (j - i == 1 && after_matmul())) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {
                     const ir::Value* o = nodes[k]->output();
@@ -461,7 +496,18 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::sort(rel.begin(), rel.end());
                 rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
                 s.release = std::move(rel);
-                bp.steps.push_back(std::move(s));
+                if (after_matmul()) {
+                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed).
+                    step& mm = bp.steps.back();
+                    mm.what = step::kind::matmul_fused;
+                    mm.group = std::move(s.group);
+                    mm.group->matmul = mm.node;
+                    mm.release.insert(mm.release.end(), s.release.begin(), s.release.end());
+                    std::sort(mm.release.begin(), mm.release.end());
+                    mm.release.erase(std::unique(mm.release.begin(), mm.release.end()), mm.release.end());
+                } else {
+                    bp.steps.push_back(std::move(s));
+                }
                 i = j;
                 continue;
             }
@@ -491,6 +537,57 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     }
     for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
     return bp;
+}
+
+template <class T>
+bool plan::run_matmul_group_typed(const step& s, frame_t& frame) const {
+    const fusion_group& g = *s.group;
+    const Tensor* a = std::get_if<Tensor>(&frame[static_cast<std::size_t>(s.in[0])]);
+    const Tensor* b = std::get_if<Tensor>(&frame[static_cast<std::size_t>(s.in[1])]);
+    if (!a || !b || !a->defined() || !b->defined() || a->dim() != 2 || b->dim() != 2 || a->type() != g.type ||
+        b->type() != g.type || a->size(1) != b->size(0))
+        return false;  // the matmul node reports errors, or takes the other cases
+    if (autograd::is_grad_enabled()) {
+        // Inputs that require grad take the recording path (the matmul node, then run_group).
+        if (a->requires_grad() || b->requires_grad()) return false;
+        for (int slot_index : g.input_slots)
+            if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(slot_index)]);
+                slot_index != s.out[0] && t && t->defined() && t->requires_grad())
+                return false;
+    }
+    const std::int64_t m = a->size(0), k = a->size(1), n = b->size(1);
+    if (m < 2 || n == 0) return false;
+    Tensor c = empty({m, n}, g.type);  // as ops::matmul: row-major, ldc = n
+    const Tensor a_keep = *a, b_keep = *b;  // the frame slots may be overwritten by the group's outputs
+    frame[static_cast<std::size_t>(s.out[0])] = c;
+    T* cp = static_cast<T*>(c.raw_data());
+    const T* ap = a_keep.template data_ptr<T>();
+    const T* bp = b_keep.template data_ptr<T>();
+    const auto whole_product = [&] {
+        kernels::matmul(ap, a_keep.stride(0), a_keep.stride(1), bp, b_keep.stride(0), b_keep.stride(1), cp, n,
+                        static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k));
+    };
+    bound_group<T> st;
+    if (!bind_group(g, frame, st) || *st.sizes != c.sizes()) {
+        whole_product();
+        run_group(g, frame);
+        return true;
+    }
+    // Chunks of about 64 KiB of the product (whole register blocks of rows; never one row alone,
+    // which the kernel would take as a matrix-vector product), each followed by the group.
+    constexpr std::int64_t row_align = 24;  // a multiple of every target's micro-kernel rows
+    const std::int64_t target_rows = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / static_cast<std::int64_t>(sizeof(T)) / n);
+    const std::int64_t chunk = (target_rows + row_align - 1) / row_align * row_align;
+    for (std::int64_t r0 = 0; r0 < m;) {
+        std::int64_t r1 = std::min(m, r0 + chunk);
+        if (m - r1 == 1) r1 = m;
+        kernels::matmul(ap + r0 * a_keep.stride(0), a_keep.stride(0), a_keep.stride(1), bp, b_keep.stride(0),
+                        b_keep.stride(1), cp + r0 * n, n, static_cast<std::size_t>(r1 - r0), static_cast<std::size_t>(n),
+                        static_cast<std::size_t>(k));
+        run_bound(g, st, static_cast<std::size_t>(r0 * n), static_cast<std::size_t>(r1 * n), false);
+        r0 = r1;
+    }
+    return true;
 }
 
 GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
@@ -523,6 +620,15 @@ GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& 
                 break;
             }
             case step::kind::fused: run_group(*s.group, frame); break;
+            case step::kind::matmul_fused: {
+                const bool done = s.group->type == dtype::float32 ? run_matmul_group_typed<float>(s, frame)
+                                                                  : run_matmul_group_typed<double>(s, frame);
+                if (!done) {
+                    run_node(s.node, s.in, s.out, frame, observe);
+                    run_group(*s.group, frame);
+                }
+                break;
+            }
             case step::kind::region: {
                 std::vector<ivalue> in;
                 for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
