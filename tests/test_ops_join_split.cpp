@@ -562,3 +562,23 @@ TEST_CASE("join/split ops under jit::script: profiled, optimized and differentia
     const Tensor x = randn({5, 6}, dtype::float64), w = randn({5, 2}, dtype::float64);
     CHECK(allclose(fn(x, w), mixer(x, w), 1e-12, 1e-12));
 }
+
+TEST_CASE("chunk and flatten under jit::script: sizes as expressions, one dynamic plan for every size",
+          "[jit][join_split]") {
+    // chunk's ceil(n / chunks) and flatten's product are SymInt expressions under capture, so
+    // the dynamic plan computes the narrows' starts and lengths for each call's size.
+    const auto f = [](Tensor x) {
+        const auto p = x.chunk(2, 0);
+        return cat({p[1], p[0]}, 0).flatten().clamp(-0.5, 0.5) * 2.0;
+    };
+    auto fn = jit::script(f);
+    manual_seed(34);
+    for (std::int64_t n : {4, 6, 7, 9, 12, 15}) {
+        const Tensor x = randn({n, 3});
+        CHECK(equal(fn(x), f(x)));
+    }
+    const jit::debug_state d = fn.debug_state();
+    CHECK(d.symbolic.find("narrow.start") != std::string::npos);
+    CHECK(d.symbolic.find("reshape.sizes") != std::string::npos);
+    CHECK(d.compilations <= 2);  // the odd sizes did not each need a plan of their own
+}
