@@ -171,7 +171,7 @@ TEST_CASE("square and clamp: values as PyTorch, gradcheck and gradgradcheck", "[
     CHECK(equal(x.clamp_max(0.0), tensor({-2.0, -0.5, 0.0, 0.0, 0.0}).to(dtype::float64)));
     CHECK(equal(x.clamp({}, 0.5), x.clamp_max(0.5)));
     CHECK(equal(x.clamp(tensor({0.0}).to(dtype::float64), tensor({1.0}).to(dtype::float64)), clamp(x, 0.0, 1.0)));
-    CHECK_THROWS_WITH(clamp(x, std::nullopt, std::nullopt), Catch::Contains("at least one of 'min' or 'max'"));
+    CHECK_THROWS_WITH(clamp(x, std::nullopt, std::nullopt), Catch::Contains("At least one of 'min' or 'max'"));
     // NaN stays NaN; a floating bound promotes an integer tensor, as PyTorch's type promotion.
     const Tensor n = clamp(tensor({std::nan(""), 5.0}), 0.0, 1.0);
     CHECK(std::isnan(n.to_vector<double>()[0]));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "graft/autograd/engine.hpp"
+#include "graft/ops/clamp.hpp"
 #include "graft/ops/elementwise.hpp"
 #include "graft/ops/linalg.hpp"
 #include "graft/ops/reduce.hpp"
@@ -196,27 +197,40 @@ GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
 
-/// x * x (torch.square), differentiable (gradient 2x).
-[[nodiscard]] inline Tensor square(const Tensor& x) { return mul(x, x); }
+/// x * x (torch.square), differentiable (gradient 2x); bool becomes int64, as torch.square
+/// (a pow) gives.
+[[nodiscard]] inline Tensor square(const Tensor& x) {
+    if (x.defined() && x.type() == dtype::bool_) return square(x.to(dtype::int64));
+    return mul(x, x);
+}
 
-/// torch.clamp_min / clamp_max / clamp: composed of comparisons and `where`, so the gradient
-/// flows where the input is inside the bounds, bounds included (PyTorch's clamp_backward) and
-/// NaN inputs stay NaN. Bounds that are floating numbers promote an integer tensor (as
-/// PyTorch's type promotion does). clamp needs at least one bound (graft::error otherwise).
-[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const scalar& min) { return where(x < min, min, x); }
-[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const scalar& max) { return where(x > max, max, x); }
+/// torch.clamp with number bounds (at least one; graft::error otherwise, as PyTorch's "At
+/// least one of 'min' or 'max' must not be None"): NaN inputs and NaN bounds give NaN,
+/// min > max gives max, an integer tensor with a floating bound is promoted (PyTorch's
+/// rules). The gradient is PyTorch's clamp_backward: it passes where min <= x <= max
+/// (bounds included) and is 0 elsewhere, NaN inputs included. Captured as one `clamp` node.
+[[nodiscard]] GRAFT_INLINE Tensor clamp(const Tensor& x, const std::optional<scalar>& min,
+                                        const std::optional<scalar>& max = {});
+/// clamp(x, min, none) and clamp(x, none, max) (torch.clamp_min / clamp_max).
+[[nodiscard]] GRAFT_INLINE Tensor clamp_min(const Tensor& x, const scalar& min);
+[[nodiscard]] GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max);
+
+/// clamp with tensor bounds (broadcast; either may be undefined, not both): composed of
+/// comparisons and `where`, so the gradient flows to x where it is inside the bounds and to
+/// a bound where it is the result.
 [[nodiscard]] inline Tensor clamp_min(const Tensor& x, const Tensor& min) { return where(x < min, min, x); }
 [[nodiscard]] inline Tensor clamp_max(const Tensor& x, const Tensor& max) { return where(x > max, max, x); }
-[[nodiscard]] inline Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max = {}) {
-    graft::detail::check(min.has_value() || max.has_value(), "clamp: at least one of 'min' or 'max' must not be None");
-    const Tensor lo = min ? clamp_min(x, *min) : x;
-    return max ? clamp_max(lo, *max) : lo;
-}
 [[nodiscard]] inline Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
-    graft::detail::check(min.defined() || max.defined(), "clamp: at least one of 'min' or 'max' must not be None");
+    graft::detail::check(min.defined() || max.defined(), "clamp: At least one of 'min' or 'max' must not be None");
     const Tensor lo = min.defined() ? clamp_min(x, min) : x;
     return max.defined() ? clamp_max(lo, max) : lo;
 }
+
+namespace autograd::detail {
+/// The gradient of clamp with number bounds: g where min <= x <= max, else 0.
+[[nodiscard]] GRAFT_INLINE Tensor clamp_backward(const Tensor& g, const Tensor& x, const std::optional<scalar>& min,
+                                                 const std::optional<scalar>& max);
+}  // namespace autograd::detail
 
 // ---------------------------------------------------------------- unary ops
 

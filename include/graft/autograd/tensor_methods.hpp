@@ -9,6 +9,7 @@
 
 #include "graft/autograd/engine.hpp"
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/join_split.hpp"
 #include "graft/autograd/view_tracking.hpp"
 
 namespace graft {

@@ -117,7 +117,7 @@ public:
     /// `about_to_be_written`: t is the destination of a write, so fresh memory is fine.
     ir::Value* value_of(const Tensor& t, bool about_to_be_written = false);
 
-    void on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+    void on_op(std::string_view kind, std::span<const graft::detail::op_operand> operands,
                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override;
 
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override;

@@ -108,7 +108,14 @@ public:
     // Views: share storage and version counter with *this.
     [[nodiscard]] Tensor view(int_list sizes) const;
     [[nodiscard]] Tensor reshape(int_list sizes) const;
-    [[nodiscard]] Tensor flatten() const { return reshape({-1}); }
+    /// Dimensions start_dim..end_dim merged into one (torch.flatten; graft/autograd/join_split.hpp).
+    [[nodiscard]] Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+    /// Views of pieces along dim (torch.split, split_with_sizes, chunk, unbind).
+    [[nodiscard]] std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> split(const int_list& split_sizes, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> split_with_sizes(const int_list& split_sizes, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> unbind(std::int64_t dim = 0) const;
     [[nodiscard]] Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
     [[nodiscard]] Tensor t() const;
     [[nodiscard]] Tensor permute(const int_list& dims) const;
@@ -162,6 +169,11 @@ public:
     Tensor& sigmoid_();
     Tensor& relu_();
     Tensor& sin_();
+    /// In-place clamp / clamp_min / clamp_max / square (the result must keep this dtype).
+    Tensor& clamp_(const std::optional<scalar>& min, const std::optional<scalar>& max = {});
+    Tensor& clamp_min_(const scalar& min);
+    Tensor& clamp_max_(const scalar& max);
+    Tensor& square_();
 
     // Autograd (defined in graft/autograd; include graft/graft.hpp).
     [[nodiscard]] bool requires_grad() const;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/error.hpp"
 #include "graft/ops/table.hpp"
@@ -165,6 +166,19 @@ GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1)
 #undef GRAFT_DETAIL_IR_KIND
 #undef GRAFT_DETAIL_IR_VIEW_KIND
 
+/// cat[dim](x0, x1, ...): the inputs joined along dim (graft::cat; any number of inputs).
+struct cat {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"cat", -1, 1, 0, true, false, false, &run};
+};
+
+/// clamp[min=?, max=?](x): graft::clamp with number bounds (at least one attribute; an int
+/// or float attribute, as the bound was written, since it takes part in type promotion).
+struct clamp {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"clamp", 1, 1, 0, true, true, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -239,7 +253,7 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
-                            kinds::put>>()));
+                            kinds::put, kinds::cat, kinds::clamp>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

@@ -387,4 +387,42 @@ GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim) {
     return out;
 }
 
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor clamp_backward(const Tensor& g, const Tensor& x, const std::optional<scalar>& min,
+                                   const std::optional<scalar>& max) {
+    // Comparisons with NaN are false, so a NaN input (or bound) gets no gradient, as in PyTorch.
+    Tensor r = g;
+    if (max) r = where(x <= *max, r, zeros_like(g));
+    if (min) r = where(x >= *min, r, zeros_like(g));
+    return r;
+}
+
+/// Records clamp (node `name`) on x with these bounds; `out` is its raw result.
+[[nodiscard]] GRAFT_INLINE Tensor record_clamp(const char* name, const Tensor& x, const std::optional<scalar>& min,
+                                               const std::optional<scalar>& max, Tensor out) {
+    auto node = make_node(name, x);
+    if (!node) return out;
+    node->save(x);
+    node->backward = [min, max](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        grad_inputs.push_back(clamp_backward(g[0], n.saved(0), min, max));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max) {
+    return autograd::detail::record_clamp("ClampBackward1", x, min, max, ops::clamp(x, min, max));
+}
+
+GRAFT_INLINE Tensor clamp_min(const Tensor& x, const scalar& min) {
+    return autograd::detail::record_clamp("ClampMinBackward0", x, min, std::nullopt, ops::clamp(x, min, std::nullopt));
+}
+
+GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
+    return autograd::detail::record_clamp("ClampMaxBackward0", x, std::nullopt, max, ops::clamp(x, std::nullopt, max));
+}
+
 }  // namespace graft

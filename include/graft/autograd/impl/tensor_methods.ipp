@@ -444,6 +444,26 @@ GRAFT_INLINE Tensor& Tensor::sin_() {
                                            autograd::detail::inplace_saves::input);
 }
 
+GRAFT_INLINE Tensor& Tensor::clamp_(const std::optional<scalar>& min, const std::optional<scalar>& max) {
+    // The mask of the gradient needs the overwritten input: a copy is saved before the write.
+    const char* name = min && max ? "ClampBackward1" : (min ? "ClampMinBackward0" : "ClampMaxBackward0");
+    return autograd::detail::inplace_unary(
+        "clamp_", name, *this, [&](const Tensor& x) { return ops::clamp(x, min, max); },
+        [min, max](const Tensor& g, const Tensor& x) { return autograd::detail::clamp_backward(g, x, min, max); },
+        autograd::detail::inplace_saves::input);
+}
+
+GRAFT_INLINE Tensor& Tensor::clamp_min_(const scalar& min) { return clamp_(min, std::nullopt); }
+
+GRAFT_INLINE Tensor& Tensor::clamp_max_(const scalar& max) { return clamp_(std::nullopt, max); }
+
+GRAFT_INLINE Tensor& Tensor::square_() {
+    return autograd::detail::inplace_unary("square_", "PowBackward0", *this,
+                                           [](const Tensor& x) { return ops::mul(x, x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * x * 2.0; },
+                                           autograd::detail::inplace_saves::input);
+}
+
 }  // namespace graft
 
 namespace graft::autograd::detail {

@@ -87,7 +87,7 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
     return v;
 }
 
-GRAFT_INLINE void tracer::on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::detail::op_operand> operands,
                                 std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) {
     bool any_traced = false;
     for (const auto& o : operands) {

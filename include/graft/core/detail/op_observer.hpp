@@ -6,6 +6,7 @@
 // itself. With no observer installed, an op pays one thread-local load.
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -47,8 +48,9 @@ struct branch_ref {
 class op_observer {
 public:
     virtual ~op_observer() = default;
-    /// An op `kind` (an IR kind name) produced `result` from `operands`.
-    virtual void on_op(std::string_view kind, std::initializer_list<op_operand> operands,
+    /// An op `kind` (an IR kind name) produced `result` from `operands` (a span: ops such as
+    /// cat take a list whose length is known at run time only).
+    virtual void on_op(std::string_view kind, std::span<const op_operand> operands,
                        std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
     /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
@@ -100,12 +102,19 @@ public:
     [[nodiscard]] bool active() const noexcept { return observer_ != nullptr && outer_; }
     void record(std::string_view kind, std::initializer_list<op_operand> operands, const Tensor& result,
                 std::initializer_list<op_attr_entry> attrs = {}) const {
-        if (active()) observer_->on_op(kind, operands, attrs, result);
+        if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, result);
     }
     /// Reports `out` (when active) and returns it.
     template <class T>
     T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
            std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, out);
+        return out;
+    }
+    /// done() for an op whose operand count is known at run time only (cat).
+    template <class T>
+    T done_list(T out, std::string_view kind, std::span<const op_operand> operands,
+                std::initializer_list<op_attr_entry> attrs = {}) const {
         if (active()) observer_->on_op(kind, operands, attrs, out);
         return out;
     }

@@ -136,6 +136,26 @@ GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<con
                         detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
 }
 
+GRAFT_INLINE std::vector<ivalue> cat::run(const attribute_map& a, std::span<const ivalue> in) {
+    std::vector<Tensor> tensors;
+    tensors.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) tensors.push_back(detail::tensor_arg("cat", in, i));
+    return {graft::cat(tensors, detail::attr_or<std::int64_t>("cat", a, "dim", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> clamp::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "clamp: expected 1 input, got ", in.size());
+    const auto bound = [&](const char* name) -> std::optional<scalar> {
+        const auto it = a.find(name);
+        if (it == a.end()) return std::nullopt;
+        if (const auto* d = std::get_if<double>(&it->second)) return scalar(*d);
+        if (const auto* i = std::get_if<std::int64_t>(&it->second)) return scalar(*i);
+        if (const auto* b = std::get_if<bool>(&it->second)) return scalar(*b);
+        graft::detail::fail(graft::detail::concat("clamp: attribute '", name, "' must be a number"));
+    };
+    return {graft::clamp(detail::tensor_arg("clamp", in, 0), bound("min"), bound("max"))};
+}
+
 namespace index_detail {
 
 GRAFT_INLINE Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
