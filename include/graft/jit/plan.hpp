@@ -478,6 +478,21 @@ private:
 
     void run_group(const fusion_group& g, frame_t& frame) const;
 
+    /// A STATIC plan that is one fusion group over the graph's inputs and numbers, whose
+    /// outputs are the graph's: run without a frame or steps (the per-call path of small
+    /// fused graphs). Each group input is a graph input (index) or a number.
+    struct direct_source {
+        int input = -1;   // graph input index, or -1: `number`
+        double number = 0;
+    };
+    void plan_direct();
+    template <class T>
+    bool run_direct_typed(std::span<const ivalue> inputs, std::vector<ivalue>& out) const;
+
+    const fusion_group* direct_ = nullptr;
+    std::vector<direct_source> direct_sources_;  // per group input
+    std::vector<int> direct_outputs_;            // per graph output: index into the group's outputs
+
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;
     std::map<const ir::Value*, int> slots_;

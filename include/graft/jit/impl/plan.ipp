@@ -101,11 +101,106 @@ GRAFT_INLINE plan::plan(std::shared_ptr<const ir::Graph> g, build_options o, con
     : graph_(std::move(g)), options_(o) {
     for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
     top_ = build_block(*graph_->block(), type_of);
+    plan_direct();
+}
+
+GRAFT_INLINE void plan::plan_direct() {
+    if (!options_.fuse || !options_.static_shapes || options_.symbolic || !options_.regions.empty()) return;
+    const step* fused = nullptr;
+    std::map<int, double> numbers;  // constant slots
+    for (const step& s : top_.steps) {
+        if (s.what == step::kind::fused && !fused) {
+            fused = &s;
+        } else if (s.what == step::kind::node && s.node->is<ir::kinds::constant>() && s.out.size() == 1 && !fused) {
+            const auto v = s.node->kind().run(s.node->attributes(), {});
+            if (v.size() != 1) return;
+            if (const auto* d = std::get_if<double>(&v[0])) numbers[s.out[0]] = *d;
+            else if (const auto* i = std::get_if<std::int64_t>(&v[0])) numbers[s.out[0]] = static_cast<double>(*i);
+            else return;
+        } else {
+            return;
+        }
+    }
+    if (!fused) return;
+    const fusion_group& g = *fused->group;
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul) return;
+    std::vector<direct_source> sources;
+    for (int slot_index : g.input_slots) {
+        direct_source src;
+        const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot_index);
+        if (it != input_slots_.end()) {
+            src.input = static_cast<int>(it - input_slots_.begin());
+        } else if (const auto c = numbers.find(slot_index); c != numbers.end()) {
+            src.number = c->second;
+        } else {
+            return;
+        }
+        sources.push_back(src);
+    }
+    std::vector<int> outputs;
+    for (int o : top_.outputs) {
+        const auto it = std::find(g.output_slots.begin(), g.output_slots.end(), o);
+        if (it == g.output_slots.end()) return;
+        outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+    }
+    direct_ = &g;
+    direct_sources_ = std::move(sources);
+    direct_outputs_ = std::move(outputs);
+}
+
+template <class T>
+bool plan::run_direct_typed(std::span<const ivalue> inputs, std::vector<ivalue>& out) const {
+    const fusion_group& g = *direct_;
+    const int_list& sizes = *g.static_sizes;
+    const bool grad = autograd::is_grad_enabled();
+    bound_group<T> st;
+    const std::size_t nregs = g.num_registers, ninputs = g.input_slots.size();
+    st.base.assign(nregs, nullptr);
+    st.mode.assign(nregs, kernels::operand_mode::temp);
+    st.periods.assign(nregs, 0);
+    st.numbers.assign(ninputs, T(0));
+    for (std::size_t k = 0; k < ninputs; ++k) {
+        const direct_source& src = direct_sources_[k];
+        if (src.input < 0) {
+            st.numbers[k] = static_cast<T>(src.number);
+            st.base[k] = &st.numbers[k];
+            st.mode[k] = kernels::operand_mode::broadcast;
+            continue;
+        }
+        const Tensor* t = std::get_if<Tensor>(&inputs[static_cast<std::size_t>(src.input)]);
+        const graft::detail::tensor_impl* im = t ? t->impl_ptr().get() : nullptr;
+        if (im == nullptr || im->type != g.type || (grad && t->requires_grad())) return false;  // the general path
+        T* data = static_cast<T*>(im->data->data()) + im->offset;
+        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+            st.mode[k] = kernels::operand_mode::contiguous;
+        } else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1) {
+            st.mode[k] = kernels::operand_mode::broadcast;
+        } else {
+            return false;
+        }
+        st.base[k] = data;
+    }
+    reg_vector<Tensor> results;
+    for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
+        results.push_back(empty(sizes, g.type));
+        const auto r = static_cast<std::size_t>(g.output_regs[k]);
+        st.base[r] = static_cast<T*>(results.back().raw_data());
+        st.mode[r] = kernels::operand_mode::output;
+    }
+    run_bound(g, st, 0, static_cast<std::size_t>(g.static_numel), true);
+    out.reserve(direct_outputs_.size());
+    for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
+    return true;
 }
 
 GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const observer_fn* observe) const {
     graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
                          " inputs, got ", inputs.size());
+    if (direct_ && !observe) {
+        std::vector<ivalue> out;
+        if (direct_->type == dtype::float32 ? run_direct_typed<float>(inputs, out) : run_direct_typed<double>(inputs, out))
+            return out;
+    }
     frame_t frame(num_slots_);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
