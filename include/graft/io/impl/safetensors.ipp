@@ -736,6 +736,9 @@ GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path)
         file->f = std::fopen(path.c_str(), "rb");
         if (file->f == nullptr)
             graft::detail::fail(graft::detail::concat(where_, ": cannot open: ", std::strerror(errno)));
+        // Unbuffered: each read goes to the file as it is now (a file cut after its header was
+        // read gives an error, not stale bytes), and tensor data goes straight to its storage.
+        std::setvbuf(file->f, nullptr, _IONBF, 0);
         if (std::fseek(file->f, 0, SEEK_END) != 0)
             graft::detail::fail(graft::detail::concat(where_, ": cannot seek: ", std::strerror(errno)));
         const long end = std::ftell(file->f);
