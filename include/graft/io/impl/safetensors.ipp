@@ -407,8 +407,11 @@ private:
     if (const std::size_t bad = invalid_utf8_at(json); bad != std::string_view::npos)
         fail(concat(where, ": invalid header: not valid UTF-8 at byte ", bad, " of ", json.size()));
     parsed_header h = header_reader(json, where).read();
-    std::stable_sort(h.tensors.begin(), h.tensors.end(), [](const auto& a, const auto& b) {
-        return a.second.begin != b.second.begin ? a.second.begin < b.second.begin : a.second.end < b.second.end;
+    // By (begin, end), then name (unique): a total order, so messages do not depend on the sort.
+    std::sort(h.tensors.begin(), h.tensors.end(), [](const auto& a, const auto& b) {
+        if (a.second.begin != b.second.begin) return a.second.begin < b.second.begin;
+        if (a.second.end != b.second.end) return a.second.end < b.second.end;
+        return a.first < b.first;
     });
     std::uint64_t expected_begin = 0;
     const std::string* previous = nullptr;
