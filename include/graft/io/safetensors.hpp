@@ -117,6 +117,12 @@ public:
     [[nodiscard]] GRAFT_INLINE tensor_map load_all() const;
 
 private:
+    friend tensor_map load(std::span<const std::byte> bytes);
+    friend tensor_map load_file(const std::filesystem::path& path);
+    // The constructors, with the name error messages start with ("io::load_file(\"path\")", ...).
+    GRAFT_INLINE safe_open(const std::filesystem::path& path, std::string where);
+    GRAFT_INLINE safe_open(std::span<const std::byte> bytes, std::string where);
+
     std::string where_;                                  // "io::safe_open(\"path\")", for messages
     std::shared_ptr<detail::file_handle> file_;          // set for files
     std::span<const std::byte> bytes_;                   // set for buffers

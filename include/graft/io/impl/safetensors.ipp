@@ -706,8 +706,13 @@ GRAFT_INLINE void save_file(const named_tensors& tensors, const std::filesystem:
     });
 }
 
-GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes)
-    : where_("io::load"), bytes_(bytes) {
+GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes) : safe_open(bytes, "io::safe_open") {}
+
+GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path)
+    : safe_open(path, graft::detail::concat("io::safe_open(", detail::path_text(path), ")")) {}
+
+GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes, std::string where)
+    : where_(std::move(where)), bytes_(bytes) {
     detail::guarded(where_, [&] {
         if (bytes.size() < 8)
             graft::detail::fail(graft::detail::concat(where_, ": ", bytes.size(),
@@ -727,8 +732,8 @@ GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes)
     });
 }
 
-GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path)
-    : where_(graft::detail::concat("io::load_file(", detail::path_text(path), ")")) {
+GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path, std::string where)
+    : where_(std::move(where)) {
     detail::guarded(where_, [&] {
         std::error_code ec;
         const auto status = std::filesystem::status(path, ec);
@@ -809,12 +814,14 @@ GRAFT_INLINE tensor_map safe_open::load_all() const {
     });
 }
 
-GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes) { return safe_open(bytes).load_all(); }
+GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes) { return safe_open(bytes, "io::load").load_all(); }
 
 GRAFT_INLINE tensor_map load(std::string_view bytes) {
     return load(std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
 }
 
-GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path) { return safe_open(path).load_all(); }
+GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path) {
+    return safe_open(path, graft::detail::concat("io::load_file(", detail::path_text(path), ")")).load_all();
+}
 
 }  // namespace graft::io
