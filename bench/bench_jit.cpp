@@ -178,6 +178,41 @@ void bm_dynamic_training_eager(benchmark::State& s) {
     for (auto _ : s) train_step(eager, d, i++);
 }
 
+// The same MLP training step at one batch size B (16 .. 16K): the issue's "faster than eager
+// at every batch size" for a training step's forward and backward graphs.
+struct fixed_batch {
+    Tensor x, y;
+    std::vector<Tensor> params;
+    explicit fixed_batch(std::int64_t n) {
+        graft::manual_seed(11);
+        x = graft::randn({n, 2});
+        y = graft::randn({n, 1});
+        params = {graft::randn({2, 32}) * 0.7, graft::randn({32}) * 0.1, graft::randn({32, 32}) * 0.2,
+                  graft::randn({32}) * 0.1,    graft::randn({32, 1}) * 0.2, graft::randn({1}) * 0.1};
+        for (auto& p : params) p.requires_grad_();
+    }
+};
+
+template <class F>
+void fixed_step(F& f, const fixed_batch& d) {
+    const auto& p = d.params;
+    const Tensor loss = f(d.x, d.y, p[0], p[1], p[2], p[3], p[4], p[5]);
+    benchmark::DoNotOptimize(graft::autograd::grad({loss}, {p[0], p[1], p[2], p[3], p[4], p[5]}));
+}
+
+void bm_mlp_step_jit(benchmark::State& s) {
+    const fixed_batch d(s.range(0));
+    auto fn = jit::script(mlp_loss, bench_options());
+    for (int i = 0; i < 3; ++i) fixed_step(fn, d);  // profile, specialize
+    for (auto _ : s) fixed_step(fn, d);
+}
+
+void bm_mlp_step_eager(benchmark::State& s) {
+    const fixed_batch d(s.range(0));
+    const auto eager = [](auto&&... a) { return mlp_loss(a...); };
+    for (auto _ : s) fixed_step(eager, d);
+}
+
 // ------------------------------------------------------------------ first calls
 
 void bm_first_calls(benchmark::State& s) {
@@ -347,6 +382,13 @@ public:
                         "unoptimized runs\n",
                         j / 1e3, e / 1e3, e / j, c.at("compilations"), c.at("compilations_while_timed"), c.at("unoptimized_runs"));
         }
+        if (time_.count("mlp_step/jit/16")) {
+            std::printf("  MLP 2-32-32-1 training step at a fixed batch size, eager/jit (floor > 1 at every size):");
+            for (const char* n : {"16", "128", "1024", "16384"})
+                std::printf(" B=%s %.2fx (%.1f / %.1f us)", n, t(std::string("mlp_step/eager/") + n) / t(std::string("mlp_step/jit/") + n),
+                            t(std::string("mlp_step/jit/") + n) / 1e3, t(std::string("mlp_step/eager/") + n) / 1e3);
+            std::printf("\n");
+        }
         if (counters_.count("first_calls")) {
             const auto& c = counters_.at("first_calls");
             std::printf("  first calls (16 elements): call 1 (capture + profile) %.0f us, call 2 (compile + run) %.0f us, "
@@ -396,6 +438,11 @@ void register_all() {
     benchmark::RegisterBenchmark("call/active_calls", bm_active_calls);
     benchmark::RegisterBenchmark("dynamic_training/jit", bm_dynamic_training_jit)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("dynamic_training/eager", bm_dynamic_training_eager)->Unit(benchmark::kMicrosecond);
+    const auto batches = [](benchmark::internal::Benchmark* b) {
+        b->Arg(16)->Arg(128)->Arg(1024)->Arg(16384)->Unit(benchmark::kMicrosecond);
+    };
+    benchmark::RegisterBenchmark("mlp_step/jit", bm_mlp_step_jit)->Apply(batches);
+    benchmark::RegisterBenchmark("mlp_step/eager", bm_mlp_step_eager)->Apply(batches);
     benchmark::RegisterBenchmark("first_calls", bm_first_calls)->Unit(benchmark::kMicrosecond)->Iterations(50);
     // One unit per family (us); the summary converts every time to ns.
     const auto all_sizes = [](benchmark::internal::Benchmark* b) {

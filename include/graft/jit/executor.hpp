@@ -70,6 +70,8 @@ struct input_guard {
     std::optional<std::vector<std::int64_t>> symbolic_sizes;
 
     [[nodiscard]] bool check(const ir::ivalue& v) const;
+    /// check() of a tensor argument.
+    [[nodiscard]] bool check_tensor(const Tensor& t) const;
 
     [[nodiscard]] std::string describe() const;
 };
@@ -251,6 +253,11 @@ public:
                    std::shared_ptr<shape_history> history, std::shared_ptr<const ir::symbolic_sizes> symbolic = nullptr);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in);
+
+    /// The per-call shortcut of the top level: when the current specialization is a fused
+    /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
+    /// returns true; otherwise false with nothing run or counted (the caller takes run()).
+    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out);
 
     /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();

@@ -221,6 +221,11 @@ public:
     /// Runs the plan (autograd records as usual where inputs require grad).
     [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const;
 
+    /// The direct path (a STATIC plan that is one fusion group, see plan_direct) on tensor
+    /// inputs: false when the plan has none or the inputs do not fit it (nothing run).
+    [[nodiscard]] bool has_direct() const noexcept { return direct_ != nullptr; }
+    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
+
     /// The plan as text: the graph, then each fusion group's members.
     [[nodiscard]] std::string describe() const;
 
@@ -486,8 +491,10 @@ private:
         double number = 0;
     };
     void plan_direct();
-    template <class T>
-    bool run_direct_typed(std::span<const ivalue> inputs, std::vector<ivalue>& out) const;
+    static constexpr std::size_t direct_max_registers = 32;
+    /// `input(i)`: graph input i as a tensor (null: not a tensor); `out`: vector of ivalue or Tensor.
+    template <class T, class Input, class Out>
+    bool run_direct_typed(const Input& input, std::vector<Out>& out) const;
 
     const fusion_group* direct_ = nullptr;
     std::vector<direct_source> direct_sources_;  // per group input

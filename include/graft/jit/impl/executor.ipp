@@ -31,7 +31,13 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
         }
     }
     const Tensor* t = std::get_if<Tensor>(&v);
-    if (!t) return false;
+    return t != nullptr && check_tensor(*t);
+}
+
+GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
+    if (any) return true;
+    if (kind != ir::type_kind::tensor) return false;
+    const Tensor* t = &tensor;
     const graft::detail::tensor_impl* im = t->impl_ptr().get();
     if (!im) return false;
     if (scalar_type && *scalar_type != im->type) return false;
@@ -214,6 +220,20 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::span<const ir::iva
     if (level_ != 0) return run_level(in);
     const active_calls::guard g(calls_.mine());
     return run_level(in);
+}
+
+GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out) {
+    if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
+    const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
+    const specialization* s = current_.load(std::memory_order_seq_cst);
+    if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
+        !s->symbol_occurrences.empty() || in.size() != s->guards.size())
+        return false;
+    for (std::size_t i = 0; i < in.size(); ++i)
+        if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
+    if (!s->run_plan->run_direct(in, out)) return false;
+    s->hits.fetch_add(1, std::memory_order_relaxed);
+    return true;
 }
 
 GRAFT_INLINE void executor_state::free_retired_if_quiescent(bool inside_call) {
@@ -952,6 +972,10 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run_checked(std::span<const ir::i
 }
 
 GRAFT_INLINE std::vector<Tensor> executor::operator()(std::span<const Tensor> inputs) const {
+    {
+        std::vector<Tensor> out;
+        if (top_->try_direct(inputs, out)) return out;
+    }
     const boost::container::small_vector<ir::ivalue, 8> args(inputs.begin(), inputs.end());
     auto out = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
     std::vector<Tensor> r;

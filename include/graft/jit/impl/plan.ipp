@@ -123,7 +123,8 @@ GRAFT_INLINE void plan::plan_direct() {
     }
     if (!fused) return;
     const fusion_group& g = *fused->group;
-    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul) return;
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul || g.num_registers > direct_max_registers)
+        return;
     std::vector<direct_source> sources;
     for (int slot_index : g.input_slots) {
         direct_source src;
@@ -148,46 +149,49 @@ GRAFT_INLINE void plan::plan_direct() {
     direct_outputs_ = std::move(outputs);
 }
 
-template <class T>
-bool plan::run_direct_typed(std::span<const ivalue> inputs, std::vector<ivalue>& out) const {
+template <class T, class Input, class Out>
+bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
     const fusion_group& g = *direct_;
     const int_list& sizes = *g.static_sizes;
+    const auto n = static_cast<std::size_t>(g.static_numel);
+    if (options_.num_threads >= 2 && n / std::max<std::size_t>(options_.parallel_grain, 1) >= 2)
+        return false;  // large: the general path splits it across threads (its setup is noise there)
     const bool grad = autograd::is_grad_enabled();
-    bound_group<T> st;
     const std::size_t nregs = g.num_registers, ninputs = g.input_slots.size();
-    st.base.assign(nregs, nullptr);
-    st.mode.assign(nregs, kernels::operand_mode::temp);
-    st.periods.assign(nregs, 0);
-    st.numbers.assign(ninputs, T(0));
+    // Fixed arrays on the stack (plan_direct caps the registers): no setup beyond the registers used.
+    std::array<T*, direct_max_registers> base;
+    std::array<kernels::operand_mode, direct_max_registers> mode;
+    std::array<T, direct_max_registers> numbers;
+    static constexpr std::array<std::size_t, direct_max_registers> no_periods{};
+    for (std::size_t r = ninputs; r < nregs; ++r) mode[r] = kernels::operand_mode::temp;
     for (std::size_t k = 0; k < ninputs; ++k) {
         const direct_source& src = direct_sources_[k];
         if (src.input < 0) {
-            st.numbers[k] = static_cast<T>(src.number);
-            st.base[k] = &st.numbers[k];
-            st.mode[k] = kernels::operand_mode::broadcast;
+            numbers[k] = static_cast<T>(src.number);
+            base[k] = &numbers[k];
+            mode[k] = kernels::operand_mode::broadcast;
             continue;
         }
-        const Tensor* t = std::get_if<Tensor>(&inputs[static_cast<std::size_t>(src.input)]);
+        const Tensor* t = input(static_cast<std::size_t>(src.input));
         const graft::detail::tensor_impl* im = t ? t->impl_ptr().get() : nullptr;
         if (im == nullptr || im->type != g.type || (grad && t->requires_grad())) return false;  // the general path
-        T* data = static_cast<T*>(im->data->data()) + im->offset;
-        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
-            st.mode[k] = kernels::operand_mode::contiguous;
-        } else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1) {
-            st.mode[k] = kernels::operand_mode::broadcast;
-        } else {
+        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
+            mode[k] = kernels::operand_mode::contiguous;
+        else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1)
+            mode[k] = kernels::operand_mode::broadcast;
+        else
             return false;
-        }
-        st.base[k] = data;
+        base[k] = static_cast<T*>(im->data->data()) + im->offset;
     }
     reg_vector<Tensor> results;
     for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
         results.push_back(empty(sizes, g.type));
         const auto r = static_cast<std::size_t>(g.output_regs[k]);
-        st.base[r] = static_cast<T*>(results.back().raw_data());
-        st.mode[r] = kernels::operand_mode::output;
+        base[r] = static_cast<T*>(results.back().raw_data());
+        mode[r] = kernels::operand_mode::output;
     }
-    run_bound(g, st, 0, static_cast<std::size_t>(g.static_numel), true);
+    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
+    if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
     for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
     return true;
@@ -198,7 +202,8 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
                          " inputs, got ", inputs.size());
     if (direct_ && !observe) {
         std::vector<ivalue> out;
-        if (direct_->type == dtype::float32 ? run_direct_typed<float>(inputs, out) : run_direct_typed<double>(inputs, out))
+        const auto input = [&](std::size_t i) { return std::get_if<Tensor>(&inputs[i]); };
+        if (direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out))
             return out;
     }
     frame_t frame(num_slots_);
@@ -211,6 +216,12 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
         return run_block(top_, frame, observe, sizes);
     }
     return run_block(top_, frame, observe);
+}
+
+GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+    if (!direct_ || inputs.size() != input_slots_.size()) return false;
+    const auto input = [&](std::size_t i) { return &inputs[i]; };
+    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out);
 }
 
 GRAFT_INLINE std::string plan::describe() const {
