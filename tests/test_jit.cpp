@@ -389,7 +389,7 @@ TEST_CASE("jit: a run longer than a group may hold splits into several groups, s
 }
 
 TEST_CASE("jit: comparisons and where fuse (relu's backward), bitwise as eager", "[jit]") {
-    // Differentiable: relu's backward is where(y > 0, g, 0); it joins the backward's group.
+    // Differentiable: relu's backward is where(y <= 0, 0, g); it joins the backward's group.
     const auto f = [](Tensor x, Tensor w) { return relu(x * w + 0.25) * x; };
     for (dtype t : {dtype::float32, dtype::float64}) {
         auto fn = jit::script(f, opts());
@@ -407,7 +407,7 @@ TEST_CASE("jit: comparisons and where fuse (relu's backward), bitwise as eager",
         }
         const std::string text = fn.debug_string();
         INFO(text);
-        CHECK(text.find("= gt;") != std::string::npos);  // the comparison inside a fusion group
+        CHECK(text.find("= le;") != std::string::npos);  // the comparison inside a fusion group
         CHECK(text.find("= where;") != std::string::npos);
     }
     // A comparison also returned: fused as a condition, its bool tensor made after the group.

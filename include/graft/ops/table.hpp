@@ -111,7 +111,8 @@ GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y 
 GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
 GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
 GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
-GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
+// relu: PyTorch's threshold_backward, result <= 0 ? 0 : grad (relu(NaN) = NaN passes the gradient).
+GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y <= 0.0, zeros_like(g), g);)
 GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
 GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
 #undef GRAFT_DETAIL_UNARY_DEF
@@ -157,15 +158,16 @@ GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
                         reads_input0 | reads_input1 | reads_output,
                         return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
                         return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
-// Ties split the gradient evenly between the operands, as PyTorch does.
+// Ties split the gradient evenly between the operands, and the losing operand's gradient is
+// masked to zero, as PyTorch does (so at a NaN, where no comparison holds, both get it).
 GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
                         reads_input0 | reads_input1,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
+                        return where(a < b, zeros_like(g), where(a == b, g * 0.5, g));,
+                        return where(a > b, zeros_like(g), where(a == b, g * 0.5, g));)
 GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
                         reads_input0 | reads_input1,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
+                        return where(a > b, zeros_like(g), where(a == b, g * 0.5, g));,
+                        return where(a < b, zeros_like(g), where(a == b, g * 0.5, g));)
 #undef GRAFT_DETAIL_BINARY_DEF
 
 // ---------------------------------------------------------------- comparisons
