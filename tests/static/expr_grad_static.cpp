@@ -35,9 +35,9 @@ static_assert(std::is_same_v<grad_t<tanh_g, 0>,
                                    outputs<6>, 0>>);
 static_assert(ex::name_v<grad_t<tanh_g, 0>> == "mul(%1, sub(1, mul(tanh(%0), tanh(%0))))");
 
-// relu: where(y > 0, g, zeros_like(g)); zeros_like is the constant 0.
+// relu: where(y <= 0, zeros_like(g), g) (PyTorch's threshold_backward); zeros_like is the constant 0.
 using relu_g = graph<instrs<input<0>, apply<d::relu_op, 0>>, outputs<1>, 0>;
-static_assert(ex::name_v<grad_t<relu_g, 0>> == "where(gt(relu(%0), 0), %1, 0)");
+static_assert(ex::name_v<grad_t<relu_g, 0>> == "where(le(relu(%0), 0), 0, %1)");
 
 // abs: g * sign(x); sqrt: g / (y * 2); sin: g * cos(x); cos: -g * sin(x).
 static_assert(ex::name_v<grad_t<graph<instrs<input<0>, apply<d::abs_op, 0>>, outputs<1>, 0>, 0>> ==
