@@ -134,7 +134,7 @@ HWY_INLINE void add_into(T* dst, const T* src, std::size_t m) {
 // eager column reduction: result = row 0; then each block of column_sum_block_rows rows is
 // summed in order into `partial`, which is added to the result after the block's last row.
 template <class T>
-HWY_INLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t pos, std::size_t count) {
+HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t pos, std::size_t count) {
     T* result = static_cast<T*>(rs.result);
     T* partial = static_cast<T*>(rs.partial);
     constexpr std::size_t block = column_sum_block_rows;
