@@ -174,6 +174,10 @@ public:
     Tensor& clamp_min_(const scalar& min);
     Tensor& clamp_max_(const scalar& max);
     Tensor& square_();
+    /// In-place tril / triu / masked_fill (graft/autograd/index_reduce.hpp).
+    Tensor& tril_(std::int64_t diagonal = 0);
+    Tensor& triu_(std::int64_t diagonal = 0);
+    Tensor& masked_fill_(const Tensor& mask, const scalar& value);
 
     // Autograd (defined in graft/autograd; include graft/graft.hpp).
     [[nodiscard]] bool requires_grad() const;
@@ -234,6 +238,11 @@ public:
     [[nodiscard]] Tensor clamp(const Tensor& min, const Tensor& max) const;
     [[nodiscard]] Tensor clamp_min(const scalar& min) const;
     [[nodiscard]] Tensor clamp_max(const scalar& max) const;
+    /// tril, triu, masked_fill, outer (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor tril(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor triu(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor masked_fill(const Tensor& mask, const scalar& value) const;
+    [[nodiscard]] Tensor outer(const Tensor& other) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.

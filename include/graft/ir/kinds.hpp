@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/error.hpp"
@@ -179,6 +180,23 @@ struct clamp {
     static constexpr kind_info info{"clamp", 1, 1, 0, true, true, false, &run};
 };
 
+/// tril[diagonal=0](x), triu[diagonal=0](x): graft::tril / graft::triu.
+struct tril {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"tril", 1, 1, 0, true, false, false, &run};
+};
+struct triu {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"triu", 1, 1, 0, true, false, false, &run};
+};
+
+/// masked_fill[value](x, mask): graft::masked_fill with a number (an int, float or bool
+/// attribute, as the value was written).
+struct masked_fill {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"masked_fill", 2, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -253,7 +271,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
-                            kinds::put, kinds::cat, kinds::clamp>>()));
+                            kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
+                            kinds::masked_fill>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

@@ -18,6 +18,15 @@ GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v) {
     return r;
 }
 
+/// A number attribute (int, float or bool) as a scalar.
+[[nodiscard]] GRAFT_INLINE scalar number_attr(std::string_view op, const attribute_map& a, const char* name) {
+    const auto it = a.find(name);
+    graft::detail::check(it != a.end(), op, ": missing attribute '", name, "'");
+    if (const auto* d = std::get_if<double>(&it->second)) return scalar(*d);
+    if (const auto* i = std::get_if<std::int64_t>(&it->second)) return scalar(*i);
+    if (const auto* b = std::get_if<bool>(&it->second)) return scalar(*b);
+    graft::detail::fail(graft::detail::concat(op, ": attribute '", name, "' must be a number"));
+}
 }  // namespace detail
 
 namespace kinds {
@@ -154,6 +163,22 @@ GRAFT_INLINE std::vector<ivalue> clamp::run(const attribute_map& a, std::span<co
         graft::detail::fail(graft::detail::concat("clamp: attribute '", name, "' must be a number"));
     };
     return {graft::clamp(detail::tensor_arg("clamp", in, 0), bound("min"), bound("max"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> tril::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "tril: expected 1 input, got ", in.size());
+    return {graft::tril(detail::tensor_arg("tril", in, 0), detail::attr_or<std::int64_t>("tril", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> triu::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "triu: expected 1 input, got ", in.size());
+    return {graft::triu(detail::tensor_arg("triu", in, 0), detail::attr_or<std::int64_t>("triu", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> masked_fill::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "masked_fill: expected 2 inputs, got ", in.size());
+    return {graft::masked_fill(detail::tensor_arg("masked_fill", in, 0), detail::tensor_arg("masked_fill", in, 1),
+                               detail::number_attr("masked_fill", a, "value"))};
 }
 
 namespace index_detail {
