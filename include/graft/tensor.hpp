@@ -18,6 +18,7 @@
 #include "graft/ops/clamp.hpp"
 #include "graft/ops/compare.hpp"
 #include "graft/ops/elementwise.hpp"
+#include "graft/ops/index_reduce.hpp"
 #include "graft/ops/linalg.hpp"
 #include "graft/ops/masked.hpp"
 #include "graft/ops/reduce.hpp"

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -243,6 +244,18 @@ public:
     [[nodiscard]] Tensor triu(std::int64_t diagonal = 0) const;
     [[nodiscard]] Tensor masked_fill(const Tensor& mask, const scalar& value) const;
     [[nodiscard]] Tensor outer(const Tensor& other) const;
+    /// argmax, argmin, max / min over a dim ((values, indices)), logsumexp, var, std,
+    /// gather, scatter_add, index_select (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor argmax(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] Tensor logsumexp(const int_list& dims, bool keepdim = false) const;
+    [[nodiscard]] Tensor var(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor std(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor gather(std::int64_t dim, const Tensor& index) const;
+    [[nodiscard]] Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+    [[nodiscard]] Tensor index_select(std::int64_t dim, const Tensor& index) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
