@@ -298,6 +298,35 @@ TEST_CASE("index reductions and index ops: gradcheck and gradgradcheck in float6
     }
 }
 
+TEST_CASE("scatter_add_: in place, differentiable in self and src, refused indices leave self unchanged",
+          "[autograd][index_gather][gather]") {
+    Tensor t = zeros({2, 3});
+    t.scatter_add_(1, tensor({2, 2, 0, 1}).view({2, 2}), ones({2, 2}));
+    CHECK(equal(t, tensor({0.f, 0.f, 2.f, 1.f, 1.f, 0.f}).view({2, 3})));
+    const auto v0 = t._version();
+    CHECK_THROWS_WITH(t.scatter_add_(0, tensor({0, 2}).view({1, 2}), ones({1, 2})),
+                      Catch::Contains("scatter_add: index 2 is out of bounds for dimension 0 with size 2"));
+    CHECK(equal(t, tensor({0.f, 0.f, 2.f, 1.f, 1.f, 0.f}).view({2, 3})));
+    CHECK(t._version() == v0);
+    // Gradients: self gets g, src gets g at the index.
+    Tensor x = leaf({2, 3}, 31), s = leaf({2, 2}, 32);
+    Tensor y = x * 2.0;
+    y.scatter_add_(1, tensor({2, 2, 0, 1}).view({2, 2}), s * s);
+    CHECK(std::string(y.grad_fn()->name()) == "ScatterAddBackward0");
+    const Tensor w = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}).view({2, 3}).to(dtype::float64);
+    const auto g = autograd::grad({(y * w).sum()}, {x, s});
+    CHECK(dvec(g[0]) == std::vector<double>{2, 4, 6, 8, 10, 12});
+    const auto sv = dvec(s);
+    CHECK(close_with_nan(dvec(g[1]), {2 * sv[0] * 3, 2 * sv[1] * 3, 2 * sv[2] * 4, 2 * sv[3] * 5}));
+    check_grads([](const tensor_list& in) {
+        Tensor z = in[0] * in[0];
+        z.scatter_add_(0, tensor({1, 0, 1, 1}).view({1, 4}), in[1]);
+        return tensor_list{z};
+    }, {leaf({3, 4}, 33), leaf({2, 4}, 34)});
+    Tensor leaf_x = zeros({2}, dtype::float64).requires_grad_();
+    CHECK_THROWS_AS(leaf_x.scatter_add_(0, tensor({0}), ones({1}, dtype::float64)), graft::error);
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST_CASE("index reductions and index ops: bad input is a graft::error naming the op, index and size",

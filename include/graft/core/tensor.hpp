@@ -179,6 +179,8 @@ public:
     Tensor& tril_(std::int64_t diagonal = 0);
     Tensor& triu_(std::int64_t diagonal = 0);
     Tensor& masked_fill_(const Tensor& mask, const scalar& value);
+    /// In-place scatter_add (graft/autograd/index_reduce.hpp): src added at index along dim.
+    Tensor& scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src);
 
     // Autograd (defined in graft/autograd; include graft/graft.hpp).
     [[nodiscard]] bool requires_grad() const;

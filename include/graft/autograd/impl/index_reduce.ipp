@@ -221,30 +221,37 @@ GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& inde
     return out;
 }
 
-GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index, const Tensor& src) {
-    Tensor out = ops::scatter_add(t, dim, index, src);
-    auto node = autograd::detail::make_node("ScatterAddBackward0", t, src);
-    if (!node) return out;
-    node->backward = [dim, index, ssizes = src.sizes()](autograd::function_node& n, const autograd::tensor_list& g,
-                                                        autograd::tensor_list& grad_inputs) {
+namespace autograd::detail {
+
+/// scatter_add's backward: self gets g; src gets g gathered at index, zero-padded where src
+/// is larger than the index (those elements did not take part).
+[[nodiscard]] inline auto scatter_add_backward(std::int64_t dim, const Tensor& index, const int_list& ssizes) {
+    return [dim, index, ssizes](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
         grad_inputs.push_back(n.needs_input_grad(0) ? g[0] : Tensor{});
         if (!n.needs_input_grad(1)) {
             grad_inputs.emplace_back();
             return;
         }
-        // src's gradient is g at the index positions; src may be larger than the index: the
-        // rest of it did not take part (zeros).
         Tensor gs = gather(g[0], dim, index);
         if (gs.dim() == static_cast<std::int64_t>(ssizes.size())) {
             for (std::int64_t r = 0; r < gs.dim(); ++r) {
                 if (gs.size(r) == ssizes[static_cast<std::size_t>(r)]) continue;
                 int_list sizes = gs.sizes();
                 sizes[static_cast<std::size_t>(r)] = ssizes[static_cast<std::size_t>(r)];
-                gs = autograd::detail::narrow_embed(gs, sizes, r, 0, gs.size(r));
+                gs = narrow_embed(gs, sizes, r, 0, gs.size(r));
             }
         }
         grad_inputs.push_back(gs.reshape(ssizes));
     };
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index, const Tensor& src) {
+    Tensor out = ops::scatter_add(t, dim, index, src);
+    auto node = autograd::detail::make_node("ScatterAddBackward0", t, src);
+    if (!node) return out;
+    node->backward = autograd::detail::scatter_add_backward(dim, index, src.sizes());
     autograd::detail::set_history(out, std::move(node));
     return out;
 }
@@ -262,6 +269,16 @@ GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor
 }
 
 // ---------------------------------------------------------------- methods
+
+GRAFT_INLINE Tensor& Tensor::scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src) {
+    autograd::detail::check_inplace("scatter_add_", *this, autograd::detail::requires_grad(src));
+    const Tensor result = ops::scatter_add(*this, dim, index, src);  // checks every index before the write
+    autograd::detail::check_inplace_result("scatter_add_", *this, result);
+    auto node = autograd::detail::make_node("ScatterAddBackward0", *this, src);
+    if (node) node->backward = autograd::detail::scatter_add_backward(dim, index, src.sizes());
+    autograd::detail::commit_inplace(*this, result, node);
+    return *this;
+}
 
 GRAFT_INLINE Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
     return graft::argmax(*this, dim, keepdim);
