@@ -85,6 +85,7 @@ TEST_CASE("argmax/argmin: hand values, dims, keepdim, the flattened tensor", "[o
     CHECK(ivec(argmax(tensor({4, 9, 9, -1}))) == std::vector<std::int64_t>{1});  // int64 input
     CHECK(ivec(argmax(full({}, 2.5))) == std::vector<std::int64_t>{0});
     CHECK(ivec(argmax(full({}, 2.5), 0)) == std::vector<std::int64_t>{0});
+    CHECK(argmax(full({}, 2.5), std::nullopt, true).dim() == 0);  // 0-dim stays 0-dim, as PyTorch
     CHECK(argmax(zeros({0, 3}), 1).sizes() == int_list{0});  // nothing to reduce in an empty output
 }
 
@@ -425,4 +426,28 @@ TEST_CASE("index ops under capture::aot and jit::script: gradients as eager auto
         CHECK(allclose(jg[1], want[1], 1e-12, 1e-12));
     }
     CHECK(gradcheck([&](const tensor_list& in) { return tensor_list{a({in[0], in[1]})[0]}; }, {x, w}));
+}
+
+TEST_CASE("max, logsumexp, std and index_select under jit::script: one plan for many sizes, gradients as eager",
+          "[jit][index_gather]") {
+    // The gradients' zero-filled scatters record their sizes as attributes, which the dynamic
+    // plan computes from each call's size.
+    const auto f = [](Tensor x, Tensor w) {
+        auto [v, i] = max(x * w, 1);
+        return v.sum() + logsumexp(x, {0}).sum() + graft::std(x, {1}).sum() +
+               index_select(x, 1, tensor({0, 0, 2})).sum() * 2.0;
+    };
+    auto fn = jit::script(f);
+    manual_seed(53);
+    for (std::int64_t n : {4, 6, 7, 9, 12, 15, 4, 6}) {
+        INFO("n = " << n);
+        Tensor x = randn({n, 3}, dtype::float64).requires_grad_(), w = randn({n, 3}, dtype::float64).requires_grad_();
+        Tensor y = fn(x, w), e = f(x, w);
+        CHECK(allclose(y.detach(), e.detach(), 1e-12, 1e-12));
+        const auto got = autograd::grad({y}, {x, w});
+        const auto want = autograd::grad({e}, {x, w});
+        CHECK(allclose(got[0], want[0], 1e-12, 1e-12));
+        CHECK(allclose(got[1], want[1], 1e-12, 1e-12));
+    }
+    CHECK(fn.debug_state().compilations <= 2);
 }
