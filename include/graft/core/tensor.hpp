@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -174,6 +175,12 @@ public:
     Tensor& clamp_min_(const scalar& min);
     Tensor& clamp_max_(const scalar& max);
     Tensor& square_();
+    /// In-place tril / triu / masked_fill (graft/autograd/index_reduce.hpp).
+    Tensor& tril_(std::int64_t diagonal = 0);
+    Tensor& triu_(std::int64_t diagonal = 0);
+    Tensor& masked_fill_(const Tensor& mask, const scalar& value);
+    /// In-place scatter_add (graft/autograd/index_reduce.hpp): src added at index along dim.
+    Tensor& scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src);
 
     // Autograd (defined in graft/autograd; include graft/graft.hpp).
     [[nodiscard]] bool requires_grad() const;
@@ -234,6 +241,23 @@ public:
     [[nodiscard]] Tensor clamp(const Tensor& min, const Tensor& max) const;
     [[nodiscard]] Tensor clamp_min(const scalar& min) const;
     [[nodiscard]] Tensor clamp_max(const scalar& max) const;
+    /// tril, triu, masked_fill, outer (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor tril(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor triu(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor masked_fill(const Tensor& mask, const scalar& value) const;
+    [[nodiscard]] Tensor outer(const Tensor& other) const;
+    /// argmax, argmin, max / min over a dim ((values, indices)), logsumexp, var, std,
+    /// gather, scatter_add, index_select (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor argmax(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] Tensor logsumexp(const int_list& dims, bool keepdim = false) const;
+    [[nodiscard]] Tensor var(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor std(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor gather(std::int64_t dim, const Tensor& index) const;
+    [[nodiscard]] Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+    [[nodiscard]] Tensor index_select(std::int64_t dim, const Tensor& index) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.

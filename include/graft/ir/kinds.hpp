@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/error.hpp"
@@ -179,6 +180,72 @@ struct clamp {
     static constexpr kind_info info{"clamp", 1, 1, 0, true, true, false, &run};
 };
 
+/// tril[diagonal=0](x), triu[diagonal=0](x): graft::tril / graft::triu.
+struct tril {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"tril", 1, 1, 0, true, false, false, &run};
+};
+struct triu {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"triu", 1, 1, 0, true, false, false, &run};
+};
+
+/// masked_fill[value](x, mask): graft::masked_fill with a number (an int, float or bool
+/// attribute, as the value was written).
+struct masked_fill {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"masked_fill", 2, 1, 0, true, false, false, &run};
+};
+
+/// argmax[dim=?, keepdim=false](x), argmin[...](x): int64 positions (no attribute dim: the
+/// flattened tensor).
+struct argmax {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"argmax", 1, 1, 0, true, false, false, &run};
+};
+struct argmin {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"argmin", 1, 1, 0, true, false, false, &run};
+};
+
+/// logsumexp[dims, keepdim](x); var[dims, correction, keepdim](x); std[...](x).
+struct logsumexp {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"logsumexp", 1, 1, 0, true, false, false, &run};
+};
+struct var {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"var", 1, 1, 0, true, false, false, &run};
+};
+struct std_ {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"std", 1, 1, 0, true, false, false, &run};
+};
+
+/// gather[dim](x, index), scatter_add[dim](x, index, src), index_select[dim](x, index), and
+/// their gradients gather_backward[sizes, dim](g, index), index_select_backward[sizes, dim](g, index)
+/// (zeros of `sizes` with g added at the index).
+struct gather {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"gather", 2, 1, 0, true, false, false, &run};
+};
+struct scatter_add {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"scatter_add", 3, 1, 0, true, false, false, &run};
+};
+struct index_select {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_select", 2, 1, 0, true, false, false, &run};
+};
+struct gather_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"gather_backward", 2, 1, 0, true, false, false, &run};
+};
+struct index_select_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_select_backward", 2, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -253,7 +320,10 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
-                            kinds::put, kinds::cat, kinds::clamp>>()));
+                            kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
+                            kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
+                            kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
+                            kinds::gather_backward, kinds::index_select_backward>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

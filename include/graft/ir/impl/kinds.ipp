@@ -18,6 +18,19 @@ GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v) {
     return r;
 }
 
+/// A number attribute (int, float or bool) as a scalar.
+[[nodiscard]] GRAFT_INLINE scalar number_attr(std::string_view op, const attribute_map& a, const char* name) {
+    const auto it = a.find(name);
+    graft::detail::check(it != a.end(), op, ": missing attribute '", name, "'");
+    if (const auto* d = std::get_if<double>(&it->second)) return scalar(*d);
+    if (const auto* i = std::get_if<std::int64_t>(&it->second)) return scalar(*i);
+    if (const auto* b = std::get_if<bool>(&it->second)) return scalar(*b);
+    graft::detail::fail(graft::detail::concat(op, ": attribute '", name, "' must be a number"));
+}
+/// Checks a kind's input count.
+GRAFT_INLINE void check_inputs(std::string_view op, std::span<const ivalue> in, std::size_t n) {
+    graft::detail::check(in.size() == n, op, ": expected ", n, " inputs, got ", in.size());
+}
 }  // namespace detail
 
 namespace kinds {
@@ -154,6 +167,96 @@ GRAFT_INLINE std::vector<ivalue> clamp::run(const attribute_map& a, std::span<co
         graft::detail::fail(graft::detail::concat("clamp: attribute '", name, "' must be a number"));
     };
     return {graft::clamp(detail::tensor_arg("clamp", in, 0), bound("min"), bound("max"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> tril::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "tril: expected 1 input, got ", in.size());
+    return {graft::tril(detail::tensor_arg("tril", in, 0), detail::attr_or<std::int64_t>("tril", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> triu::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "triu: expected 1 input, got ", in.size());
+    return {graft::triu(detail::tensor_arg("triu", in, 0), detail::attr_or<std::int64_t>("triu", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> masked_fill::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "masked_fill: expected 2 inputs, got ", in.size());
+    return {graft::masked_fill(detail::tensor_arg("masked_fill", in, 0), detail::tensor_arg("masked_fill", in, 1),
+                               detail::number_attr("masked_fill", a, "value"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> argmax::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("argmax", in, 1);
+    std::optional<std::int64_t> dim;
+    if (a.count("dim")) dim = detail::attr_of<std::int64_t>("argmax", a, "dim");
+    return {graft::argmax(detail::tensor_arg("argmax", in, 0), dim, detail::attr_or<bool>("argmax", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> argmin::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("argmin", in, 1);
+    std::optional<std::int64_t> dim;
+    if (a.count("dim")) dim = detail::attr_of<std::int64_t>("argmin", a, "dim");
+    return {graft::argmin(detail::tensor_arg("argmin", in, 0), dim, detail::attr_or<bool>("argmin", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> logsumexp::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("logsumexp", in, 1);
+    return {graft::logsumexp(detail::tensor_arg("logsumexp", in, 0),
+                             detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("logsumexp", a, "dims", {})),
+                             detail::attr_or<bool>("logsumexp", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> var::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("var", in, 1);
+    return {graft::var(detail::tensor_arg("var", in, 0),
+                       detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("var", a, "dims", {})),
+                       detail::number_attr("var", a, "correction").to_double(),
+                       detail::attr_or<bool>("var", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> std_::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("std", in, 1);
+    return {graft::std(detail::tensor_arg("std", in, 0),
+                       detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("std", a, "dims", {})),
+                       detail::number_attr("std", a, "correction").to_double(),
+                       detail::attr_or<bool>("std", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> gather::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("gather", in, 2);
+    return {graft::gather(detail::tensor_arg("gather", in, 0), detail::attr_of<std::int64_t>("gather", a, "dim"),
+                          detail::tensor_arg("gather", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> scatter_add::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("scatter_add", in, 3);
+    return {graft::scatter_add(detail::tensor_arg("scatter_add", in, 0),
+                               detail::attr_of<std::int64_t>("scatter_add", a, "dim"),
+                               detail::tensor_arg("scatter_add", in, 1), detail::tensor_arg("scatter_add", in, 2))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_select::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("index_select", in, 2);
+    return {graft::index_select(detail::tensor_arg("index_select", in, 0),
+                                detail::attr_of<std::int64_t>("index_select", a, "dim"),
+                                detail::tensor_arg("index_select", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> gather_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("gather_backward", in, 2);
+    return {autograd::detail::gather_backward(
+        detail::tensor_arg("gather_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("gather_backward", a, "sizes")),
+        detail::attr_of<std::int64_t>("gather_backward", a, "dim"), detail::tensor_arg("gather_backward", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_select_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("index_select_backward", in, 2);
+    return {autograd::detail::index_select_backward(
+        detail::tensor_arg("index_select_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("index_select_backward", a, "sizes")),
+        detail::attr_of<std::int64_t>("index_select_backward", a, "dim"),
+        detail::tensor_arg("index_select_backward", in, 1))};
 }
 
 namespace index_detail {
