@@ -111,8 +111,8 @@
 // ---- begin graft/graft.hpp
 // graft: PyTorch-style tensors, autograd, compile-time graphs, graph capture and a
 // profiling executor for C++20. This header includes every layer; the per-layer headers
-// graft/tensor.hpp, graft/expr.hpp, graft/ir.hpp, graft/capture.hpp and graft/jit.hpp
-// include only what they need and compile faster.
+// graft/tensor.hpp, graft/expr.hpp, graft/ir.hpp, graft/capture.hpp, graft/jit.hpp and
+// graft/io.hpp include only what they need and compile faster.
 // ---- begin graft/tensor.hpp
 // graft/tensor.hpp: tensors, ops and eager autograd (layers core, kernels, ops,
 // autograd). A program that only computes and trains eagerly needs nothing more; it
@@ -300,6 +300,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t) { return os << 
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -722,6 +723,7 @@ void for_each_row(const int_list& sizes, const std::array<const int_list*, N>& s
 // itself. With no observer installed, an op pays one thread-local load.
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -936,8 +938,9 @@ struct branch_ref {
 class op_observer {
 public:
     virtual ~op_observer() = default;
-    /// An op `kind` (an IR kind name) produced `result` from `operands`.
-    virtual void on_op(std::string_view kind, std::initializer_list<op_operand> operands,
+    /// An op `kind` (an IR kind name) produced `result` from `operands` (a span: ops such as
+    /// cat take a list whose length is known at run time only).
+    virtual void on_op(std::string_view kind, std::span<const op_operand> operands,
                        std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
     /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
@@ -989,12 +992,19 @@ public:
     [[nodiscard]] bool active() const noexcept { return observer_ != nullptr && outer_; }
     void record(std::string_view kind, std::initializer_list<op_operand> operands, const Tensor& result,
                 std::initializer_list<op_attr_entry> attrs = {}) const {
-        if (active()) observer_->on_op(kind, operands, attrs, result);
+        if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, result);
     }
     /// Reports `out` (when active) and returns it.
     template <class T>
     T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
            std::initializer_list<op_attr_entry> attrs = {}) const {
+        if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, out);
+        return out;
+    }
+    /// done() for an op whose operand count is known at run time only (cat).
+    template <class T>
+    T done_list(T out, std::string_view kind, std::span<const op_operand> operands,
+                std::initializer_list<op_attr_entry> attrs = {}) const {
         if (active()) observer_->on_op(kind, operands, attrs, out);
         return out;
     }
@@ -1602,7 +1612,14 @@ public:
     // Views: share storage and version counter with *this.
     [[nodiscard]] Tensor view(int_list sizes) const;
     [[nodiscard]] Tensor reshape(int_list sizes) const;
-    [[nodiscard]] Tensor flatten() const { return reshape({-1}); }
+    /// Dimensions start_dim..end_dim merged into one (torch.flatten; graft/autograd/join_split.hpp).
+    [[nodiscard]] Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+    /// Views of pieces along dim (torch.split, split_with_sizes, chunk, unbind).
+    [[nodiscard]] std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> split(const int_list& split_sizes, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> split_with_sizes(const int_list& split_sizes, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+    [[nodiscard]] std::vector<Tensor> unbind(std::int64_t dim = 0) const;
     [[nodiscard]] Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
     [[nodiscard]] Tensor t() const;
     [[nodiscard]] Tensor permute(const int_list& dims) const;
@@ -1656,6 +1673,17 @@ public:
     Tensor& sigmoid_();
     Tensor& relu_();
     Tensor& sin_();
+    /// In-place clamp / clamp_min / clamp_max / square (the result must keep this dtype).
+    Tensor& clamp_(const std::optional<scalar>& min, const std::optional<scalar>& max = {});
+    Tensor& clamp_min_(const scalar& min);
+    Tensor& clamp_max_(const scalar& max);
+    Tensor& square_();
+    /// In-place tril / triu / masked_fill (graft/autograd/index_reduce.hpp).
+    Tensor& tril_(std::int64_t diagonal = 0);
+    Tensor& triu_(std::int64_t diagonal = 0);
+    Tensor& masked_fill_(const Tensor& mask, const scalar& value);
+    /// In-place scatter_add (graft/autograd/index_reduce.hpp): src added at index along dim.
+    Tensor& scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src);
 
     // Autograd (defined in graft/autograd; include graft/graft.hpp).
     [[nodiscard]] bool requires_grad() const;
@@ -1716,6 +1744,23 @@ public:
     [[nodiscard]] Tensor clamp(const Tensor& min, const Tensor& max) const;
     [[nodiscard]] Tensor clamp_min(const scalar& min) const;
     [[nodiscard]] Tensor clamp_max(const scalar& max) const;
+    /// tril, triu, masked_fill, outer (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor tril(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor triu(std::int64_t diagonal = 0) const;
+    [[nodiscard]] Tensor masked_fill(const Tensor& mask, const scalar& value) const;
+    [[nodiscard]] Tensor outer(const Tensor& other) const;
+    /// argmax, argmin, max / min over a dim ((values, indices)), logsumexp, var, std,
+    /// gather, scatter_add, index_select (graft/autograd/index_reduce.hpp).
+    [[nodiscard]] Tensor argmax(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+    [[nodiscard]] Tensor logsumexp(const int_list& dims, bool keepdim = false) const;
+    [[nodiscard]] Tensor var(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor std(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    [[nodiscard]] Tensor gather(std::int64_t dim, const Tensor& index) const;
+    [[nodiscard]] Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+    [[nodiscard]] Tensor index_select(std::int64_t dim, const Tensor& index) const;
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
@@ -2870,6 +2915,22 @@ enum class instr_kind : std::uint8_t {
     binary,   // out = op(a, b)                     (op: binary_op)
     compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
     where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
+    sum_rows, // program.reductions[out] += register a, summed over the leading dimensions
+};
+
+/// Rows summed per partial sum by the column reduction (graft::sum over leading dimensions
+/// of a contiguous tensor): the first row, then blocks of this many rows each summed in
+/// order into a partial that is added to the result. Shared by the eager kernel and the
+/// fused programs' sum_rows epilogue so that both give the same bits.
+inline constexpr std::size_t column_sum_block_rows = 256;
+
+/// A sum over the leading dimensions computed by a program (instr_kind::sum_rows): the
+/// values at element i go to column i % inner of a result of `inner` elements, summed over
+/// `rows` rows in the column reduction's order (column_sum_block_rows).
+struct row_sum {
+    void* result = nullptr;   // inner elements of the program's type
+    void* partial = nullptr;  // inner elements of scratch
+    std::size_t inner = 0, rows = 0;
 };
 
 /// One instruction of a fused elementwise program. Conditions (compare results) live in
@@ -2887,6 +2948,8 @@ struct program {
     const operand_mode* mode = nullptr;  // per register
     std::size_t num_registers = 0;        // at most program_max_registers
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
+    row_sum* reductions = nullptr;        // sum_rows targets (a program with any runs on one thread,
+                                          // over all its elements in order)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a
@@ -4442,6 +4505,9 @@ HWY_AFTER_NAMESPACE();
 // executor's first fusion groups 1.6x slower than the compile-time fused kernel).
 
 
+#include <algorithm>
+#include <cstring>
+
 #include <hwy/highway.h>
 
 // graft-amalgamate: per-target
@@ -4546,6 +4612,38 @@ HWY_INLINE void program_where(const T* cond, const T* a, const T* b, T* out, std
                    d, out + j);
 }
 
+// dst[0, m) += src[0, m), any m.
+template <class T>
+HWY_INLINE void add_into(T* dst, const T* src, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t j = 0;
+    for (; j + N <= m; j += N) hn::StoreU(hn::Add(hn::LoadU(d, dst + j), hn::LoadU(d, src + j)), d, dst + j);
+    for (; j < m; ++j) dst[j] = dst[j] + src[j];
+}
+
+// The values of elements [pos, pos + count) summed into their columns, in the order of the
+// eager column reduction: result = row 0; then each block of column_sum_block_rows rows is
+// summed in order into `partial`, which is added to the result after the block's last row.
+template <class T>
+HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t pos, std::size_t count) {
+    T* result = static_cast<T*>(rs.result);
+    T* partial = static_cast<T*>(rs.partial);
+    constexpr std::size_t block = column_sum_block_rows;
+    for (std::size_t j = 0; j < count;) {
+        const std::size_t e = pos + j, r = e / rs.inner, c = e % rs.inner;
+        const std::size_t len = std::min(count - j, rs.inner - c);
+        if (r == 0) {
+            std::memcpy(result + c, v + j, len * sizeof(T));
+        } else {
+            if ((r - 1) % block == 0) std::memcpy(partial + c, v + j, len * sizeof(T));
+            else add_into(partial + c, v + j, len);
+            if (r % block == 0 || r + 1 == rs.rows) add_into(result + c, partial + c, len);
+        }
+        j += len;
+    }
+}
+
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     const hn::ScalableTag<T> d;
@@ -4565,7 +4663,9 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         }
         cur[r] = mine;
     }
-    const auto run_tile = [&](std::size_t m) {
+    // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
+    // are real (the last partial vector's padding lanes are never stored or summed).
+    const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
             switch (in.kind) {
@@ -4577,6 +4677,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                     program_compare<T>(static_cast<compare_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
                     break;
                 case instr_kind::where: program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m); break;
+                case instr_kind::sum_rows: program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid); break;
             }
         }
     };
@@ -4585,7 +4686,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         for (std::size_t r = 0; r < p.num_registers; ++r)
             if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
             else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
-        run_tile(tile);
+        run_tile(i, tile, tile);
     }
     if (i < end) {
         // Last partial tile: whole vectors in place, then the last partial vector (if any)
@@ -4595,7 +4696,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
                 else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
-            run_tile(whole);
+            run_tile(i, whole, whole);
             i += whole;
         }
         const std::size_t n = end - i;
@@ -4609,7 +4710,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                 } else if (p.mode[r] == operand_mode::output) {
                     cur[r] = scratch + r * program_scratch_stride<T>;
                 }
-            run_tile(N);
+            run_tile(i, N, n);
             for (std::size_t r = 0; r < p.num_registers; ++r)
                 if (p.mode[r] == operand_mode::output)
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
@@ -5453,58 +5554,86 @@ GRAFT_INLINE void set_target(target t) {
 // ---- end graft/kernels/impl/dispatch.ipp
 #endif
 // ---- end graft/kernels/dispatch.hpp
-// ---- begin graft/ops/compare.hpp
-// Whole-tensor comparisons: allclose and equal.
+// ---- begin graft/ops/cat.hpp
+// cat: tensors joined along one dimension (torch.cat), the raw forward. stack, split,
+// chunk and unbind are built on it and on views (graft/autograd/join_split.hpp).
+#include <cstdint>
+#include <span>
 
-namespace graft {
 
-/// True when |a - b| <= atol + rtol * |b| for every element after broadcasting
-/// (torch.allclose). NaNs compare equal only when equal_nan; infinities must match exactly.
-[[nodiscard]] GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
-                                         bool equal_nan = false);
+namespace graft::ops {
 
-/// True when both tensors have the same sizes and equal elements (torch.equal); NaN != NaN.
-[[nodiscard]] GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b);
+/// The tensors joined along `dim` into a new tensor of their promoted dtype. As in PyTorch:
+/// the list must not be empty, 0-dim tensors are refused, every other tensor has the same
+/// rank and the same sizes except along `dim`, and 1-D tensors of size 0 are skipped
+/// (PyTorch's legacy rule, so `cat({x, empty})` works). No autograd (graft::cat records it).
+[[nodiscard]] GRAFT_INLINE Tensor cat(std::span<const Tensor> tensors, std::int64_t dim = 0);
 
-}  // namespace graft
+}  // namespace graft::ops
 
 #if GRAFT_HAS_CODE
-// ---- begin graft/ops/impl/compare.ipp
-// Definitions for graft/ops/compare.hpp (compiled once in compiled mode; see graft/config.hpp).
+// ---- begin graft/ops/impl/cat.ipp
+// Definitions for graft/ops/cat.hpp (compiled once in compiled mode; see graft/config.hpp).
 
-#include <cmath>
+#include <vector>
 
-namespace graft {
+namespace graft::ops {
 
-GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-    detail::check(a.defined() && b.defined(), "allclose: got an undefined tensor");
-    const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
-    const auto x = detail::raw::expand(a, shape).to_vector<double>();
-    const auto y = detail::raw::expand(b, shape).to_vector<double>();
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        if (std::isnan(x[i]) || std::isnan(y[i])) {
-            if (!(equal_nan && std::isnan(x[i]) && std::isnan(y[i]))) return false;
-            continue;
-        }
-        if (x[i] == y[i]) continue;
-        if (std::isinf(x[i]) || std::isinf(y[i])) return false;
-        if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) return false;
+GRAFT_INLINE Tensor cat(std::span<const Tensor> tensors, std::int64_t dim) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(!tensors.empty(), "cat: expected a non-empty list of Tensors");
+    // The first tensor that is not a legacy empty 1-D tensor fixes the rank and the sizes.
+    const auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+    std::size_t ref = tensors.size();
+    dtype type = dtype::bool_;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[i];
+        graft::detail::check(t.defined(), "cat: tensor ", i, " in the list is undefined");
+        graft::detail::check(t.dim() > 0, "cat: zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+        type = i == 0 ? t.type() : promote_types(type, t.type());
+        if (ref == tensors.size() && !skipped(t)) ref = i;
     }
-    return true;
+    if (ref == tensors.size()) ref = 0;  // only empty 1-D tensors: the result is one of them
+    const Tensor& first = tensors[ref];
+    const std::int64_t d = graft::detail::wrap_dim("cat", dim, first.dim());
+    const auto k = static_cast<std::size_t>(d);
+    int_list sizes = first.sizes();
+    sizes[k] = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[i];
+        if (skipped(t) && i != ref) continue;
+        graft::detail::check(t.dim() == first.dim(), "cat: Tensors must have same number of dimensions: got ", first.dim(),
+                      " and ", t.dim(), " (tensor ", ref, " has sizes ", first.sizes(), ", tensor ", i, " has sizes ",
+                      t.sizes(), ")");
+        for (std::size_t j = 0; j < sizes.size(); ++j)
+            graft::detail::check(j == k || t.sizes()[j] == first.sizes()[j],
+                          "cat: Sizes of tensors must match except in dimension ", d, ". Expected size ",
+                          first.sizes()[j], " but got size ", t.sizes()[j], " for tensor number ", i,
+                          " in the list (sizes ", first.sizes(), " and ", t.sizes(), ")");
+        graft::detail::check(graft::detail::add_fits(sizes[k], t.sizes()[k], sizes[k]), "cat: the joined size along dimension ",
+                      d, " overflows int64");
+    }
+    Tensor out = empty(sizes, type);
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[i];
+        if (skipped(t) && i != ref) continue;
+        const std::int64_t n = t.sizes()[k];
+        if (n > 0) graft::detail::copy_elements(graft::detail::raw::narrow(out, d, offset, n), t);
+        offset += n;
+    }
+    std::vector<graft::detail::op_operand> operands(tensors.begin(), tensors.end());
+    return obs.done_list(out, "cat", operands, {{"dim", dim}});
 }
 
-GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b) {
-    detail::check(a.defined() && b.defined(), "equal: got an undefined tensor");
-    if (a.sizes() != b.sizes()) return false;
-    if (is_floating_point(a.type()) || is_floating_point(b.type()))
-        return a.to_vector<double>() == b.to_vector<double>();
-    return a.to_vector<std::int64_t>() == b.to_vector<std::int64_t>();
-}
-
-}  // namespace graft
-// ---- end graft/ops/impl/compare.ipp
+}  // namespace graft::ops
+// ---- end graft/ops/impl/cat.ipp
 #endif
-// ---- end graft/ops/compare.hpp
+// ---- end graft/ops/cat.hpp
+// ---- begin graft/ops/clamp.hpp
+// clamp: every element limited to [min, max] (torch.clamp with number bounds), the raw forward.
+#include <optional>
+
 // ---- begin graft/ops/elementwise.hpp
 // Elementwise tensor operations with PyTorch's broadcasting and type promotion.
 // float32/float64 run on the SIMD kernels; int64 and bool run plain loops.
@@ -6436,95 +6565,141 @@ GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
 // ---- end graft/ops/impl/elementwise.ipp
 #endif
 // ---- end graft/ops/elementwise.hpp
-// ---- begin graft/ops/linalg.hpp
-// matmul with torch.matmul's rules: 1-D operands are promoted, batch dimensions broadcast.
 
 namespace graft {
 
+namespace detail {
+/// The dtype clamp computes in (checks that a bound is given and the result is not bool).
+[[nodiscard]] GRAFT_INLINE dtype clamp_type(const char* op, const Tensor& t, const std::optional<scalar>& min,
+                                            const std::optional<scalar>& max);
+}  // namespace detail
+
 namespace ops {
 
-/// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
-/// matrix-matrix and batched products with broadcast batch dimensions.
-[[nodiscard]] GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
-[[nodiscard]] GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b);
+/// minimum(maximum(t, min), max) with the bounds that are given (at least one), in the
+/// dtype PyTorch's promotion gives t and the bounds (an int64 tensor with a float bound
+/// becomes float32; bool results are refused, as PyTorch has no bool clamp). NaN in t or
+/// in a bound gives NaN; min > max gives max everywhere, as in PyTorch. No autograd
+/// (graft::clamp records it).
+[[nodiscard]] GRAFT_INLINE Tensor clamp(const Tensor& t, const std::optional<scalar>& min,
+                                        const std::optional<scalar>& max);
 
 }  // namespace ops
 }  // namespace graft
 
 #if GRAFT_HAS_CODE
-// ---- begin graft/ops/impl/linalg.ipp
-// Definitions for graft/ops/linalg.hpp (compiled once in compiled mode; see graft/config.hpp).
+// ---- begin graft/ops/impl/clamp.ipp
+// Definitions for graft/ops/clamp.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <string>
 
 namespace graft {
-namespace ops {
 
-GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
-    const detail::observed_op obs;
-    return obs.done(matmul_impl(a, b), "matmul", {a, b});
+namespace detail {
+
+GRAFT_INLINE dtype clamp_type(const char* op, const Tensor& t, const std::optional<scalar>& min,
+                              const std::optional<scalar>& max) {
+    graft::detail::check(t.defined(), op, ": got an undefined tensor");
+    graft::detail::check(min.has_value() || max.has_value(), op,
+                         ": At least one of 'min' or 'max' must not be None");
+    graft::detail::promotion_state s;
+    s.add(t);
+    if (min) s.add(*min);
+    if (max) s.add(*max);
+    const dtype type = s.result();
+    graft::detail::check(type != dtype::bool_, op, ": not implemented for 'Bool' (the tensor and its bounds are bool)");
+    return type;
 }
 
-GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
-    detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
-    detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
-                  a.dim(), "-D and ", b.dim(), "-D tensors");
-    detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
-                  " and ", b.type());
-    detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
-    if (a.dim() == 2 && b.dim() == 2) {
-        // The common case, without batch views: the kernel reads both operands in place.
-        const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-        detail::check(b.size(0) == k, "matmul: shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (", m,
-                      "x", k, " and ", b.size(0), "x", n, ")");
-        Tensor out = empty({m, n}, a.type());
-        detail::visit_dtype(a.type(), [&](auto z) {
-            using T = decltype(z);
-            if constexpr (std::is_floating_point_v<T>)
-                kernels::matmul(a.data_ptr<T>(), a.stride(0), a.stride(1), b.data_ptr<T>(), b.stride(0), b.stride(1),
-                                out.data_ptr<T>(), n, static_cast<std::size_t>(m), static_cast<std::size_t>(n),
-                                static_cast<std::size_t>(k));
-        });
-        return out;
-    }
-    const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
-    const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
-    const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
-    detail::check(k == k2, "matmul: shapes ", a.sizes(), " and ", b.sizes(),
-                  " cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
-    const int_list xb(x.sizes().begin(), x.sizes().end() - 2), yb(y.sizes().begin(), y.sizes().end() - 2);
-    const int_list batch = broadcast_shapes(xb, yb);
-    int_list xs = batch, ys = batch, os = batch;
-    xs.insert(xs.end(), {m, k});
-    ys.insert(ys.end(), {k, n});
-    os.insert(os.end(), {m, n});
-    const std::int64_t nbatch = detail::checked_numel("matmul", batch);
-    const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
-    const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
-    Tensor out = empty(os, a.type());
-    detail::visit_dtype(a.type(), [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            T* o = out.data_ptr<T>();
-            for (std::int64_t i = 0; i < nbatch; ++i) {
-                // Any strides (a transposed operand included): the kernel packs them in place.
-                const Tensor xm = detail::raw::select(xe, 0, i);
-                const Tensor ym = detail::raw::select(ye, 0, i);
-                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), xm.stride(1), ym.data_ptr<T>(), ym.stride(0),
-                                ym.stride(1), o + i * m * n, n, static_cast<std::size_t>(m),
-                                static_cast<std::size_t>(n), static_cast<std::size_t>(k));
-            }
-        }
-    });
-    if (a.dim() == 1 && b.dim() == 1) return detail::raw::view(out, {});
-    if (a.dim() == 1) return detail::raw::squeeze(out, -2);
-    if (b.dim() == 1) return detail::raw::squeeze(out, -1);
-    return out;
+}  // namespace detail
+
+namespace ops {
+
+GRAFT_INLINE Tensor clamp(const Tensor& t, const std::optional<scalar>& min, const std::optional<scalar>& max) {
+    const graft::detail::observed_op obs;
+    const dtype type = graft::detail::clamp_type("clamp", t, min, max);
+    // maximum/minimum propagate NaN from either operand, and minimum after maximum gives
+    // max when min > max: PyTorch's clamp, on the SIMD kernels.
+    Tensor out = graft::detail::raw::to(t, type);
+    // `out` has the promoted dtype already, so the bounds (numbers) do not promote it again.
+    if (min) out = graft::ops::maximum(out, *min);
+    if (max) out = graft::ops::minimum(out, *max);
+    const auto attr = [](const scalar& s) -> graft::detail::op_attr {
+        if (s.is_floating_point()) return s.to_double();
+        if (s.kind() == dtype::bool_) return s.to_double() != 0.0;
+        return s.to_int64();
+    };
+    if (min && max) return obs.done(out, "clamp", {t}, {{"min", attr(*min)}, {"max", attr(*max)}});
+    if (min) return obs.done(out, "clamp", {t}, {{"min", attr(*min)}});
+    return obs.done(out, "clamp", {t}, {{"max", attr(*max)}});
 }
 
 }  // namespace ops
 }  // namespace graft
-// ---- end graft/ops/impl/linalg.ipp
+// ---- end graft/ops/impl/clamp.ipp
 #endif
-// ---- end graft/ops/linalg.hpp
+// ---- end graft/ops/clamp.hpp
+// ---- begin graft/ops/compare.hpp
+// Whole-tensor comparisons: allclose and equal.
+
+namespace graft {
+
+/// True when |a - b| <= atol + rtol * |b| for every element after broadcasting
+/// (torch.allclose). NaNs compare equal only when equal_nan; infinities must match exactly.
+[[nodiscard]] GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+                                         bool equal_nan = false);
+
+/// True when both tensors have the same sizes and equal elements (torch.equal); NaN != NaN.
+[[nodiscard]] GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/compare.ipp
+// Definitions for graft/ops/compare.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+
+namespace graft {
+
+GRAFT_INLINE bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+    detail::check(a.defined() && b.defined(), "allclose: got an undefined tensor");
+    const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
+    const auto x = detail::raw::expand(a, shape).to_vector<double>();
+    const auto y = detail::raw::expand(b, shape).to_vector<double>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        if (std::isnan(x[i]) || std::isnan(y[i])) {
+            if (!(equal_nan && std::isnan(x[i]) && std::isnan(y[i]))) return false;
+            continue;
+        }
+        if (x[i] == y[i]) continue;
+        if (std::isinf(x[i]) || std::isinf(y[i])) return false;
+        if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) return false;
+    }
+    return true;
+}
+
+GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b) {
+    detail::check(a.defined() && b.defined(), "equal: got an undefined tensor");
+    if (a.sizes() != b.sizes()) return false;
+    if (is_floating_point(a.type()) || is_floating_point(b.type()))
+        return a.to_vector<double>() == b.to_vector<double>();
+    return a.to_vector<std::int64_t>() == b.to_vector<std::int64_t>();
+}
+
+}  // namespace graft
+// ---- end graft/ops/impl/compare.ipp
+#endif
+// ---- end graft/ops/compare.hpp
+// ---- begin graft/ops/index_reduce.hpp
+// Index reductions, statistics and index ops, the raw forwards: argmax / argmin,
+// logsumexp, var / std, gather, scatter_add, index_select (torch's ops of these names), and
+// the zero-filled scatters their gradients use. graft/autograd/index_reduce.hpp records the
+// gradients. Index tensors are int64; every index is bounds-checked (graft::error naming the
+// op, the index and the size) before it is used.
+#include <cstdint>
+#include <optional>
+
 // ---- begin graft/ops/reduce.hpp
 // Reductions over all elements or chosen dimensions (sum, mean, amax, amin), with keepdim.
 #include <algorithm>
@@ -6591,7 +6766,7 @@ template <class T>
                                                                         : kernels::binary_op::minimum;
     const T* in = t.data_ptr<T>();
     T* o = out.data_ptr<T>();
-    constexpr std::int64_t block = 256;
+    constexpr auto block = static_cast<std::int64_t>(kernels::column_sum_block_rows);
     Tensor partial_storage = op == kernels::reduce_op::sum ? empty({inner}, t.type()) : Tensor{};
     for (std::int64_t a = 0; a < outer; ++a) {
         const T* base = in + a * rows * inner;
@@ -6779,6 +6954,603 @@ GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims, bool keepdim) {
 // ---- end graft/ops/impl/reduce.ipp
 #endif
 // ---- end graft/ops/reduce.hpp
+
+namespace graft::ops {
+
+/// The position of the largest element along `dim` (all elements, flattened, when nullopt),
+/// as int64 (torch.argmax): NaN counts as larger than any number and the first of equal
+/// elements wins. keepdim keeps the reduced dimension (every dimension without `dim`) as 1.
+/// float and int64 tensors; empty reductions are refused.
+[[nodiscard]] GRAFT_INLINE Tensor argmax(const Tensor& t, std::optional<std::int64_t> dim = std::nullopt,
+                                         bool keepdim = false);
+/// The position of the smallest element (torch.argmin; NaN counts as smaller than any number).
+[[nodiscard]] GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim = std::nullopt,
+                                         bool keepdim = false);
+
+/// log(sum(exp(t))) over `dims` (all when empty), computed with the maximum shifted out so
+/// that it neither overflows nor underflows (torch.logsumexp). Integer inputs give float32.
+[[nodiscard]] GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim = false);
+
+/// The variance over `dims` (all when empty): sum((t - mean)^2) / max(0, N - correction)
+/// (torch.var), so N - correction <= 0 gives inf, or NaN when the sum is 0 (PyTorch warns
+/// there; graft does not). Floating-point tensors only.
+[[nodiscard]] GRAFT_INLINE Tensor var(const Tensor& t, const int_list& dims, double correction = 1.0,
+                                      bool keepdim = false);
+/// sqrt(var(...)) (torch.std).
+[[nodiscard]] GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims, double correction = 1.0,
+                                      bool keepdim = false);
+
+/// out[i][j] = t[index[i][j]][j] for dim 0, and so on (torch.gather): index has t's rank and,
+/// outside `dim`, sizes no larger than t's; out has index's sizes and t's dtype.
+[[nodiscard]] GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& index);
+
+/// A copy of t with out[index[i][j]][j] += src[i][j] for dim 0, and so on (torch.scatter_add):
+/// index has t's rank, sizes no larger than src's, and outside `dim` no larger than t's;
+/// src has t's dtype. Repeated indices add up. float and int64 tensors.
+[[nodiscard]] GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index,
+                                              const Tensor& src);
+
+/// The slices of t at the positions of a 1-D (or one-element 0-dim) index along `dim`
+/// (torch.index_select): t's sizes with `dim` replaced by the number of indices.
+[[nodiscard]] GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index);
+
+/// zeros(sizes, g's dtype) with g scatter-added at `index` along `dim`: gather's gradient as
+/// one op (PyTorch's gather_backward), so graph capture records the sizes as attributes.
+[[nodiscard]] GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                                  const Tensor& index);
+/// zeros(sizes) with g's slices added at the positions of `index` along `dim`: index_select's
+/// gradient as one op (PyTorch's index_select_backward).
+[[nodiscard]] GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                                        const Tensor& index);
+
+}  // namespace graft::ops
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/index_reduce.ipp
+// Definitions for graft/ops/index_reduce.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace graft {
+
+namespace detail {
+
+// ---------------------------------------------------------------- argmax, argmin
+
+[[nodiscard]] GRAFT_INLINE Tensor arg_extremum(const char* op, const Tensor& t, std::optional<std::int64_t> dim,
+                                               bool keepdim, bool want_max) {
+    check(t.defined(), op, ": got an undefined tensor");
+    check(t.type() != dtype::bool_, op, ": not implemented for 'Bool'");
+    int_list dims;
+    if (dim) {
+        const std::int64_t d = wrap_dim(op, *dim, t.dim());
+        if (t.dim() > 0)
+            check(t.sizes()[static_cast<std::size_t>(d)] > 0, op, ": Expected reduction dim ", d,
+                  " to have non-zero size (input sizes ", t.sizes(), ")");
+        dims.push_back(d);
+    } else {
+        check(t.numel() > 0, op, ": Expected reduction dim to be specified for input.numel() == 0 (input sizes ",
+              t.sizes(), ")");
+    }
+    const reduction_layout r = layout_for_reduction(op, t, dims, keepdim);
+    Tensor out = empty(r.out_sizes, dtype::int64);
+    std::int64_t* o = out.data_ptr<std::int64_t>();
+    visit_dtype(t.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (!std::is_same_v<T, bool>) {
+            const T* in = r.rows.template data_ptr<T>();
+            for (std::int64_t k = 0; k < r.outer; ++k) {
+                const T* row = in + k * r.inner;
+                std::int64_t best = 0;
+                T bv = row[0];
+                for (std::int64_t i = 1; i < r.inner; ++i) {
+                    if constexpr (std::is_floating_point_v<T>) {
+                        if (std::isnan(bv)) break;  // the first NaN wins
+                        if (std::isnan(row[i])) {
+                            best = i;
+                            bv = row[i];
+                            continue;
+                        }
+                    }
+                    if (want_max ? row[i] > bv : row[i] < bv) {  // strict: the first of ties stays
+                        best = i;
+                        bv = row[i];
+                    }
+                }
+                o[k] = best;
+            }
+        }
+    });
+    return out;
+}
+
+// ---------------------------------------------------------------- statistics
+
+[[nodiscard]] GRAFT_INLINE Tensor variance(const char* op, const Tensor& t, const int_list& dims, double correction,
+                                           bool keepdim) {
+    check(t.defined(), op, ": got an undefined tensor");
+    check(is_floating_point(t.type()), op, ": std and var only support floating point dtypes, got ", t.type());
+    check(std::isfinite(correction), op, ": the correction must be a finite number, got ", correction);
+    (void)reduced_mask(op, t, dims);  // dims checked under this op's name
+    const Tensor centered = ops::sub(t, ops::mean(t, dims, true));
+    const Tensor squares = ops::sum(ops::mul(centered, centered), dims, keepdim);
+    const std::int64_t n = squares.numel() == 0 ? 0 : t.numel() / squares.numel();
+    const double dof = std::max(0.0, static_cast<double>(n) - correction);
+    return ops::div(squares, dof);
+}
+
+// ---------------------------------------------------------------- index ops
+
+GRAFT_INLINE void check_index_tensor(const char* op, const Tensor& index) {
+    check(index.defined(), op, ": got an undefined index tensor");
+    check(index.type() == dtype::int64, op, ": expected an int64 index tensor, got ", index.type());
+}
+
+/// sizes with 0-dim read as [1] (PyTorch compares ranks of gather/scatter this way).
+[[nodiscard]] inline int_list sizes_at_least_1d(const Tensor& t) {
+    return t.dim() == 0 ? int_list{1} : t.sizes();
+}
+
+/// Row-major strides of `sizes`.
+[[nodiscard]] inline std::vector<std::int64_t> row_major_strides(const int_list& sizes) {
+    std::vector<std::int64_t> st(sizes.size(), 1);
+    for (std::size_t i = sizes.size(); i-- > 1;) st[i - 1] = st[i] * sizes[i];
+    return st;
+}
+
+/// For every element k (row-major) of an index of sizes `isz`: checks its value v against
+/// n (the size along d) and calls f(k, t_offset, other_offset), where t_offset is the
+/// element's position with v along d in a contiguous tensor of strides tst, and
+/// other_offset its position in a contiguous tensor of strides ost (src for scatter_add).
+template <class F>
+void for_each_index(const char* op, const int_list& isz, std::size_t d, std::int64_t n, const std::int64_t* idx,
+                    const std::vector<std::int64_t>& tst, const std::vector<std::int64_t>& ost, F f) {
+    std::int64_t count = 1;
+    for (auto s : isz) count *= s;
+    if (count == 0) return;
+    std::vector<std::int64_t> pos(isz.size(), 0);
+    std::int64_t base = 0, other = 0;  // t's offset without dim d, the other tensor's offset
+    for (std::int64_t k = 0; k < count; ++k) {
+        const std::int64_t v = idx[k];
+        check(v >= 0 && v < n, op, ": index ", v, " is out of bounds for dimension ", d, " with size ", n);
+        f(k, base + v * tst[d], other);
+        for (std::size_t r = isz.size(); r-- > 0;) {
+            ++pos[r];
+            if (r != d) base += tst[r];
+            other += ost[r];
+            if (pos[r] < isz[r]) break;
+            if (r != d) base -= tst[r] * isz[r];
+            other -= ost[r] * isz[r];
+            pos[r] = 0;
+        }
+    }
+}
+
+/// Checks gather's / scatter_add's geometry: index has t's rank and, outside d, sizes no
+/// larger than t's; with src, index's sizes are no larger than src's everywhere.
+GRAFT_INLINE void check_scatter_gather(const char* op, const int_list& tsz, std::size_t d, const int_list& isz,
+                                       const int_list* ssz) {
+    check(isz.size() == tsz.size(), op, ": Index tensor must have the same number of dimensions as input tensor "
+          "(index sizes ", isz, ", input sizes ", tsz, ")");
+    if (ssz)
+        check(ssz->size() == tsz.size(), op, ": Index tensor must have the same number of dimensions as src tensor "
+              "(index sizes ", isz, ", src sizes ", *ssz, ")");
+    for (std::size_t r = 0; r < isz.size(); ++r) {
+        check(r == d || isz[r] <= tsz[r], op, ": Size does not match at dimension ", r, " expected index ", isz,
+              " to be smaller than self ", tsz, " apart from dimension ", d);
+        if (ssz)
+            check(isz[r] <= (*ssz)[r], op, ": Size does not match at dimension ", r, " expected index ", isz,
+                  " to be smaller than src ", *ssz);
+    }
+}
+
+/// out (contiguous, sizes osz) += src at index along d; the indices are checked as they are read.
+GRAFT_INLINE void scatter_add_into(const char* op, Tensor& out, const int_list& osz, std::size_t d,
+                                   const Tensor& index, const int_list& isz, const Tensor& src, const int_list& ssz) {
+    const Tensor idx = raw::contiguous(index);
+    const Tensor s = raw::contiguous(src);
+    const auto ost = row_major_strides(osz), sst = row_major_strides(ssz);
+    visit_dtype(out.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (!std::is_same_v<T, bool>) {
+            T* o = out.data_ptr<T>();
+            const T* v = s.data_ptr<T>();
+            for_each_index(op, isz, d, osz[d], idx.data_ptr<std::int64_t>(), ost, sst,
+                           [&](std::int64_t, std::int64_t at, std::int64_t from) {
+                               if constexpr (std::is_integral_v<T>)  // int64 wraps, as PyTorch's
+                                   o[at] = static_cast<T>(static_cast<std::uint64_t>(o[at]) +
+                                                          static_cast<std::uint64_t>(v[from]));
+                               else o[at] += v[from];
+                           });
+        }
+    });
+}
+
+/// [outer, n, inner] for dimension d of sizes.
+struct slab {
+    std::int64_t outer = 1, inner = 1;
+};
+[[nodiscard]] inline slab slab_of(const int_list& sizes, std::size_t d) {
+    slab s;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+        if (r < d) s.outer *= sizes[r];
+        else if (r > d) s.inner *= sizes[r];
+    }
+    return s;
+}
+
+/// The positions of index_select's index, checked against n.
+[[nodiscard]] GRAFT_INLINE std::vector<std::int64_t> select_positions(const char* op, const Tensor& index,
+                                                                      std::size_t d, std::int64_t n) {
+    auto v = index.to_vector<std::int64_t>();
+    for (auto i : v) check(i >= 0 && i < n, op, ": index ", i, " is out of range for dimension ", d, " with size ", n);
+    return v;
+}
+
+GRAFT_INLINE void check_index_select_index(const char* op, const Tensor& index) {
+    check_index_tensor(op, index);
+    check(index.dim() <= 1, op, ": Index is supposed to be a vector, got sizes ", index.sizes());
+}
+
+}  // namespace detail
+
+namespace ops {
+
+GRAFT_INLINE Tensor argmax(const Tensor& t, std::optional<std::int64_t> dim, bool keepdim) {
+    const graft::detail::observed_op obs;
+    Tensor out = graft::detail::arg_extremum("argmax", t, dim, keepdim, true);
+    if (dim) return obs.done(out, "argmax", {t}, {{"dim", *dim}, {"keepdim", keepdim}});
+    return obs.done(out, "argmax", {t}, {{"keepdim", keepdim}});
+}
+
+GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim, bool keepdim) {
+    const graft::detail::observed_op obs;
+    Tensor out = graft::detail::arg_extremum("argmin", t, dim, keepdim, false);
+    if (dim) return obs.done(out, "argmin", {t}, {{"dim", *dim}, {"keepdim", keepdim}});
+    return obs.done(out, "argmin", {t}, {{"keepdim", keepdim}});
+}
+
+GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined(), "logsumexp: got an undefined tensor");
+    const Tensor x = is_floating_point(t.type()) ? t : graft::detail::raw::to(t, default_float_dtype);
+    (void)graft::detail::reduced_mask("logsumexp", x, dims);  // checks the dims
+    Tensor out;
+    if (x.numel() == 0) {
+        out = log(sum(exp(x), dims, keepdim));  // log(0) = -inf over empty reductions
+    } else {
+        // The maximum shifted out (an infinite maximum is not: x - inf would be NaN).
+        Tensor m = amax(x, dims, true);
+        m = where_unobserved(eq(abs(m), std::numeric_limits<double>::infinity()),
+                             graft::detail::as_tensor(0.0, x.type()), m);
+        const Tensor s = sum(exp(sub(x, m)), dims, keepdim);
+        out = add(log(s), graft::detail::raw::reshape(m, s.sizes()));
+    }
+    return obs.done(out, "logsumexp", {t}, {{"dims", graft::detail::to_vector(dims)}, {"keepdim", keepdim}});
+}
+
+GRAFT_INLINE Tensor var(const Tensor& t, const int_list& dims, double correction, bool keepdim) {
+    const graft::detail::observed_op obs;
+    return obs.done(graft::detail::variance("var", t, dims, correction, keepdim), "var", {t},
+                    {{"dims", graft::detail::to_vector(dims)}, {"correction", correction}, {"keepdim", keepdim}});
+}
+
+GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims, double correction, bool keepdim) {
+    const graft::detail::observed_op obs;
+    return obs.done(sqrt(graft::detail::variance("std", t, dims, correction, keepdim)), "std", {t},
+                    {{"dims", graft::detail::to_vector(dims)}, {"correction", correction}, {"keepdim", keepdim}});
+}
+
+GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& index) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined(), "gather: got an undefined tensor");
+    graft::detail::check_index_tensor("gather", index);
+    const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("gather", dim, t.dim()));
+    const int_list tsz = graft::detail::sizes_at_least_1d(t), isz = graft::detail::sizes_at_least_1d(index);
+    graft::detail::check_scatter_gather("gather", tsz, d, isz, nullptr);
+    Tensor out = empty(index.sizes(), t.type());
+    const Tensor src = graft::detail::raw::contiguous(t);
+    const Tensor idx = graft::detail::raw::contiguous(index);
+    const auto tst = graft::detail::row_major_strides(tsz), ost = graft::detail::row_major_strides(isz);
+    graft::detail::visit_dtype(t.type(), [&](auto z) {
+        using T = decltype(z);
+        const T* p = src.data_ptr<T>();
+        T* o = out.data_ptr<T>();
+        graft::detail::for_each_index("gather", isz, d, tsz[d], idx.data_ptr<std::int64_t>(), tst, ost,
+                                      [&](std::int64_t k, std::int64_t at, std::int64_t) { o[k] = p[at]; });
+    });
+    return obs.done(out, "gather", {t, index}, {{"dim", dim}});
+}
+
+GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index, const Tensor& src) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined() && src.defined(), "scatter_add: got an undefined tensor");
+    graft::detail::check_index_tensor("scatter_add", index);
+    graft::detail::check(t.type() != dtype::bool_, "scatter_add: not implemented for 'Bool'");
+    graft::detail::check(src.type() == t.type(), "scatter_add: Expected self.dtype to be equal to src.dtype, got ",
+                         t.type(), " and ", src.type());
+    const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("scatter_add", dim, t.dim()));
+    const int_list tsz = graft::detail::sizes_at_least_1d(t), isz = graft::detail::sizes_at_least_1d(index),
+                   ssz = graft::detail::sizes_at_least_1d(src);
+    graft::detail::check_scatter_gather("scatter_add", tsz, d, isz, &ssz);
+    Tensor out = graft::detail::raw::clone(t);
+    graft::detail::scatter_add_into("scatter_add", out, tsz, d, index, isz, src, ssz);
+    return obs.done(out, "scatter_add", {t, index, src}, {{"dim", dim}});
+}
+
+GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined(), "index_select: got an undefined tensor");
+    graft::detail::check_index_select_index("index_select", index);
+    const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select", dim, t.dim()));
+    if (t.dim() == 0) {
+        graft::detail::check(index.numel() == 1, "index_select: Index to scalar can have only 1 value, got ",
+                             index.numel(), " value(s)");
+        (void)graft::detail::select_positions("index_select", index, d, 1);
+        return obs.done(graft::detail::raw::clone(t), "index_select", {t, index}, {{"dim", dim}});
+    }
+    const auto pos = graft::detail::select_positions("index_select", index, d, t.sizes()[d]);
+    int_list sizes = t.sizes();
+    sizes[d] = static_cast<std::int64_t>(pos.size());
+    Tensor out = empty(sizes, t.type());
+    const Tensor src = graft::detail::raw::contiguous(t);
+    const graft::detail::slab s = graft::detail::slab_of(t.sizes(), d);
+    const std::size_t row = static_cast<std::size_t>(s.inner) * element_size(t.type());
+    const auto* in = static_cast<const char*>(src.raw_data());
+    auto* o = static_cast<char*>(out.raw_data());
+    const std::int64_t n = t.sizes()[d], m = static_cast<std::int64_t>(pos.size());
+    if (row > 0)
+        for (std::int64_t a = 0; a < s.outer; ++a)
+            for (std::int64_t k = 0; k < m; ++k)
+                std::memcpy(o + static_cast<std::size_t>(a * m + k) * row,
+                            in + static_cast<std::size_t>(a * n + pos[static_cast<std::size_t>(k)]) * row, row);
+    return obs.done(out, "index_select", {t, index}, {{"dim", dim}});
+}
+
+GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim, const Tensor& index) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(g.defined(), "gather_backward: the gradient is undefined");
+    graft::detail::check_index_tensor("gather_backward", index);
+    graft::detail::check(g.type() != dtype::bool_, "gather_backward: not implemented for 'Bool'");
+    graft::detail::check(g.sizes() == index.sizes(), "gather_backward: the gradient's sizes ", g.sizes(),
+                         " are not the index's ", index.sizes());
+    Tensor out = zeros(sizes, g.type());
+    const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("gather_backward", dim, out.dim()));
+    const int_list osz = graft::detail::sizes_at_least_1d(out), isz = graft::detail::sizes_at_least_1d(index);
+    graft::detail::check_scatter_gather("gather_backward", osz, d, isz, &isz);
+    graft::detail::scatter_add_into("gather_backward", out, osz, d, index, isz, g, isz);
+    return obs.done(out, "gather_backward", {g, index}, {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
+}
+
+GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                          const Tensor& index) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(g.defined(), "index_select_backward: the gradient is undefined");
+    graft::detail::check_index_select_index("index_select_backward", index);
+    Tensor out = zeros(sizes, g.type());
+    const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select_backward", dim, out.dim()));
+    const int_list osz = graft::detail::sizes_at_least_1d(out);
+    int_list want = osz;
+    want[d] = index.numel();
+    const int_list gsz = graft::detail::sizes_at_least_1d(g);
+    graft::detail::check(gsz == want && g.type() != dtype::bool_, "index_select_backward: the gradient's sizes ",
+                         g.sizes(), " are not those of index_select(", dim, ") of sizes ", sizes, " with ",
+                         index.numel(), " indices");
+    const auto pos = graft::detail::select_positions("index_select_backward", index, d, osz[d]);
+    const Tensor src = graft::detail::raw::contiguous(g);
+    const graft::detail::slab s = graft::detail::slab_of(osz, d);
+    const std::int64_t n = osz[d], m = static_cast<std::int64_t>(pos.size());
+    graft::detail::visit_dtype(g.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (!std::is_same_v<T, bool>) {
+            const T* in = src.data_ptr<T>();
+            T* o = out.data_ptr<T>();
+            for (std::int64_t a = 0; a < s.outer; ++a)
+                for (std::int64_t k = 0; k < m; ++k) {
+                    T* dst = o + (a * n + pos[static_cast<std::size_t>(k)]) * s.inner;
+                    const T* from = in + (a * m + k) * s.inner;
+                    for (std::int64_t i = 0; i < s.inner; ++i) {
+                        if constexpr (std::is_integral_v<T>)
+                            dst[i] = static_cast<T>(static_cast<std::uint64_t>(dst[i]) +
+                                                    static_cast<std::uint64_t>(from[i]));
+                        else dst[i] += from[i];
+                    }
+                }
+        }
+    });
+    return obs.done(out, "index_select_backward", {g, index},
+                    {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
+}
+
+}  // namespace ops
+}  // namespace graft
+// ---- end graft/ops/impl/index_reduce.ipp
+#endif
+// ---- end graft/ops/index_reduce.hpp
+// ---- begin graft/ops/linalg.hpp
+// matmul with torch.matmul's rules: 1-D operands are promoted, batch dimensions broadcast.
+
+namespace graft {
+
+namespace ops {
+
+/// Matrix product of float32 or float64 tensors: dot (1-D·1-D), matrix-vector,
+/// matrix-matrix and batched products with broadcast batch dimensions.
+[[nodiscard]] GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b);
+[[nodiscard]] GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b);
+
+}  // namespace ops
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/linalg.ipp
+// Definitions for graft/ops/linalg.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft {
+namespace ops {
+
+GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
+    const detail::observed_op obs;
+    return obs.done(matmul_impl(a, b), "matmul", {a, b});
+}
+
+GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
+    detail::check(a.defined() && b.defined(), "matmul: got an undefined tensor");
+    detail::check(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, but got ",
+                  a.dim(), "-D and ", b.dim(), "-D tensors");
+    detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
+                  " and ", b.type());
+    detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
+    if (a.dim() == 2 && b.dim() == 2) {
+        // The common case, without batch views: the kernel reads both operands in place.
+        const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+        detail::check(b.size(0) == k, "matmul: shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (", m,
+                      "x", k, " and ", b.size(0), "x", n, ")");
+        Tensor out = empty({m, n}, a.type());
+        detail::visit_dtype(a.type(), [&](auto z) {
+            using T = decltype(z);
+            if constexpr (std::is_floating_point_v<T>)
+                kernels::matmul(a.data_ptr<T>(), a.stride(0), a.stride(1), b.data_ptr<T>(), b.stride(0), b.stride(1),
+                                out.data_ptr<T>(), n, static_cast<std::size_t>(m), static_cast<std::size_t>(n),
+                                static_cast<std::size_t>(k));
+        });
+        return out;
+    }
+    const Tensor x = a.dim() == 1 ? detail::raw::unsqueeze(a, 0) : a;   // [.., m, k]
+    const Tensor y = b.dim() == 1 ? detail::raw::unsqueeze(b, 1) : b;   // [.., k, n]
+    const std::int64_t m = x.size(-2), k = x.size(-1), k2 = y.size(-2), n = y.size(-1);
+    detail::check(k == k2, "matmul: shapes ", a.sizes(), " and ", b.sizes(),
+                  " cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
+    const int_list xb(x.sizes().begin(), x.sizes().end() - 2), yb(y.sizes().begin(), y.sizes().end() - 2);
+    const int_list batch = broadcast_shapes(xb, yb);
+    int_list xs = batch, ys = batch, os = batch;
+    xs.insert(xs.end(), {m, k});
+    ys.insert(ys.end(), {k, n});
+    os.insert(os.end(), {m, n});
+    const std::int64_t nbatch = detail::checked_numel("matmul", batch);
+    const Tensor xe = detail::raw::reshape(detail::raw::expand(x, xs), {nbatch, m, k});
+    const Tensor ye = detail::raw::reshape(detail::raw::expand(y, ys), {nbatch, k, n});
+    Tensor out = empty(os, a.type());
+    detail::visit_dtype(a.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* o = out.data_ptr<T>();
+            for (std::int64_t i = 0; i < nbatch; ++i) {
+                // Any strides (a transposed operand included): the kernel packs them in place.
+                const Tensor xm = detail::raw::select(xe, 0, i);
+                const Tensor ym = detail::raw::select(ye, 0, i);
+                kernels::matmul(xm.data_ptr<T>(), xm.stride(0), xm.stride(1), ym.data_ptr<T>(), ym.stride(0),
+                                ym.stride(1), o + i * m * n, n, static_cast<std::size_t>(m),
+                                static_cast<std::size_t>(n), static_cast<std::size_t>(k));
+            }
+        }
+    });
+    if (a.dim() == 1 && b.dim() == 1) return detail::raw::view(out, {});
+    if (a.dim() == 1) return detail::raw::squeeze(out, -2);
+    if (b.dim() == 1) return detail::raw::squeeze(out, -1);
+    return out;
+}
+
+}  // namespace ops
+}  // namespace graft
+// ---- end graft/ops/impl/linalg.ipp
+#endif
+// ---- end graft/ops/linalg.hpp
+// ---- begin graft/ops/masked.hpp
+// Triangular parts and masked fills (torch.tril, torch.triu, torch.masked_fill), the raw
+// forwards. graft/autograd/index_reduce.hpp records their gradients.
+#include <cstdint>
+
+
+namespace graft::ops {
+
+/// The lower triangle of the last two dimensions of t (torch.tril): elements (i, j) with
+/// j - i <= diagonal are kept, the others are 0. Any dtype; t needs at least 2 dimensions.
+/// No autograd (graft::tril records it).
+[[nodiscard]] GRAFT_INLINE Tensor tril(const Tensor& t, std::int64_t diagonal = 0);
+/// The upper triangle (torch.triu): elements with j - i >= diagonal are kept.
+[[nodiscard]] GRAFT_INLINE Tensor triu(const Tensor& t, std::int64_t diagonal = 0);
+
+/// t with `value` (converted to t's dtype) where the bool `mask` is true (torch.masked_fill);
+/// t and mask broadcast together. No autograd (graft::masked_fill records it).
+[[nodiscard]] GRAFT_INLINE Tensor masked_fill(const Tensor& t, const Tensor& mask, const scalar& value);
+
+}  // namespace graft::ops
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/masked.ipp
+// Definitions for graft/ops/masked.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <cstring>
+
+namespace graft {
+
+namespace detail {
+
+/// tril (lower) or triu of t: a contiguous copy whose elements outside the triangle are
+/// zeroed (all-zero bytes are 0 in every dtype graft has).
+[[nodiscard]] GRAFT_INLINE Tensor triangle(const char* op, const Tensor& t, std::int64_t diagonal, bool lower) {
+    check(t.defined(), op, ": got an undefined tensor");
+    check(t.dim() >= 2, op, ": input tensor must have at least 2 dimensions, got ", t.dim(), " (sizes ", t.sizes(),
+          ")");
+    Tensor out = raw::clone(t);
+    if (out.numel() == 0) return out;
+    const std::int64_t rows = t.sizes()[t.sizes().size() - 2], cols = t.sizes().back();
+    const std::int64_t batches = t.numel() / (rows * cols);
+    // Diagonals beyond the matrix give the same result as the matrix's last one: clamping
+    // keeps i + diagonal within int64.
+    const std::int64_t d = std::clamp<std::int64_t>(diagonal, -rows - 1, cols + 1);
+    const std::size_t item = element_size(t.type());
+    auto* base = static_cast<char*>(out.raw_data());
+    for (std::int64_t b = 0; b < batches; ++b)
+        for (std::int64_t i = 0; i < rows; ++i) {
+            char* row = base + static_cast<std::size_t>((b * rows + i) * cols) * item;
+            // tril zeroes the columns j > i + d, triu the columns j < i + d.
+            const std::int64_t lo = lower ? std::clamp<std::int64_t>(i + d + 1, 0, cols) : 0;
+            const std::int64_t hi = lower ? cols : std::clamp<std::int64_t>(i + d, 0, cols);
+            if (hi > lo) std::memset(row + static_cast<std::size_t>(lo) * item, 0, static_cast<std::size_t>(hi - lo) * item);
+        }
+    return out;
+}
+
+}  // namespace detail
+
+namespace ops {
+
+GRAFT_INLINE Tensor tril(const Tensor& t, std::int64_t diagonal) {
+    const graft::detail::observed_op obs;
+    return obs.done(graft::detail::triangle("tril", t, diagonal, true), "tril", {t}, {{"diagonal", diagonal}});
+}
+
+GRAFT_INLINE Tensor triu(const Tensor& t, std::int64_t diagonal) {
+    const graft::detail::observed_op obs;
+    return obs.done(graft::detail::triangle("triu", t, diagonal, false), "triu", {t}, {{"diagonal", diagonal}});
+}
+
+GRAFT_INLINE Tensor masked_fill(const Tensor& t, const Tensor& mask, const scalar& value) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined(), "masked_fill: got an undefined tensor");
+    graft::detail::check(mask.defined(), "masked_fill: got an undefined mask");
+    graft::detail::check(mask.type() == dtype::bool_, "masked_fill: only supports boolean masks, but got mask with dtype ",
+                         mask.type());
+    // The value takes t's dtype (PyTorch's masked_fill never promotes).
+    Tensor out = where_unobserved(mask, graft::detail::as_tensor(value, t.type()), t);
+    const graft::detail::op_attr v = value.is_floating_point()       ? graft::detail::op_attr(value.to_double())
+                                     : value.kind() == dtype::bool_ ? graft::detail::op_attr(value.to_double() != 0.0)
+                                                                    : graft::detail::op_attr(value.to_int64());
+    return obs.done(out, "masked_fill", {t, mask}, {{"value", v}});
+}
+
+}  // namespace ops
+}  // namespace graft
+// ---- end graft/ops/impl/masked.ipp
+#endif
+// ---- end graft/ops/masked.hpp
 // ---- begin graft/ops/softmax.hpp
 // softmax and log_softmax along one dimension, numerically stable.
 
@@ -6956,7 +7728,8 @@ GRAFT_DETAIL_UNARY_DEF(sqrt, sqrt, "SqrtBackward0", reads_output, return g / (y 
 GRAFT_DETAIL_UNARY_DEF(rsqrt, rsqrt, "RsqrtBackward0", reads_output, return g * (-0.5) * y * y * y;)
 GRAFT_DETAIL_UNARY_DEF(tanh, tanh, "TanhBackward0", reads_output, return g * (1.0 - y * y);)
 GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, return g * y * (1.0 - y);)
-GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y > 0.0, g, zeros_like(g));)
+// relu: PyTorch's threshold_backward, result <= 0 ? 0 : grad (relu(NaN) = NaN passes the gradient).
+GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y <= 0.0, zeros_like(g), g);)
 GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
 GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
 #undef GRAFT_DETAIL_UNARY_DEF
@@ -7002,15 +7775,16 @@ GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
                         reads_input0 | reads_input1 | reads_output,
                         return where(b == 0.0, zeros_like(g), g * b * pow(a, b - 1.0));,
                         return where(logical_and(a == 0.0, b >= 0.0), zeros_like(g), g * y * log(a));)
-// Ties split the gradient evenly between the operands, as PyTorch does.
+// Ties split the gradient evenly between the operands, and the losing operand's gradient is
+// masked to zero, as PyTorch does (so at a NaN, where no comparison holds, both get it).
 GRAFT_DETAIL_BINARY_DEF(maximum, maximum, "MaximumBackward0", reads_input0 | reads_input1,
                         reads_input0 | reads_input1,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));)
+                        return where(a < b, zeros_like(g), where(a == b, g * 0.5, g));,
+                        return where(a > b, zeros_like(g), where(a == b, g * 0.5, g));)
 GRAFT_DETAIL_BINARY_DEF(minimum, minimum, "MinimumBackward0", reads_input0 | reads_input1,
                         reads_input0 | reads_input1,
-                        return where(a < b, g, where(a == b, g * 0.5, zeros_like(g)));,
-                        return where(a > b, g, where(a == b, g * 0.5, zeros_like(g)));)
+                        return where(a > b, zeros_like(g), where(a == b, g * 0.5, g));,
+                        return where(a < b, zeros_like(g), where(a == b, g * 0.5, g));)
 #undef GRAFT_DETAIL_BINARY_DEF
 
 // ---------------------------------------------------------------- comparisons
@@ -8881,27 +9655,40 @@ GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const Tensor& a, const scalar& b);
 GRAFT_INLINE Tensor where(const Tensor& cond, const scalar& a, const Tensor& b);
 
-/// x * x (torch.square), differentiable (gradient 2x).
-[[nodiscard]] inline Tensor square(const Tensor& x) { return mul(x, x); }
+/// x * x (torch.square), differentiable (gradient 2x); bool becomes int64, as torch.square
+/// (a pow) gives.
+[[nodiscard]] inline Tensor square(const Tensor& x) {
+    if (x.defined() && x.type() == dtype::bool_) return square(x.to(dtype::int64));
+    return mul(x, x);
+}
 
-/// torch.clamp_min / clamp_max / clamp: composed of comparisons and `where`, so the gradient
-/// flows where the input is inside the bounds, bounds included (PyTorch's clamp_backward) and
-/// NaN inputs stay NaN. Bounds that are floating numbers promote an integer tensor (as
-/// PyTorch's type promotion does). clamp needs at least one bound (graft::error otherwise).
-[[nodiscard]] inline Tensor clamp_min(const Tensor& x, const scalar& min) { return where(x < min, min, x); }
-[[nodiscard]] inline Tensor clamp_max(const Tensor& x, const scalar& max) { return where(x > max, max, x); }
+/// torch.clamp with number bounds (at least one; graft::error otherwise, as PyTorch's "At
+/// least one of 'min' or 'max' must not be None"): NaN inputs and NaN bounds give NaN,
+/// min > max gives max, an integer tensor with a floating bound is promoted (PyTorch's
+/// rules). The gradient is PyTorch's clamp_backward: it passes where min <= x <= max
+/// (bounds included) and is 0 elsewhere, NaN inputs included. Captured as one `clamp` node.
+[[nodiscard]] GRAFT_INLINE Tensor clamp(const Tensor& x, const std::optional<scalar>& min,
+                                        const std::optional<scalar>& max = {});
+/// clamp(x, min, none) and clamp(x, none, max) (torch.clamp_min / clamp_max).
+[[nodiscard]] GRAFT_INLINE Tensor clamp_min(const Tensor& x, const scalar& min);
+[[nodiscard]] GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max);
+
+/// clamp with tensor bounds (broadcast; either may be undefined, not both): composed of
+/// comparisons and `where`, so the gradient flows to x where it is inside the bounds and to
+/// a bound where it is the result.
 [[nodiscard]] inline Tensor clamp_min(const Tensor& x, const Tensor& min) { return where(x < min, min, x); }
 [[nodiscard]] inline Tensor clamp_max(const Tensor& x, const Tensor& max) { return where(x > max, max, x); }
-[[nodiscard]] inline Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max = {}) {
-    graft::detail::check(min.has_value() || max.has_value(), "clamp: at least one of 'min' or 'max' must not be None");
-    const Tensor lo = min ? clamp_min(x, *min) : x;
-    return max ? clamp_max(lo, *max) : lo;
-}
 [[nodiscard]] inline Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
-    graft::detail::check(min.defined() || max.defined(), "clamp: at least one of 'min' or 'max' must not be None");
+    graft::detail::check(min.defined() || max.defined(), "clamp: At least one of 'min' or 'max' must not be None");
     const Tensor lo = min.defined() ? clamp_min(x, min) : x;
     return max.defined() ? clamp_max(lo, max) : lo;
 }
+
+namespace autograd::detail {
+/// The gradient of clamp with number bounds: g where min <= x <= max, else 0.
+[[nodiscard]] GRAFT_INLINE Tensor clamp_backward(const Tensor& g, const Tensor& x, const std::optional<scalar>& min,
+                                                 const std::optional<scalar>& max);
+}  // namespace autograd::detail
 
 // ---------------------------------------------------------------- unary ops
 
@@ -9366,6 +10153,44 @@ GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim) {
     return out;
 }
 
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor clamp_backward(const Tensor& g, const Tensor& x, const std::optional<scalar>& min,
+                                   const std::optional<scalar>& max) {
+    // Comparisons with NaN are false, so a NaN input (or bound) gets no gradient, as in PyTorch.
+    Tensor r = g;
+    if (max) r = where(x <= *max, r, zeros_like(g));
+    if (min) r = where(x >= *min, r, zeros_like(g));
+    return r;
+}
+
+/// Records clamp (node `name`) on x with these bounds; `out` is its raw result.
+[[nodiscard]] GRAFT_INLINE Tensor record_clamp(const char* name, const Tensor& x, const std::optional<scalar>& min,
+                                               const std::optional<scalar>& max, Tensor out) {
+    auto node = make_node(name, x);
+    if (!node) return out;
+    node->save(x);
+    node->backward = [min, max](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        grad_inputs.push_back(clamp_backward(g[0], n.saved(0), min, max));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor clamp(const Tensor& x, const std::optional<scalar>& min, const std::optional<scalar>& max) {
+    return autograd::detail::record_clamp("ClampBackward1", x, min, max, ops::clamp(x, min, max));
+}
+
+GRAFT_INLINE Tensor clamp_min(const Tensor& x, const scalar& min) {
+    return autograd::detail::record_clamp("ClampMinBackward0", x, min, std::nullopt, ops::clamp(x, min, std::nullopt));
+}
+
+GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
+    return autograd::detail::record_clamp("ClampMaxBackward0", x, std::nullopt, max, ops::clamp(x, std::nullopt, max));
+}
+
 }  // namespace graft
 // ---- end graft/autograd/impl/functions.ipp
 #endif
@@ -9385,6 +10210,235 @@ GRAFT_INLINE Tensor log_softmax(const Tensor& t, std::int64_t dim) {
 #include <utility>
 #include <vector>
 
+// ---- begin graft/autograd/join_split.hpp
+// Joining and splitting tensors, differentiable: cat, stack (torch.cat, torch.stack), and
+// the views split, chunk, unbind and flatten (torch.split, chunk, unbind, flatten). Names,
+// defaults, negative dims and errors follow PyTorch. Graph capture records cat as one `cat`
+// node and the others as the views and cat they are made of (narrow, select, unsqueeze,
+// reshape), as PyTorch's decompositions do, so every graph layer runs and differentiates them.
+#include <cstdint>
+#include <vector>
+
+
+namespace graft {
+
+/// The tensors joined along `dim` (torch.cat): dtype promoted over the list; every tensor
+/// has the same sizes except along `dim`; 1-D tensors of size 0 are skipped (PyTorch's
+/// legacy rule). Differentiable (CatBackward0: each input gets its slice of the gradient).
+[[nodiscard]] GRAFT_INLINE Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+
+/// The tensors (all of one size) stacked along a new dimension `dim` (torch.stack):
+/// `dim` ranges over [-(rank + 1), rank]; cat of the tensors unsqueezed at `dim`.
+[[nodiscard]] GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+
+/// Views of consecutive pieces of `split_size` along `dim` (torch.split with an int); the
+/// last piece is smaller when the size does not divide. `split(t, {2, 3})` takes the sizes
+/// of the pieces instead (torch.split with a list; they must add up to the size along dim).
+/// A braced single number, `split(t, {2})`, is the int form: write `int_list{2}` for a list.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim = 0);
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes,
+                                                     std::int64_t dim = 0);
+/// torch.split_with_sizes: split with the sizes of the pieces.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes,
+                                                                std::int64_t dim = 0);
+
+/// At most `chunks` views along `dim` (torch.chunk), each of ceil(size / chunks) elements
+/// but the last: fewer chunks when that many are not needed (a size of 5 in 4 chunks gives
+/// 3 pieces of 2, 2 and 1), `chunks` empty pieces for a size of 0.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std::int64_t dim = 0);
+
+/// The views t.select(dim, i) for every i (torch.unbind).
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim = 0);
+
+/// The dimensions start_dim..end_dim merged into one (torch.flatten): a view when the
+/// strides allow it, else a copy (reshape); a 0-dim tensor becomes 1-D.
+[[nodiscard]] GRAFT_INLINE Tensor flatten(const Tensor& t, std::int64_t start_dim = 0, std::int64_t end_dim = -1);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/join_split.ipp
+// Definitions for graft/autograd/join_split.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <memory>
+
+namespace graft {
+
+namespace detail {
+
+/// Pieces of `split_size` (a SymInt, so that a captured graph computes the narrows' starts
+/// and lengths from the input's size) along the wrapped dimension d of t; n is t's size there.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> split_pieces(const Tensor& t, std::int64_t d, const SymInt& n,
+                                                            const SymInt& split_size) {
+    const std::int64_t size = n.value(), step = split_size.value();
+    const std::int64_t count = step == 0 || size == 0 ? 1 : (size - 1) / step + 1;
+    std::vector<Tensor> out;
+    out.reserve(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+        const SymInt start = split_size * i;
+        out.push_back(t.narrow_symint(d, start, i + 1 < count ? split_size : n - start));
+    }
+    return out;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+    Tensor out = ops::cat(tensors, dim);
+    if (!autograd::is_grad_enabled()) return out;
+    bool any = false;
+    for (const Tensor& t : tensors) any = any || autograd::detail::requires_grad(t);
+    if (!any) return out;
+    // The inputs' geometry along the joined dimension (ops::cat checked it).
+    const auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+    std::size_t ref = 0;
+    while (ref < tensors.size() && skipped(tensors[ref])) ++ref;
+    const std::int64_t d = graft::detail::wrap_dim("cat", dim, tensors[ref < tensors.size() ? ref : 0].dim());
+    struct piece {
+        std::int64_t start, length;
+        dtype type;
+        bool skipped;
+    };
+    auto pieces = std::make_shared<std::vector<piece>>();
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[i];
+        const bool skip = ref < tensors.size() && skipped(t);
+        const std::int64_t len = skip ? 0 : t.size(d);
+        pieces->push_back({offset, len, t.type(), skip});
+        offset += len;
+    }
+    auto node = std::allocate_shared<autograd::function_node>(
+        graft::detail::pool_allocator<autograd::function_node>{}, "CatBackward0");
+    for (const Tensor& t : tensors) node->add_next_edge(autograd::detail::gradient_edge(t));
+    node->backward = [pieces, d](autograd::function_node& n, const autograd::tensor_list& g,
+                                 autograd::tensor_list& grad_inputs) {
+        for (std::size_t i = 0; i < pieces->size(); ++i) {
+            const piece& p = (*pieces)[i];
+            if (!n.needs_input_grad(i)) grad_inputs.emplace_back();
+            else if (p.skipped) grad_inputs.push_back(zeros({0}, p.type));
+            else grad_inputs.push_back(g[0].narrow(d, p.start, p.length).to(p.type));
+        }
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
+    graft::detail::check(!tensors.empty(), "stack: expects a non-empty TensorList");
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        graft::detail::check(tensors[i].defined(), "stack: tensor ", i, " in the list is undefined");
+    for (std::size_t i = 1; i < tensors.size(); ++i)
+        graft::detail::check(tensors[i].sizes() == tensors[0].sizes(),
+                             "stack: expects each tensor to be equal size, but got ", tensors[0].sizes(),
+                             " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    const std::int64_t d = graft::detail::wrap_dim("stack", dim, tensors[0].dim() + 1);
+    std::vector<Tensor> parts;
+    parts.reserve(tensors.size());
+    for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+    return cat(parts, d);
+}
+
+GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim) {
+    graft::detail::check(t.defined(), "split: got an undefined tensor");
+    graft::detail::check(t.dim() > 0, "split: expects at least a 1-dimensional tensor");
+    graft::detail::check(split_size >= 0, "split: expects split_size be non-negative, but got split_size=",
+                         split_size);
+    const std::int64_t d = graft::detail::wrap_dim("split", dim, t.dim());
+    const std::int64_t n = t.size(d);
+    graft::detail::check(split_size != 0 || n == 0,
+                         "split: split_size can only be 0 if dimension size is 0, but got dimension size of ", n);
+    return detail::split_pieces(t, d, t.sym_size(d), split_size);
+}
+
+GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
+    graft::detail::check(t.defined(), "split_with_sizes: got an undefined tensor");
+    graft::detail::check(t.dim() > 0, "split_with_sizes: expects at least a 1-dimensional tensor");
+    const std::int64_t d = graft::detail::wrap_dim("split_with_sizes", dim, t.dim());
+    const std::int64_t n = t.size(d);
+    std::int64_t total = 0;
+    bool fits = true;
+    for (auto s : split_sizes) {
+        graft::detail::check(s >= 0, "split_with_sizes: expects split_sizes have only non-negative entries, but got "
+                                     "split_sizes=", split_sizes);
+        fits = fits && graft::detail::add_fits(total, s, total);
+    }
+    graft::detail::check(fits && total == n, "split_with_sizes: expects split_sizes to sum exactly to ", n,
+                         " (input tensor's size at dimension ", d, "), but got split_sizes=", split_sizes);
+    std::vector<Tensor> out;
+    out.reserve(split_sizes.size());
+    std::int64_t start = 0;
+    for (auto s : split_sizes) {
+        out.push_back(t.narrow(d, start, s));
+        start += s;
+    }
+    return out;
+}
+
+GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
+    return split_with_sizes(t, split_sizes, dim);
+}
+
+GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std::int64_t dim) {
+    graft::detail::check(t.defined(), "chunk: got an undefined tensor");
+    graft::detail::check(t.dim() > 0, "chunk: expects at least a 1-dimensional tensor");
+    graft::detail::check(chunks > 0, "chunk: expects `chunks` to be greater than 0, got: ", chunks);
+    const std::int64_t d = graft::detail::wrap_dim("chunk", dim, t.dim());
+    const SymInt n = t.sym_size(d);
+    if (n.value() == 0) return split_with_sizes(t, int_list(static_cast<std::size_t>(chunks), 0), d);
+    // ceil(n / chunks) without overflow: (n - 1) / chunks + 1.
+    return detail::split_pieces(t, d, n, (n - 1) / chunks + 1);
+}
+
+GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim) {
+    graft::detail::check(t.defined(), "unbind: got an undefined tensor");
+    graft::detail::check(t.dim() > 0, "unbind: Dimension specified as ", dim, " but tensor has no dimensions");
+    const std::int64_t d = graft::detail::wrap_dim("unbind", dim, t.dim());
+    std::vector<Tensor> out;
+    out.reserve(static_cast<std::size_t>(t.size(d)));
+    for (std::int64_t i = 0; i < t.size(d); ++i) out.push_back(t.select(d, i));
+    return out;
+}
+
+GRAFT_INLINE Tensor flatten(const Tensor& t, std::int64_t start_dim, std::int64_t end_dim) {
+    graft::detail::check(t.defined(), "flatten: got an undefined tensor");
+    const std::int64_t start = graft::detail::wrap_dim("flatten", start_dim, t.dim());
+    const std::int64_t end = graft::detail::wrap_dim("flatten", end_dim, t.dim());
+    graft::detail::check(start <= end, "flatten: flatten() has invalid args: start_dim cannot come after end_dim");
+    if (t.dim() == 0) return t.reshape({1});
+    if (start == end) return t;
+    sym_int_list sizes;
+    for (std::int64_t i = 0; i < start; ++i) sizes.push_back(t.sym_size(i));
+    SymInt merged = t.sym_size(start);
+    for (std::int64_t i = start + 1; i <= end; ++i) merged = merged * t.sym_size(i);
+    sizes.push_back(merged);
+    for (std::int64_t i = end + 1; i < t.dim(); ++i) sizes.push_back(t.sym_size(i));
+    return t.reshape_symint(sizes);
+}
+
+// ---------------------------------------------------------------- methods
+
+GRAFT_INLINE Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
+    return graft::flatten(*this, start_dim, end_dim);
+}
+GRAFT_INLINE std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t dim) const {
+    return graft::split(*this, split_size, dim);
+}
+GRAFT_INLINE std::vector<Tensor> Tensor::split(const int_list& split_sizes, std::int64_t dim) const {
+    return graft::split_with_sizes(*this, split_sizes, dim);
+}
+GRAFT_INLINE std::vector<Tensor> Tensor::split_with_sizes(const int_list& split_sizes, std::int64_t dim) const {
+    return graft::split_with_sizes(*this, split_sizes, dim);
+}
+GRAFT_INLINE std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim) const {
+    return graft::chunk(*this, chunks, dim);
+}
+GRAFT_INLINE std::vector<Tensor> Tensor::unbind(std::int64_t dim) const { return graft::unbind(*this, dim); }
+
+}  // namespace graft
+// ---- end graft/autograd/impl/join_split.ipp
+#endif
+// ---- end graft/autograd/join_split.hpp
 // ---- begin graft/autograd/view_tracking.hpp
 // In-place operations on views with autograd, as PyTorch does them:
 //
@@ -10417,6 +11471,26 @@ GRAFT_INLINE Tensor& Tensor::sin_() {
                                            autograd::detail::inplace_saves::input);
 }
 
+GRAFT_INLINE Tensor& Tensor::clamp_(const std::optional<scalar>& min, const std::optional<scalar>& max) {
+    // The mask of the gradient needs the overwritten input: a copy is saved before the write.
+    const char* name = min && max ? "ClampBackward1" : (min ? "ClampMinBackward0" : "ClampMaxBackward0");
+    return autograd::detail::inplace_unary(
+        "clamp_", name, *this, [&](const Tensor& x) { return ops::clamp(x, min, max); },
+        [min, max](const Tensor& g, const Tensor& x) { return autograd::detail::clamp_backward(g, x, min, max); },
+        autograd::detail::inplace_saves::input);
+}
+
+GRAFT_INLINE Tensor& Tensor::clamp_min_(const scalar& min) { return clamp_(min, std::nullopt); }
+
+GRAFT_INLINE Tensor& Tensor::clamp_max_(const scalar& max) { return clamp_(std::nullopt, max); }
+
+GRAFT_INLINE Tensor& Tensor::square_() {
+    return autograd::detail::inplace_unary("square_", "PowBackward0", *this,
+                                           [](const Tensor& x) { return ops::mul(x, x); },
+                                           [](const Tensor& g, const Tensor& x) { return g * x * 2.0; },
+                                           autograd::detail::inplace_saves::input);
+}
+
 }  // namespace graft
 
 namespace graft::autograd::detail {
@@ -11091,6 +12165,455 @@ GRAFT_INLINE std::string to_dot(const Tensor& t) {
 // ---- end graft/autograd/impl/graph.ipp
 #endif
 // ---- end graft/autograd/graph.hpp
+// ---- begin graft/autograd/index_reduce.hpp
+// Triangular parts, masked fills, outer products, index reductions, statistics and index
+// ops, differentiable: tril, triu, masked_fill, outer, argmax, argmin, max / min over a dim,
+// logsumexp, var, std, var_mean, std_mean, gather, scatter_add, index_select (torch's ops
+// of these names). Names, defaults and errors follow PyTorch. Graph capture records each as
+// one node (outer as the unsqueezes and mul it is made of; max / min as argmax / argmin,
+// gather and squeeze; var_mean as var and mean), so every graph layer runs and
+// differentiates them.
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+
+namespace graft {
+
+/// The lower triangle of the last two dimensions (torch.tril): elements (i, j) with
+/// j - i <= diagonal are kept, the rest is 0. At least 2 dimensions (a batch of matrices
+/// otherwise). Differentiable (TrilBackward0: the gradient's lower triangle).
+[[nodiscard]] GRAFT_INLINE Tensor tril(const Tensor& t, std::int64_t diagonal = 0);
+/// The upper triangle (torch.triu): elements with j - i >= diagonal are kept (TriuBackward0).
+[[nodiscard]] GRAFT_INLINE Tensor triu(const Tensor& t, std::int64_t diagonal = 0);
+
+/// t with `value` where the bool `mask` is true (torch.masked_fill): t and mask broadcast
+/// together, the value takes t's dtype. Differentiable in t (MaskedFillBackward0: the
+/// gradient with zeros where the mask is true, summed back to t's shape).
+[[nodiscard]] GRAFT_INLINE Tensor masked_fill(const Tensor& t, const Tensor& mask, const scalar& value);
+
+/// The outer product of two 1-D tensors (torch.outer): out[i][j] = a[i] * b[j], dtypes
+/// promoted as by mul. a.unsqueeze(1) * b.unsqueeze(0), so its gradient is mul's.
+[[nodiscard]] GRAFT_INLINE Tensor outer(const Tensor& a, const Tensor& b);
+
+// ---------------------------------------------------------------- index reductions
+
+/// The position of the largest element along `dim`, or in the flattened tensor when dim is
+/// nullopt (torch.argmax), as int64: NaN counts as the largest and the first of equal elements
+/// wins, as in PyTorch. keepdim keeps the reduced dimension(s) as 1. Not differentiable.
+[[nodiscard]] GRAFT_INLINE Tensor argmax(const Tensor& t, std::optional<std::int64_t> dim = std::nullopt,
+                                         bool keepdim = false);
+/// The position of the smallest element (torch.argmin; NaN counts as the smallest).
+[[nodiscard]] GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim = std::nullopt,
+                                         bool keepdim = false);
+
+/// (values, indices) of the maxima along `dim` (torch.max(t, dim, keepdim)): indices as
+/// argmax gives them (NaN wins, first of ties), values gathered there. The values are
+/// differentiable (MaxBackward0: the gradient goes to the index position only).
+/// `auto [values, indices] = max(t, 1);`
+[[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> max(const Tensor& t, std::int64_t dim, bool keepdim = false);
+/// (values, indices) of the minima along `dim` (torch.min(t, dim, keepdim); MinBackward0).
+[[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, bool keepdim = false);
+
+/// log(sum(exp(t))) over `dims` (all when empty), with the maximum shifted out so that large
+/// and very negative inputs neither overflow nor underflow (torch.logsumexp). Integer inputs
+/// give float32. Differentiable (LogsumexpBackward0: g * exp(t - result), softmax times g).
+[[nodiscard]] GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim = false);
+
+/// The variance over `dims` (all when empty) with PyTorch's `correction` (degrees of freedom
+/// N - correction; 1 is Bessel's correction, 0 the population variance). N - correction <= 0
+/// divides by 0: inf, or NaN when every deviation is 0 (PyTorch also warns; graft does not).
+/// Floating-point tensors only. Differentiable (VarBackward0).
+[[nodiscard]] GRAFT_INLINE Tensor var(const Tensor& t, const int_list& dims = {}, double correction = 1.0,
+                                      bool keepdim = false);
+/// sqrt(var) (torch.std; StdBackward0, with a zero gradient where the result is 0, as PyTorch).
+[[nodiscard]] GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims = {}, double correction = 1.0,
+                                      bool keepdim = false);
+/// (var, mean) and (std, mean) over the same dims (torch.var_mean, torch.std_mean).
+[[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims = {},
+                                                               double correction = 1.0, bool keepdim = false);
+[[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims = {},
+                                                               double correction = 1.0, bool keepdim = false);
+
+// ---------------------------------------------------------------- index ops
+
+/// out[i][j] = t[index[i][j]][j] for dim 0, and so on (torch.gather): an int64 index of t's
+/// rank whose sizes outside `dim` are no larger than t's; out has the index's sizes. Indices
+/// outside [0, t.size(dim)) are a graft::error naming the index and the size.
+/// Differentiable in t (GatherBackward0: the gradient scatter-added into zeros of t's shape).
+[[nodiscard]] GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& index);
+
+/// A copy of t with src[i][j] added at out[index[i][j]][j] for dim 0, and so on
+/// (torch.scatter_add); repeated indices add up. index has t's rank and sizes no larger than
+/// src's (and than t's outside `dim`); src has t's dtype. Differentiable in t (the gradient
+/// itself) and in src (the gradient gathered at index; ScatterAddBackward0).
+[[nodiscard]] GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index,
+                                              const Tensor& src);
+
+/// The slices of t at a 1-D int64 index along `dim` (torch.index_select): t's sizes with
+/// `dim` replaced by the number of indices; indices may repeat. Differentiable
+/// (IndexSelectBackward0: the gradient's slices added back at their positions).
+[[nodiscard]] GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index);
+
+namespace autograd::detail {
+/// gather's gradient, differentiable (its own gradient gathers again).
+[[nodiscard]] GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                                  const Tensor& index);
+/// index_select's gradient, differentiable (its own gradient selects again).
+[[nodiscard]] GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                                        const Tensor& index);
+}  // namespace autograd::detail
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/index_reduce.ipp
+// Definitions for graft/autograd/index_reduce.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <utility>
+
+namespace graft {
+
+namespace autograd::detail {
+
+/// Records tril (lower) or triu of t: the gradient is the same triangle of g.
+[[nodiscard]] GRAFT_INLINE Tensor record_triangle(const Tensor& t, std::int64_t diagonal, bool lower, Tensor out) {
+    auto node = make_node(lower ? "TrilBackward0" : "TriuBackward0", t);
+    if (!node) return out;
+    node->backward = [diagonal, lower](function_node&, const tensor_list& g, tensor_list& grad_inputs) {
+        grad_inputs.push_back(lower ? graft::tril(g[0], diagonal) : graft::triu(g[0], diagonal));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor tril(const Tensor& t, std::int64_t diagonal) {
+    return autograd::detail::record_triangle(t, diagonal, true, ops::tril(t, diagonal));
+}
+
+GRAFT_INLINE Tensor triu(const Tensor& t, std::int64_t diagonal) {
+    return autograd::detail::record_triangle(t, diagonal, false, ops::triu(t, diagonal));
+}
+
+GRAFT_INLINE Tensor masked_fill(const Tensor& t, const Tensor& mask, const scalar& value) {
+    Tensor out = ops::masked_fill(t, mask, value);
+    auto node = autograd::detail::make_node("MaskedFillBackward0", t);
+    if (!node) return out;
+    node->backward = [mask, sizes = t.sizes(), type = t.type()](autograd::function_node&, const autograd::tensor_list& g,
+                                                                autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(autograd::detail::reduce_grad(graft::masked_fill(g[0], mask, 0), sizes, type));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor outer(const Tensor& a, const Tensor& b) {
+    graft::detail::check(a.defined() && b.defined(), "outer: got an undefined tensor");
+    graft::detail::check(a.dim() == 1, "outer: expected 1-D argument self, but got ", a.dim(), "-D");
+    graft::detail::check(b.dim() == 1, "outer: expected 1-D argument vec2, but got ", b.dim(), "-D");
+    return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+// ---------------------------------------------------------------- index reductions
+
+GRAFT_INLINE Tensor argmax(const Tensor& t, std::optional<std::int64_t> dim, bool keepdim) {
+    return ops::argmax(t, dim, keepdim);
+}
+
+GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim, bool keepdim) {
+    return ops::argmin(t, dim, keepdim);
+}
+
+namespace autograd::detail {
+
+/// max / min along dim: argmax / argmin, the values gathered there; the gradient is put back
+/// at the indices.
+[[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> extremum_along(const char* op, bool want_max, const Tensor& t,
+                                                                     std::int64_t dim, bool keepdim) {
+    graft::detail::check(t.defined(), op, ": got an undefined tensor");
+    graft::detail::check(t.type() != dtype::bool_, op, ": not implemented for 'Bool'");
+    const std::int64_t d = graft::detail::wrap_dim(op, dim, t.dim());
+    if (t.dim() > 0)
+        graft::detail::check(t.size(d) > 0, op, ": Expected reduction dim ", d, " to have non-zero size (input sizes ",
+                             t.sizes(), ")");
+    const Tensor at = want_max ? ops::argmax(t, d, true) : ops::argmin(t, d, true);
+    Tensor values = ops::gather(t, d, at);
+    Tensor indices = at;
+    if (!keepdim && t.dim() > 0) {
+        values = graft::detail::raw::squeeze(values, d);
+        indices = graft::detail::raw::squeeze(at, d);
+    }
+    auto node = make_node(want_max ? "MaxBackward0" : "MinBackward0", t);
+    if (node) {
+        node->backward = [sizes = t.sizes(), d, keepdim, at](function_node&, const tensor_list& g,
+                                                             tensor_list& grad_inputs) {
+            const Tensor gk = keepdim || sizes.empty() ? g[0] : g[0].unsqueeze(d);
+            grad_inputs.push_back(gather_backward(gk, sizes, d, at));
+        };
+        set_history(values, std::move(node));
+    }
+    return {values, indices};
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE std::tuple<Tensor, Tensor> max(const Tensor& t, std::int64_t dim, bool keepdim) {
+    return autograd::detail::extremum_along("max", true, t, dim, keepdim);
+}
+
+GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, bool keepdim) {
+    return autograd::detail::extremum_along("min", false, t, dim, keepdim);
+}
+
+GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim) {
+    Tensor out = ops::logsumexp(t, dims, keepdim);
+    auto node = autograd::detail::make_node("LogsumexpBackward0", t);
+    if (!node) return out;
+    autograd::function_node& recorded = *node;
+    recorded.save(t);
+    autograd::detail::set_history(out, std::move(node));
+    recorded.save(out, true);
+    recorded.backward = [dims, keepdim](autograd::function_node& n, const autograd::tensor_list& g,
+                                        autograd::tensor_list& grad_inputs) {
+        using autograd::detail::unsqueeze_reduced;
+        const Tensor x = n.saved(0), y = n.saved(1);
+        const int_list& sizes = x.sizes();
+        grad_inputs.push_back(unsqueeze_reduced(g[0], sizes, dims, keepdim) *
+                              exp(x - unsqueeze_reduced(y, sizes, dims, keepdim)));
+    };
+    return out;
+}
+
+namespace autograd::detail {
+
+/// var's gradient for the incoming gradient g: 2 / dof * g * (x - mean(x)).
+[[nodiscard]] GRAFT_INLINE Tensor var_backward(const Tensor& g, const Tensor& x, const int_list& dims, double dof,
+                                               bool keepdim) {
+    return unsqueeze_reduced(g, x.sizes(), dims, keepdim) * (2.0 / dof) * (x - mean(x, dims, true));
+}
+
+/// The degrees of freedom of a var / std of t whose result has `out_numel` elements.
+[[nodiscard]] inline double degrees_of_freedom(const Tensor& t, std::int64_t out_numel, double correction) {
+    const std::int64_t n = out_numel == 0 ? 0 : t.numel() / out_numel;
+    return std::max(0.0, static_cast<double>(n) - correction);
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor var(const Tensor& t, const int_list& dims, double correction, bool keepdim) {
+    Tensor out = ops::var(t, dims, correction, keepdim);
+    auto node = autograd::detail::make_node("VarBackward0", t);
+    if (!node) return out;
+    node->save(t);
+    const double dof = autograd::detail::degrees_of_freedom(t, out.numel(), correction);
+    node->backward = [dims, dof, keepdim](autograd::function_node& n, const autograd::tensor_list& g,
+                                          autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(autograd::detail::var_backward(g[0], n.saved(0), dims, dof, keepdim));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims, double correction, bool keepdim) {
+    Tensor out = ops::std(t, dims, correction, keepdim);
+    auto node = autograd::detail::make_node("StdBackward0", t);
+    if (!node) return out;
+    autograd::function_node& recorded = *node;
+    recorded.save(t);
+    autograd::detail::set_history(out, std::move(node));
+    recorded.save(out, true);
+    const double dof = autograd::detail::degrees_of_freedom(t, out.numel(), correction);
+    recorded.backward = [dims, dof, keepdim](autograd::function_node& n, const autograd::tensor_list& g,
+                                             autograd::tensor_list& grad_inputs) {
+        const Tensor x = n.saved(0), y = n.saved(1);
+        // d std = d var / (2 std); 0 where std is 0 (PyTorch's std_backward).
+        const Tensor gv = masked_fill(g[0] / (y * 2.0), y == 0.0, 0.0);
+        grad_inputs.push_back(autograd::detail::var_backward(gv, x, dims, dof, keepdim));
+    };
+    return out;
+}
+
+GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims, double correction,
+                                                 bool keepdim) {
+    Tensor v = var(t, dims, correction, keepdim);
+    return {v, mean(t, dims, keepdim)};
+}
+
+GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims, double correction,
+                                                 bool keepdim) {
+    Tensor s = graft::std(t, dims, correction, keepdim);
+    return {s, mean(t, dims, keepdim)};
+}
+
+// ---------------------------------------------------------------- index ops
+
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim, const Tensor& index) {
+    Tensor out = ops::gather_backward(g, sizes, dim, index);
+    auto node = make_node("ScatterAddBackward0", g);
+    if (!node) return out;
+    node->backward = [dim, index](function_node&, const tensor_list& gg, tensor_list& grad_inputs) {
+        grad_inputs.push_back(graft::gather(gg[0], dim, index));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
+                                          const Tensor& index) {
+    Tensor out = ops::index_select_backward(g, sizes, dim, index);
+    auto node = make_node("IndexAddBackward0", g);
+    if (!node) return out;
+    node->backward = [dim, index](function_node&, const tensor_list& gg, tensor_list& grad_inputs) {
+        grad_inputs.push_back(graft::index_select(gg[0], dim, index));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& index) {
+    Tensor out = ops::gather(t, dim, index);
+    auto node = autograd::detail::make_node("GatherBackward0", t);
+    if (!node) return out;
+    node->backward = [sizes = t.sizes(), dim, index](autograd::function_node&, const autograd::tensor_list& g,
+                                                     autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(autograd::detail::gather_backward(g[0], sizes, dim, index));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+namespace autograd::detail {
+
+/// scatter_add's backward: self gets g; src gets g gathered at index, zero-padded where src
+/// is larger than the index (those elements did not take part).
+[[nodiscard]] inline auto scatter_add_backward(std::int64_t dim, const Tensor& index, const int_list& ssizes) {
+    return [dim, index, ssizes](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] : Tensor{});
+        if (!n.needs_input_grad(1)) {
+            grad_inputs.emplace_back();
+            return;
+        }
+        Tensor gs = gather(g[0], dim, index);
+        if (gs.dim() == static_cast<std::int64_t>(ssizes.size())) {
+            for (std::int64_t r = 0; r < gs.dim(); ++r) {
+                if (gs.size(r) == ssizes[static_cast<std::size_t>(r)]) continue;
+                int_list sizes = gs.sizes();
+                sizes[static_cast<std::size_t>(r)] = ssizes[static_cast<std::size_t>(r)];
+                gs = narrow_embed(gs, sizes, r, 0, gs.size(r));
+            }
+        }
+        grad_inputs.push_back(gs.reshape(ssizes));
+    };
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor& index, const Tensor& src) {
+    Tensor out = ops::scatter_add(t, dim, index, src);
+    auto node = autograd::detail::make_node("ScatterAddBackward0", t, src);
+    if (!node) return out;
+    node->backward = autograd::detail::scatter_add_backward(dim, index, src.sizes());
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index) {
+    Tensor out = ops::index_select(t, dim, index);
+    auto node = autograd::detail::make_node("IndexSelectBackward0", t);
+    if (!node) return out;
+    node->backward = [sizes = t.sizes(), dim, index](autograd::function_node&, const autograd::tensor_list& g,
+                                                     autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(autograd::detail::index_select_backward(g[0], sizes, dim, index));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+// ---------------------------------------------------------------- methods
+
+GRAFT_INLINE Tensor& Tensor::scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src) {
+    autograd::detail::check_inplace("scatter_add_", *this, autograd::detail::requires_grad(src));
+    const Tensor result = ops::scatter_add(*this, dim, index, src);  // checks every index before the write
+    autograd::detail::check_inplace_result("scatter_add_", *this, result);
+    auto node = autograd::detail::make_node("ScatterAddBackward0", *this, src);
+    if (node) node->backward = autograd::detail::scatter_add_backward(dim, index, src.sizes());
+    autograd::detail::commit_inplace(*this, result, node);
+    return *this;
+}
+
+GRAFT_INLINE Tensor Tensor::argmax(std::optional<std::int64_t> dim, bool keepdim) const {
+    return graft::argmax(*this, dim, keepdim);
+}
+GRAFT_INLINE Tensor Tensor::argmin(std::optional<std::int64_t> dim, bool keepdim) const {
+    return graft::argmin(*this, dim, keepdim);
+}
+GRAFT_INLINE std::tuple<Tensor, Tensor> Tensor::max(std::int64_t dim, bool keepdim) const {
+    return graft::max(*this, dim, keepdim);
+}
+GRAFT_INLINE std::tuple<Tensor, Tensor> Tensor::min(std::int64_t dim, bool keepdim) const {
+    return graft::min(*this, dim, keepdim);
+}
+GRAFT_INLINE Tensor Tensor::logsumexp(const int_list& dims, bool keepdim) const {
+    return graft::logsumexp(*this, dims, keepdim);
+}
+GRAFT_INLINE Tensor Tensor::var(const int_list& dims, double correction, bool keepdim) const {
+    return graft::var(*this, dims, correction, keepdim);
+}
+GRAFT_INLINE Tensor Tensor::std(const int_list& dims, double correction, bool keepdim) const {
+    return graft::std(*this, dims, correction, keepdim);
+}
+GRAFT_INLINE Tensor Tensor::gather(std::int64_t dim, const Tensor& index) const {
+    return graft::gather(*this, dim, index);
+}
+GRAFT_INLINE Tensor Tensor::scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const {
+    return graft::scatter_add(*this, dim, index, src);
+}
+GRAFT_INLINE Tensor Tensor::index_select(std::int64_t dim, const Tensor& index) const {
+    return graft::index_select(*this, dim, index);
+}
+
+
+GRAFT_INLINE Tensor Tensor::tril(std::int64_t diagonal) const { return graft::tril(*this, diagonal); }
+GRAFT_INLINE Tensor Tensor::triu(std::int64_t diagonal) const { return graft::triu(*this, diagonal); }
+GRAFT_INLINE Tensor Tensor::masked_fill(const Tensor& mask, const scalar& value) const {
+    return graft::masked_fill(*this, mask, value);
+}
+GRAFT_INLINE Tensor Tensor::outer(const Tensor& other) const { return graft::outer(*this, other); }
+
+GRAFT_INLINE Tensor& Tensor::tril_(std::int64_t diagonal) {
+    return autograd::detail::inplace_unary(
+        "tril_", "TrilBackward0", *this, [diagonal](const Tensor& x) { return ops::tril(x, diagonal); },
+        [diagonal](const Tensor& g, const Tensor&) { return graft::tril(g, diagonal); },
+        autograd::detail::inplace_saves::nothing);
+}
+
+GRAFT_INLINE Tensor& Tensor::triu_(std::int64_t diagonal) {
+    return autograd::detail::inplace_unary(
+        "triu_", "TriuBackward0", *this, [diagonal](const Tensor& x) { return ops::triu(x, diagonal); },
+        [diagonal](const Tensor& g, const Tensor&) { return graft::triu(g, diagonal); },
+        autograd::detail::inplace_saves::nothing);
+}
+
+GRAFT_INLINE Tensor& Tensor::masked_fill_(const Tensor& mask, const scalar& value) {
+    // A mask that would broadcast this tensor to a larger shape is refused before any write
+    // (the result's shape must be this tensor's).
+    return autograd::detail::inplace_unary(
+        "masked_fill_", "MaskedFillBackward0", *this, [&](const Tensor& x) { return ops::masked_fill(x, mask, value); },
+        [mask](const Tensor& g, const Tensor&) { return graft::masked_fill(g, mask, 0); },
+        autograd::detail::inplace_saves::nothing);
+}
+
+}  // namespace graft
+// ---- end graft/autograd/impl/index_reduce.ipp
+#endif
+// ---- end graft/autograd/index_reduce.hpp
 // ---- begin graft/ops/control_flow.hpp
 // graft::cond: data-dependent control flow as a higher-order op, in the spirit of torch.cond
 // and JAX's lax.cond. `cond(pred, true_fn, false_fn, operands...)` calls true_fn(operands...)
@@ -14396,6 +15919,85 @@ GRAFT_DETAIL_IR_VIEW_KIND(unsqueeze, "unsqueeze", 1)
 #undef GRAFT_DETAIL_IR_KIND
 #undef GRAFT_DETAIL_IR_VIEW_KIND
 
+/// cat[dim](x0, x1, ...): the inputs joined along dim (graft::cat; any number of inputs).
+struct cat {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"cat", -1, 1, 0, true, false, false, &run};
+};
+
+/// clamp[min=?, max=?](x): graft::clamp with number bounds (at least one attribute; an int
+/// or float attribute, as the bound was written, since it takes part in type promotion).
+struct clamp {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"clamp", 1, 1, 0, true, true, false, &run};
+};
+
+/// tril[diagonal=0](x), triu[diagonal=0](x): graft::tril / graft::triu.
+struct tril {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"tril", 1, 1, 0, true, false, false, &run};
+};
+struct triu {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"triu", 1, 1, 0, true, false, false, &run};
+};
+
+/// masked_fill[value](x, mask): graft::masked_fill with a number (an int, float or bool
+/// attribute, as the value was written).
+struct masked_fill {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"masked_fill", 2, 1, 0, true, false, false, &run};
+};
+
+/// argmax[dim=?, keepdim=false](x), argmin[...](x): int64 positions (no attribute dim: the
+/// flattened tensor).
+struct argmax {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"argmax", 1, 1, 0, true, false, false, &run};
+};
+struct argmin {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"argmin", 1, 1, 0, true, false, false, &run};
+};
+
+/// logsumexp[dims, keepdim](x); var[dims, correction, keepdim](x); std[...](x).
+struct logsumexp {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"logsumexp", 1, 1, 0, true, false, false, &run};
+};
+struct var {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"var", 1, 1, 0, true, false, false, &run};
+};
+struct std_ {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"std", 1, 1, 0, true, false, false, &run};
+};
+
+/// gather[dim](x, index), scatter_add[dim](x, index, src), index_select[dim](x, index), and
+/// their gradients gather_backward[sizes, dim](g, index), index_select_backward[sizes, dim](g, index)
+/// (zeros of `sizes` with g added at the index).
+struct gather {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"gather", 2, 1, 0, true, false, false, &run};
+};
+struct scatter_add {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"scatter_add", 3, 1, 0, true, false, false, &run};
+};
+struct index_select {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_select", 2, 1, 0, true, false, false, &run};
+};
+struct gather_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"gather_backward", 2, 1, 0, true, false, false, &run};
+};
+struct index_select_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_select_backward", 2, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -14470,7 +16072,10 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
-                            kinds::put>>()));
+                            kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
+                            kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
+                            kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
+                            kinds::gather_backward, kinds::index_select_backward>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>
@@ -14517,6 +16122,19 @@ GRAFT_INLINE int_list to_int_list(const std::vector<std::int64_t>& v) {
     return r;
 }
 
+/// A number attribute (int, float or bool) as a scalar.
+[[nodiscard]] GRAFT_INLINE scalar number_attr(std::string_view op, const attribute_map& a, const char* name) {
+    const auto it = a.find(name);
+    graft::detail::check(it != a.end(), op, ": missing attribute '", name, "'");
+    if (const auto* d = std::get_if<double>(&it->second)) return scalar(*d);
+    if (const auto* i = std::get_if<std::int64_t>(&it->second)) return scalar(*i);
+    if (const auto* b = std::get_if<bool>(&it->second)) return scalar(*b);
+    graft::detail::fail(graft::detail::concat(op, ": attribute '", name, "' must be a number"));
+}
+/// Checks a kind's input count.
+GRAFT_INLINE void check_inputs(std::string_view op, std::span<const ivalue> in, std::size_t n) {
+    graft::detail::check(in.size() == n, op, ": expected ", n, " inputs, got ", in.size());
+}
 }  // namespace detail
 
 namespace kinds {
@@ -14633,6 +16251,116 @@ GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<con
     graft::detail::check(in.size() == 1, "gelu: expected 1 input, got ", in.size());
     return {graft::gelu(detail::tensor_arg("gelu", in, 0),
                         detail::attr_or<std::string>("gelu", a, "approximate", "none"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> cat::run(const attribute_map& a, std::span<const ivalue> in) {
+    std::vector<Tensor> tensors;
+    tensors.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) tensors.push_back(detail::tensor_arg("cat", in, i));
+    return {graft::cat(tensors, detail::attr_or<std::int64_t>("cat", a, "dim", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> clamp::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "clamp: expected 1 input, got ", in.size());
+    const auto bound = [&](const char* name) -> std::optional<scalar> {
+        const auto it = a.find(name);
+        if (it == a.end()) return std::nullopt;
+        if (const auto* d = std::get_if<double>(&it->second)) return scalar(*d);
+        if (const auto* i = std::get_if<std::int64_t>(&it->second)) return scalar(*i);
+        if (const auto* b = std::get_if<bool>(&it->second)) return scalar(*b);
+        graft::detail::fail(graft::detail::concat("clamp: attribute '", name, "' must be a number"));
+    };
+    return {graft::clamp(detail::tensor_arg("clamp", in, 0), bound("min"), bound("max"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> tril::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "tril: expected 1 input, got ", in.size());
+    return {graft::tril(detail::tensor_arg("tril", in, 0), detail::attr_or<std::int64_t>("tril", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> triu::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 1, "triu: expected 1 input, got ", in.size());
+    return {graft::triu(detail::tensor_arg("triu", in, 0), detail::attr_or<std::int64_t>("triu", a, "diagonal", 0))};
+}
+
+GRAFT_INLINE std::vector<ivalue> masked_fill::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() == 2, "masked_fill: expected 2 inputs, got ", in.size());
+    return {graft::masked_fill(detail::tensor_arg("masked_fill", in, 0), detail::tensor_arg("masked_fill", in, 1),
+                               detail::number_attr("masked_fill", a, "value"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> argmax::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("argmax", in, 1);
+    std::optional<std::int64_t> dim;
+    if (a.count("dim")) dim = detail::attr_of<std::int64_t>("argmax", a, "dim");
+    return {graft::argmax(detail::tensor_arg("argmax", in, 0), dim, detail::attr_or<bool>("argmax", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> argmin::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("argmin", in, 1);
+    std::optional<std::int64_t> dim;
+    if (a.count("dim")) dim = detail::attr_of<std::int64_t>("argmin", a, "dim");
+    return {graft::argmin(detail::tensor_arg("argmin", in, 0), dim, detail::attr_or<bool>("argmin", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> logsumexp::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("logsumexp", in, 1);
+    return {graft::logsumexp(detail::tensor_arg("logsumexp", in, 0),
+                             detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("logsumexp", a, "dims", {})),
+                             detail::attr_or<bool>("logsumexp", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> var::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("var", in, 1);
+    return {graft::var(detail::tensor_arg("var", in, 0),
+                       detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("var", a, "dims", {})),
+                       detail::number_attr("var", a, "correction").to_double(),
+                       detail::attr_or<bool>("var", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> std_::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("std", in, 1);
+    return {graft::std(detail::tensor_arg("std", in, 0),
+                       detail::to_int_list(detail::attr_or<std::vector<std::int64_t>>("std", a, "dims", {})),
+                       detail::number_attr("std", a, "correction").to_double(),
+                       detail::attr_or<bool>("std", a, "keepdim", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> gather::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("gather", in, 2);
+    return {graft::gather(detail::tensor_arg("gather", in, 0), detail::attr_of<std::int64_t>("gather", a, "dim"),
+                          detail::tensor_arg("gather", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> scatter_add::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("scatter_add", in, 3);
+    return {graft::scatter_add(detail::tensor_arg("scatter_add", in, 0),
+                               detail::attr_of<std::int64_t>("scatter_add", a, "dim"),
+                               detail::tensor_arg("scatter_add", in, 1), detail::tensor_arg("scatter_add", in, 2))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_select::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("index_select", in, 2);
+    return {graft::index_select(detail::tensor_arg("index_select", in, 0),
+                                detail::attr_of<std::int64_t>("index_select", a, "dim"),
+                                detail::tensor_arg("index_select", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> gather_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("gather_backward", in, 2);
+    return {autograd::detail::gather_backward(
+        detail::tensor_arg("gather_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("gather_backward", a, "sizes")),
+        detail::attr_of<std::int64_t>("gather_backward", a, "dim"), detail::tensor_arg("gather_backward", in, 1))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_select_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("index_select_backward", in, 2);
+    return {autograd::detail::index_select_backward(
+        detail::tensor_arg("index_select_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("index_select_backward", a, "sizes")),
+        detail::attr_of<std::int64_t>("index_select_backward", a, "dim"),
+        detail::tensor_arg("index_select_backward", in, 1))};
 }
 
 namespace index_detail {
@@ -18347,7 +20075,7 @@ public:
     /// `about_to_be_written`: t is the destination of a write, so fresh memory is fine.
     ir::Value* value_of(const Tensor& t, bool about_to_be_written = false);
 
-    void on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+    void on_op(std::string_view kind, std::span<const graft::detail::op_operand> operands,
                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override;
 
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override;
@@ -18677,7 +20405,7 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
     return v;
 }
 
-GRAFT_INLINE void tracer::on_op(std::string_view kind, std::initializer_list<graft::detail::op_operand> operands,
+GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::detail::op_operand> operands,
                                 std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) {
     bool any_traced = false;
     for (const auto& o : operands) {
@@ -20792,6 +22520,18 @@ struct fusion_group {
     /// inside the group they are conditions in registers, so after a fused run these nodes
     /// run once more, eagerly, for the bool tensors.
     std::vector<std::size_t> rerun;
+    /// Sums over the leading dimensions of values of the group, computed as the program runs
+    /// (kernels::instr_kind::sum_rows, in the eager column reduction's order: the same bits).
+    struct leading_sum {
+        int source_reg = 0;
+        int out_slot = 0;
+        std::size_t rank = 0;    // of the summed value
+        std::size_t prefix = 0;  // dimensions [0, prefix) are summed
+        bool keepdim = false;
+    };
+    std::vector<leading_sum> sums;
+    /// The matmul whose product the group reads as its epilogue (run chunk by chunk with it).
+    const ir::Node* matmul = nullptr;
 };
 
 /// Nodes per fusion group at most: each adds at most four registers (where: three inputs and
@@ -20846,7 +22586,7 @@ private:
 struct block_plan;
 
 struct step {
-    enum class kind { node, if_, fused, loop, region };
+    enum class kind { node, if_, fused, loop, region, matmul_fused };  // matmul_fused: node, then group
     kind what = kind::node;
     const ir::Node* node = nullptr;
     std::vector<int> in, out;
@@ -20899,6 +22639,11 @@ public:
     /// Runs the plan (autograd records as usual where inputs require grad).
     [[nodiscard]] std::vector<ivalue> run(std::span<const ivalue> inputs, const observer_fn* observe = nullptr) const;
 
+    /// The direct path (a STATIC plan that is one fusion group, see plan_direct) on tensor
+    /// inputs: false when the plan has none or the inputs do not fit it (nothing run).
+    [[nodiscard]] bool has_direct() const noexcept { return direct_ != nullptr; }
+    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
+
     /// The plan as text: the graph, then each fusion group's members.
     [[nodiscard]] std::string describe() const;
 
@@ -20908,11 +22653,23 @@ private:
     /// Can n join a group of dtype `type` (float32/float64)?
     bool fusable(const ir::Node* n, const type_of_fn& type_of, std::optional<dtype>& type) const;
 
+    /// Can sum node n end a group of dtype `type` whose values are `inside` (a sum over leading
+    /// dimensions of one of them, of static trailing sizes the column reduction takes)?
+    /// Sets rank, prefix and keepdim.
+    bool summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
+                  fusion_group::leading_sum& out) const;
+
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
                                              const type_of_fn& type_of);
 
     block_plan build_block(const ir::Block& b, const type_of_fn& type_of);
+
+    /// Moves a matmul down to just before the run of fusable nodes that reads its product,
+    /// past nodes that do not read it (straight-line pure blocks only), so that the run
+    /// becomes the matmul's epilogue: the backward's `grad_a = g @ w^T` computed after the
+    /// independent `grad_w = a^T @ g`, right before the activation's derivative reads it.
+    static void sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes);
 
     /// Is v made by a node of block b (so b's plan may release it)? Graph inputs and
     /// values of enclosing blocks are released by their own block.
@@ -20957,37 +22714,60 @@ private:
         return false;
     }
 
-    /// Runs the group fused; false when it ran node by node instead.
+    /// A fusion group's operands bound for one fused run (base pointers into `numbers` and `held`:
+    /// not movable).
     template <class T>
-    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
+    struct bound_group {
+        bound_group() = default;
+        bound_group(const bound_group&) = delete;
+        bound_group& operator=(const bound_group&) = delete;
+        reg_vector<T*> base;
+        reg_vector<kernels::operand_mode> mode;
+        reg_vector<std::size_t> periods;  // row registers: the row's length
+        reg_vector<T> numbers;
+        reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs, sum partials
+        reg_vector<kernels::row_sum> reductions;
+        int_list computed;
+        const int_list* sizes = nullptr;  // the group's (broadcast) shape
+        std::size_t numel = 0;
+    };
+
+    /// Binds g's inputs and allocates its outputs (stored in the frame) for a fused run; false
+    /// when the tile loop cannot take the inputs (the caller runs the group node by node).
+    template <class T>
+    bool bind_group(const fusion_group& g, frame_t& frame, bound_group<T>& st) const {
         const std::size_t nregs = g.num_registers;
         const std::size_t ninputs = g.input_slots.size();
-        reg_vector<T*> base(nregs, nullptr);
-        reg_vector<kernels::operand_mode> mode(nregs, kernels::operand_mode::temp);
-        reg_vector<std::size_t> periods(nregs, 0);  // row registers: the row's length
-        reg_vector<T> numbers(ninputs);
-        reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs
+        st.base.assign(nregs, nullptr);
+        st.mode.assign(nregs, kernels::operand_mode::temp);
+        st.periods.assign(nregs, 0);
+        st.numbers.assign(ninputs, T(0));
+        auto& base = st.base;
+        auto& mode = st.mode;
+        auto& periods = st.periods;
+        auto& numbers = st.numbers;
+        auto& held = st.held;
         // Output sizes: precomputed (STATIC) or the broadcast of the tensor inputs.
-        int_list computed;
+        int_list& computed = st.computed;
         const int_list* sizes_p = g.static_sizes ? &*g.static_sizes : nullptr;
         std::int64_t numel = g.static_numel;
         if (!sizes_p) {
             bool first = true;
             for (std::size_t k = 0; k < ninputs; ++k)
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
-                    if (!t->defined()) return fall_back_unfused(g, frame);
+                    if (!t->defined()) return false;
                     if (first) computed = t->sizes();
                     else if (t->sizes() != computed) {
                         try {
                             computed = broadcast_shapes(computed, t->sizes());
                         } catch (const graft::error&) {
-                            return fall_back_unfused(g, frame);  // the eager op reports it
+                            return false;  // the eager op reports it
                         }
                     }
                     first = false;
                 }
-            if (first) return fall_back_unfused(g, frame);
-            if (!outputs_have_group_shape(g, frame, computed)) return fall_back_unfused(g, frame);
+            if (first) return false;
+            if (!outputs_have_group_shape(g, frame, computed)) return false;
             sizes_p = &computed;
             numel = graft::detail::checked_numel("jit fusion group", computed);
         }
@@ -20996,7 +22776,7 @@ private:
             const ivalue& v = frame[static_cast<std::size_t>(g.input_slots[k])];
             if (const Tensor* t = std::get_if<Tensor>(&v)) {
                 const graft::detail::tensor_impl* im = t->impl_ptr().get();
-                if (im == nullptr || im->type != g.type) return fall_back_unfused(g, frame);
+                if (im == nullptr || im->type != g.type) return false;
                 T* data = static_cast<T*>(im->data->data()) + im->offset;
                 if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
                     base[k] = data;
@@ -21026,7 +22806,7 @@ private:
                         autograd::no_grad guard;
                         held.push_back(t->expand(sizes).contiguous());
                     } catch (const graft::error&) {
-                        return fall_back_unfused(g, frame);  // the eager op reports it
+                        return false;  // the eager op reports it
                     }
                     base[k] = held.back().template data_ptr<T>();
                     mode[k] = kernels::operand_mode::contiguous;
@@ -21034,10 +22814,34 @@ private:
             } else {
                 if (const auto* d = std::get_if<double>(&v)) numbers[k] = static_cast<T>(*d);
                 else if (const auto* i = std::get_if<std::int64_t>(&v)) numbers[k] = static_cast<T>(*i);
-                else return fall_back_unfused(g, frame);
+                else return false;
                 base[k] = &numbers[k];
                 mode[k] = kernels::operand_mode::broadcast;
             }
+        }
+        auto& reductions = st.reductions;
+        reductions.assign(g.sums.size(), kernels::row_sum{});
+        for (std::size_t k = 0; k < g.sums.size(); ++k) {
+            // The eager column reduction's conditions (inner >= 16, rows >= 2), else node by node.
+            const auto& s = g.sums[k];
+            if (sizes.size() != s.rank || numel == 0) return false;
+            std::size_t rows = 1, inner = 1;
+            int_list out_sizes;
+            for (std::size_t d = 0; d < s.rank; ++d) {
+                const auto extent = static_cast<std::size_t>(sizes[d]);
+                if (d < s.prefix) {
+                    rows *= extent;
+                    if (s.keepdim) out_sizes.push_back(1);
+                } else {
+                    inner *= extent;
+                    out_sizes.push_back(sizes[d]);
+                }
+            }
+            if (inner < 16 || rows < 2) return false;
+            Tensor out = empty(out_sizes, g.type);
+            held.push_back(empty({static_cast<std::int64_t>(inner)}, g.type));
+            reductions[k] = kernels::row_sum{out.raw_data(), held.back().raw_data(), inner, rows};
+            frame[static_cast<std::size_t>(s.out_slot)] = std::move(out);
         }
         for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
             Tensor out = empty(sizes, g.type);
@@ -21046,9 +22850,22 @@ private:
             mode[r] = kernels::operand_mode::output;
             frame[static_cast<std::size_t>(g.output_slots[k])] = std::move(out);
         }
-        const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, periods.data()};
-        const auto n = static_cast<std::size_t>(numel);
-        const std::size_t threads = std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1));
+        st.sizes = &sizes;
+        st.numel = static_cast<std::size_t>(numel);
+        return true;
+    }
+
+    /// Runs elements [begin, end) of a bound group; `split`: across the worker pool when large
+    /// (never when the group sums: sums see the elements in order).
+    template <class T>
+    void run_bound(const fusion_group& g, bound_group<T>& st, std::size_t begin, std::size_t end, bool split) const {
+        const std::size_t nregs = g.num_registers;
+        const kernels::program prog{g.code.data(),   g.code.size(),       st.mode.data(), nregs,
+                                    st.periods.data(), st.reductions.data()};
+        T* const* base = st.base.data();
+        const std::size_t n = end - begin;
+        const std::size_t threads =
+            split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
             // Split on tile boundaries; each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
@@ -21057,17 +22874,49 @@ private:
             const std::size_t parts = std::min(threads, pool.size() + 1);
             const std::size_t per_part = (tiles + parts - 1) / parts;
             pool.run(parts, [&, per = per_part](std::size_t part) {
-                const std::size_t b = std::min(n, part * per * tile);
-                const std::size_t e = std::min(n, (part + 1) * per * tile);
-                if (b < e) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), b, e);
+                const std::size_t b = std::min(end, begin + part * per * tile);
+                const std::size_t e = std::min(end, begin + (part + 1) * per * tile);
+                if (b < e) kernels::run_program(prog, base, program_scratch<T>(nregs), b, e);
             });
         } else if (n > 0) {
-            kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
+            kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);
         }
+    }
+
+    /// Runs the group fused; false when it ran node by node instead.
+    template <class T>
+    bool run_group_typed(const fusion_group& g, frame_t& frame) const {
+        bound_group<T> st;
+        if (!bind_group(g, frame, st)) return fall_back_unfused(g, frame);
+        run_bound(g, st, 0, st.numel, true);
         return true;
     }
 
+    /// A matmul and the group that reads its result, in row chunks: each chunk's rows of the
+    /// product, then the group over them while they are in cache. False when the operands
+    /// are not two matrices of the group's dtype or the group is not of the product's shape
+    /// (nothing run: the caller runs the matmul node and the group as usual).
+    template <class T>
+    bool run_matmul_group_typed(const step& s, frame_t& frame) const;
+
     void run_group(const fusion_group& g, frame_t& frame) const;
+
+    /// A STATIC plan that is one fusion group over the graph's inputs and numbers, whose
+    /// outputs are the graph's: run without a frame or steps (the per-call path of small
+    /// fused graphs). Each group input is a graph input (index) or a number.
+    struct direct_source {
+        int input = -1;   // graph input index, or -1: `number`
+        double number = 0;
+    };
+    void plan_direct();
+    static constexpr std::size_t direct_max_registers = 32;
+    /// `input(i)`: graph input i as a tensor (null: not a tensor); `out`: vector of ivalue or Tensor.
+    template <class T, class Input, class Out>
+    bool run_direct_typed(const Input& input, std::vector<Out>& out) const;
+
+    const fusion_group* direct_ = nullptr;
+    std::vector<direct_source> direct_sources_;  // per group input
+    std::vector<int> direct_outputs_;            // per graph output: index into the group's outputs
 
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;
@@ -21183,11 +23032,111 @@ GRAFT_INLINE plan::plan(std::shared_ptr<const ir::Graph> g, build_options o, con
     : graph_(std::move(g)), options_(o) {
     for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
     top_ = build_block(*graph_->block(), type_of);
+    plan_direct();
+}
+
+GRAFT_INLINE void plan::plan_direct() {
+    if (!options_.fuse || !options_.static_shapes || options_.symbolic || !options_.regions.empty()) return;
+    const step* fused = nullptr;
+    std::map<int, double> numbers;  // constant slots
+    for (const step& s : top_.steps) {
+        if (s.what == step::kind::fused && !fused) {
+            fused = &s;
+        } else if (s.what == step::kind::node && s.node->is<ir::kinds::constant>() && s.out.size() == 1 && !fused) {
+            const auto v = s.node->kind().run(s.node->attributes(), {});
+            if (v.size() != 1) return;
+            if (const auto* d = std::get_if<double>(&v[0])) numbers[s.out[0]] = *d;
+            else if (const auto* i = std::get_if<std::int64_t>(&v[0])) numbers[s.out[0]] = static_cast<double>(*i);
+            else return;
+        } else {
+            return;
+        }
+    }
+    if (!fused) return;
+    const fusion_group& g = *fused->group;
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul || g.num_registers > direct_max_registers)
+        return;
+    std::vector<direct_source> sources;
+    for (int slot_index : g.input_slots) {
+        direct_source src;
+        const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot_index);
+        if (it != input_slots_.end()) {
+            src.input = static_cast<int>(it - input_slots_.begin());
+        } else if (const auto c = numbers.find(slot_index); c != numbers.end()) {
+            src.number = c->second;
+        } else {
+            return;
+        }
+        sources.push_back(src);
+    }
+    std::vector<int> outputs;
+    for (int o : top_.outputs) {
+        const auto it = std::find(g.output_slots.begin(), g.output_slots.end(), o);
+        if (it == g.output_slots.end()) return;
+        outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+    }
+    direct_ = &g;
+    direct_sources_ = std::move(sources);
+    direct_outputs_ = std::move(outputs);
+}
+
+template <class T, class Input, class Out>
+bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
+    const fusion_group& g = *direct_;
+    const int_list& sizes = *g.static_sizes;
+    const auto n = static_cast<std::size_t>(g.static_numel);
+    if (options_.num_threads >= 2 && n / std::max<std::size_t>(options_.parallel_grain, 1) >= 2)
+        return false;  // large: the general path splits it across threads (its setup is noise there)
+    const bool grad = autograd::is_grad_enabled();
+    const std::size_t nregs = g.num_registers, ninputs = g.input_slots.size();
+    // Fixed arrays on the stack (plan_direct caps the registers): no setup beyond the registers used.
+    std::array<T*, direct_max_registers> base;
+    std::array<kernels::operand_mode, direct_max_registers> mode;
+    std::array<T, direct_max_registers> numbers;
+    static constexpr std::array<std::size_t, direct_max_registers> no_periods{};
+    for (std::size_t r = ninputs; r < nregs; ++r) mode[r] = kernels::operand_mode::temp;
+    for (std::size_t k = 0; k < ninputs; ++k) {
+        const direct_source& src = direct_sources_[k];
+        if (src.input < 0) {
+            numbers[k] = static_cast<T>(src.number);
+            base[k] = &numbers[k];
+            mode[k] = kernels::operand_mode::broadcast;
+            continue;
+        }
+        const Tensor* t = input(static_cast<std::size_t>(src.input));
+        const graft::detail::tensor_impl* im = t ? t->impl_ptr().get() : nullptr;
+        if (im == nullptr || im->type != g.type || (grad && t->requires_grad())) return false;  // the general path
+        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
+            mode[k] = kernels::operand_mode::contiguous;
+        else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1)
+            mode[k] = kernels::operand_mode::broadcast;
+        else
+            return false;
+        base[k] = static_cast<T*>(im->data->data()) + im->offset;
+    }
+    reg_vector<Tensor> results;
+    for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
+        results.push_back(empty(sizes, g.type));
+        const auto r = static_cast<std::size_t>(g.output_regs[k]);
+        base[r] = static_cast<T*>(results.back().raw_data());
+        mode[r] = kernels::operand_mode::output;
+    }
+    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
+    if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
+    out.reserve(direct_outputs_.size());
+    for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
+    return true;
 }
 
 GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const observer_fn* observe) const {
     graft::detail::check(inputs.size() == input_slots_.size(), "jit: the graph takes ", input_slots_.size(),
                          " inputs, got ", inputs.size());
+    if (direct_ && !observe) {
+        std::vector<ivalue> out;
+        const auto input = [&](std::size_t i) { return std::get_if<Tensor>(&inputs[i]); };
+        if (direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out))
+            return out;
+    }
     frame_t frame(num_slots_);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         frame[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
@@ -21200,12 +23149,19 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
     return run_block(top_, frame, observe);
 }
 
+GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+    if (!direct_ || inputs.size() != input_slots_.size()) return false;
+    const auto input = [&](std::size_t i) { return &inputs[i]; };
+    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out);
+}
+
 GRAFT_INLINE std::string plan::describe() const {
     std::ostringstream os;
     for (std::size_t k = 0; k < groups_.size(); ++k) {
         const fusion_group& g = *groups_[k];
         os << "  FusionGroup_" << k << " (" << g.nodes.size() << " ops, " << g.type;
         if (g.static_sizes) os << ", static sizes " << *g.static_sizes;
+        if (g.matmul) os << ", epilogue of %" << g.matmul->output()->name() << " = matmul";
         os << "):";
         for (const ir::Node* n : g.nodes) os << " %" << n->output()->name() << " = " << n->kind().name << ';';
         os << '\n';
@@ -21257,6 +23213,49 @@ GRAFT_INLINE bool plan::fusable(const ir::Node* n, const type_of_fn& type_of, st
     return true;
 }
 
+GRAFT_INLINE bool plan::summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside,
+                                  const type_of_fn& type_of, fusion_group::leading_sum& out) const {
+    if (!n->is<ir::kinds::sum>() || n->inputs().size() != 1 || !inside.count(n->input(0)) || !n->has_attr("dims"))
+        return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;
+    const auto* dims = std::get_if<std::vector<std::int64_t>>(&n->attr("dims"));
+    if (!dims || dims->empty()) return false;
+    bool keepdim = false;
+    if (n->has_attr("keepdim")) {
+        const auto* k = std::get_if<bool>(&n->attr("keepdim"));
+        if (!k) return false;
+        keepdim = *k;
+    }
+    const auto t = type_of(n->input(0));
+    if (!t || !t->is_tensor() || t->tensor.scalar_type != type || !t->tensor.sizes) return false;
+    const auto& sizes = *t->tensor.sizes;
+    const auto rank = static_cast<std::int64_t>(sizes.size());
+    // The summed dimensions are exactly 0 .. prefix-1 (any order, no repeats).
+    std::vector<bool> seen(sizes.size(), false);
+    for (std::int64_t d : *dims) {
+        if (d < -rank || d >= rank) return false;
+        const auto w = static_cast<std::size_t>(d < 0 ? d + rank : d);
+        if (seen[w]) return false;
+        seen[w] = true;
+    }
+    const std::size_t prefix = dims->size();
+    if (prefix >= sizes.size()) return false;
+    for (std::size_t d = 0; d < prefix; ++d)
+        if (!seen[d]) return false;
+    // Trailing sizes static and at least 16 elements (the column reduction's condition).
+    std::int64_t inner = 1;
+    for (std::size_t d = prefix; d < sizes.size(); ++d) {
+        if (!sizes[d]) return false;
+        inner *= *sizes[d];
+        if (inner >= 16) break;
+    }
+    if (inner < 16) return false;
+    out.rank = sizes.size();
+    out.prefix = prefix;
+    out.keepdim = keepdim;
+    return true;
+}
+
 GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                                             const std::set<const ir::Value*>& used_later,
                                                             const type_of_fn& type_of) {
@@ -21284,6 +23283,22 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
+        if (n->is<ir::kinds::sum>()) {
+            // A sum epilogue (build_block checked summable): no register, a row_sum target.
+            fusion_group::leading_sum ls;
+            const bool ok = summable(n, type, inside, type_of, ls);
+            graft::detail::check(ok, "jit: a fusion group's sum is not summable (internal error)");
+            ls.source_reg = reg.at(n->input(0));
+            ls.out_slot = slot(o);
+            kernels::program_instr ins;
+            ins.kind = kernels::instr_kind::sum_rows;
+            ins.a = static_cast<std::uint16_t>(ls.source_reg);
+            ins.out = static_cast<std::uint16_t>(g->sums.size());
+            g->code.push_back(ins);
+            g->output_deps.push_back(deps[static_cast<std::size_t>(ls.source_reg)]);
+            g->sums.push_back(ls);
+            continue;
+        }
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
         if (compare && used_later.count(o)) g->rerun.push_back(index);
         const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
@@ -21321,6 +23336,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         std::optional<int_list> sizes;
         bool ok = true;
         for (const ir::Node* n : nodes) {
+            if (n->is<ir::kinds::sum>()) continue;  // an epilogue: its own sizes
             const auto t = type_of(n->output());
             if (!t || !t->is_tensor() || !t->tensor.sizes) {
                 ok = false;
@@ -21361,6 +23377,28 @@ GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const fr
     return true;
 }
 
+GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes) {
+    for (const ir::Node* n : nodes)
+        if (!n->kind().pure || !n->blocks().empty()) return;  // only straight-line pure code moves
+    for (std::size_t r = 1; r < nodes.size(); ++r) {
+        if (!find_fusable(nodes[r]) || find_fusable(nodes[r - 1])) continue;  // r starts a run
+        std::set<const ir::Value*> reads;
+        for (std::size_t e = r; e < nodes.size() && find_fusable(nodes[e]); ++e)
+            for (const ir::Value* v : nodes[e]->inputs()) reads.insert(v);
+        if (nodes[r - 1]->is<ir::kinds::matmul>() && reads.count(nodes[r - 1]->output())) continue;  // adjacent
+        for (std::size_t p = r - 1; p-- > 0;) {
+            if (!nodes[p]->is<ir::kinds::matmul>() || !reads.count(nodes[p]->output())) continue;
+            bool read_between = false;
+            for (std::size_t q = p + 1; q < r && !read_between; ++q)
+                for (const ir::Value* v : nodes[q]->inputs()) read_between = read_between || v == nodes[p]->output();
+            if (!read_between)
+                std::rotate(nodes.begin() + static_cast<std::ptrdiff_t>(p), nodes.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                            nodes.begin() + static_cast<std::ptrdiff_t>(r));
+            break;
+        }
+    }
+}
+
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
     block_plan bp;
     // Constants first (they read nothing), so they do not split runs of fusable ops.
@@ -21369,6 +23407,7 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
         if (n->is<ir::kinds::constant>()) nodes.push_back(n);
     for (const ir::Node* n : b.nodes())
         if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
+    if (options_.fuse && options_.regions.empty()) sink_matmuls_to_their_epilogues(nodes);
     // Values used at or after node i (and block outputs), for group outputs and releases.
     std::map<const ir::Value*, std::size_t> last_use;
     const auto note_uses = [&](const ir::Node* n, std::size_t i, auto& self) -> void {
@@ -21447,7 +23486,26 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 ++j;
             // A run that ends in comparisons only used after it gains nothing from them.
             while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
-            if (j - i >= 2) {
+            // Sums over leading dimensions of the run's values that follow it: epilogues.
+            if (j > i) {
+                std::set<const ir::Value*> inside;
+                for (std::size_t k = i; k < j; ++k) inside.insert(nodes[k]->output());
+                fusion_group::leading_sum unused;
+                while (j < nodes.size() && j - i < max_group_nodes && summable(nodes[j], *type, inside, type_of, unused))
+                    ++j;
+            }
+            // A matmul just before whose result the run reads: one op is enough (its epilogue).
+            const auto after_matmul = [&] {
+                if (bp.steps.empty() || bp.steps.back().what != step::kind::node ||
+                    !bp.steps.back().node->is<ir::kinds::matmul>())
+                    return false;
+                const ir::Value* product = bp.steps.back().node->output();
+                for (std::size_t k = i; k < j; ++k)
+                    for (const ir::Value* v : nodes[k]->inputs())
+                        if (v == product) return true;
+                return false;
+            };
+            if (j - i >= 2 || (j - i == 1 && after_matmul())) {
                 std::set<const ir::Value*> later;
                 for (std::size_t k = i; k < j; ++k) {
                     const ir::Value* o = nodes[k]->output();
@@ -21475,7 +23533,18 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::sort(rel.begin(), rel.end());
                 rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
                 s.release = std::move(rel);
-                bp.steps.push_back(std::move(s));
+                if (after_matmul()) {
+                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed).
+                    step& mm = bp.steps.back();
+                    mm.what = step::kind::matmul_fused;
+                    mm.group = std::move(s.group);
+                    mm.group->matmul = mm.node;
+                    mm.release.insert(mm.release.end(), s.release.begin(), s.release.end());
+                    std::sort(mm.release.begin(), mm.release.end());
+                    mm.release.erase(std::unique(mm.release.begin(), mm.release.end()), mm.release.end());
+                } else {
+                    bp.steps.push_back(std::move(s));
+                }
                 i = j;
                 continue;
             }
@@ -21505,6 +23574,57 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     }
     for (const ir::Value* v : b.outputs()) bp.outputs.push_back(slot(v));
     return bp;
+}
+
+template <class T>
+bool plan::run_matmul_group_typed(const step& s, frame_t& frame) const {
+    const fusion_group& g = *s.group;
+    const Tensor* a = std::get_if<Tensor>(&frame[static_cast<std::size_t>(s.in[0])]);
+    const Tensor* b = std::get_if<Tensor>(&frame[static_cast<std::size_t>(s.in[1])]);
+    if (!a || !b || !a->defined() || !b->defined() || a->dim() != 2 || b->dim() != 2 || a->type() != g.type ||
+        b->type() != g.type || a->size(1) != b->size(0))
+        return false;  // the matmul node reports errors, or takes the other cases
+    if (autograd::is_grad_enabled()) {
+        // Inputs that require grad take the recording path (the matmul node, then run_group).
+        if (a->requires_grad() || b->requires_grad()) return false;
+        for (int slot_index : g.input_slots)
+            if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(slot_index)]);
+                slot_index != s.out[0] && t && t->defined() && t->requires_grad())
+                return false;
+    }
+    const std::int64_t m = a->size(0), k = a->size(1), n = b->size(1);
+    if (m < 2 || n == 0) return false;
+    Tensor c = empty({m, n}, g.type);  // as ops::matmul: row-major, ldc = n
+    const Tensor a_keep = *a, b_keep = *b;  // the frame slots may be overwritten by the group's outputs
+    frame[static_cast<std::size_t>(s.out[0])] = c;
+    T* cp = static_cast<T*>(c.raw_data());
+    const T* ap = a_keep.template data_ptr<T>();
+    const T* bp = b_keep.template data_ptr<T>();
+    const auto whole_product = [&] {
+        kernels::matmul(ap, a_keep.stride(0), a_keep.stride(1), bp, b_keep.stride(0), b_keep.stride(1), cp, n,
+                        static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k));
+    };
+    bound_group<T> st;
+    if (!bind_group(g, frame, st) || *st.sizes != c.sizes()) {
+        whole_product();
+        run_group(g, frame);
+        return true;
+    }
+    // Chunks of about 64 KiB of the product (whole register blocks of rows; never one row alone,
+    // which the kernel would take as a matrix-vector product), each followed by the group.
+    constexpr std::int64_t row_align = 24;  // a multiple of every target's micro-kernel rows
+    const std::int64_t target_rows = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / static_cast<std::int64_t>(sizeof(T)) / n);
+    const std::int64_t chunk = (target_rows + row_align - 1) / row_align * row_align;
+    for (std::int64_t r0 = 0; r0 < m;) {
+        std::int64_t r1 = std::min(m, r0 + chunk);
+        if (m - r1 == 1) r1 = m;
+        kernels::matmul(ap + r0 * a_keep.stride(0), a_keep.stride(0), a_keep.stride(1), bp, b_keep.stride(0),
+                        b_keep.stride(1), cp + r0 * n, n, static_cast<std::size_t>(r1 - r0), static_cast<std::size_t>(n),
+                        static_cast<std::size_t>(k));
+        run_bound(g, st, static_cast<std::size_t>(r0 * n), static_cast<std::size_t>(r1 * n), false);
+        r0 = r1;
+    }
+    return true;
 }
 
 GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& frame, const observer_fn* observe,
@@ -21537,6 +23657,15 @@ GRAFT_INLINE std::vector<ivalue> plan::run_block(const block_plan& bp, frame_t& 
                 break;
             }
             case step::kind::fused: run_group(*s.group, frame); break;
+            case step::kind::matmul_fused: {
+                const bool done = s.group->type == dtype::float32 ? run_matmul_group_typed<float>(s, frame)
+                                                                  : run_matmul_group_typed<double>(s, frame);
+                if (!done) {
+                    run_node(s.node, s.in, s.out, frame, observe);
+                    run_group(*s.group, frame);
+                }
+                break;
+            }
             case step::kind::region: {
                 std::vector<ivalue> in;
                 for (int k : s.in) in.push_back(frame[static_cast<std::size_t>(k)]);
@@ -21649,6 +23778,8 @@ struct input_guard {
     std::optional<std::vector<std::int64_t>> symbolic_sizes;
 
     [[nodiscard]] bool check(const ir::ivalue& v) const;
+    /// check() of a tensor argument.
+    [[nodiscard]] bool check_tensor(const Tensor& t) const;
 
     [[nodiscard]] std::string describe() const;
 };
@@ -21830,6 +23961,11 @@ public:
                    std::shared_ptr<shape_history> history, std::shared_ptr<const ir::symbolic_sizes> symbolic = nullptr);
 
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in);
+
+    /// The per-call shortcut of the top level: when the current specialization is a fused
+    /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
+    /// returns true; otherwise false with nothing run or counted (the caller takes run()).
+    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out);
 
     /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
@@ -22029,7 +24165,13 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
         }
     }
     const Tensor* t = std::get_if<Tensor>(&v);
-    if (!t) return false;
+    return t != nullptr && check_tensor(*t);
+}
+
+GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
+    if (any) return true;
+    if (kind != ir::type_kind::tensor) return false;
+    const Tensor* t = &tensor;
     const graft::detail::tensor_impl* im = t->impl_ptr().get();
     if (!im) return false;
     if (scalar_type && *scalar_type != im->type) return false;
@@ -22212,6 +24354,20 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::span<const ir::iva
     if (level_ != 0) return run_level(in);
     const active_calls::guard g(calls_.mine());
     return run_level(in);
+}
+
+GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out) {
+    if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
+    const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
+    const specialization* s = current_.load(std::memory_order_seq_cst);
+    if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
+        !s->symbol_occurrences.empty() || in.size() != s->guards.size())
+        return false;
+    for (std::size_t i = 0; i < in.size(); ++i)
+        if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
+    if (!s->run_plan->run_direct(in, out)) return false;
+    s->hits.fetch_add(1, std::memory_order_relaxed);
+    return true;
 }
 
 GRAFT_INLINE void executor_state::free_retired_if_quiescent(bool inside_call) {
@@ -22950,6 +25106,10 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run_checked(std::span<const ir::i
 }
 
 GRAFT_INLINE std::vector<Tensor> executor::operator()(std::span<const Tensor> inputs) const {
+    {
+        std::vector<Tensor> out;
+        if (top_->try_direct(inputs, out)) return out;
+    }
     const boost::container::small_vector<ir::ivalue, 8> args(inputs.begin(), inputs.end());
     auto out = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
     std::vector<Tensor> r;
@@ -23511,6 +25671,971 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
 // ---- end graft/jit/script.hpp
 // ---- end graft/jit/jit.hpp
 // ---- end graft/jit.hpp
+// ---- begin graft/io.hpp
+// graft/io.hpp: tensors to and from files in the safetensors format (graft::io: save,
+// save_file, load, load_file, safe_open). Needs only the core layer: it includes no ops,
+// autograd or graph layer. Manual: docs/io.md.
+// ---- begin graft/io/safetensors.hpp
+// Tensors to and from the safetensors format (the format of safetensors.torch.save_file /
+// load_file, read and written by PyTorch and the wider ecosystem): an 8-byte little-endian
+// header length N, N bytes of JSON naming each tensor's dtype, shape and byte range, then the
+// raw little-endian row-major data. Reading is hardened against hostile files: every
+// malformed input is a graft::error, never a read out of bounds or an allocation larger than
+// the file. Knows only the core layer. Manual: docs/io.md.
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace graft::io {
+
+/// Tensors by name: what load() and load_file() return (a state_dict's shape).
+using tensor_map = std::map<std::string, Tensor>;
+/// The header's free-form "__metadata__" section: string keys to string values.
+using metadata_map = std::map<std::string, std::string>;
+
+/// The largest header graft reads or writes (bytes): the reference implementation's limit.
+inline constexpr std::uint64_t max_header_size = 100'000'000;
+
+/// The tensors to save: a tensor_map, any range of (name, Tensor) pairs (a vector of pairs,
+/// an unordered_map) or a braced list `{{"w", w}, {"b", b}}`. Holds handles, not copies of
+/// the data; names must be unique. The file's order is the reference writer's whatever the
+/// order here (see save()).
+class named_tensors {
+public:
+    named_tensors(std::initializer_list<std::pair<std::string_view, Tensor>> items) : items_(items) {}
+    template <std::ranges::input_range R>
+        requires requires(std::ranges::range_reference_t<const R> e) {
+            { std::string_view(e.first) };
+            { Tensor(e.second) };
+        }
+    named_tensors(const R& items) {  // NOLINT: implicit by design, as the containers it views
+        for (const auto& e : items) items_.emplace_back(std::string_view(e.first), Tensor(e.second));
+    }
+    [[nodiscard]] const std::vector<std::pair<std::string_view, Tensor>>& items() const noexcept { return items_; }
+
+private:
+    std::vector<std::pair<std::string_view, Tensor>> items_;
+};
+
+/// The file's bytes (safetensors.torch.save). Tensors are written in the reference writer's
+/// order (by dtype, int64 first then float64, float32, bool; by name within a dtype), each as
+/// its contiguous row-major values, so a non-contiguous view saves what it shows; the JSON
+/// header is padded with spaces to a multiple of 8 bytes. Empty metadata writes no
+/// "__metadata__" entry. Throws graft::error on an undefined tensor, a duplicate name, the
+/// reserved name "__metadata__", a name or metadata text that is not valid UTF-8, or a header
+/// larger than max_header_size.
+[[nodiscard]] GRAFT_INLINE std::vector<std::byte> save(const named_tensors& tensors, const metadata_map& metadata = {});
+
+/// Writes save()'s bytes to `path`, replacing the file (safetensors.torch.save_file). On an
+/// I/O error the partial file is removed and graft::error names the path and the cause.
+GRAFT_INLINE void save_file(const named_tensors& tensors, const std::filesystem::path& path,
+                            const metadata_map& metadata = {});
+
+/// The tensors of a safetensors file held in memory (safetensors.torch.load): new, contiguous
+/// tensors that own their data. Every check of docs/io.md#what-is-checked is applied first;
+/// any failure, or a tensor whose dtype graft does not have (F16, BF16, I32, ...), throws
+/// graft::error naming the tensor and the problem.
+[[nodiscard]] GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes);
+/// load() over a string's bytes, for files read into a std::string.
+[[nodiscard]] GRAFT_INLINE tensor_map load(std::string_view bytes);
+
+/// The tensors of a safetensors file (safetensors.torch.load_file). Reads the header, checks
+/// it against the file's size, then reads each tensor's bytes straight into its storage:
+/// memory use is the tensors plus the header, never more than the file holds.
+[[nodiscard]] GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path);
+
+/// What the header says about one tensor. Covers every dtype of the format, including those
+/// graft cannot load (they can still be listed).
+struct tensor_info {
+    std::string dtype;        ///< the format's name: "F32", "F64", "I64", "BOOL", "BF16", ...
+    int_list shape;           ///< sizes, row-major
+    std::uint64_t begin = 0;  ///< data_offsets[0]: first byte, from the start of the data buffer
+    std::uint64_t end = 0;    ///< data_offsets[1]: one past the last byte
+};
+
+namespace detail {
+struct file_handle;
+}  // namespace detail
+
+/// A safetensors file or buffer whose header has been read and checked, with its tensors
+/// loaded one at a time on request (safetensors.safe_open): list names, read metadata, load
+/// only the tensors needed. The whole header is validated up front, as load() does.
+class safe_open {
+public:
+    /// Opens `path` and reads its header; the file stays open until the last copy is destroyed.
+    GRAFT_INLINE explicit safe_open(const std::filesystem::path& path);
+    /// Reads the header of a safetensors file held in memory; `bytes` must outlive this object.
+    GRAFT_INLINE explicit safe_open(std::span<const std::byte> bytes);
+
+    /// Tensor names, sorted.
+    [[nodiscard]] GRAFT_INLINE std::vector<std::string> keys() const;
+    /// The "__metadata__" section (empty when the file has none).
+    [[nodiscard]] const metadata_map& metadata() const noexcept { return metadata_; }
+    /// Dtype, shape and byte range of one tensor; graft::error when there is no such tensor.
+    [[nodiscard]] GRAFT_INLINE const tensor_info& info(std::string_view name) const;
+    [[nodiscard]] bool contains(std::string_view name) const { return tensors_.find(name) != tensors_.end(); }
+    /// Loads one tensor into new storage. Thread-safe (reads from a file are serialized).
+    [[nodiscard]] GRAFT_INLINE Tensor get_tensor(std::string_view name) const;
+    /// Loads every tensor (what load() and load_file() return).
+    [[nodiscard]] GRAFT_INLINE tensor_map load_all() const;
+
+private:
+    friend tensor_map load(std::span<const std::byte> bytes);
+    friend tensor_map load_file(const std::filesystem::path& path);
+    // The constructors, with the name error messages start with ("io::load_file(\"path\")", ...).
+    GRAFT_INLINE safe_open(const std::filesystem::path& path, std::string where);
+    GRAFT_INLINE safe_open(std::span<const std::byte> bytes, std::string where);
+
+    std::string where_;                                  // "io::safe_open(\"path\")", for messages
+    std::shared_ptr<detail::file_handle> file_;          // set for files
+    std::span<const std::byte> bytes_;                   // set for buffers
+    std::uint64_t data_start_ = 0;                       // 8 + header length
+    std::map<std::string, tensor_info, std::less<>> tensors_;
+    metadata_map metadata_;
+};
+
+}  // namespace graft::io
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/io/impl/safetensors.ipp
+// Definitions for graft/io/safetensors.hpp (compiled once in compiled mode; see graft/config.hpp).
+//
+// The header is read by a small strict JSON reader written for this one schema (no JSON
+// library): it never recurses, so nesting cannot exhaust the stack, and every length it
+// allocates for is bounded by the header, itself bounded by max_header_size and the file.
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <set>
+#include <system_error>
+
+
+namespace graft::io {
+namespace detail {
+
+using graft::detail::concat;
+using graft::detail::fail;
+
+/// A dtype of the format: its name, bits per element, its rank in the reference
+/// implementation's dtype enum (the writer orders tensors by it, largest first), and the
+/// graft dtype it loads as, if any.
+struct format_dtype {
+    std::string_view name;
+    std::uint32_t bits;
+    int rank;
+    std::optional<dtype> graft;
+};
+
+/// Every dtype of the format, in the reference enum's order.
+inline constexpr format_dtype format_dtypes[] = {
+    {"BOOL", 8, 0, dtype::bool_},  {"F4", 4, 1, {}},         {"F6_E2M3", 6, 2, {}},       {"F6_E3M2", 6, 3, {}},
+    {"U8", 8, 4, {}},              {"I8", 8, 5, {}},         {"F8_E5M2", 8, 6, {}},       {"F8_E4M3", 8, 7, {}},
+    {"F8_E8M0", 8, 8, {}},         {"I16", 16, 9, {}},       {"U16", 16, 10, {}},         {"F16", 16, 11, {}},
+    {"BF16", 16, 12, {}},          {"I32", 32, 13, {}},      {"U32", 32, 14, {}},         {"F32", 32, 15, dtype::float32},
+    {"C64", 64, 16, {}},           {"F64", 64, 17, dtype::float64}, {"I64", 64, 18, dtype::int64}, {"U64", 64, 19, {}},
+};
+
+[[nodiscard]] inline const format_dtype* find_format_dtype(std::string_view name) noexcept {
+    for (const format_dtype& d : format_dtypes)
+        if (d.name == name) return &d;
+    return nullptr;
+}
+
+[[nodiscard]] inline const format_dtype& format_dtype_of(dtype t) {
+    for (const format_dtype& d : format_dtypes)
+        if (d.graft == t) return d;
+    fail(concat("io: dtype ", name(t), " has no safetensors name"));
+}
+
+/// "\"name\"" for messages: the name in quotes, control bytes and bytes >= 0x80 escaped, cut
+/// after 200 bytes (names come from the file and may be anything).
+[[nodiscard]] inline std::string show(std::string_view s) {
+    std::string out = "\"";
+    const std::size_t shown = std::min<std::size_t>(s.size(), 200);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            static constexpr char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    if (shown < s.size()) out += concat("...\" (", s.size(), " bytes)");
+    else out += '"';
+    return out;
+}
+
+/// Byte offset of the first invalid UTF-8 sequence of `s` (shortest form, no surrogates,
+/// at most U+10FFFF), or npos when `s` is valid.
+[[nodiscard]] inline std::size_t invalid_utf8_at(std::string_view s) noexcept {
+    std::size_t i = 0;
+    const std::size_t n = s.size();
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    while (i < n) {
+        const unsigned char c = byte(i);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len = 0;
+        unsigned char lo = 0x80, hi = 0xbf;  // range of the second byte
+        if (c >= 0xc2 && c <= 0xdf) len = 2;
+        else if (c == 0xe0) len = 3, lo = 0xa0;
+        else if (c >= 0xe1 && c <= 0xec) len = 3;
+        else if (c == 0xed) len = 3, hi = 0x9f;  // no surrogates
+        else if (c >= 0xee && c <= 0xef) len = 3;
+        else if (c == 0xf0) len = 4, lo = 0x90;
+        else if (c >= 0xf1 && c <= 0xf3) len = 4;
+        else if (c == 0xf4) len = 4, hi = 0x8f;  // <= U+10FFFF
+        else return i;
+        if (n - i < len) return i;
+        if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
+        for (std::size_t k = 2; k < len; ++k)
+            if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return i;
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
+/// The parsed header: tensors sorted by their offsets, and the metadata.
+struct parsed_header {
+    std::vector<std::pair<std::string, tensor_info>> tensors;
+    metadata_map metadata;
+};
+
+/// Reads the header's JSON text strictly: exactly the schema of the format (an object of
+/// tensor entries {"dtype", "shape", "data_offsets"} and an optional "__metadata__" object of
+/// strings), standard JSON otherwise (whitespace, escapes), nothing after the object but
+/// whitespace (the writer's padding). Duplicate keys and unknown fields are errors.
+class header_reader {
+public:
+    header_reader(std::string_view text, const std::string& where) : s_(text), where_(where) {}
+
+    parsed_header read() {
+        parsed_header h;
+        skip_space();
+        if (!accept('{')) error("the header must be a JSON object, starting with '{'");
+        std::set<std::string, std::less<>> seen;
+        skip_space();
+        if (!accept('}')) {
+            for (;;) {
+                skip_space();
+                if (peek() != '"') error("expected a tensor name (a JSON string)");
+                std::string key = string();
+                if (!seen.insert(key).second) error("duplicate key ", show(key));
+                skip_space();
+                if (!accept(':')) error("expected ':' after the key ", show(key));
+                skip_space();
+                if (key == "__metadata__") {
+                    if (!accept_literal("null")) read_metadata(h.metadata);
+                } else {
+                    tensor_info info = read_tensor(key);
+                    h.tensors.emplace_back(key, std::move(info));
+                }
+                skip_space();
+                if (accept(',')) continue;
+                if (accept('}')) break;
+                error("expected ',' or '}' after the entry ", show(key));
+            }
+        }
+        skip_space();
+        if (i_ != s_.size())
+            error("unexpected bytes after the header's JSON object (only whitespace may pad the header)");
+        return h;
+    }
+
+private:
+    template <class... Parts>
+    [[noreturn]] void error(const Parts&... what) const {
+        fail(concat(where_, ": invalid header: at byte ", i_, " of ", s_.size(), ": ", what...));
+    }
+
+    [[nodiscard]] char peek() const noexcept { return i_ < s_.size() ? s_[i_] : '\0'; }
+    [[nodiscard]] bool at_end() const noexcept { return i_ >= s_.size(); }
+    void skip_space() noexcept {
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+    }
+    bool accept(char c) noexcept {
+        if (at_end() || s_[i_] != c) return false;
+        ++i_;
+        return true;
+    }
+    bool accept_literal(std::string_view w) noexcept {
+        if (s_.substr(i_, w.size()) != w) return false;
+        i_ += w.size();
+        return true;
+    }
+
+    [[nodiscard]] unsigned hex4() {
+        unsigned v = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char c = peek();
+            unsigned d;
+            if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
+            else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
+            else error("expected 4 hexadecimal digits after \\u");
+            v = v * 16 + d;
+            ++i_;
+        }
+        return v;
+    }
+
+    static void append_utf8(std::string& out, unsigned cp) {
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xc0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xe0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        } else {
+            out += static_cast<char>(0xf0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (cp & 0x3f));
+        }
+    }
+
+    /// A JSON string at i_ (which holds '"'), unescaped. The text is valid UTF-8 already.
+    std::string string() {
+        ++i_;  // the opening quote
+        std::string out;
+        for (;;) {
+            if (at_end()) error("unterminated string");
+            const char c = s_[i_];
+            if (c == '"') {
+                ++i_;
+                return out;
+            }
+            if (static_cast<unsigned char>(c) < 0x20) error("control character in a string (it must be escaped)");
+            if (c != '\\') {
+                out += c;
+                ++i_;
+                continue;
+            }
+            ++i_;
+            if (at_end()) error("unterminated escape sequence");
+            const char e = s_[i_++];
+            switch (e) {
+                case '"': out += '"'; break;
+                case '\\': out += '\\'; break;
+                case '/': out += '/'; break;
+                case 'b': out += '\b'; break;
+                case 'f': out += '\f'; break;
+                case 'n': out += '\n'; break;
+                case 'r': out += '\r'; break;
+                case 't': out += '\t'; break;
+                case 'u': {
+                    unsigned cp = hex4();
+                    if (cp >= 0xdc00 && cp <= 0xdfff) error("unpaired low surrogate \\u escape");
+                    if (cp >= 0xd800 && cp <= 0xdbff) {
+                        if (!accept_literal("\\u")) error("high surrogate \\u escape not followed by a low one");
+                        const unsigned low = hex4();
+                        if (low < 0xdc00 || low > 0xdfff) error("high surrogate \\u escape not followed by a low one");
+                        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+                    }
+                    append_utf8(out, cp);
+                    break;
+                }
+                default: --i_; error("invalid escape sequence");
+            }
+        }
+    }
+
+    /// A JSON number that must be a non-negative integer fitting in 64 bits.
+    std::uint64_t integer(const char* what) {
+        if (peek() == '-') error(what, " must not be negative");
+        if (peek() < '0' || peek() > '9') error("expected a non-negative integer for ", what);
+        std::uint64_t v = 0;
+        const std::size_t start = i_;
+        while (!at_end() && s_[i_] >= '0' && s_[i_] <= '9') {
+            const auto d = static_cast<std::uint64_t>(s_[i_] - '0');
+            if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) error(what, " does not fit in 64 bits");
+            v = v * 10 + d;
+            ++i_;
+        }
+        if (i_ - start > 1 && s_[start] == '0') {
+            i_ = start;
+            error("leading zero in ", what, " (not JSON)");
+        }
+        if (peek() == '.' || peek() == 'e' || peek() == 'E') error(what, " must be an integer");
+        return v;
+    }
+
+    void read_metadata(metadata_map& out) {
+        if (!accept('{')) error("\"__metadata__\" must be an object of strings");
+        skip_space();
+        if (accept('}')) return;
+        for (;;) {
+            skip_space();
+            if (peek() != '"') error("expected a metadata key (a JSON string)");
+            std::string key = string();
+            skip_space();
+            if (!accept(':')) error("expected ':' after the metadata key ", show(key));
+            skip_space();
+            if (peek() != '"') error("the value of metadata key ", show(key), " must be a string");
+            std::string value = string();
+            if (!out.emplace(key, std::move(value)).second) error("duplicate metadata key ", show(key));
+            skip_space();
+            if (accept(',')) continue;
+            if (accept('}')) return;
+            error("expected ',' or '}' in \"__metadata__\"");
+        }
+    }
+
+    tensor_info read_tensor(const std::string& name) {
+        if (!accept('{')) error("the entry of tensor ", show(name), " must be an object");
+        tensor_info info;
+        bool has_dtype = false, has_shape = false, has_offsets = false;
+        skip_space();
+        if (!accept('}')) {
+            for (;;) {
+                skip_space();
+                if (peek() != '"') error("expected a field name in the entry of tensor ", show(name));
+                const std::string field = string();
+                skip_space();
+                if (!accept(':')) error("expected ':' after field ", show(field), " of tensor ", show(name));
+                skip_space();
+                if (field == "dtype") {
+                    if (has_dtype) error("duplicate field \"dtype\" in tensor ", show(name));
+                    has_dtype = true;
+                    if (peek() != '"') error("\"dtype\" of tensor ", show(name), " must be a string");
+                    info.dtype = string();
+                    if (find_format_dtype(info.dtype) == nullptr)
+                        error("tensor ", show(name), " has unknown dtype ", show(info.dtype),
+                              " (the format's dtypes: BOOL, U8, I8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64, "
+                              "C64, F8_E5M2, F8_E4M3, F8_E8M0, F6_E2M3, F6_E3M2, F4)");
+                } else if (field == "shape") {
+                    if (has_shape) error("duplicate field \"shape\" in tensor ", show(name));
+                    has_shape = true;
+                    if (!accept('[')) error("\"shape\" of tensor ", show(name), " must be an array of integers");
+                    skip_space();
+                    if (!accept(']')) {
+                        for (;;) {
+                            skip_space();
+                            const std::uint64_t s = integer("a shape entry");
+                            if (s > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                                error("shape entry ", s, " of tensor ", show(name), " is larger than int64");
+                            info.shape.push_back(static_cast<std::int64_t>(s));
+                            skip_space();
+                            if (accept(',')) continue;
+                            if (accept(']')) break;
+                            error("expected ',' or ']' in the shape of tensor ", show(name));
+                        }
+                    }
+                } else if (field == "data_offsets") {
+                    if (has_offsets) error("duplicate field \"data_offsets\" in tensor ", show(name));
+                    has_offsets = true;
+                    if (!accept('[')) error("\"data_offsets\" of tensor ", show(name), " must be [begin, end]");
+                    skip_space();
+                    info.begin = integer("data_offsets[0]");
+                    skip_space();
+                    if (!accept(',')) error("\"data_offsets\" of tensor ", show(name), " must be [begin, end]");
+                    skip_space();
+                    info.end = integer("data_offsets[1]");
+                    skip_space();
+                    if (!accept(']')) error("\"data_offsets\" of tensor ", show(name), " must be [begin, end]");
+                } else {
+                    error("unknown field ", show(field), " in tensor ", show(name),
+                          " (expected \"dtype\", \"shape\" and \"data_offsets\")");
+                }
+                skip_space();
+                if (accept(',')) continue;
+                if (accept('}')) break;
+                error("expected ',' or '}' in the entry of tensor ", show(name));
+            }
+        }
+        if (!has_dtype) error("tensor ", show(name), " has no \"dtype\"");
+        if (!has_shape) error("tensor ", show(name), " has no \"shape\"");
+        if (!has_offsets) error("tensor ", show(name), " has no \"data_offsets\"");
+        return info;
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0;
+    const std::string& where_;
+};
+
+/// Bytes a tensor of this dtype and shape holds; throws when the sizes overflow, when they
+/// do not fit graft's int64 element counts (sizes counted as at least 1, as graft's strides
+/// need), or when a sub-byte dtype does not fill whole bytes.
+[[nodiscard]] inline std::uint64_t tensor_bytes(const std::string& where, const std::string& name,
+                                                const tensor_info& info) {
+    const format_dtype& d = *find_format_dtype(info.dtype);
+    std::int64_t span = 1, numel = 1;
+    bool zero = false;
+    for (std::int64_t s : info.shape) {
+        if (!graft::detail::mul_fits(span, s > 1 ? s : 1, span))
+            fail(concat(where, ": tensor ", show(name), " has shape ", info.shape,
+                        ", whose element count overflows int64"));
+        zero = zero || s == 0;
+    }
+    numel = zero ? 0 : span;
+    std::uint64_t bits = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(numel), std::uint64_t{d.bits}, &bits))
+        fail(concat(where, ": tensor ", show(name), " has shape ", info.shape, ", whose byte size overflows"));
+    if (bits % 8 != 0)
+        fail(concat(where, ": tensor ", show(name), " of dtype ", info.dtype, " and shape ", info.shape,
+                    " does not fill a whole number of bytes"));
+    return bits / 8;
+}
+
+/// Parses and validates a header against the size of the data buffer that follows it, as
+/// the reference implementation does: the tensors, ordered by offsets, must cover the buffer
+/// exactly, from 0 to its end, without overlaps or gaps, each holding the bytes its dtype and
+/// shape need.
+[[nodiscard]] inline parsed_header read_header(std::string_view json, std::uint64_t data_size,
+                                               const std::string& where) {
+    if (const std::size_t bad = invalid_utf8_at(json); bad != std::string_view::npos)
+        fail(concat(where, ": invalid header: not valid UTF-8 at byte ", bad, " of ", json.size()));
+    parsed_header h = header_reader(json, where).read();
+    // By (begin, end), then name (unique): a total order, so messages do not depend on the sort.
+    std::sort(h.tensors.begin(), h.tensors.end(), [](const auto& a, const auto& b) {
+        if (a.second.begin != b.second.begin) return a.second.begin < b.second.begin;
+        if (a.second.end != b.second.end) return a.second.end < b.second.end;
+        return a.first < b.first;
+    });
+    std::uint64_t expected_begin = 0;
+    const std::string* previous = nullptr;
+    for (const auto& [name, info] : h.tensors) {
+        if (info.end < info.begin)
+            fail(concat(where, ": tensor ", show(name), " has data_offsets [", info.begin, ", ", info.end,
+                        "]: the end is before the begin"));
+        const std::uint64_t need = tensor_bytes(where, name, info);
+        if (info.end - info.begin != need)
+            fail(concat(where, ": tensor ", show(name), " has data_offsets [", info.begin, ", ", info.end, "] (",
+                        info.end - info.begin, " bytes) but dtype ", info.dtype, " and shape ", info.shape, " need ",
+                        need, " bytes"));
+        if (info.begin < expected_begin)
+            fail(concat(where, ": tensor ", show(name), " (bytes [", info.begin, ", ", info.end,
+                        ")) overlaps tensor ", show(*previous), ", which ends at byte ", expected_begin));
+        if (info.begin > expected_begin)
+            fail(concat(where, ": ", info.begin - expected_begin, " bytes of the data buffer before tensor ",
+                        show(name), " (bytes [", expected_begin, ", ", info.begin,
+                        ")) belong to no tensor: the format requires the tensors to cover the buffer without gaps"));
+        if (info.end > data_size)
+            fail(concat(where, ": tensor ", show(name), " has data_offsets [", info.begin, ", ", info.end,
+                        "], past the end of the data buffer (", data_size, " bytes): the file is truncated or the "
+                        "header lies about sizes"));
+        expected_begin = info.end;
+        previous = &name;
+    }
+    if (expected_begin != data_size)
+        fail(concat(where, ": the data buffer holds ", data_size, " bytes but the tensors cover only ", expected_begin,
+                    ": ", data_size - expected_begin, " trailing bytes belong to no tensor"));
+    return h;
+}
+
+/// Reverses the bytes of each `size`-byte element (little-endian file <-> big-endian host).
+inline void swap_bytes(std::byte* p, std::size_t nbytes, std::size_t size) noexcept {
+    if (size <= 1) return;
+    for (std::size_t i = 0; i + size <= nbytes; i += size) std::reverse(p + i, p + i + size);
+}
+
+/// The little-endian length prefix.
+[[nodiscard]] inline std::uint64_t read_u64_le(const std::byte* p) noexcept {
+    std::uint64_t v = 0;
+    for (int k = 7; k >= 0; --k) v = (v << 8) | static_cast<std::uint64_t>(p[k]);
+    return v;
+}
+
+/// Runs `f`, letting graft::error through and turning every other exception (bad_alloc,
+/// filesystem errors, ...) into a graft::error that names `where`.
+template <class F>
+decltype(auto) guarded(const std::string& where, F&& f) {
+    try {
+        return f();
+    } catch (const graft::error&) {
+        throw;
+    } catch (const std::bad_alloc&) {
+        fail(concat(where, ": out of memory"));
+    } catch (const std::exception& e) {
+        fail(concat(where, ": ", e.what()));
+    }
+}
+
+/// An open file with a lock that serializes seek-and-read pairs.
+struct file_handle {
+    std::FILE* f = nullptr;
+    std::uint64_t size = 0;
+    std::mutex mutex;
+    file_handle() = default;
+    file_handle(const file_handle&) = delete;
+    file_handle& operator=(const file_handle&) = delete;
+    ~file_handle() {
+        if (f != nullptr) std::fclose(f);
+    }
+
+    /// Reads exactly n bytes at `offset` or throws.
+    void read(std::uint64_t offset, void* dst, std::size_t n, const std::string& where) {
+        if (n == 0) return;
+        std::lock_guard lock(mutex);
+        if (offset > static_cast<std::uint64_t>(std::numeric_limits<long>::max()) ||
+            std::fseek(f, static_cast<long>(offset), SEEK_SET) != 0)
+            fail(concat(where, ": cannot seek to byte ", offset, ": ", std::strerror(errno)));
+        if (std::fread(dst, 1, n, f) != n)
+            fail(concat(where, ": the file ended or failed while reading ", n, " bytes at byte ", offset,
+                        " (was it changed while being read?)"));
+    }
+};
+
+[[nodiscard]] inline std::string path_text(const std::filesystem::path& path) {
+    return show(path.string());
+}
+
+/// The tensor's bytes in the file's layout: contiguous, little-endian.
+[[nodiscard]] inline Tensor contiguous_for_save(const std::string& where, std::string_view name, const Tensor& t) {
+    if (!t.defined()) fail(concat(where, ": tensor ", show(name), " is undefined"));
+    return t.is_contiguous() ? t : graft::detail::raw::contiguous(t);
+}
+
+/// Appends `s` as a JSON string, escaped as the reference writer escapes: '"', '\\' and
+/// control characters (\b \f \n \r \t, others as \u00xx); everything else as is.
+inline void append_json_string(std::string& out, std::string_view s) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out += '"';
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 15];
+                } else {
+                    out += ch;
+                }
+        }
+    }
+    out += '"';
+}
+
+inline void append_number(std::string& out, std::uint64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
+
+/// What save() writes: the padded header and the tensors in file order.
+struct prepared {
+    std::string header;  // padded JSON
+    std::vector<std::pair<std::string_view, Tensor>> tensors;  // contiguous, in file order
+    std::uint64_t data_size = 0;
+};
+
+[[nodiscard]] inline prepared prepare(const std::string& where, const named_tensors& input,
+                                      const metadata_map& metadata) {
+    prepared p;
+    p.tensors.reserve(input.items().size());
+    for (const auto& [name, t] : input.items()) {
+        if (name == "__metadata__")
+            fail(concat(where, ": \"__metadata__\" is reserved for the metadata section and cannot name a tensor"));
+        if (const std::size_t bad = invalid_utf8_at(name); bad != std::string_view::npos)
+            fail(concat(where, ": tensor name ", show(name), " is not valid UTF-8 (at byte ", bad, ")"));
+        p.tensors.emplace_back(name, contiguous_for_save(where, name, t));
+    }
+    for (const auto& [key, value] : metadata) {
+        if (const std::size_t bad = invalid_utf8_at(key); bad != std::string_view::npos)
+            fail(concat(where, ": metadata key ", show(key), " is not valid UTF-8 (at byte ", bad, ")"));
+        if (const std::size_t bad = invalid_utf8_at(value); bad != std::string_view::npos)
+            fail(concat(where, ": the value of metadata key ", show(key), " is not valid UTF-8 (at byte ", bad, ")"));
+    }
+    // The reference writer's order: dtype rank descending, then name (bytewise) ascending.
+    std::sort(p.tensors.begin(), p.tensors.end(), [](const auto& a, const auto& b) {
+        const int ra = format_dtype_of(a.second.type()).rank, rb = format_dtype_of(b.second.type()).rank;
+        return ra != rb ? ra > rb : a.first < b.first;
+    });
+    {
+        std::set<std::string_view> names;
+        for (const auto& e : p.tensors)
+            if (!names.insert(e.first).second) fail(concat(where, ": two tensors are named ", show(e.first)));
+    }
+
+    std::string& h = p.header;
+    h += '{';
+    bool first = true;
+    if (!metadata.empty()) {
+        h += "\"__metadata__\":{";
+        for (const auto& [key, value] : metadata) {
+            if (!first) h += ',';
+            first = false;
+            append_json_string(h, key);
+            h += ':';
+            append_json_string(h, value);
+        }
+        h += '}';
+        first = false;
+    }
+    for (const auto& [name, t] : p.tensors) {
+        const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
+        if (!first) h += ',';
+        first = false;
+        append_json_string(h, name);
+        h += ":{\"dtype\":\"";
+        h += format_dtype_of(t.type()).name;
+        h += "\",\"shape\":[";
+        for (std::size_t d = 0; d < t.sizes().size(); ++d) {
+            if (d != 0) h += ',';
+            append_number(h, static_cast<std::uint64_t>(t.sizes()[d]));
+        }
+        h += "],\"data_offsets\":[";
+        append_number(h, p.data_size);
+        h += ',';
+        p.data_size += nbytes;
+        append_number(h, p.data_size);
+        h += "]}";
+    }
+    h += '}';
+    h.append((8 - h.size() % 8) % 8, ' ');
+    if (h.size() > max_header_size)
+        fail(concat(where, ": the header would be ", h.size(), " bytes, more than the format's limit of ",
+                    max_header_size));
+    return p;
+}
+
+/// Calls sink(pointer, nbytes) for the 8-byte prefix, the header and each tensor's bytes.
+template <class Sink>
+void emit(const prepared& p, Sink&& sink) {
+    std::byte prefix[8];
+    std::uint64_t n = p.header.size();
+    for (auto& b : prefix) {
+        b = static_cast<std::byte>(n & 0xff);
+        n >>= 8;
+    }
+    sink(prefix, sizeof prefix);
+    sink(reinterpret_cast<const std::byte*>(p.header.data()), p.header.size());
+    for (const auto& [name, t] : p.tensors) {
+        const std::size_t nbytes = static_cast<std::size_t>(t.numel()) * t.element_size();
+        const auto* data = static_cast<const std::byte*>(t.raw_data());
+        if constexpr (std::endian::native == std::endian::big) {
+            std::vector<std::byte> swapped(data, data + nbytes);
+            swap_bytes(swapped.data(), nbytes, t.element_size());
+            sink(swapped.data(), nbytes);
+        } else {
+            sink(data, nbytes);
+        }
+    }
+}
+
+/// A new tensor from `info`, filled by read(dst, nbytes) with the file's bytes.
+template <class Read>
+[[nodiscard]] Tensor make_tensor(const std::string& where, const std::string& name, const tensor_info& info,
+                                 Read&& read) {
+    const format_dtype& d = *find_format_dtype(info.dtype);
+    if (!d.graft)
+        fail(concat(where, ": tensor ", show(name), " has dtype ", info.dtype,
+                    ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+    Tensor t = empty(info.shape, *d.graft);
+    const std::size_t nbytes = static_cast<std::size_t>(info.end - info.begin);
+    auto* dst = static_cast<std::byte*>(t.raw_data());
+    read(dst, nbytes);
+    if (*d.graft == dtype::bool_) {
+        // Any byte but 0 and 1 would be an invalid bool value for graft's kernels.
+        for (std::size_t i = 0; i < nbytes; ++i)
+            if (static_cast<unsigned char>(dst[i]) > 1)
+                fail(concat(where, ": BOOL tensor ", show(name), " holds byte ",
+                            static_cast<unsigned>(static_cast<unsigned char>(dst[i])), " at element ", i,
+                            " (a bool is 0 or 1)"));
+    }
+    if constexpr (std::endian::native == std::endian::big) swap_bytes(dst, nbytes, element_size(*d.graft));
+    return t;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE std::vector<std::byte> save(const named_tensors& tensors, const metadata_map& metadata) {
+    const std::string where = "io::save";
+    return detail::guarded(where, [&] {
+        const detail::prepared p = detail::prepare(where, tensors, metadata);
+        std::vector<std::byte> out;
+        out.reserve(8 + p.header.size() + p.data_size);
+        detail::emit(p, [&](const std::byte* data, std::size_t n) { out.insert(out.end(), data, data + n); });
+        return out;
+    });
+}
+
+GRAFT_INLINE void save_file(const named_tensors& tensors, const std::filesystem::path& path,
+                            const metadata_map& metadata) {
+    const std::string where = graft::detail::concat("io::save_file(", detail::path_text(path), ")");
+    detail::guarded(where, [&] {
+        const detail::prepared p = detail::prepare(where, tensors, metadata);
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        if (f == nullptr) graft::detail::fail(graft::detail::concat(where, ": cannot open for writing: ", std::strerror(errno)));
+        bool ok = true;
+        int err = 0;
+        detail::emit(p, [&](const std::byte* data, std::size_t n) {
+            if (ok && n != 0 && std::fwrite(data, 1, n, f) != n) {
+                ok = false;
+                err = errno;
+            }
+        });
+        if (std::fclose(f) != 0 && ok) {
+            ok = false;
+            err = errno;
+        }
+        if (!ok) {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+            graft::detail::fail(graft::detail::concat(where, ": write failed: ", std::strerror(err)));
+        }
+    });
+}
+
+GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes) : safe_open(bytes, "io::safe_open") {}
+
+GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path)
+    : safe_open(path, graft::detail::concat("io::safe_open(", detail::path_text(path), ")")) {}
+
+GRAFT_INLINE safe_open::safe_open(std::span<const std::byte> bytes, std::string where)
+    : where_(std::move(where)), bytes_(bytes) {
+    detail::guarded(where_, [&] {
+        if (bytes.size() < 8)
+            graft::detail::fail(graft::detail::concat(where_, ": ", bytes.size(),
+                                                      " bytes is too short for a safetensors file (8-byte header length first)"));
+        const std::uint64_t n = detail::read_u64_le(bytes.data());
+        if (n > max_header_size)
+            graft::detail::fail(graft::detail::concat(where_, ": the header length is ", n,
+                                                      " bytes, more than the format's limit of ", max_header_size));
+        if (n > bytes.size() - 8)
+            graft::detail::fail(graft::detail::concat(where_, ": the header length is ", n, " bytes but only ",
+                                                      bytes.size() - 8, " bytes follow the length"));
+        data_start_ = 8 + n;
+        const std::string_view json(reinterpret_cast<const char*>(bytes.data() + 8), static_cast<std::size_t>(n));
+        detail::parsed_header h = detail::read_header(json, bytes.size() - data_start_, where_);
+        for (auto& [name, info] : h.tensors) tensors_.emplace(std::move(name), std::move(info));
+        metadata_ = std::move(h.metadata);
+    });
+}
+
+GRAFT_INLINE safe_open::safe_open(const std::filesystem::path& path, std::string where)
+    : where_(std::move(where)) {
+    detail::guarded(where_, [&] {
+        std::error_code ec;
+        const auto status = std::filesystem::status(path, ec);
+        if (ec) graft::detail::fail(graft::detail::concat(where_, ": ", ec.message()));
+        if (!std::filesystem::is_regular_file(status))
+            graft::detail::fail(graft::detail::concat(where_, ": not a regular file"));
+        auto file = std::make_shared<detail::file_handle>();
+        file->f = std::fopen(path.c_str(), "rb");
+        if (file->f == nullptr)
+            graft::detail::fail(graft::detail::concat(where_, ": cannot open: ", std::strerror(errno)));
+        // Unbuffered: each read goes to the file as it is now (a file cut after its header was
+        // read gives an error, not stale bytes), and tensor data goes straight to its storage.
+        std::setvbuf(file->f, nullptr, _IONBF, 0);
+        if (std::fseek(file->f, 0, SEEK_END) != 0)
+            graft::detail::fail(graft::detail::concat(where_, ": cannot seek: ", std::strerror(errno)));
+        const long end = std::ftell(file->f);
+        if (end < 0) graft::detail::fail(graft::detail::concat(where_, ": cannot tell the size: ", std::strerror(errno)));
+        file->size = static_cast<std::uint64_t>(end);
+        if (file->size < 8)
+            graft::detail::fail(graft::detail::concat(where_, ": ", file->size,
+                                                      " bytes is too short for a safetensors file (8-byte header length first)"));
+        std::byte prefix[8];
+        file->read(0, prefix, 8, where_);
+        const std::uint64_t n = detail::read_u64_le(prefix);
+        if (n > max_header_size)
+            graft::detail::fail(graft::detail::concat(where_, ": the header length is ", n,
+                                                      " bytes, more than the format's limit of ", max_header_size));
+        if (n > file->size - 8)
+            graft::detail::fail(graft::detail::concat(where_, ": the header length is ", n, " bytes but only ",
+                                                      file->size - 8, " bytes follow the length"));
+        std::string json(static_cast<std::size_t>(n), '\0');
+        file->read(8, json.data(), json.size(), where_);
+        data_start_ = 8 + n;
+        detail::parsed_header h = detail::read_header(json, file->size - data_start_, where_);
+        for (auto& [name, info] : h.tensors) tensors_.emplace(std::move(name), std::move(info));
+        metadata_ = std::move(h.metadata);
+        file_ = std::move(file);
+    });
+}
+
+GRAFT_INLINE std::vector<std::string> safe_open::keys() const {
+    std::vector<std::string> out;
+    out.reserve(tensors_.size());
+    for (const auto& [name, info] : tensors_) out.push_back(name);
+    return out;
+}
+
+GRAFT_INLINE const tensor_info& safe_open::info(std::string_view name) const {
+    const auto it = tensors_.find(name);
+    if (it == tensors_.end())
+        graft::detail::fail(graft::detail::concat(where_, ": no tensor named ", detail::show(name)));
+    return it->second;
+}
+
+GRAFT_INLINE Tensor safe_open::get_tensor(std::string_view name) const {
+    const auto it = tensors_.find(name);
+    if (it == tensors_.end())
+        graft::detail::fail(graft::detail::concat(where_, ": no tensor named ", detail::show(name)));
+    return detail::guarded(where_, [&] {
+        const tensor_info& info = it->second;
+        return detail::make_tensor(where_, it->first, info, [&](std::byte* dst, std::size_t n) {
+            if (file_) file_->read(data_start_ + info.begin, dst, n, where_);
+            else if (n != 0) std::memcpy(dst, bytes_.data() + data_start_ + info.begin, n);
+        });
+    });
+}
+
+GRAFT_INLINE tensor_map safe_open::load_all() const {
+    return detail::guarded(where_, [&] {
+        for (const auto& [name, info] : tensors_)  // every dtype first: fail before reading any data
+            if (!detail::find_format_dtype(info.dtype)->graft)
+                graft::detail::fail(graft::detail::concat(where_, ": tensor ", detail::show(name), " has dtype ",
+                                                          info.dtype,
+                                                          ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+        tensor_map out;
+        for (const auto& [name, info] : tensors_) out.emplace(name, get_tensor(name));
+        return out;
+    });
+}
+
+GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes) { return safe_open(bytes, "io::load").load_all(); }
+
+GRAFT_INLINE tensor_map load(std::string_view bytes) {
+    return load(std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+}
+
+GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path) {
+    return safe_open(path, graft::detail::concat("io::load_file(", detail::path_text(path), ")")).load_all();
+}
+
+}  // namespace graft::io
+// ---- end graft/io/impl/safetensors.ipp
+#endif
+// ---- end graft/io/safetensors.hpp
+// ---- end graft/io.hpp
 // ---- end graft/graft.hpp
 #endif  // GRAFT_SINGLE_HEADER_ONCE_
 #endif  // HWY_ONCE
