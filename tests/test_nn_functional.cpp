@@ -393,3 +393,38 @@ TEST_CASE("a linear + cross_entropy loss under capture::aot and jit::script: as 
         }
     }
 }
+
+TEST_CASE("cross_entropy with targets as graph inputs: ignore_index and bad targets after capture", "[nn][capture][jit]") {
+    // Target values are checked while tracing; later calls of the captured graph meet
+    // gather's own bounds check (a graft::error, never an out-of-bounds read).
+    const auto f = [](Tensor x, Tensor t) { return F::cross_entropy(x, t, {}, -100, reduction::mean, 0.1); };
+    auto fn = jit::script(f);
+    auto a = capture::aot(f, {leaf({3, 4}, 100), i64({0, 1, 2})});
+    for (int i = 0; i < 6; ++i) {
+        const Tensor x = leaf({3, 4}, 101 + static_cast<std::uint64_t>(i));
+        const Tensor t = i == 4 ? i64({0, -100, 2}) : i64({0, 1, 3});
+        const Tensor eager = f(x, t);
+        CHECK(allclose(fn(x, t).detach(), eager.detach(), 1e-12, 1e-12));
+        CHECK(allclose(a({x, t})[0].detach(), eager.detach(), 1e-12, 1e-12));
+    }
+    const Tensor x = leaf({3, 4}, 120), bad = i64({0, 7, 2});
+    check_error([&] { (void)f(x, bad); }, "Target 7 is out of bounds");
+    check_error([&] { (void)fn(x, bad); }, "index 7 is out of bounds");
+    check_error([&] { (void)a({x, bad}); }, "index 7 is out of bounds");
+}
+
+TEST_CASE("losses in float32 agree with float64", "[nn]") {
+    const Tensor x = leaf({4, 5}, 130).detach(), y = leaf({4, 5}, 131, 0, 1).detach();
+    const Tensor t = i64({4, 0, -100, 2});
+    const auto f32 = [](const Tensor& v) { return v.to(dtype::float32); };
+    const auto same = [](const Tensor& a32, const Tensor& a64) {
+        CHECK(a32.type() == dtype::float32);
+        CHECK(allclose(a32.to(dtype::float64), a64, 1e-5, 1e-6));
+    };
+    same(F::cross_entropy(f32(x), t, {}, -100, reduction::none, 0.2), F::cross_entropy(x, t, {}, -100, reduction::none, 0.2));
+    same(F::cross_entropy(f32(x), f32(y)), F::cross_entropy(x, y));
+    same(F::binary_cross_entropy_with_logits(f32(x), f32(y)), F::binary_cross_entropy_with_logits(x, y));
+    same(F::smooth_l1_loss(f32(x), f32(y), reduction::sum), F::smooth_l1_loss(x, y, reduction::sum));
+    same(F::softplus(f32(x) * 30.0), F::softplus(x * 30.0));
+    same(F::linear(f32(x), f32(y)), F::linear(x, y));
+}
