@@ -47,11 +47,9 @@ enum class reduction { none, mean, sum };
 
 /// (input - target)^2, reduced. input and target must have the same shape (PyTorch
 /// broadcasts with a warning; graft refuses) and a floating dtype.
-[[nodiscard]] GRAFT_INLINE Tensor mse_loss(const Tensor& input, const Tensor& target,
-                                           reduction how = reduction::mean);
+[[nodiscard]] GRAFT_INLINE Tensor mse_loss(const Tensor& input, const Tensor& target, reduction how = reduction::mean);
 /// |input - target|, reduced (same shape rules as mse_loss).
-[[nodiscard]] GRAFT_INLINE Tensor l1_loss(const Tensor& input, const Tensor& target,
-                                          reduction how = reduction::mean);
+[[nodiscard]] GRAFT_INLINE Tensor l1_loss(const Tensor& input, const Tensor& target, reduction how = reduction::mean);
 /// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta = 0 is
 /// l1_loss, beta < 0 is an error.
 [[nodiscard]] GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,

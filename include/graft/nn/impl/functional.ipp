@@ -89,9 +89,8 @@ inline std::int64_t check_nll(const char* op, const Tensor& input, const Tensor&
     }
     if (weight.defined()) {
         check_floating(op, "weight", weight);
-        check(weight.dim() == 1 && weight.numel() == classes, op,
-              ": weight tensor should be defined either for all ", classes,
-              " classes or no classes but got weight tensor of shape: ", weight.sizes());
+        check(weight.dim() == 1 && weight.numel() == classes, op, ": weight tensor should be defined either for all ",
+              classes, " classes or no classes but got weight tensor of shape: ", weight.sizes());
     }
     std::vector<std::int64_t> values;
     {
@@ -234,9 +233,11 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
                              ": expected a floating-point target for class probabilities (a target of the "
                              "input's shape), got dtype ",
                              target.type());
-        graft::detail::check(ignore_index < 0, op, ": ignore_index is not supported for class-probability targets");
+        graft::detail::check(ignore_index < 0, op,
+                             ": ignore_index is not supported for floating point target (class probabilities)");
         Tensor y = target;
-        if (label_smoothing > 0.0) y = target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes);
+        if (label_smoothing > 0.0)
+            y = target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes);
         Tensor prod = logp * y;
         if (weight.defined()) {
             detail::check_floating(op, "weight", weight);
