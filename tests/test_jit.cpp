@@ -372,6 +372,59 @@ TEST_CASE("jit: fused plans equal the unoptimized interpreter bitwise (tails, nu
     }
 }
 
+TEST_CASE("jit: the per-call path of one-group plans: eager's bits, fresh outputs, guards on every layout",
+          "[jit]") {
+    // chain(x, w, b) with b 0-dim: one fusion group over the inputs, run straight from the
+    // tensors after the guards (sizes in whole vectors take one sweep; others have tails).
+    const auto f = [](Tensor x, Tensor w, Tensor b) { return tanh(x * w + b) * sigmoid(x); };
+    for (std::int64_t n : {std::int64_t{8}, std::int64_t{16}, std::int64_t{48}, std::int64_t{64},
+                           std::int64_t{100}, std::int64_t{1025}}) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            auto fn = jit::script(f, opts());
+            const Tensor x = randn({n}, t), w = randn({n}, t), b = randn({}, t);
+            const Tensor first = fn(x, w, b);  // profiling run
+            const Tensor a = fn(x, w, b), c = fn(x, w, b);
+            CHECK(bitwise_equal(a, f(x, w, b)));
+            CHECK(bitwise_equal(c, f(x, w, b)));
+            CHECK(a.raw_data() != c.raw_data());  // every call gives a tensor of its own
+            CHECK(a.is_contiguous());
+            // Another layout of x (every other element of a larger tensor): the guards refuse
+            // the plan, the fallback gives eager's result; then the plan serves again.
+            const Tensor strided = randn({n, 2}, t).select(1, 0);
+            CHECK(bitwise_equal(fn(strided, w, b), f(strided, w, b)));
+            const Tensor x2 = randn({n}, t);
+            CHECK(bitwise_equal(fn(x2, w, b), f(x2, w, b)));
+            // b given at full size instead of 0-dim: a broadcast input becomes a contiguous one.
+            const Tensor bn = randn({n}, t);
+            CHECK(bitwise_equal(fn(x, w, bn), f(x, w, bn)));
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+            CHECK(d.levels[0].plan->hits == 3);  // a, c and x2
+            CHECK(d.levels[0].plan->guard_failures == 1);  // strided (bn's rank differs: a capture of its own)
+        }
+    }
+    // Two outputs, one of them returned twice.
+    auto two = jit::script([](Tensor x, Tensor w) {
+        Tensor y = exp(x) * w;
+        return std::vector<Tensor>{y, y, sin(x) - w};
+    }, opts());
+    const Tensor x = randn({33}), w = randn({33});
+    for (int i = 0; i < 3; ++i) {
+        const std::vector<Tensor> r = two(x, w);
+        REQUIRE(r.size() == 3);
+        CHECK(bitwise_equal(r[0], exp(x) * w));
+        CHECK(bitwise_equal(r[1], exp(x) * w));
+        CHECK(bitwise_equal(r[2], sin(x) - w));
+    }
+    // A script called while another captures is refused clearly; both stay usable.
+    auto inner = jit::script([](Tensor x) { return tanh(x) * 2.0; }, opts());
+    auto outer = jit::script([&](Tensor x, Tensor y) { return inner(x) + y; }, opts());
+    const Tensor p = randn({40}), q = randn({40});
+    CHECK_THROWS_AS(outer(p, q), graft::error);
+    for (int i = 0; i < 3; ++i) CHECK(bitwise_equal(inner(p), tanh(p) * 2.0));
+}
+
 TEST_CASE("jit: a run longer than a group may hold splits into several groups, same bits", "[jit]") {
     // 300 fusable nodes; a group holds at most max_group_nodes (its registers are bounded).
     const auto f = [](Tensor x, Tensor w, Tensor b) {

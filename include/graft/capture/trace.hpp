@@ -322,6 +322,8 @@ public:
     /// meta().graph_arguments(inputs)): writes mutated inputs back and recreates outputs that
     /// alias inputs.
     std::vector<Tensor> finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const;
+    /// finish() in place: `outs` (the raw outputs) becomes the caller-visible results.
+    void finish_in_place(std::span<const Tensor> inputs, std::vector<Tensor>& outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {

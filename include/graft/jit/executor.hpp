@@ -73,6 +73,15 @@ struct input_guard {
     /// check() of a tensor argument.
     [[nodiscard]] bool check_tensor(const Tensor& t) const;
 
+    /// The STATIC form (dtype, sizes, strides and requires_grad all known) as one flat
+    /// comparison for the per-call path; compact() sets it from the fields above (call it
+    /// again after changing them).
+    bool exact = false;
+    dtype exact_type = dtype::float32;
+    bool exact_requires_grad = false;
+    std::vector<std::int64_t> exact_layout;  // the sizes, then the strides
+    void compact();
+
     [[nodiscard]] std::string describe() const;
 };
 
@@ -374,6 +383,9 @@ public:
         return (*this)(std::span<const Tensor>(inputs));
     }
     std::vector<Tensor> operator()(std::span<const Tensor> inputs) const;
+    /// operator() into `out` (cleared first): a caller that keeps `out` across calls makes no
+    /// heap allocation for the result list.
+    void call_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
     template <class... Ts>
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     std::vector<Tensor> operator()(const Ts&... inputs) const {

@@ -224,7 +224,9 @@ public:
     /// The direct path (a STATIC plan that is one fusion group, see plan_direct) on tensor
     /// inputs: false when the plan has none or the inputs do not fit it (nothing run).
     [[nodiscard]] bool has_direct() const noexcept { return direct_ != nullptr; }
-    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
+    /// `guarded`: the inputs passed the STATIC guards of the types the plan was built with
+    /// (exact dtype, sizes and strides), so their layouts are the plan's and are not checked again.
+    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out, bool guarded = false) const;
 
     /// The plan as text: the graph, then each fusion group's members.
     [[nodiscard]] std::string describe() const;
@@ -489,12 +491,15 @@ private:
     struct direct_source {
         int input = -1;   // graph input index, or -1: `number`
         double number = 0;
+        /// The input's layout from its type, when the type fixes it (sizes and strides known):
+        /// contiguous at the group's shape or one broadcast element; unknown: checked per call.
+        enum class layout : std::uint8_t { unknown, contiguous, broadcast } known = layout::unknown;
     };
-    void plan_direct();
+    void plan_direct(const type_of_fn& type_of);
     static constexpr std::size_t direct_max_registers = 32;
     /// `input(i)`: graph input i as a tensor (null: not a tensor); `out`: vector of ivalue or Tensor.
     template <class T, class Input, class Out>
-    bool run_direct_typed(const Input& input, std::vector<Out>& out) const;
+    bool run_direct_typed(const Input& input, std::vector<Out>& out, bool guarded = false) const;
 
     const fusion_group* direct_ = nullptr;
     std::vector<direct_source> direct_sources_;  // per group input

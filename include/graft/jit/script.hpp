@@ -40,6 +40,8 @@ public:
 
     /// Calls f's compiled form (capturing f, called through `f`, on the first call).
     std::vector<Tensor> call(std::span<const Tensor> inputs, capture::detail::traced_fn f);
+    /// call() into `out` (its capacity reused: no heap allocation for the result list).
+    void call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f, std::vector<Tensor>& out);
     [[nodiscard]] jit::debug_state debug_state() const;
     [[nodiscard]] std::string debug_string() const;
     [[nodiscard]] std::string chrome_trace() const;
@@ -106,12 +108,20 @@ public:
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     auto operator()(const Ts&... inputs) {
         const std::array<Tensor, sizeof...(Ts)> args{Tensor(inputs)...};  // on the stack
-        auto r = state_.call(args, capture::detail::traced_fn::of(f_));
         if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, decltype((void)sizeof(Ts), Tensor())...>>,
-                                     Tensor>)
-            return std::move(r.at(0));
-        else
-            return r;
+                                     Tensor>) {
+            // One tensor back: the result list is this thread's, reused (no allocation per call).
+            // Taken out while in use, so a script called from f (at a capture) gets its own.
+            thread_local std::vector<Tensor> reused;
+            std::vector<Tensor> r = std::move(reused);
+            state_.call_into(args, capture::detail::traced_fn::of(f_), r);
+            Tensor result = std::move(r.at(0));
+            r.clear();
+            reused = std::move(r);
+            return result;
+        } else {
+            return state_.call(args, capture::detail::traced_fn::of(f_));
+        }
     }
 
     /// The captured graph's executor state (empty before the first call).

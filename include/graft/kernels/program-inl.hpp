@@ -163,13 +163,16 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     T* cur[max_regs];
     // Broadcast values fill as much of their tile as any sweep reads.
     const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
+    bool rows = false;
     for (std::size_t r = 0; r < p.num_registers; ++r) {
         T* mine = scratch + r * program_scratch_stride<T>;
         if (p.mode[r] == operand_mode::broadcast) {
             const T v = base[r][0];
             for (std::size_t j = 0; j < span; ++j) mine[j] = v;
         }
-        cur[r] = mine;
+        rows |= p.mode[r] == operand_mode::row;
+        // In place from `begin` (used as is when everything is one run of whole vectors, below).
+        cur[r] = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output ? base[r] + begin : mine;
     }
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
@@ -189,6 +192,11 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             }
         }
     };
+    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
+        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place.
+        if (end > begin) run_tile(begin, end - begin, end - begin);
+        return;
+    }
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
         for (std::size_t r = 0; r < p.num_registers; ++r)

@@ -951,6 +951,11 @@ GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>&
 }
 
 GRAFT_INLINE std::vector<Tensor> captured::finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const {
+    finish_in_place(inputs, outs);
+    return outs;
+}
+
+GRAFT_INLINE void captured::finish_in_place(std::span<const Tensor> inputs, std::vector<Tensor>& outs) const {
     graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
                          "capture: the graph gave ", outs.size(), " outputs, expected ",
                          meta_.num_user_outputs + meta_.mutated_inputs.size());
@@ -967,7 +972,6 @@ GRAFT_INLINE std::vector<Tensor> captured::finish(std::span<const Tensor> inputs
         if (meta_.outputs[i].kind != output_kind::fresh)
             outs[i] = detail::recreate_output(meta_.outputs[i], i, outs[i], inputs);
     outs.resize(meta_.num_user_outputs);
-    return outs;
 }
 
 namespace detail {

@@ -34,17 +34,37 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
     return t != nullptr && check_tensor(*t);
 }
 
+GRAFT_INLINE void input_guard::compact() {
+    exact = !any && kind == ir::type_kind::tensor && scalar_type && sizes && strides && requires_grad && !rank &&
+            !contiguous && !symbolic_sizes && sizes->size() == strides->size();
+    if (!exact) return;
+    exact_type = *scalar_type;
+    exact_requires_grad = *requires_grad;
+    exact_layout = *sizes;
+    exact_layout.insert(exact_layout.end(), strides->begin(), strides->end());
+}
+
 GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
+    const graft::detail::tensor_impl* im = tensor.impl_ptr().get();
+    if (exact) {
+        if (!im || im->type != exact_type) return false;
+        const std::size_t r = im->sizes.size();
+        if (2 * r != exact_layout.size()) return false;
+        const std::int64_t* want = exact_layout.data();
+        const std::int64_t* have = im->sizes.data();
+        const std::int64_t* have_strides = im->strides.data();
+        for (std::size_t d = 0; d < r; ++d)
+            if (want[d] != have[d] || want[r + d] != have_strides[d]) return false;
+        return exact_requires_grad == (im->autograd || im->view ? tensor.requires_grad() : false);
+    }
     if (any) return true;
     if (kind != ir::type_kind::tensor) return false;
-    const Tensor* t = &tensor;
-    const graft::detail::tensor_impl* im = t->impl_ptr().get();
     if (!im) return false;
     if (scalar_type && *scalar_type != im->type) return false;
     const int_list& sz = im->sizes;
     const auto same = [](const std::vector<std::int64_t>& want, const int_list& have) {
         if (want.size() != have.size()) return false;
-        for (std::size_t d = 0; d < want.size(); ++d)
+        for (std::size_t d = 0; d < want.size(); ++d)  // a loop: ranks are small, a memcmp call costs more
             if (want[d] != have[d]) return false;
         return true;
     };
@@ -59,8 +79,8 @@ GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
             if (want >= 0 ? sz[d] != want : sz[d] < 2) return false;  // symbols: 0 and 1 are specialized
         }
     }
-    // Last: requires_grad looks at the autograd metadata.
-    if (requires_grad && *requires_grad != t->requires_grad()) return false;
+    // Last: requires_grad looks at the autograd metadata (none at all: false, no lookup).
+    if (requires_grad && *requires_grad != (im->autograd || im->view ? tensor.requires_grad() : false)) return false;
     return true;
 }
 
@@ -231,7 +251,7 @@ GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::ve
         return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
-    if (!s->run_plan->run_direct(in, out)) return false;
+    if (!s->run_plan->run_direct(in, out, s->behavior == fusion_behavior::static_)) return false;
     s->hits.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
@@ -371,6 +391,7 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
         g.rank = t.rank();
         g.contiguous = p->contiguous;
     }
+    g.compact();
     return g;
 }
 
@@ -972,20 +993,23 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run_checked(std::span<const ir::i
 }
 
 GRAFT_INLINE std::vector<Tensor> executor::operator()(std::span<const Tensor> inputs) const {
-    {
-        std::vector<Tensor> out;
-        if (top_->try_direct(inputs, out)) return out;
-    }
+    std::vector<Tensor> out;
+    call_into(inputs, out);
+    return out;
+}
+
+GRAFT_INLINE void executor::call_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+    out.clear();
+    if (top_->try_direct(inputs, out)) return;
+    out.clear();
     const boost::container::small_vector<ir::ivalue, 8> args(inputs.begin(), inputs.end());
-    auto out = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
-    std::vector<Tensor> r;
-    r.reserve(out.size());
-    for (auto& v : out) {
+    auto results = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
+    out.reserve(results.size());
+    for (auto& v : results) {
         auto* t = std::get_if<Tensor>(&v);
         graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
-        r.push_back(std::move(*t));
+        out.push_back(std::move(*t));
     }
-    return r;
 }
 
 GRAFT_INLINE jit::debug_state executor::state() const {

@@ -101,10 +101,10 @@ GRAFT_INLINE plan::plan(std::shared_ptr<const ir::Graph> g, build_options o, con
     : graph_(std::move(g)), options_(o) {
     for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
     top_ = build_block(*graph_->block(), type_of);
-    plan_direct();
+    plan_direct(type_of);
 }
 
-GRAFT_INLINE void plan::plan_direct() {
+GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     if (!options_.fuse || !options_.static_shapes || options_.symbolic || !options_.regions.empty()) return;
     const step* fused = nullptr;
     std::map<int, double> numbers;  // constant slots
@@ -131,6 +131,17 @@ GRAFT_INLINE void plan::plan_direct() {
         const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot_index);
         if (it != input_slots_.end()) {
             src.input = static_cast<int>(it - input_slots_.begin());
+            const auto t = type_of(graph_->inputs()[static_cast<std::size_t>(src.input)]);
+            if (t && t->is_tensor() && t->tensor.sizes && t->tensor.strides &&
+                std::all_of(t->tensor.sizes->begin(), t->tensor.sizes->end(), [](const auto& d) { return d.has_value(); })) {
+                int_list sizes;
+                for (const auto& d : *t->tensor.sizes) sizes.push_back(*d);
+                const int_list strides(t->tensor.strides->begin(), t->tensor.strides->end());
+                if (sizes == *g.static_sizes && graft::detail::is_contiguous_layout(sizes, strides))
+                    src.known = direct_source::layout::contiguous;
+                else if (sizes.size() <= g.static_sizes->size() && graft::detail::numel_of(sizes) == 1)
+                    src.known = direct_source::layout::broadcast;
+            }
         } else if (const auto c = numbers.find(slot_index); c != numbers.end()) {
             src.number = c->second;
         } else {
@@ -150,7 +161,7 @@ GRAFT_INLINE void plan::plan_direct() {
 }
 
 template <class T, class Input, class Out>
-bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
+bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guarded) const {
     const fusion_group& g = *direct_;
     const int_list& sizes = *g.static_sizes;
     const auto n = static_cast<std::size_t>(g.static_numel);
@@ -174,14 +185,31 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
         }
         const Tensor* t = input(static_cast<std::size_t>(src.input));
         const graft::detail::tensor_impl* im = t ? t->impl_ptr().get() : nullptr;
-        if (im == nullptr || im->type != g.type || (grad && t->requires_grad())) return false;  // the general path
-        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
+        if (im == nullptr || im->type != g.type || (grad && (im->autograd || im->view) && t->requires_grad()))
+            return false;  // the general path
+        if (guarded && src.known != direct_source::layout::unknown)
+            mode[k] = src.known == direct_source::layout::contiguous ? kernels::operand_mode::contiguous
+                                                                      : kernels::operand_mode::broadcast;
+        else if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
             mode[k] = kernels::operand_mode::contiguous;
         else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1)
             mode[k] = kernels::operand_mode::broadcast;
         else
             return false;
         base[k] = static_cast<T*>(im->data->data()) + im->offset;
+    }
+    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
+    if (g.output_regs.size() == 1) {
+        // One output (the usual case): straight into `out`, no list of results.
+        Tensor result = graft::detail::empty_of_bytes(sizes, g.type, graft::detail::checked_bytes("jit", g.static_numel, sizeof(T)));
+        const auto r = static_cast<std::size_t>(g.output_regs[0]);
+        base[r] = static_cast<T*>(result.raw_data());
+        mode[r] = kernels::operand_mode::output;
+        if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
+        out.reserve(direct_outputs_.size());
+        for (std::size_t k = 0; k + 1 < direct_outputs_.size(); ++k) out.emplace_back(result);
+        out.emplace_back(std::move(result));
+        return true;
     }
     reg_vector<Tensor> results;
     for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
@@ -190,7 +218,6 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
         base[r] = static_cast<T*>(results.back().raw_data());
         mode[r] = kernels::operand_mode::output;
     }
-    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
     if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
     for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
@@ -218,10 +245,11 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
     return run_block(top_, frame, observe);
 }
 
-GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out, bool guarded) const {
     if (!direct_ || inputs.size() != input_slots_.size()) return false;
     const auto input = [&](std::size_t i) { return &inputs[i]; };
-    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out);
+    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out, guarded)
+                                           : run_direct_typed<double>(input, out, guarded);
 }
 
 GRAFT_INLINE std::string plan::describe() const {

@@ -18,12 +18,23 @@ GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
 }
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(std::span<const Tensor> inputs, capture::detail::traced_fn f) {
+    std::vector<Tensor> out;
+    call_into(inputs, f, out);
+    return out;
+}
+
+GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f,
+                                          std::vector<Tensor>& out) {
     const active_calls::guard g(calls_.mine());
     const compiled* c = get(inputs, f);
-    if (c == nullptr) return f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
+    if (c == nullptr) {
+        out = f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
+        return;
+    }
     const capture::graph_meta& m = c->cap.meta();
-    if (m.graph_inputs.empty()) return c->cap.finish(inputs, c->exec(inputs));
-    return c->cap.finish(inputs, c->exec(m.graph_arguments(inputs)));
+    if (m.graph_inputs.empty()) c->exec.call_into(inputs, out);
+    else c->exec.call_into(m.graph_arguments(inputs), out);
+    c->cap.finish_in_place(inputs, out);
 }
 
 GRAFT_INLINE jit::debug_state script_state::debug_state() const {
