@@ -42,7 +42,8 @@
 #endif
 #endif
 
-#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS) || defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS) || defined(GRAFT_IMPLEMENTATION_PART_CODE) || \
+    defined(GRAFT_IMPLEMENTATION_PART_CODE_BASE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_GRAPH)
 #ifndef GRAFT_COMPILED_LIB
 #define GRAFT_COMPILED_LIB
 #endif
@@ -52,13 +53,22 @@
 // impl/*.ipp file: inline in header-only mode, an ordinary (external) function of the
 // graft library in compiled mode.
 // GRAFT_HAS_CODE: this TU defines graft's non-template functions (header-only mode, or
-// the library TU that compiles them). GRAFT_HAS_KERNELS: this TU compiles the kernels.
+// the library TU that compiles them) other than the graph layers' (ir, capture, jit), which
+// GRAFT_HAS_GRAPH_CODE guards: the CMake library compiles the two halves in two TUs
+// (src/graft.cpp: PART_CODE_BASE, src/graft_graph.cpp: PART_CODE_GRAPH) so that a parallel
+// build compiles them at once; PART_CODE (the single header's GRAFT_IMPLEMENTATION) is both.
+// GRAFT_HAS_KERNELS: this TU compiles the kernels.
 #if defined(GRAFT_COMPILED_LIB)
 #define GRAFT_INLINE
-#if defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#if defined(GRAFT_IMPLEMENTATION_PART_CODE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_BASE)
 #define GRAFT_HAS_CODE 1
 #else
 #define GRAFT_HAS_CODE 0
+#endif
+#if defined(GRAFT_IMPLEMENTATION_PART_CODE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_GRAPH)
+#define GRAFT_HAS_GRAPH_CODE 1
+#else
+#define GRAFT_HAS_GRAPH_CODE 0
 #endif
 #if defined(GRAFT_IMPLEMENTATION_PART_KERNELS)
 #define GRAFT_HAS_KERNELS 1
@@ -68,5 +78,6 @@
 #else
 #define GRAFT_INLINE inline
 #define GRAFT_HAS_CODE 1
+#define GRAFT_HAS_GRAPH_CODE 1
 #define GRAFT_HAS_KERNELS 1
 #endif

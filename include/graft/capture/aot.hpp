@@ -165,6 +165,6 @@ template <class F, class... Ts>
 
 }  // namespace graft::capture
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/capture/impl/aot.ipp"
 #endif

@@ -360,7 +360,7 @@ template <class F, class... Ts>
 
 }  // namespace graft::capture
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/capture/impl/trace.ipp"
 // The tracer's cond backward captures each branch with aot: defined in aot.ipp.
 #include "graft/capture/aot.hpp"

@@ -317,6 +317,9 @@ namespace detail {
 /// empty(t.sizes(), t.type()) for a defined tensor: its element count is known to be
 /// addressable, so the size checks are skipped (the elementwise ops' output).
 [[nodiscard]] GRAFT_INLINE Tensor empty_same_shape(const Tensor& t);
+/// A contiguous tensor of `nbytes`, already checked to be sizes' element count times the
+/// element size (callers that know their sizes are valid skip empty()'s checks).
+[[nodiscard]] GRAFT_INLINE Tensor empty_of_bytes(const int_list& sizes, dtype type, std::size_t nbytes);
 
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);

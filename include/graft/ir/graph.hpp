@@ -219,6 +219,6 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/graph.ipp"
 #endif

@@ -38,6 +38,6 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/interpreter.ipp"
 #endif

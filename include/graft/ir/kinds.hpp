@@ -350,6 +350,6 @@ struct registry<std::tuple<Ks...>> {
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/kinds.ipp"
 #endif

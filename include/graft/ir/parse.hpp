@@ -87,6 +87,6 @@ private:
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/parse.ipp"
 #endif

@@ -203,6 +203,6 @@ using default_pipeline = pipeline<inline_calls, constant_propagation, unroll_loo
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/passes.ipp"
 #endif

@@ -54,6 +54,6 @@ GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os);
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/print.ipp"
 #endif

@@ -169,6 +169,6 @@ struct symbolic_graph {
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/symbolic.ipp"
 #endif

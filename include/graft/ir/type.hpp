@@ -72,6 +72,6 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Type& t);
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/ir/impl/type.ipp"
 #endif

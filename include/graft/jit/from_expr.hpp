@@ -86,6 +86,6 @@ template <class G>
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/jit/impl/from_expr.ipp"
 #endif

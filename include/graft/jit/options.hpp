@@ -151,6 +151,6 @@ GRAFT_INLINE options set_default_options(options o);
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/jit/impl/options.ipp"
 #endif

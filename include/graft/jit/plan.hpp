@@ -516,6 +516,6 @@ private:
 
 }  // namespace graft::jit::detail
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/jit/impl/plan.ipp"
 #endif

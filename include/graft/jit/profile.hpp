@@ -62,6 +62,6 @@ private:
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/jit/impl/profile.ipp"
 #endif

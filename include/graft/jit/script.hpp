@@ -164,6 +164,6 @@ template <class F, class... Steps>
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 #include "graft/jit/impl/script.ipp"
 #endif
