@@ -503,7 +503,7 @@ private:
 
     const fusion_group* direct_ = nullptr;
     std::vector<direct_source> direct_sources_;  // per group input
-    std::vector<int> direct_outputs_;            // per graph output: index into the group's outputs
+    std::vector<int> direct_outputs_;  // per graph output: index into the group's outputs, or -1 - i: graph input i
 
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;

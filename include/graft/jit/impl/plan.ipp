@@ -152,8 +152,14 @@ GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     std::vector<int> outputs;
     for (int o : top_.outputs) {
         const auto it = std::find(g.output_slots.begin(), g.output_slots.end(), o);
-        if (it == g.output_slots.end()) return;
-        outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+        if (it != g.output_slots.end()) {
+            outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+            continue;
+        }
+        // A graph input returned as is (a differentiable forward's saved inputs).
+        const auto in = std::find(input_slots_.begin(), input_slots_.end(), o);
+        if (in == input_slots_.end()) return;
+        outputs.push_back(-1 - static_cast<int>(in - input_slots_.begin()));
     }
     direct_ = &g;
     direct_sources_ = std::move(sources);
@@ -174,6 +180,8 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
     std::array<kernels::operand_mode, direct_max_registers> mode;
     std::array<T, direct_max_registers> numbers;
     static constexpr std::array<std::size_t, direct_max_registers> no_periods{};
+    for (int o : direct_outputs_)
+        if (o < 0 && input(static_cast<std::size_t>(-1 - o)) == nullptr) return false;  // returned inputs: tensors
     for (std::size_t r = ninputs; r < nregs; ++r) mode[r] = kernels::operand_mode::temp;
     for (std::size_t k = 0; k < ninputs; ++k) {
         const direct_source& src = direct_sources_[k];
@@ -207,8 +215,14 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
         mode[r] = kernels::operand_mode::output;
         if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
         out.reserve(direct_outputs_.size());
-        for (std::size_t k = 0; k + 1 < direct_outputs_.size(); ++k) out.emplace_back(result);
-        out.emplace_back(std::move(result));
+        if (direct_outputs_.size() == 1 && direct_outputs_[0] == 0) {
+            out.emplace_back(std::move(result));
+            return true;
+        }
+        for (int o : direct_outputs_) {
+            if (o >= 0) out.emplace_back(result);
+            else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+        }
         return true;
     }
     reg_vector<Tensor> results;
@@ -220,7 +234,10 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
     }
     if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
-    for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
+    for (int o : direct_outputs_) {
+        if (o >= 0) out.emplace_back(results[static_cast<std::size_t>(o)]);
+        else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+    }
     return true;
 }
 
