@@ -5,7 +5,7 @@
 # `./scripts/setup.sh clang-19` (what CI's clang stage adds).
 set -euo pipefail
 
-packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3 "$@")
+packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3 libopenmpi-dev openmpi-bin "$@")
 
 missing=()
 for p in "${packages[@]}"; do

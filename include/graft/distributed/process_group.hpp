@@ -1,0 +1,450 @@
+#pragma once
+// graft::distributed: a process group over an MPI communicator (torch.distributed's
+// init_process_group / get_rank / get_world_size / barrier and the collectives all_reduce,
+// broadcast, all_gather and reduce_scatter on tensors). Optional: only programs that include
+// <graft/distributed.hpp> need MPI (CMake: link graft::distributed). Header-only by design:
+// graft's compiled library never depends on MPI. Manual: docs/distributed.md.
+//
+// Every collective is started non-blocking and waited for with the group's timeout, so a
+// rank whose peers never join gets a graft::error instead of hanging forever. MPI's own
+// errors become graft::error naming the call. Collectives are not differentiable: they write
+// tensors in place (bumping their version) and refuse tensors that require grad while grad
+// mode is on.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "graft/autograd/grad_mode.hpp"
+#include "graft/core/error.hpp"
+#include "graft/core/tensor.hpp"
+#include "graft/tensor.hpp"
+
+namespace graft::distributed {
+
+/// How a collective combines the ranks' tensors (torch.distributed.ReduceOp.SUM / AVG).
+enum class reduce_op { sum, avg };
+
+/// Options of init_process_group.
+struct init_options {
+    /// How long a collective waits for the other ranks before it fails (PyTorch's default
+    /// process-group timeout is 30 minutes).
+    std::chrono::milliseconds timeout = std::chrono::minutes(30);
+};
+
+namespace detail {
+
+/// The default process group (one per process, as torch.distributed's default group).
+struct group_state {
+    std::mutex mutex;  // serializes MPI calls unless MPI gave MPI_THREAD_MULTIPLE
+    bool initialized = false;
+    bool we_initialized_mpi = false;
+    bool thread_multiple = false;
+    bool broken = false;  // a collective timed out: its buffers may still be written
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+    int size = 1;
+    std::chrono::milliseconds timeout{};
+    /// Operations that timed out: their requests and the tensors MPI may still write.
+    std::vector<std::pair<MPI_Request, std::vector<Tensor>>> abandoned;
+};
+
+inline group_state& group() {
+    static group_state g;
+    return g;
+}
+
+/// A lock on the group's mutex when MPI calls must not overlap (released otherwise).
+inline std::unique_lock<std::mutex> mpi_lock() {
+    group_state& g = group();
+    return g.thread_multiple ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(g.mutex);
+}
+
+/// graft::error for an MPI return code other than MPI_SUCCESS, naming graft's and MPI's call.
+inline void check_mpi(int code, const char* op, const char* call) {
+    if (code == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(code, text, &len);
+    graft::detail::fail_with(op, ": ", call, " failed: ", std::string(text, static_cast<std::size_t>(len)));
+}
+
+inline group_state& checked_group(const char* op) {
+    group_state& g = group();
+    graft::detail::check(g.initialized, op,
+                         ": the default process group has not been initialized; call "
+                         "distributed::init_process_group() first");
+    graft::detail::check(!g.broken, op,
+                         ": the process group is unusable: an earlier collective timed out while "
+                         "other ranks had not joined it");
+    return g;
+}
+
+inline MPI_Datatype mpi_type(const char* op, dtype t) {
+    switch (t) {
+        case dtype::float32: return MPI_FLOAT;
+        case dtype::float64: return MPI_DOUBLE;
+        case dtype::int64: return MPI_INT64_T;
+        default: break;
+    }
+    graft::detail::fail_with(op, ": dtype ", t, " is not supported (float32, float64, int64)");
+}
+
+/// The checks every tensor a collective writes or reads passes.
+inline void check_tensor(const char* op, const Tensor& t, const char* what) {
+    graft::detail::check(t.defined(), op, ": ", what, " is an undefined tensor");
+    graft::detail::check(t.numel() <= std::numeric_limits<int>::max(), op, ": ", what, " has ", t.numel(),
+                         " elements; one MPI call takes at most 2^31 - 1");
+    graft::detail::check(t.is_contiguous(), op, ": Tensors must be contiguous (", what, " is not)");
+    graft::detail::check(!(autograd::is_grad_enabled() && t.requires_grad()), op, ": ", what,
+                         " requires grad; collectives are not differentiable: call them under "
+                         "graft::autograd::no_grad");
+    (void)mpi_type(op, t.type());
+}
+
+/// Waits for `req` until done or `deadline`; false on timeout (the request stays pending).
+inline bool wait_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, const char* op) {
+    for (int spins = 0;; ++spins) {
+        int done = 0;
+        {
+            auto lock = mpi_lock();
+            check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+        }
+        if (done) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else std::this_thread::yield();
+    }
+}
+
+[[noreturn]] inline void timed_out(const char* op, MPI_Request req, std::vector<Tensor> keep) {
+    group_state& g = group();
+    g.broken = true;
+    g.abandoned.emplace_back(req, std::move(keep));
+    graft::detail::fail_with(op, ": timed out after ", g.timeout.count(), " ms waiting for the other ranks (rank ",
+                             g.rank, " of ", g.size,
+                             "); the process group is unusable from here on (a rank that failed or "
+                             "skipped this collective)");
+}
+
+/// Checks that every rank calls `op` with the same element count and dtype (a mismatch would
+/// make MPI read or write out of bounds): one small all-reduce of maxima, so every rank sees
+/// the same verdict and throws alike.
+inline void check_same_everywhere(const char* op, std::int64_t numel, dtype type, std::int64_t extra = 0) {
+    group_state& g = group();
+    std::int64_t v[6] = {numel, -numel, static_cast<std::int64_t>(type), -static_cast<std::int64_t>(type), extra,
+                         -extra};
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = mpi_lock();
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, v, 6, MPI_INT64_T, MPI_MAX, g.comm, &req), op, "MPI_Iallreduce");
+    }
+    if (!wait_until(req, std::chrono::steady_clock::now() + g.timeout, op)) timed_out(op, req, {});
+    graft::detail::check(v[0] == numel && -v[1] == numel && v[2] == -v[3] && v[4] == -v[5], op,
+                         ": the ranks disagree on the tensor's element count, dtype or arguments (this rank: ",
+                         numel, " elements of ", type, "); every rank must call it alike");
+}
+
+}  // namespace detail
+
+/// A collective in flight (torch.distributed.Work). Returned by every collective; already
+/// complete unless it was started with async_op = true. Destroying a work that is still in
+/// flight waits for it (as long as the group's timeout).
+class work {
+public:
+    work() = default;
+    work(const work&) = delete;
+    work& operator=(const work&) = delete;
+    work(work&& o) noexcept { *this = std::move(o); }
+    work& operator=(work&& o) noexcept {
+        if (this != &o) {
+            finish_quietly();
+            op_ = o.op_;
+            req_ = std::exchange(o.req_, MPI_REQUEST_NULL);
+            keep_ = std::move(o.keep_);
+            on_done_ = std::move(o.on_done_);
+            o.on_done_ = nullptr;
+        }
+        return *this;
+    }
+    ~work() { finish_quietly(); }
+
+    /// Has the operation finished (tests once, without waiting)?
+    [[nodiscard]] bool is_completed() {
+        if (req_ == MPI_REQUEST_NULL) return true;
+        int done = 0;
+        {
+            auto lock = detail::mpi_lock();
+            detail::check_mpi(MPI_Test(&req_, &done, MPI_STATUS_IGNORE), op_, "MPI_Test");
+        }
+        if (done) complete();
+        return done != 0;
+    }
+
+    /// Waits until the operation finished; graft::error after the group's timeout.
+    void wait() {
+        if (req_ == MPI_REQUEST_NULL) return;
+        if (!detail::wait_until(req_, std::chrono::steady_clock::now() + detail::group().timeout, op_)) {
+            const MPI_Request r = std::exchange(req_, MPI_REQUEST_NULL);
+            on_done_ = nullptr;
+            detail::timed_out(op_, r, std::move(keep_));
+        }
+        complete();
+    }
+
+    /// Internal: a started request, the tensors MPI reads or writes until it completes, and what
+    /// to do once it has (an average's division, copies out of a staging buffer).
+    work(const char* op, MPI_Request req, std::vector<Tensor> keep, std::function<void()> on_done)
+        : op_(op), req_(req), keep_(std::move(keep)), on_done_(std::move(on_done)) {}
+
+private:
+    void complete() {
+        req_ = MPI_REQUEST_NULL;
+        if (on_done_) {
+            auto f = std::move(on_done_);
+            on_done_ = nullptr;
+            f();
+        }
+        keep_.clear();
+    }
+    void finish_quietly() noexcept {
+        if (req_ == MPI_REQUEST_NULL) return;
+        try {
+            wait();
+        } catch (const graft::error&) {
+            // Timed out: the request and its tensors were handed to the group (broken).
+        }
+    }
+
+    const char* op_ = "distributed";
+    MPI_Request req_ = MPI_REQUEST_NULL;
+    std::vector<Tensor> keep_;
+    std::function<void()> on_done_;
+};
+
+/// Starts the default process group over MPI_COMM_WORLD (initializing MPI if the program has
+/// not: MPI_Init_thread asking for MPI_THREAD_MULTIPLE). A second call is a graft::error, as
+/// in PyTorch; so is a call after destroy_process_group() finalized MPI.
+inline void init_process_group(init_options options = {}) {
+    detail::group_state& g = detail::group();
+    constexpr const char* op = "distributed::init_process_group";
+    graft::detail::check(!g.initialized, op, ": trying to initialize the default process group twice");
+    graft::detail::check(options.timeout.count() > 0, op, ": the timeout must be positive");
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    graft::detail::check(!finalized, op, ": MPI was already finalized (MPI can be initialized once per process)");
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int provided = MPI_THREAD_SINGLE;
+    if (!initialized) {
+        detail::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), op, "MPI_Init_thread");
+        g.we_initialized_mpi = true;
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    g.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+    detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &g.comm), op, "MPI_Comm_dup");
+    detail::check_mpi(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN), op, "MPI_Comm_set_errhandler");
+    MPI_Comm_rank(g.comm, &g.rank);
+    MPI_Comm_size(g.comm, &g.size);
+    g.timeout = options.timeout;
+    g.broken = false;
+    g.initialized = true;
+}
+
+/// Is the default process group initialized (torch.distributed.is_initialized)?
+[[nodiscard]] inline bool is_initialized() noexcept { return detail::group().initialized; }
+
+/// This process's rank in the default group, 0 .. world size - 1.
+[[nodiscard]] inline int get_rank() {
+    const auto& g = detail::group();
+    graft::detail::check(g.initialized, "distributed::get_rank: the default process group has not been initialized");
+    return g.rank;
+}
+
+/// The number of processes in the default group.
+[[nodiscard]] inline int get_world_size() {
+    const auto& g = detail::group();
+    graft::detail::check(g.initialized,
+                         "distributed::get_world_size: the default process group has not been initialized");
+    return g.size;
+}
+
+/// Ends the default group; finalizes MPI if init_process_group initialized it. Operations that
+/// timed out are waited for once more (the group's timeout); if a peer never joined them the
+/// job is aborted (MPI_Abort) rather than finalized with buffers still in MPI's hands.
+inline void destroy_process_group() {
+    detail::group_state& g = detail::group();
+    graft::detail::check(g.initialized,
+                         "distributed::destroy_process_group: the default process group has not been initialized");
+    for (auto& [req, keep] : g.abandoned)
+        if (!detail::wait_until(req, std::chrono::steady_clock::now() + g.timeout,
+                                "distributed::destroy_process_group"))
+            MPI_Abort(g.comm, 1);
+    g.abandoned.clear();
+    MPI_Comm_free(&g.comm);
+    g.initialized = false;
+    g.broken = false;
+    if (g.we_initialized_mpi) {
+        g.we_initialized_mpi = false;
+        MPI_Finalize();
+    }
+}
+
+/// Waits until every rank has called it (torch.distributed.barrier).
+inline void barrier() {
+    constexpr const char* op = "distributed::barrier";
+    detail::group_state& g = detail::checked_group(op);
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = detail::mpi_lock();
+        detail::check_mpi(MPI_Ibarrier(g.comm, &req), op, "MPI_Ibarrier");
+    }
+    work(op, req, {}, nullptr).wait();
+}
+
+/// Reduces `tensor` across all ranks in place: every rank ends with the sum (or the average)
+/// of all ranks' values (torch.distributed.all_reduce). float32, float64 (avg: floating point
+/// only) and int64; contiguous; every rank must pass the same element count and dtype (checked:
+/// a graft::error on every rank). With async_op the returned work is waited for later.
+inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async_op = false) {
+    constexpr const char* name = "distributed::all_reduce";
+    detail::group_state& g = detail::checked_group(name);
+    detail::check_tensor(name, tensor, "the tensor");
+    graft::detail::check(op == reduce_op::sum || tensor.type() != dtype::int64, name,
+                         ": reduce_op::avg needs a floating-point tensor");
+    detail::check_same_everywhere(name, tensor.numel(), tensor.type(), static_cast<std::int64_t>(op));
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = detail::mpi_lock();
+        detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), static_cast<int>(tensor.numel()),
+                                         detail::mpi_type(name, tensor.type()), MPI_SUM, g.comm, &req),
+                          name, "MPI_Iallreduce");
+    }
+    Tensor t = tensor;
+    std::function<void()> done = [t, op, size = g.size] {
+        if (op == reduce_op::avg) {
+            autograd::no_grad guard;
+            Tensor(t).div_(static_cast<double>(size));
+        } else {
+            t.bump_version();
+        }
+    };
+    work w(name, req, {tensor}, std::move(done));
+    if (!async_op) w.wait();
+    return w;
+}
+
+/// Copies `tensor` of rank `src` into `tensor` of every rank (torch.distributed.broadcast).
+inline work broadcast(Tensor& tensor, int src, bool async_op = false) {
+    constexpr const char* name = "distributed::broadcast";
+    detail::group_state& g = detail::checked_group(name);
+    detail::check_tensor(name, tensor, "the tensor");
+    graft::detail::check(src >= 0 && src < g.size, name, ": src ", src, " is not a rank (world size ", g.size, ")");
+    detail::check_same_everywhere(name, tensor.numel(), tensor.type(), src);
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = detail::mpi_lock();
+        detail::check_mpi(MPI_Ibcast(tensor.raw_data(), static_cast<int>(tensor.numel()),
+                                     detail::mpi_type(name, tensor.type()), src, g.comm, &req),
+                          name, "MPI_Ibcast");
+    }
+    Tensor t = tensor;
+    work w(name, req, {tensor}, [t] { t.bump_version(); });
+    if (!async_op) w.wait();
+    return w;
+}
+
+/// output[i] = rank i's `tensor`, on every rank (torch.distributed.all_gather): `output` holds
+/// world-size tensors of `tensor`'s dtype and size (resized is not done: they must match).
+inline work all_gather(std::vector<Tensor>& output, const Tensor& tensor, bool async_op = false) {
+    constexpr const char* name = "distributed::all_gather";
+    detail::group_state& g = detail::checked_group(name);
+    detail::check_tensor(name, tensor, "the input tensor");
+    graft::detail::check(output.size() == static_cast<std::size_t>(g.size), name, ": the output list has ",
+                         output.size(), " tensors, the world size is ", g.size);
+    for (const Tensor& o : output) {
+        detail::check_tensor(name, o, "an output tensor");
+        graft::detail::check(o.type() == tensor.type() && o.numel() == tensor.numel(), name,
+                             ": every output tensor must have the input's dtype and element count");
+    }
+    detail::check_same_everywhere(name, tensor.numel(), tensor.type());
+    const std::int64_t n = tensor.numel();
+    Tensor staging = empty({n * g.size}, tensor.type());
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = detail::mpi_lock();
+        const MPI_Datatype type = detail::mpi_type(name, tensor.type());
+        detail::check_mpi(MPI_Iallgather(tensor.raw_data(), static_cast<int>(n), type, staging.raw_data(),
+                                         static_cast<int>(n), type, g.comm, &req),
+                          name, "MPI_Iallgather");
+    }
+    std::vector<Tensor> outs = output;
+    std::function<void()> done = [outs, staging, n] {
+        const std::size_t bytes = static_cast<std::size_t>(n) * staging.element_size();
+        for (std::size_t i = 0; i < outs.size(); ++i) {
+            std::memcpy(outs[i].raw_data(), static_cast<const char*>(staging.raw_data()) + i * bytes, bytes);
+            outs[i].bump_version();
+        }
+    };
+    std::vector<Tensor> keep = output;
+    keep.push_back(tensor);
+    keep.push_back(staging);
+    work w(name, req, std::move(keep), std::move(done));
+    if (!async_op) w.wait();
+    return w;
+}
+
+/// output = the reduction over ranks of input[this rank] (torch.distributed.reduce_scatter):
+/// `input` holds world-size tensors of `output`'s dtype and size.
+inline work reduce_scatter(Tensor& output, const std::vector<Tensor>& input, reduce_op op = reduce_op::sum,
+                           bool async_op = false) {
+    constexpr const char* name = "distributed::reduce_scatter";
+    detail::group_state& g = detail::checked_group(name);
+    detail::check_tensor(name, output, "the output tensor");
+    graft::detail::check(op == reduce_op::sum || output.type() != dtype::int64, name,
+                         ": reduce_op::avg needs a floating-point tensor");
+    graft::detail::check(input.size() == static_cast<std::size_t>(g.size), name, ": the input list has ",
+                         input.size(), " tensors, the world size is ", g.size);
+    for (const Tensor& in : input) {
+        detail::check_tensor(name, in, "an input tensor");
+        graft::detail::check(in.type() == output.type() && in.numel() == output.numel(), name,
+                             ": every input tensor must have the output's dtype and element count");
+    }
+    detail::check_same_everywhere(name, output.numel(), output.type(), static_cast<std::int64_t>(op));
+    const std::int64_t n = output.numel();
+    Tensor staging = empty({n * g.size}, output.type());
+    const std::size_t bytes = static_cast<std::size_t>(n) * output.element_size();
+    for (std::size_t i = 0; i < input.size(); ++i)
+        std::memcpy(static_cast<char*>(staging.raw_data()) + i * bytes, input[i].raw_data(), bytes);
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+        auto lock = detail::mpi_lock();
+        detail::check_mpi(MPI_Ireduce_scatter_block(staging.raw_data(), output.raw_data(), static_cast<int>(n),
+                                                    detail::mpi_type(name, output.type()), MPI_SUM, g.comm, &req),
+                          name, "MPI_Ireduce_scatter_block");
+    }
+    Tensor t = output;
+    std::function<void()> done = [t, op, size = g.size] {
+        if (op == reduce_op::avg) {
+            autograd::no_grad guard;
+            Tensor(t).div_(static_cast<double>(size));
+        } else {
+            t.bump_version();
+        }
+    };
+    work w(name, req, {output, staging}, std::move(done));
+    if (!async_op) w.wait();
+    return w;
+}
+
+}  // namespace graft::distributed

@@ -1,0 +1,117 @@
+// graft::distributed's process group under mpirun (-np 2 and -np 3, CTest): every rank runs
+// every test case; expectations are closed forms of the ranks' contributions.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include <graft/distributed.hpp>
+#include <graft/graft.hpp>
+
+using namespace graft;
+namespace dist = graft::distributed;
+
+namespace {
+/// [n] of value(i) for i in 0..n-1.
+template <class F>
+Tensor filled(std::int64_t n, dtype t, F value) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value(i);
+    return from_vector(v).to(t);
+}
+}  // namespace
+
+TEST_CASE("distributed: rank and world size", "[distributed]") {
+    CHECK(dist::is_initialized());
+    CHECK(dist::get_world_size() >= 2);
+    CHECK(dist::get_rank() >= 0);
+    CHECK(dist::get_rank() < dist::get_world_size());
+    dist::barrier();
+}
+
+TEST_CASE("distributed: all_reduce sums and averages in place", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        // Rank r contributes (r + 1) * (i + 1): the sum is (i + 1) * p (p + 1) / 2.
+        Tensor x = filled(1000, t, [&](std::int64_t i) { return double(r + 1) * double(i + 1); });
+        const auto v0 = x._version();
+        dist::all_reduce(x);
+        CHECK(x._version() > v0);
+        for (std::int64_t i = 0; i < 1000; i += 111)
+            CHECK(x[i].item<double>() == Approx(double(i + 1) * p * (p + 1) / 2.0));
+        Tensor y = filled(7, t, [&](std::int64_t i) { return double(r) + double(i); });
+        dist::all_reduce(y, dist::reduce_op::avg);
+        for (std::int64_t i = 0; i < 7; ++i) CHECK(y[i].item<double>() == Approx(double(p - 1) / 2.0 + double(i)));
+    }
+    Tensor k = filled(5, dtype::int64, [&](std::int64_t i) { return double(i * (r + 1)); });
+    dist::all_reduce(k);
+    for (std::int64_t i = 0; i < 5; ++i) CHECK(k[i].item<std::int64_t>() == i * p * (p + 1) / 2);
+}
+
+TEST_CASE("distributed: an asynchronous all_reduce completes on wait", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    Tensor x = full({100000}, double(r + 1));
+    dist::work w = dist::all_reduce(x, dist::reduce_op::sum, /*async_op=*/true);
+    w.wait();
+    CHECK(w.is_completed());
+    CHECK(x[99999].item<double>() == Approx(p * (p + 1) / 2.0));
+}
+
+TEST_CASE("distributed: broadcast, all_gather, reduce_scatter", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    Tensor b = full({3, 4}, double(r) * 10.0, dtype::float64);
+    dist::broadcast(b, p - 1);
+    CHECK(b.sum().item<double>() == Approx(12.0 * (p - 1) * 10.0));
+
+    std::vector<Tensor> out;
+    for (int i = 0; i < p; ++i) out.push_back(zeros({2, 3}));
+    dist::all_gather(out, full({2, 3}, double(r) + 0.5));
+    for (int i = 0; i < p; ++i) CHECK(out[static_cast<std::size_t>(i)].sum().item<double>() == Approx(6 * (i + 0.5)));
+
+    // Rank r gives input[j] = (r + 1) * (j + 1); output on rank r is (r + 1) * p (p + 1) / 2.
+    std::vector<Tensor> in;
+    for (int j = 0; j < p; ++j) in.push_back(full({5}, double(r + 1) * double(j + 1)));
+    Tensor o = zeros({5});
+    dist::reduce_scatter(o, in);
+    CHECK(o[4].item<double>() == Approx(double(r + 1) * p * (p + 1) / 2.0));
+    dist::reduce_scatter(o, in, dist::reduce_op::avg);
+    CHECK(o[0].item<double>() == Approx(double(r + 1) * (p + 1) / 2.0));
+}
+
+TEST_CASE("distributed: bad input is a graft::error on every rank and the group stays usable", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    // Ranks disagree on the size: every rank learns it from the size check, nothing is sent.
+    Tensor x = zeros({r == 0 ? 4 : 5});
+    CHECK_THROWS_WITH(dist::all_reduce(x), Catch::Contains("disagree"));
+    Tensor strided = zeros({4, 4}).t();
+    CHECK_THROWS_WITH(dist::all_reduce(strided), Catch::Contains("contiguous"));
+    Tensor w = zeros({3}).requires_grad_();
+    CHECK_THROWS_WITH(dist::all_reduce(w), Catch::Contains("requires grad"));
+    {
+        autograd::no_grad guard;
+        dist::all_reduce(w);  // fine without grad mode
+    }
+    Tensor b = zeros({3}, dtype::bool_);
+    CHECK_THROWS_WITH(dist::all_reduce(b), Catch::Contains("not supported"));
+    Tensor k = zeros({3}, dtype::int64);
+    CHECK_THROWS_WITH(dist::all_reduce(k, dist::reduce_op::avg), Catch::Contains("floating-point"));
+    Tensor y = zeros({2});
+    CHECK_THROWS_WITH(dist::broadcast(y, p), Catch::Contains("not a rank"));
+    std::vector<Tensor> few{zeros({2})};
+    CHECK_THROWS_WITH(dist::all_gather(few, y), Catch::Contains("world size"));
+    CHECK_THROWS_WITH(dist::init_process_group(), Catch::Contains("twice"));
+    // Still usable.
+    Tensor z = full({2}, 1.0);
+    dist::all_reduce(z);
+    CHECK(z[0].item<double>() == Approx(double(p)));
+}
+
+int main(int argc, char** argv) {
+    dist::init_process_group();
+    const int result = Catch::Session().run(argc, argv);
+    int worst = result;
+    MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);  // one failing rank fails all
+    dist::destroy_process_group();
+    return worst;
+}
