@@ -124,6 +124,9 @@ public:
 
     void on_alloc(const Tensor& t) override;
 
+    /// A detached alias: reads of it become detach(its value), so no gradient flows through.
+    void on_detach(const Tensor& result) override;
+
     void on_read(std::string_view what, const Tensor& t) override;
 
     /// Sizes computed with SymInts (view_symint, ...): kept as size hints (ir/symbolic.hpp).
@@ -208,6 +211,7 @@ private:
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
+    std::set<const void*> detached_;  // tensors made by detach() (kept alive in keep_)
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
 };

@@ -31,6 +31,7 @@ GRAFT_INLINE void Tensor::set_grad(const Tensor& g) const {
 GRAFT_INLINE Tensor Tensor::detach() const {
     Tensor out = detail::raw::alias(*this);
     out.impl_ptr()->is_view = is_view();
+    detail::observe_detach(out);  // graph capture: reads of `out` are detach(source)
     return out;
 }
 

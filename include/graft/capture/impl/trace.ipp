@@ -82,6 +82,12 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
     if (it != values_.end() && it->second.gen == b.gen) return it->second.value;
     // Stale (its memory was written since) or an unrecorded view: read it from the base.
     ir::Value* v = same_geometry(t, b.base) ? b.value : take(b, t);
+    if (detached_.count(impl_key(t))) {
+        // x.detach(): the same memory, read without a gradient.
+        ir::Node* d = cur_->append<ir::kinds::detach>();
+        d->add_input(v);
+        v = d->add_output(value_type(t));
+    }
     keep_.push_back(t);
     values_[impl_key(t)] = {v, b.gen};
     return v;
@@ -110,6 +116,11 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::de
     auto bit = bases_.find(storage_key(result));
     if (bit == bases_.end()) bit = bases_.emplace(storage_key(result), base_state{result, out, 0, -1}).first;
     values_[impl_key(result)] = {out, bit->second.gen};
+}
+
+GRAFT_INLINE void tracer::on_detach(const Tensor& result) {
+    keep_.push_back(result);  // its address stays its own
+    detached_.insert(impl_key(result));
 }
 
 GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_operand& src) {

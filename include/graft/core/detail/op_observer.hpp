@@ -69,6 +69,9 @@ public:
     /// Sizes given to an op as SymInts (view_symint, ...), reported before the op runs: graph
     /// capture keeps their expressions so that the graph computes them per call.
     virtual void on_symbolic_sizes(const sym_int_list& sizes) { (void)sizes; }
+    /// `result` was made by Tensor::detach(): an alias of its source's memory that reads as
+    /// the source's value without a gradient (graph capture records a detach node).
+    virtual void on_detach(const Tensor& result) { (void)result; }
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -130,6 +133,11 @@ private:
 /// Reports an allocation made outside any observed op or factory, if an observer is installed.
 inline void observe_alloc(const Tensor& t) {
     if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_alloc(t);
+}
+
+/// Reports a detached alias (Tensor::detach) made outside any observed op, if an observer is installed.
+inline void observe_detach(const Tensor& result) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_detach(result);
 }
 
 /// Reports a read of t's value to the installed observer, if any.
