@@ -100,8 +100,8 @@ void bm_adam_loop(benchmark::State& st) {
         a.bias_correction2_sqrt = std::sqrt(1 - std::pow(a.beta2, static_cast<double>(step)));
         for (std::size_t i = 0; i < ps.size(); ++i)
             kernels::reference::optim_adam(a, ps[i].data_ptr<float>(), ps[i].grad().data_ptr<float>(),
-                                           ms[i].data_ptr<float>(), vs[i].data_ptr<float>(), static_cast<float*>(nullptr),
-                                           static_cast<std::size_t>(ps[i].numel()));
+                                           ms[i].data_ptr<float>(), vs[i].data_ptr<float>(),
+                                           static_cast<float*>(nullptr), static_cast<std::size_t>(ps[i].numel()));
         benchmark::ClobberMemory();
     }
     set_counters(st, count(ps), 28);

@@ -236,9 +236,10 @@ TEST_CASE("optim kernels: every SIMD target agrees with the scalar fallback", "[
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     auto run = [&]<class T>(T) {
         const double eps = std::numeric_limits<T>::epsilon();
-        for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{100}}) {
-            std::vector<T> p(n), g(n), b(n), m(n), v(n), vm(n);
-            for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{100}})
+        for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {  // off 1: no array is vector-aligned
+            std::vector<T> p(n + off), g(n + off), b(n + off), m(n + off), v(n + off), vm(n + off);
+            for (std::size_t i = 0; i < n + off; ++i) {
                 p[i] = static_cast<T>(u(rng));
                 g[i] = static_cast<T>(u(rng));
                 b[i] = static_cast<T>(u(rng));
@@ -267,16 +268,18 @@ TEST_CASE("optim kernels: every SIMD target agrees with the scalar fallback", "[
                 aa.step_size = 0.01 / (1 - std::pow(aa.beta1, 3));
                 aa.bias_correction2_sqrt = std::sqrt(1 - std::pow(aa.beta2, 3));
                 std::vector<T> pr = p, br = b, pa = p, mr = m, vr = v, vmr = vm;
-                gk::reference::optim_sgd(sa, pr.data(), g.data(), br.data(), n);
-                gk::reference::optim_adam(aa, pa.data(), g.data(), mr.data(), vr.data(), vmr.data(), n);
+                gk::reference::optim_sgd(sa, pr.data() + off, g.data() + off, br.data() + off, n);
+                gk::reference::optim_adam(aa, pa.data() + off, g.data() + off, mr.data() + off, vr.data() + off,
+                                          vmr.data() + off, n);
                 for (gk::target t : gk::available_targets()) {
                     gk::set_target(t);
-                    INFO("target " << gk::target_name(t) << " n " << n << " variant " << variant);
+                    INFO("target " << gk::target_name(t) << " n " << n << " offset " << off << " variant " << variant);
                     std::vector<T> p1 = p, b1 = b, p2 = p, m2 = m, v2 = v, vm2 = vm;
-                    gk::sgd_step(sa, p1.data(), g.data(), b1.data(), n);
-                    gk::adam_step(aa, p2.data(), g.data(), m2.data(), v2.data(), vm2.data(), n);
+                    gk::sgd_step(sa, p1.data() + off, g.data() + off, b1.data() + off, n);
+                    gk::adam_step(aa, p2.data() + off, g.data() + off, m2.data() + off, v2.data() + off,
+                                  vm2.data() + off, n);
                     auto near = [&](const std::vector<T>& got, const std::vector<T>& want) {
-                        for (std::size_t i = 0; i < n; ++i) {
+                        for (std::size_t i = 0; i < n + off; ++i) {
                             INFO("element " << i << " got " << got[i] << " want " << want[i]);
                             REQUIRE(std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])) <=
                                     8 * eps * (1 + std::fabs(static_cast<double>(want[i]))));
@@ -486,7 +489,8 @@ TEST_CASE("optim: bad parameters and options are errors", "[optim]") {
     check_error([&] { optim::SGD({p}, -0.1); }, "Invalid learning rate");
     check_error([&] { optim::SGD({p}, 0.1, -0.5); }, "Invalid momentum value");
     check_error([&] { optim::SGD({p}, 0.1, 0, 0, -1); }, "Invalid weight_decay value");
-    check_error([&] { optim::SGD({p}, 0.1, 0, 0, 0, true); }, "Nesterov momentum requires a momentum and zero dampening");
+    check_error([&] { optim::SGD({p}, 0.1, 0, 0, 0, true); },
+                "Nesterov momentum requires a momentum and zero dampening");
     check_error([&] { optim::SGD({p}, 0.1, 0.9, 0.1, 0, true); }, "Nesterov momentum requires");
     check_error([&] { optim::Adam({p}, -1e-3); }, "Invalid learning rate");
     check_error([&] { optim::Adam({p}, 1e-3, {1.0, 0.999}); }, "Invalid beta parameter at index 0");

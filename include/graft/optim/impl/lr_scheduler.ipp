@@ -20,8 +20,8 @@ GRAFT_INLINE LRScheduler::LRScheduler(Optimizer& optimizer, std::int64_t last_ep
         for (auto& g : groups) g.options["initial_lr"] = g["lr"];
     } else {
         for (std::size_t i = 0; i < groups.size(); ++i)
-            check(groups[i].options.count("initial_lr") != 0, name, ": param 'initial_lr' is not specified in param_groups[",
-                  i, "] when resuming an optimizer");
+            check(groups[i].options.count("initial_lr") != 0, name,
+                  ": param 'initial_lr' is not specified in param_groups[", i, "] when resuming an optimizer");
     }
     for (auto& g : groups) base_lrs_.push_back(g["initial_lr"]);
 }

@@ -2,6 +2,7 @@
 // Definitions for graft/optim/optimizer.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/optim/optimizer.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <set>
 #include <string>
@@ -166,8 +167,9 @@ GRAFT_INLINE OptimizerStateDict Optimizer::state_dict() const {
 GRAFT_INLINE void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
     using graft::detail::check;
     const std::string op = name_ + ": load_state_dict";
-    check(sd.param_groups.size() == groups_.size(), op, ": loaded state dict has a different number of parameter groups (",
-          sd.param_groups.size(), ") than the optimizer (", groups_.size(), ")");
+    check(sd.param_groups.size() == groups_.size(), op,
+          ": loaded state dict has a different number of parameter groups (", sd.param_groups.size(),
+          ") than the optimizer (", groups_.size(), ")");
     // Map parameter indices to (group, position), checking the groups' sizes.
     std::vector<std::pair<std::size_t, std::size_t>> where;
     std::map<std::int64_t, std::size_t> index_of;  // saved index -> flat position
@@ -207,8 +209,8 @@ GRAFT_INLINE void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
                 check(t.numel() == 1, op, ": state 'step' of parameter ", index, " must have one element, got shape ",
                       t.sizes());
                 const double s = t.item<double>();
-                check(s >= 0 && s == static_cast<double>(static_cast<std::int64_t>(s)), op, ": state 'step' of parameter ",
-                      index, " must be a non-negative integer, got ", s);
+                check(s >= 0 && s < 9.0e15 && s == std::floor(s), op, ": state 'step' of parameter ", index,
+                      " must be a non-negative integer, got ", s);
                 st.step = static_cast<std::int64_t>(s);
                 st.has_step = true;
                 continue;
