@@ -395,6 +395,14 @@ TEST_CASE("optim: zero_grad, skipped parameters, step(closure), no autograd hist
     CHECK(sd.state.at(0).at("step").item<double>() == 1);
     CHECK(sd.state.at(0).count("max_exp_avg_sq") == 0);
 
+    // The step bumps the version counter: a graph that saved the parameter before the step
+    // refuses to backward through it afterwards, as in PyTorch.
+    Tensor saved_loss = (x * x).sum();
+    opt.zero_grad();
+    x.set_grad(ones({static_cast<std::int64_t>(kN)}, dtype::float64));
+    opt.step();
+    check_error([&] { saved_loss.backward(); }, "modified by an inplace operation");
+
     // A parameter that is a non-contiguous leaf is updated too.
     Tensor base = zeros({3, 2}, dtype::float64);
     Tensor w = base.t().detach().requires_grad_();  // [2, 3], transposed strides
