@@ -4,3 +4,4 @@
 #include "graft/config.hpp"
 #include "graft/tensor.hpp"
 #include "graft/nn/functional.hpp"
+#include "graft/nn/utils.hpp"

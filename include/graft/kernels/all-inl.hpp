@@ -20,6 +20,7 @@
 #include "graft/kernels/reduce-inl.hpp"
 #include "graft/kernels/matmul-inl.hpp"
 #include "graft/kernels/program-inl.hpp"
+#include "graft/kernels/optim-inl.hpp"
 #endif
 
 // graft-amalgamate: per-target
@@ -40,6 +41,7 @@ inline constexpr detail::kernel_table table = {
     &unary_f32,   &unary_f64,   &binary_f32,  &binary_f64, &compare_f32, &compare_f64, &where_f32,
     &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
     &run_program_f32, &run_program_f64,
+    &sgd_f32,     &sgd_f64,     &adam_f32,    &adam_f64,
 };
 
 }  // namespace HWY_NAMESPACE

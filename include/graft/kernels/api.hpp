@@ -106,6 +106,22 @@ inline constexpr std::size_t program_tile_elements = 512 / sizeof(T);
 template <class T>
 inline constexpr std::size_t program_scratch_stride = program_tile_elements<T> + 64 / sizeof(T);
 
+/// Scalars of one fused SGD step (graft::optim::SGD; the per-element update is written out in
+/// graft/kernels/optim-inl.hpp). `first`: the momentum buffer is new and is set to the gradient.
+struct sgd_args {
+    double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+    bool nesterov = false, maximize = false, first = false;
+};
+
+/// Scalars of one fused Adam / AdamW step (graft::optim::Adam, AdamW), with the step's bias
+/// corrections already folded in: step_size = lr / (1 - beta1^t),
+/// bias_correction2_sqrt = sqrt(1 - beta2^t). `decoupled`: AdamW's decay of the parameter.
+struct adam_args {
+    double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+    double step_size = 0, bias_correction2_sqrt = 1;
+    bool decoupled = false, amsgrad = false, maximize = false;
+};
+
 namespace detail {
 
 /// One compiled target's entry points. Every per-target namespace
@@ -130,6 +146,11 @@ struct kernel_table {
     void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
     void (*run_program_f32)(const program&, float* const*, float*, std::size_t, std::size_t);
     void (*run_program_f64)(const program&, double* const*, double*, std::size_t, std::size_t);
+    // Fused optimizer steps: param, grad and state read and written in one pass.
+    void (*sgd_f32)(const sgd_args&, float*, const float*, float*, std::size_t);
+    void (*sgd_f64)(const sgd_args&, double*, const double*, double*, std::size_t);
+    void (*adam_f32)(const adam_args&, float*, const float*, float*, float*, float*, std::size_t);
+    void (*adam_f64)(const adam_args&, double*, const double*, double*, double*, double*, std::size_t);
 };
 
 struct aligned_free {

@@ -216,6 +216,25 @@ inline void run_program(const program& p, double* const* base, double* scratch, 
     detail::active().run_program_f64(p, base, scratch, begin, end);
 }
 
+/// One fused SGD step over n contiguous elements (graft::optim::SGD): param and the momentum
+/// buffer `buf` (unused, may be null, when momentum is 0) are updated in place from grad.
+inline void sgd_step(const sgd_args& a, float* param, const float* grad, float* buf, std::size_t n) {
+    detail::active().sgd_f32(a, param, grad, buf, n);
+}
+inline void sgd_step(const sgd_args& a, double* param, const double* grad, double* buf, std::size_t n) {
+    detail::active().sgd_f64(a, param, grad, buf, n);
+}
+/// One fused Adam / AdamW step over n contiguous elements: param, exp_avg, exp_avg_sq and
+/// (amsgrad only; may be null otherwise) max_exp_avg_sq are updated in place from grad.
+inline void adam_step(const adam_args& a, float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                      float* max_exp_avg_sq, std::size_t n) {
+    detail::active().adam_f32(a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n);
+}
+inline void adam_step(const adam_args& a, double* param, const double* grad, double* exp_avg, double* exp_avg_sq,
+                      double* max_exp_avg_sq, std::size_t n) {
+    detail::active().adam_f64(a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n);
+}
+
 }  // namespace graft::kernels
 
 #if GRAFT_HAS_CODE

@@ -341,4 +341,58 @@ inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols
     }
 }
 
+/// The fused SGD step of graft/kernels/optim-inl.hpp as a plain scalar loop: the same
+/// operations of T in the same order (not computed in double: this is the scalar fallback,
+/// the math of the SIMD kernel, not an accuracy oracle).
+template <class T>
+inline void optim_sgd(const sgd_args& a, T* p, const T* grad, T* buf, std::size_t n) {
+    static_assert(detail::is_fp<T>, "optim_sgd is floating point only");
+    const T wd = static_cast<T>(a.weight_decay), mom = static_cast<T>(a.momentum);
+    const T damp1 = static_cast<T>(1 - a.dampening), neg_lr = static_cast<T>(-a.lr);
+    for (std::size_t i = 0; i < n; ++i) {
+        T g = a.maximize ? -grad[i] : grad[i];
+        if (a.weight_decay != 0) g = g + wd * p[i];
+        if (a.momentum != 0) {
+            const T b = a.first ? g : buf[i] * mom + damp1 * g;
+            buf[i] = b;
+            g = a.nesterov ? g + mom * b : b;
+        }
+        p[i] = p[i] + neg_lr * g;
+    }
+}
+
+/// The fused Adam / AdamW step of graft/kernels/optim-inl.hpp as a plain scalar loop (same
+/// operations of T, same order).
+template <class T>
+inline void optim_adam(const adam_args& a, T* p, const T* grad, T* m, T* v, T* vmax, std::size_t n) {
+    static_assert(detail::is_fp<T>, "optim_adam is floating point only");
+    const double w = 1 - a.beta1;
+    const bool low = w < 0.5 && w > -0.5;
+    const T decay = static_cast<T>(1 - a.lr * a.weight_decay), wd = static_cast<T>(a.weight_decay);
+    const T tw = static_cast<T>(w), tw1 = static_cast<T>(1 - w), b2 = static_cast<T>(a.beta2);
+    const T b2c = static_cast<T>(1 - a.beta2), bc2 = static_cast<T>(a.bias_correction2_sqrt);
+    const T eps = static_cast<T>(a.eps), neg_step = static_cast<T>(-a.step_size);
+    for (std::size_t i = 0; i < n; ++i) {
+        T x = p[i];
+        T g = a.maximize ? -grad[i] : grad[i];
+        if (a.weight_decay != 0) {
+            if (a.decoupled)
+                x = x * decay;
+            else
+                g = g + wd * x;
+        }
+        const T mi = low ? m[i] + tw * (g - m[i]) : g - (g - m[i]) * tw1;
+        m[i] = mi;
+        T vi = v[i] * b2 + (b2c * g) * g;
+        v[i] = vi;
+        if (a.amsgrad) {
+            const T old = vmax[i];
+            vi = (old < vi || vi != vi) ? vi : old;
+            vmax[i] = vi;
+        }
+        const T denom = std::sqrt(vi) / bc2 + eps;
+        p[i] = x + (neg_step * mi) / denom;
+    }
+}
+
 }  // namespace graft::kernels::reference
