@@ -587,7 +587,7 @@ TEST_CASE("embedding: bad input", "[nn][embedding]") {
 // ---------------------------------------------------------------- dropout
 
 TEST_CASE("dropout: kept fraction, scaling, gradient, reproducibility", "[nn][dropout]") {
-    const i64 n = 200000;
+    const i64 n = 100000;
     for (const double p : {0.1, 0.5, 0.8}) {
         INFO("p = " << p);
         generator gen(7);
@@ -595,13 +595,14 @@ TEST_CASE("dropout: kept fraction, scaling, gradient, reproducibility", "[nn][dr
         const Tensor y = F::dropout(x, p, true, false, gen);
         const auto v = dvec(y);
         const double scale = 1.0 / (1.0 - p);
-        i64 kept = 0;
+        i64 kept = 0, wrong = 0;
         for (const double e : v) {
             if (e != 0.0) {
                 ++kept;
-                CHECK(e == Approx(3.0 * scale).epsilon(1e-15));
+                if (std::abs(e - 3.0 * scale) > 1e-12) ++wrong;  // survivors are scaled by 1 / (1 - p)
             }
         }
+        CHECK(wrong == 0);
         // Kept count ~ Binomial(n, 1 - p): within 5 standard deviations.
         const double mean = static_cast<double>(n) * (1.0 - p), sd = std::sqrt(static_cast<double>(n) * p * (1.0 - p));
         CHECK(std::abs(static_cast<double>(kept) - mean) < 5.0 * sd);
