@@ -54,8 +54,8 @@ void unfold(benchmark::State& state, shape s) {
     graft::generator g(1);
     const Tensor x = graft::randn({s.n, s.c, s.h, s.w}, graft::dtype::float32, g);
     for (auto _ : state) benchmark::DoNotOptimize(F::unfold(x, 3, 1, 1, 1));
-    state.counters["bytes"] = benchmark::Counter(double(s.n * s.c * 9 * s.h * s.w) * 4.0,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bytes"] =
+        benchmark::Counter(double(s.n * s.c * 9 * s.h * s.w) * 4.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 const char* names[] = {"small1", "small2", "big"};

@@ -77,7 +77,8 @@ std::vector<double> ref_unfold(const std::vector<double>& in, i64 n, i64 c, i64 
                         for (i64 x = 0; x < ow; ++x) {
                             const i64 iy = y * g.sh - g.ph + i * g.dh, ix = x * g.sw - g.pw + j * g.dw;
                             const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
-                            out.push_back(inside ? in[static_cast<std::size_t>(((b * c + ch) * h + iy) * w + ix)] : 0.0);
+                            out.push_back(inside ? in[static_cast<std::size_t>(((b * c + ch) * h + iy) * w + ix)]
+                                                 : 0.0);
                         }
     return out;
 }
@@ -101,9 +102,9 @@ std::vector<double> ref_fold(const std::vector<double>& cols, i64 n, i64 c, i64 
 }
 
 /// Direct convolution (cross-correlation) with separate top/bottom/left/right padding.
-std::vector<double> ref_conv(const std::vector<double>& in, const std::vector<double>& wt, const std::vector<double>& bias,
-                             i64 n, i64 c, i64 h, i64 w, i64 o, i64 kh, i64 kw, i64 sh, i64 sw, i64 pt, i64 pb,
-                             i64 pl, i64 pr, i64 dh, i64 dw, i64 groups, i64& oh, i64& ow) {
+std::vector<double> ref_conv(const std::vector<double>& in, const std::vector<double>& wt,
+                             const std::vector<double>& bias, i64 n, i64 c, i64 h, i64 w, i64 o, i64 kh, i64 kw, i64 sh,
+                             i64 sw, i64 pt, i64 pb, i64 pl, i64 pr, i64 dh, i64 dw, i64 groups, i64& oh, i64& ow) {
     oh = (h + pt + pb - dh * (kh - 1) - 1) / sh + 1;
     ow = (w + pl + pr - dw * (kw - 1) - 1) / sw + 1;
     const i64 cg = c / groups, og = o / groups;
@@ -224,8 +225,8 @@ TEST_CASE("unfold and fold match the im2col / col2im definitions", "[nn][conv]")
     const Tensor u = F::unfold(x, 2, 1, 1, {2, 1});
     CHECK(u.dim() == 2);
     CHECK(allclose(u, F::unfold(x.unsqueeze(0), 2, 1, 1, {2, 1}).squeeze(0), 0.0, 0.0));
-    CHECK(allclose(F::fold(u, {5, 4}, 2, 1, 1, {2, 1}), F::fold(u.unsqueeze(0), {5, 4}, 2, 1, 1, {2, 1}).squeeze(0), 0.0,
-                   0.0));
+    CHECK(allclose(F::fold(u, {5, 4}, 2, 1, 1, {2, 1}), F::fold(u.unsqueeze(0), {5, 4}, 2, 1, 1, {2, 1}).squeeze(0),
+                   0.0, 0.0));
     const Tensor xt = leaf({1, 1, 4, 5}, 98).detach().transpose(2, 3);
     CHECK(allclose(F::unfold(xt, 2), F::unfold(xt.contiguous(), 2), 0.0, 0.0));
     // fold is unfold's adjoint: <unfold(x), y> = <x, fold(y)>.
@@ -240,8 +241,11 @@ TEST_CASE("unfold and fold: gradients of every order", "[nn][conv]") {
     const Tensor x = leaf({1, 2, 4, 3}, 11);
     check_grads([](const tensor_list& in) { return tensor_list{F::unfold(in[0], {2, 2}, {1, 2}, 1, {2, 1})}; }, {x});
     const Tensor c = leaf({1, 4, 6}, 12);  // 1 channel of 2x2 blocks, 2x3 windows on a 3x4 image
-    check_grads([](const tensor_list& in) { return tensor_list{F::fold(in[0], {3, 4}, 2, 1, 0, 1) * F::fold(in[0], {3, 4}, 2)}; },
-                {c});
+    check_grads(
+        [](const tensor_list& in) {
+            return tensor_list{F::fold(in[0], {3, 4}, 2, 1, 0, 1) * F::fold(in[0], {3, 4}, 2)};
+        },
+        {c});
     // unfold's gradient is fold of the incoming gradient.
     const Tensor xg = leaf({1, 1, 4, 4}, 13);
     const Tensor g = leaf({1, 4, 4}, 14).detach();
@@ -252,7 +256,11 @@ TEST_CASE("unfold and fold: gradients of every order", "[nn][conv]") {
 TEST_CASE("unfold and fold: bad input", "[nn][conv]") {
     const Tensor x = zeros({1, 2, 4, 4}, dtype::float64);
     check_error([&] { (void)F::unfold(zeros({4, 4}), 2); }, "unfold: Input Error: Only 3D or 4D");
-    check_error([&] { (void)F::unfold(zeros({1, 1, 4, 4}, dtype::int64), 2); }, "unfold: expected a floating-point input");
+    check_error(
+        [&] {
+            (void)F::unfold(zeros({1, 1, 4, 4}, dtype::int64), 2);
+        },
+        "unfold: expected a floating-point input");
     check_error([&] { (void)F::unfold(x, 0); }, "kernel size should be greater than zero");
     check_error([&] { (void)F::unfold(x, 2, 0); }, "dilation should be greater than zero");
     check_error([&] { (void)F::unfold(x, 2, 1, -1); }, "padding should be non-negative");
@@ -267,6 +275,7 @@ TEST_CASE("unfold and fold: bad input", "[nn][conv]") {
     check_error([&] { (void)F::fold(c, 0, 2); }, "output_size must be positive");
     check_error([&] { (void)graft::im2col(x, {2}, {1, 1}, {0, 0}, {1, 1}); }, "kernel_size equals to 2");
     check_error([&] { (void)graft::im2col(x, {i64{1} << 50, 2}, {1, 1}, {0, 0}, {1, 1}); }, "too large");
+    check_error([&] { (void)graft::im2col(x, {2, 2}, {i64{1} << 62, 1}, {0, 0}, {1, 1}); }, "too large");
     // Objects stay usable after an error.
     CHECK(F::unfold(x, 2).sizes() == int_list{1, 8, 9});
     CHECK(F::fold(c, 4, 2).sizes() == int_list{1, 2, 4, 4});
@@ -287,7 +296,8 @@ TEST_CASE("im2col / col2im under capture::trace, aot and jit::script", "[nn][con
     CHECK(text.find("col2im[") != std::string::npos);
     auto back = ir::parse(text);
     CHECK(ir::to_string(*back) == text);
-    CHECK(allclose(std::get<Tensor>(ir::interpret(*back, std::vector<ir::ivalue>{x0, w0})[0]), f(x0, w0), 1e-12, 1e-12));
+    CHECK(
+        allclose(std::get<Tensor>(ir::interpret(*back, std::vector<ir::ivalue>{x0, w0})[0]), f(x0, w0), 1e-12, 1e-12));
 
     const Tensor x = randn({2, 2, 4, 5}, dtype::float64).requires_grad_(),
                  w = randn({1, 2, 1, 1}, dtype::float64).requires_grad_();
@@ -322,12 +332,12 @@ TEST_CASE("conv2d matches a direct convolution loop", "[nn][conv]") {
         bool bias;
     };
     const std::vector<cfg> cases = {
-        {2, 3, 7, 6, 4, 3, 2, 1, 1, 0, 0, 1, 1, 1, true},  // plain
-        {2, 3, 7, 6, 4, 3, 2, 2, 1, 1, 0, 1, 2, 1, true},  // stride, padding, dilation
-        {1, 4, 6, 6, 6, 3, 3, 1, 2, 1, 1, 1, 1, 2, true},  // groups = 2
-        {2, 3, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, false}, // depthwise, multiplier 2
-        {1, 2, 5, 4, 2, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},  // 1x1, strided
-        {3, 1, 8, 8, 5, 3, 3, 2, 2, 1, 1, 2, 2, 1, true},  // dilated and strided
+        {2, 3, 7, 6, 4, 3, 2, 1, 1, 0, 0, 1, 1, 1, true},   // plain
+        {2, 3, 7, 6, 4, 3, 2, 2, 1, 1, 0, 1, 2, 1, true},   // stride, padding, dilation
+        {1, 4, 6, 6, 6, 3, 3, 1, 2, 1, 1, 1, 1, 2, true},   // groups = 2
+        {2, 3, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, false},  // depthwise, multiplier 2
+        {1, 2, 5, 4, 2, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},   // 1x1, strided
+        {3, 1, 8, 8, 5, 3, 3, 2, 2, 1, 1, 2, 2, 1, true},   // dilated and strided
     };
     std::uint64_t seed = 100;
     for (const auto& k : cases)
@@ -338,8 +348,9 @@ TEST_CASE("conv2d matches a direct convolution loop", "[nn][conv]") {
             const Tensor b = k.bias ? leaf({k.o}, seed++, type).detach() : Tensor{};
             const Tensor y = F::conv2d(x, wt, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.groups);
             i64 oh = 0, ow = 0;
-            const auto want = ref_conv(dvec(x), dvec(wt), k.bias ? dvec(b) : std::vector<double>{}, k.n, k.c, k.h, k.w,
-                                       k.o, k.kh, k.kw, k.sh, k.sw, k.ph, k.ph, k.pw, k.pw, k.dh, k.dw, k.groups, oh, ow);
+            const auto want =
+                ref_conv(dvec(x), dvec(wt), k.bias ? dvec(b) : std::vector<double>{}, k.n, k.c, k.h, k.w, k.o, k.kh,
+                         k.kw, k.sh, k.sw, k.ph, k.ph, k.pw, k.pw, k.dh, k.dw, k.groups, oh, ow);
             CHECK(y.sizes() == int_list{k.n, k.o, oh, ow});
             CHECK(y.type() == type);
             check_close(dvec(y), want, type == dtype::float32 ? 1e-5 : 1e-13);
@@ -370,10 +381,14 @@ TEST_CASE("conv2d: 'same' and 'valid' padding, unbatched input", "[nn][conv]") {
 
 TEST_CASE("conv2d: gradients of every order", "[nn][conv]") {
     const Tensor x = leaf({1, 2, 4, 4}, 41), w = leaf({2, 1, 2, 2}, 42), b = leaf({2}, 43);
-    check_grads([](const tensor_list& in) { return tensor_list{F::conv2d(in[0], in[1], in[2], 1, 1, 1, 2)}; }, {x, w, b});
+    check_grads([](const tensor_list& in) { return tensor_list{F::conv2d(in[0], in[1], in[2], 1, 1, 1, 2)}; },
+                {x, w, b});
     const Tensor x2 = leaf({2, 2, 4, 3}, 44), w2 = leaf({3, 2, 2, 2}, 45);
-    check_grads([](const tensor_list& in) { return tensor_list{F::conv2d(in[0], in[1], {}, {2, 1}, {1, 0}, {1, 2})}; },
-                {x2, w2});
+    check_grads(
+        [](const tensor_list& in) {
+            return tensor_list{F::conv2d(in[0], in[1], {}, {2, 1}, {1, 0}, {1, 2})};
+        },
+        {x2, w2});
     check_grads([](const tensor_list& in) { return tensor_list{F::conv2d(in[0], in[1], {}, 1, "same")}; }, {x2, w2});
 }
 
@@ -383,8 +398,11 @@ TEST_CASE("conv2d: bad input", "[nn][conv]") {
     check_error([&] { (void)F::conv2d(x, zeros({2, 4, 3}, dtype::float64)); }, "conv2d: Expected 4-dimensional weight");
     check_error([&] { (void)F::conv2d(x, zeros({2, 4, 3, 3}, dtype::float32)); }, "same dtype");
     check_error([&] { (void)F::conv2d(x, zeros({2, 3, 3, 3}, dtype::float64)); }, "to have 3 channels, but got 4");
-    check_error([&] { (void)F::conv2d(x, zeros({3, 2, 3, 3}, dtype::float64), {}, 1, 0, 1, 2); },
-                "expected weight to be divisible by 2");
+    check_error(
+        [&] {
+            (void)F::conv2d(x, zeros({3, 2, 3, 3}, dtype::float64), {}, 1, 0, 1, 2);
+        },
+        "expected weight to be divisible by 2");
     check_error([&] { (void)F::conv2d(x, w, {}, 1, 0, 1, 0); }, "non-positive groups");
     check_error([&] { (void)F::conv2d(x, w, zeros({3}, dtype::float64)); }, "expected bias of size [2]");
     check_error([&] { (void)F::conv2d(x, w, {}, 0); }, "conv2d: stride should be greater than zero");
@@ -392,7 +410,14 @@ TEST_CASE("conv2d: bad input", "[nn][conv]") {
     check_error([&] { (void)F::conv2d(x, w, {}, 1, 0, 3); }, "Kernel size can't be greater than actual input size");
     check_error([&] { (void)F::conv2d(x, w, {}, 2, "same"); }, "not supported for strided convolutions");
     check_error([&] { (void)F::conv2d(x, w, {}, 1, "full"); }, "Invalid padding string 'full'");
-    check_error([&] { (void)F::conv2d(zeros({1, 4, 5, 5}, dtype::int64), w); }, "conv2d: expected a floating-point input");
+    check_error([&] { (void)F::conv2d(x, w, {}, 1, 0, i64{1} << 62); }, "too large");
+    check_error([&] { (void)F::conv2d(x, w, {}, 1, i64{1} << 62); }, "too large");
+    check_error([&] { (void)F::conv2d(x, w, {}, 1, 0, 1, i64{1} << 62); }, "expected weight to be divisible");
+    check_error(
+        [&] {
+            (void)F::conv2d(zeros({1, 4, 5, 5}, dtype::int64), w);
+        },
+        "conv2d: expected a floating-point input");
     CHECK(F::conv2d(x, w).sizes() == int_list{1, 2, 3, 3});
 }
 
@@ -404,8 +429,9 @@ TEST_CASE("max_pool2d matches the definition: padding, dilation, ceil_mode, NaN"
         bool ceil;
     };
     const std::vector<cfg> cases = {
-        {6, 6, 2, 2, 2, 2, 0, 0, 1, 1, false}, {7, 5, 3, 3, 2, 2, 1, 1, 1, 1, false}, {7, 5, 3, 3, 2, 2, 1, 1, 1, 1, true},
-        {5, 5, 2, 2, 2, 2, 1, 1, 1, 1, true},  {8, 7, 3, 2, 1, 2, 1, 0, 2, 2, false}, {8, 7, 3, 2, 3, 2, 1, 1, 2, 1, true},
+        {6, 6, 2, 2, 2, 2, 0, 0, 1, 1, false}, {7, 5, 3, 3, 2, 2, 1, 1, 1, 1, false},
+        {7, 5, 3, 3, 2, 2, 1, 1, 1, 1, true},  {5, 5, 2, 2, 2, 2, 1, 1, 1, 1, true},
+        {8, 7, 3, 2, 1, 2, 1, 0, 2, 2, false}, {8, 7, 3, 2, 3, 2, 1, 1, 2, 1, true},
         {5, 6, 2, 3, 3, 2, 0, 1, 1, 1, true},
     };
     std::uint64_t seed = 200;
@@ -416,7 +442,8 @@ TEST_CASE("max_pool2d matches the definition: padding, dilation, ceil_mode, NaN"
             Tensor x = leaf({2, 3, k.h, k.w}, seed++, type).detach();
             x = where(x.gt(1.3), scalar(std::nan("")), x);  // a few NaNs propagate
             const Tensor y = F::max_pool2d(x, {k.kh, k.kw}, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.ceil);
-            const auto want = ref_max_pool(dvec(x), 6, k.h, k.w, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.ceil);
+            const auto want =
+                ref_max_pool(dvec(x), 6, k.h, k.w, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.ceil);
             CHECK(y.sizes() == int_list{2, 3, pool_size(k.h, k.kh, k.sh, k.ph, k.dh, k.ceil),
                                         pool_size(k.w, k.kw, k.sw, k.pw, k.dw, k.ceil)});
             check_close(dvec(y), want, 0.0);
@@ -447,8 +474,11 @@ TEST_CASE("max_pool2d: the gradient goes to the first maximal element, gradients
     std::vector<double> want2(60, 0.0);
     for (const i64 a : arg) want2[static_cast<std::size_t>(a)] += 1.0;
     check_close(dvec(g[0]), want2, 0.0);
-    check_grads([](const tensor_list& in) { return tensor_list{F::max_pool2d(in[0], {3, 2}, {2, 1}, 1, {1, 2}, true)}; },
-                {x});
+    check_grads(
+        [](const tensor_list& in) {
+            return tensor_list{F::max_pool2d(in[0], {3, 2}, {2, 1}, 1, {1, 2}, true)};
+        },
+        {x});
 }
 
 TEST_CASE("avg_pool2d matches PyTorch's divisor rules", "[nn][pool]") {
@@ -458,9 +488,9 @@ TEST_CASE("avg_pool2d matches PyTorch's divisor rules", "[nn][pool]") {
         i64 divisor;
     };
     const std::vector<cfg> cases = {
-        {6, 6, 2, 2, 2, 2, 0, 0, false, true, 0}, {7, 5, 3, 3, 2, 2, 1, 1, false, true, 0},
+        {6, 6, 2, 2, 2, 2, 0, 0, false, true, 0},  {7, 5, 3, 3, 2, 2, 1, 1, false, true, 0},
         {7, 5, 3, 3, 2, 2, 1, 1, false, false, 0}, {7, 5, 3, 3, 2, 2, 1, 1, true, true, 0},
-        {7, 5, 3, 3, 2, 2, 1, 1, true, false, 0}, {5, 5, 2, 2, 2, 2, 1, 1, true, false, 0},
+        {7, 5, 3, 3, 2, 2, 1, 1, true, false, 0},  {5, 5, 2, 2, 2, 2, 1, 1, true, false, 0},
         {6, 7, 3, 2, 1, 2, 1, 1, true, true, 5},   {5, 6, 2, 3, 3, 2, 0, 1, true, true, 0},
     };
     std::uint64_t seed = 300;
@@ -471,8 +501,8 @@ TEST_CASE("avg_pool2d matches PyTorch's divisor rules", "[nn][pool]") {
             const Tensor x = leaf({2, 2, k.h, k.w}, seed++, type).detach();
             const Tensor y = F::avg_pool2d(x, {k.kh, k.kw}, {k.sh, k.sw}, {k.ph, k.pw}, k.ceil, k.include_pad,
                                            k.divisor != 0 ? std::optional<i64>(k.divisor) : std::nullopt);
-            const auto want =
-                ref_avg_pool(dvec(x), 4, k.h, k.w, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.ceil, k.include_pad, k.divisor);
+            const auto want = ref_avg_pool(dvec(x), 4, k.h, k.w, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.ceil,
+                                           k.include_pad, k.divisor);
             CHECK(y.sizes() == int_list{2, 2, pool_size(k.h, k.kh, k.sh, k.ph, 1, k.ceil),
                                         pool_size(k.w, k.kw, k.sw, k.pw, 1, k.ceil)});
             check_close(dvec(y), want, type == dtype::float32 ? 1e-6 : 1e-14);
@@ -492,10 +522,15 @@ TEST_CASE("pooling: bad input", "[nn][pool]") {
     check_error([&] { (void)F::max_pool2d(x, 2, {}, 0, 0); }, "max_pool2d: dilation should be greater than zero");
     check_error([&] { (void)F::max_pool2d(x, 5); }, "Output size is too small");
     check_error([&] { (void)F::max_pool2d(zeros({4, 4}), 2); }, "max_pool2d: Expected 3D (unbatched) or 4D");
-    check_error([&] { (void)F::avg_pool2d(zeros({1, 1, 4, 4}, dtype::int64), 2); },
-                "avg_pool2d: expected a floating-point input");
+    check_error(
+        [&] {
+            (void)F::avg_pool2d(zeros({1, 1, 4, 4}, dtype::int64), 2);
+        },
+        "avg_pool2d: expected a floating-point input");
     check_error([&] { (void)F::avg_pool2d(x, 2, {}, 0, false, true, 0); }, "divisor must be not zero");
     check_error([&] { (void)F::max_pool2d(zeros({1, 0, 4, 4}), 2); }, "non-empty");
+    check_error([&] { (void)F::max_pool2d(x, 2, {}, 0, i64{1} << 62); }, "too large");
+    check_error([&] { (void)F::avg_pool2d(x, {2, i64{1} << 62}); }, "too large");
     CHECK(F::max_pool2d(x, 2).sizes() == int_list{1, 1, 2, 2});
 }
 
@@ -513,7 +548,8 @@ TEST_CASE("layer_norm matches the definition with biased variance", "[nn][norm]"
             double m = 0.0, v = 0.0;
             for (std::size_t i = 0; i < 8; ++i) m += xv[r * 8 + i] / 8.0;
             for (std::size_t i = 0; i < 8; ++i) v += (xv[r * 8 + i] - m) * (xv[r * 8 + i] - m) / 8.0;
-            for (std::size_t i = 0; i < 8; ++i) want.push_back((xv[r * 8 + i] - m) / std::sqrt(v + eps) * wv[i] + bv[i]);
+            for (std::size_t i = 0; i < 8; ++i)
+                want.push_back((xv[r * 8 + i] - m) / std::sqrt(v + eps) * wv[i] + bv[i]);
         }
         CHECK(y.sizes() == x.sizes());
         check_close(dvec(y), want, type == dtype::float32 ? 1e-5 : 1e-13);
@@ -527,7 +563,11 @@ TEST_CASE("layer_norm matches the definition with biased variance", "[nn][norm]"
         }
     }
     const Tensor x = leaf({2, 3, 2}, 410), w = leaf({3, 2}, 411), b = leaf({3, 2}, 412);
-    check_grads([](const tensor_list& in) { return tensor_list{F::layer_norm(in[0], {3, 2}, in[1], in[2])}; }, {x, w, b});
+    check_grads(
+        [](const tensor_list& in) {
+            return tensor_list{F::layer_norm(in[0], {3, 2}, in[1], in[2])};
+        },
+        {x, w, b});
     check_grads([](const tensor_list& in) { return tensor_list{F::layer_norm(in[0], {2})}; }, {x});
 }
 
@@ -536,9 +576,15 @@ TEST_CASE("layer_norm: bad input", "[nn][norm]") {
     check_error([&] { (void)F::layer_norm(x, {2}); }, "layer_norm: Given normalized_shape=");
     check_error([&] { (void)F::layer_norm(x, {2, 2, 3}); }, "layer_norm: Given normalized_shape=");
     check_error([&] { (void)F::layer_norm(x, {}); }, "at least 1-dimensional");
-    check_error([&] { (void)F::layer_norm(x, {3}, zeros({2}, dtype::float64)); }, "Expected weight to be of same shape");
-    check_error([&] { (void)F::layer_norm(x, {3}, {}, zeros({4}, dtype::float64)); }, "Expected bias to be of same shape");
-    check_error([&] { (void)F::layer_norm(zeros({2, 3}, dtype::int64), {3}); }, "layer_norm: expected a floating-point");
+    check_error([&] { (void)F::layer_norm(x, {3}, zeros({2}, dtype::float64)); },
+                "Expected weight to be of same shape");
+    check_error([&] { (void)F::layer_norm(x, {3}, {}, zeros({4}, dtype::float64)); },
+                "Expected bias to be of same shape");
+    check_error(
+        [&] {
+            (void)F::layer_norm(zeros({2, 3}, dtype::int64), {3});
+        },
+        "layer_norm: expected a floating-point");
 }
 
 // ---------------------------------------------------------------- embedding

@@ -98,20 +98,20 @@ struct int_pair {
 struct optional_int_pair {
     std::optional<int_pair> value;
     optional_int_pair() = default;
-    optional_int_pair(std::nullopt_t) {}                                                   // NOLINT
-    optional_int_pair(int both) : value(int_pair{both}) {}                                 // NOLINT
-    optional_int_pair(std::int64_t both) : value(int_pair{both}) {}                        // NOLINT
+    optional_int_pair(std::nullopt_t) {}                                                            // NOLINT
+    optional_int_pair(int both) : value(int_pair{both}) {}                                          // NOLINT
+    optional_int_pair(std::int64_t both) : value(int_pair{both}) {}                                 // NOLINT
     optional_int_pair(std::int64_t height, std::int64_t width) : value(int_pair{height, width}) {}  // NOLINT
-    optional_int_pair(int_pair p) : value(p) {}                                            // NOLINT
+    optional_int_pair(int_pair p) : value(p) {}                                                     // NOLINT
 };
 
 /// conv2d's padding: an int_pair, or PyTorch's strings "valid" (no padding) and "same" (the
 /// output has the input's size; stride 1 only; an odd total pads one more at the bottom / right).
 struct conv_padding {
     int_pair size{0};
-    std::string_view mode;  // "" (explicit sizes), "valid" or "same"
-    conv_padding(int both) : size(both) {}                                          // NOLINT
-    conv_padding(std::int64_t both) : size(both) {}                                 // NOLINT
+    std::string_view mode;                           // "" (explicit sizes), "valid" or "same"
+    conv_padding(int both) : size(both) {}           // NOLINT
+    conv_padding(std::int64_t both) : size(both) {}  // NOLINT
     conv_padding(std::int64_t height, std::int64_t width) : size(height, width) {}  // NOLINT
     conv_padding(int_pair p) : size(p) {}                                           // NOLINT
     conv_padding(const char* m) : mode(m) {}                                        // NOLINT
@@ -140,16 +140,15 @@ struct conv_padding {
 /// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
 /// input or the left padding. NaN propagates; the gradient goes to the first maximal element of
 /// each window in scan order, as PyTorch.
-[[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size,
-                                             optional_int_pair stride = {}, int_pair padding = 0,
-                                             int_pair dilation = 1, bool ceil_mode = false);
+[[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, int_pair dilation = 1, bool ceil_mode = false);
 
 /// The mean of each window (torch.nn.functional.avg_pool2d): zero padding (at most half the
 /// kernel); the divisor is divisor_override if given, else the window's size clipped to the
 /// padded input (count_include_pad) or the number of input elements it covers.
-[[nodiscard]] GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size,
-                                             optional_int_pair stride = {}, int_pair padding = 0,
-                                             bool ceil_mode = false, bool count_include_pad = true,
+[[nodiscard]] GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, bool ceil_mode = false,
+                                             bool count_include_pad = true,
                                              std::optional<std::int64_t> divisor_override = std::nullopt);
 
 // ---------------------------------------------------------------- normalization, embedding, dropout

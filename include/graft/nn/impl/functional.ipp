@@ -292,8 +292,8 @@ namespace detail {
 /// A 4-D view of a [N, C, H, W] or unbatched [C, H, W] floating input.
 inline Tensor batched4(const char* op, const Tensor& input, bool& unbatched) {
     check_floating(op, "input", input);
-    check(input.dim() == 3 || input.dim() == 4, op, ": Expected 3D (unbatched) or 4D (batched) input, but got input of size: ",
-          input.sizes());
+    check(input.dim() == 3 || input.dim() == 4, op,
+          ": Expected 3D (unbatched) or 4D (batched) input, but got input of size: ", input.sizes());
     unbatched = input.dim() == 3;
     return unbatched ? input.unsqueeze(0) : input;
 }
@@ -306,6 +306,9 @@ inline void check_padding(const char* op, int_pair v) {
 }
 
 inline int_list pair_list(int_pair v) { return {v.h, v.w}; }
+
+/// Window sizes at or above this are refused (so that their products cannot overflow).
+constexpr std::int64_t size_limit = std::int64_t{1} << 31;
 
 /// x [N, C, H, W] with eh zero rows appended at the bottom and ew zero columns at the right.
 inline Tensor pad_bottom_right(const Tensor& x, std::int64_t eh, std::int64_t ew) {
@@ -336,18 +339,17 @@ inline pool_geometry check_pool(const char* op, const Tensor& x, int_pair k, int
     check_positive(op, "stride", s);
     check_positive(op, "dilation", d);
     check_padding(op, p);
-    check(p.h <= k.h / 2 && p.w <= k.w / 2, op,
-          ": pad should be at most half of effective kernel size, but got pad=(", p.h, ", ", p.w, ") and kernel_size=(",
-          k.h, ", ", k.w, ")");
-    constexpr std::int64_t limit = std::int64_t{1} << 40;
-    check(k.h < limit && k.w < limit && s.h < limit && s.w < limit && d.h < limit && d.w < limit, op,
-          ": kernel_size, stride or dilation too large");
+    check(p.h <= k.h / 2 && p.w <= k.w / 2, op, ": pad should be at most half of effective kernel size, but got pad=(",
+          p.h, ", ", p.w, ") and kernel_size=(", k.h, ", ", k.w, ")");
+    check(k.h < size_limit && k.w < size_limit && s.h < size_limit && s.w < size_limit && d.h < size_limit &&
+              d.w < size_limit && x.size(2) < size_limit && x.size(3) < size_limit,
+          op, ": kernel_size, stride, dilation or input size too large (limit 2^31)");
     const std::int64_t h = x.size(2), w = x.size(3);
     check(x.size(1) > 0 && h > 0 && w > 0, op, ": Expected non-empty channel and spatial dimensions, got input sizes ",
           x.sizes());
     pool_geometry g{pool_out(h, k.h, s.h, p.h, d.h, ceil_mode), pool_out(w, k.w, s.w, p.w, d.w, ceil_mode), 0, 0};
-    check(g.oh >= 1 && g.ow >= 1, op, ": Given input size: (", x.size(1), "x", h, "x", w, "). Calculated output size: (",
-          x.size(1), "x", g.oh, "x", g.ow, "). Output size is too small");
+    check(g.oh >= 1 && g.ow >= 1, op, ": Given input size: (", x.size(1), "x", h, "x", w,
+          "). Calculated output size: (", x.size(1), "x", g.oh, "x", g.ow, "). Output size is too small");
     g.eh = std::max<std::int64_t>(0, (g.oh - 1) * s.h + d.h * (k.h - 1) + 1 - (h + 2 * p.h));
     g.ew = std::max<std::int64_t>(0, (g.ow - 1) * s.w + d.w * (k.w - 1) + 1 - (w + 2 * p.w));
     return g;
@@ -365,8 +367,8 @@ inline Tensor pool_windows(const Tensor& x, const pool_geometry& g, int_pair k, 
 GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair dilation, int_pair padding,
                            int_pair stride) {
     detail::check_floating("unfold", "input", input);
-    graft::detail::check(input.dim() == 3 || input.dim() == 4, "unfold: Input Error: Only 3D or 4D input Tensors are supported (got ",
-          input.dim(), "D)");
+    graft::detail::check(input.dim() == 3 || input.dim() == 4,
+                         "unfold: Input Error: Only 3D or 4D input Tensors are supported (got ", input.dim(), "D)");
     const bool unbatched = input.dim() == 3;
     const Tensor out = im2col(unbatched ? input.unsqueeze(0) : input, detail::pair_list(kernel_size),
                               detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
@@ -376,12 +378,14 @@ GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair d
 GRAFT_INLINE Tensor fold(const Tensor& input, int_pair output_size, int_pair kernel_size, int_pair dilation,
                          int_pair padding, int_pair stride) {
     detail::check_floating("fold", "input", input);
-    graft::detail::check(input.dim() == 2 || input.dim() == 3, "fold: Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
-          "supported (got ", input.dim(), "D)");
+    graft::detail::check(input.dim() == 2 || input.dim() == 3,
+                         "fold: Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                         "supported (got ",
+                         input.dim(), "D)");
     const bool unbatched = input.dim() == 2;
-    const Tensor out = col2im(unbatched ? input.unsqueeze(0) : input, detail::pair_list(output_size),
-                              detail::pair_list(kernel_size), detail::pair_list(dilation), detail::pair_list(padding),
-                              detail::pair_list(stride));
+    const Tensor out =
+        col2im(unbatched ? input.unsqueeze(0) : input, detail::pair_list(output_size), detail::pair_list(kernel_size),
+               detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
     return unbatched ? out.squeeze(0) : out;
 }
 
@@ -391,46 +395,57 @@ GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tens
     bool unbatched = false;
     const Tensor x = detail::batched4(op, input, unbatched);
     detail::check_floating(op, "weight", weight);
-    graft::detail::check(weight.type() == input.type(), op, ": expected input and weight to have the same dtype, got ", input.type(),
-          " and ", weight.type());
-    graft::detail::check(weight.dim() == 4, op, ": Expected 4-dimensional weight [out_channels, in_channels / groups, kH, kW], but got "
-          "weight of size ", weight.sizes());
+    graft::detail::check(weight.type() == input.type(), op, ": expected input and weight to have the same dtype, got ",
+                         input.type(), " and ", weight.type());
+    graft::detail::check(weight.dim() == 4, op,
+                         ": Expected 4-dimensional weight [out_channels, in_channels / groups, kH, kW], but got "
+                         "weight of size ",
+                         weight.sizes());
     graft::detail::check(groups > 0, op, ": non-positive groups is not supported (got ", groups, ")");
     const std::int64_t n = x.size(0), c = x.size(1), o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
-    graft::detail::check(o > 0 && o % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ", groups,
-          " at dimension 0, but got weight of size ", weight.sizes());
-    graft::detail::check(weight.size(1) * groups == c, op, ": Given groups=", groups, ", weight of size ", weight.sizes(),
-          ", expected input", x.sizes(), " to have ", weight.size(1) * groups, " channels, but got ", c,
-          " channels instead");
+    graft::detail::check(o > 0 && o % groups == 0, op, ": Given groups=", groups,
+                         ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ",
+                         weight.sizes());
+    graft::detail::check(weight.size(1) * groups == c, op, ": Given groups=", groups, ", weight of size ",
+                         weight.sizes(), ", expected input", x.sizes(), " to have ", weight.size(1) * groups,
+                         " channels, but got ", c, " channels instead");
     graft::detail::check(kh > 0 && kw > 0 && c > 0, op, ": empty kernel or channels (weight ", weight.sizes(), ")");
     if (bias.defined()) {
         detail::check_floating(op, "bias", bias);
-        graft::detail::check(bias.type() == input.type(), op, ": expected bias of dtype ", input.type(), ", got ", bias.type());
-        graft::detail::check(bias.dim() == 1 && bias.numel() == o, op, ": expected bias of size [", o, "], got ", bias.sizes());
+        graft::detail::check(bias.type() == input.type(), op, ": expected bias of dtype ", input.type(), ", got ",
+                             bias.type());
+        graft::detail::check(bias.dim() == 1 && bias.numel() == o, op, ": expected bias of size [", o, "], got ",
+                             bias.sizes());
     }
     detail::check_positive(op, "stride", stride);
     detail::check_positive(op, "dilation", dilation);
+    const auto lim = detail::size_limit;
+    graft::detail::check(stride.h < lim && stride.w < lim && dilation.h < lim && dilation.w < lim &&
+                             padding.size.h < lim && padding.size.w < lim && kh < lim && kw < lim && x.size(2) < lim &&
+                             x.size(3) < lim,
+                         op, ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
     int_pair pad = padding.size;
     std::int64_t eh = 0, ew = 0;  // one more row / column at the bottom / right ("same" with an odd total)
     if (!padding.mode.empty()) {
         if (padding.mode == "valid") {
             pad = int_pair{0};
         } else if (padding.mode == "same") {
-            graft::detail::check(stride.h == 1 && stride.w == 1, op, ": padding='same' is not supported for strided convolutions");
+            graft::detail::check(stride.h == 1 && stride.w == 1, op,
+                                 ": padding='same' is not supported for strided convolutions");
             const std::int64_t th = dilation.h * (kh - 1), tw = dilation.w * (kw - 1);
             pad = int_pair{th / 2, tw / 2};
             eh = th - 2 * (th / 2);
             ew = tw - 2 * (tw / 2);
         } else {
             graft::detail::fail(graft::detail::concat(op, ": Invalid padding string '", padding.mode,
-                                       "', should be one of {'valid', 'same'}"));
+                                                      "', should be one of {'valid', 'same'}"));
         }
     }
     detail::check_padding(op, pad);
     const std::int64_t ph = x.size(2) + eh + 2 * pad.h, pw = x.size(3) + ew + 2 * pad.w;
     const std::int64_t sh = dilation.h * (kh - 1) + 1, sw = dilation.w * (kw - 1) + 1;
     graft::detail::check(ph >= sh && pw >= sw, op, ": Calculated padded input size per channel: (", ph, " x ", pw,
-          "). Kernel size: (", sh, " x ", sw, "). Kernel size can't be greater than actual input size");
+                         "). Kernel size: (", sh, " x ", sw, "). Kernel size can't be greater than actual input size");
     const std::int64_t oh = (ph - sh) / stride.h + 1, ow = (pw - sw) / stride.w + 1;
     const Tensor cols = im2col(detail::pad_bottom_right(x, eh, ew), {kh, kw}, detail::pair_list(dilation),
                                detail::pair_list(pad), detail::pair_list(stride));  // [N, C kh kw, L]
@@ -446,8 +461,8 @@ GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tens
     return unbatched ? out.squeeze(0) : out;
 }
 
-GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride,
-                               int_pair padding, int_pair dilation, bool ceil_mode) {
+GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               int_pair dilation, bool ceil_mode) {
     const char* op = "max_pool2d";
     bool unbatched = false;
     const Tensor x = detail::batched4(op, input, unbatched);
@@ -475,9 +490,8 @@ GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, option
     return unbatched ? out.squeeze(0) : out;
 }
 
-GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride,
-                               int_pair padding, bool ceil_mode, bool count_include_pad,
-                               std::optional<std::int64_t> divisor_override) {
+GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               bool ceil_mode, bool count_include_pad, std::optional<std::int64_t> divisor_override) {
     const char* op = "avg_pool2d";
     bool unbatched = false;
     const Tensor x = detail::batched4(op, input, unbatched);
@@ -491,13 +505,14 @@ GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, option
     for (std::int64_t oy = 0; oy < g.oh; ++oy)
         for (std::int64_t ox = 0; ox < g.ow; ++ox) {
             std::int64_t hs = oy * s.h - padding.h, ws = ox * s.w - padding.w;
-            std::int64_t he = std::min(hs + kernel_size.h, h + padding.h), we = std::min(ws + kernel_size.w, w + padding.w);
+            std::int64_t he = std::min(hs + kernel_size.h, h + padding.h),
+                         we = std::min(ws + kernel_size.w, w + padding.w);
             const std::int64_t pool_size = (he - hs) * (we - ws);
             hs = std::max<std::int64_t>(hs, 0);
             ws = std::max<std::int64_t>(ws, 0);
             he = std::min(he, h);
             we = std::min(we, w);
-            std::int64_t count = divisor_override ? *divisor_override
+            std::int64_t count = divisor_override    ? *divisor_override
                                  : count_include_pad ? pool_size
                                                      : (he - hs) * (we - ws);
             if (hs >= he || ws >= we) count = 1;  // an empty window averages to 0
@@ -515,18 +530,20 @@ GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_s
     const char* op = "layer_norm";
     detail::check_floating(op, "input", input);
     const auto k = static_cast<std::int64_t>(normalized_shape.size());
-    graft::detail::check(k >= 1, op, ": Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element");
+    graft::detail::check(
+        k >= 1, op, ": Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element");
     bool ok = input.dim() >= k;
     for (std::int64_t i = 1; ok && i <= k; ++i)
         ok = input.size(-i) == normalized_shape[static_cast<std::size_t>(k - i)];
-    graft::detail::check(ok, op, ": Given normalized_shape=", normalized_shape, ", expected input with shape [*, ", normalized_shape,
-          "], but got input of size", input.sizes());
+    graft::detail::check(ok, op, ": Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+                         normalized_shape, "], but got input of size", input.sizes());
     for (const auto* t : {&weight, &bias}) {
         if (!t->defined()) continue;
         const char* what = t == &weight ? "weight" : "bias";
         detail::check_floating(op, what, *t);
-        graft::detail::check(t->sizes() == normalized_shape, op, ": Expected ", what, " to be of same shape as normalized_shape, but got ",
-              what, " of shape ", t->sizes(), " and normalized_shape = ", normalized_shape);
+        graft::detail::check(t->sizes() == normalized_shape, op, ": Expected ", what,
+                             " to be of same shape as normalized_shape, but got ", what, " of shape ", t->sizes(),
+                             " and normalized_shape = ", normalized_shape);
     }
     graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
     int_list dims;
@@ -544,12 +561,12 @@ GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::op
     detail::check_floating(op, "weight", weight);
     graft::detail::check(weight.dim() == 2, op, ": 'weight' must be 2-D, got sizes ", weight.sizes());
     detail::check_defined(op, "input", input);
-    graft::detail::check(input.type() == dtype::int64, op, ": Expected tensor for argument 'indices' to have scalar type Long, but got ",
-          input.type());
+    graft::detail::check(input.type() == dtype::int64, op,
+                         ": Expected tensor for argument 'indices' to have scalar type Long, but got ", input.type());
     const std::int64_t num = weight.size(0);
     if (padding_idx) {
-        graft::detail::check(*padding_idx >= -num && *padding_idx < num, op, ": Padding_idx must be within num_embeddings (",
-              num, "), got ", *padding_idx);
+        graft::detail::check(*padding_idx >= -num && *padding_idx < num, op,
+                             ": Padding_idx must be within num_embeddings (", num, "), got ", *padding_idx);
         if (*padding_idx < 0) *padding_idx += num;
     }
     std::vector<std::int64_t> values;

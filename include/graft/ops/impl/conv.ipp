@@ -25,8 +25,8 @@ struct window_geometry {
     check(dilation.size() == 2, op, ": It is expected dilation equals to 2, but got size ", dilation.size());
     check(padding.size() == 2, op, ": It is expected padding equals to 2, but got size ", padding.size());
     check(stride.size() == 2, op, ": It is expected stride equals to 2, but got size ", stride.size());
-    window_geometry g{kernel_size[0], kernel_size[1], dilation[0], dilation[1], padding[0], padding[1],
-                      stride[0],      stride[1],      0,           0};
+    window_geometry g{kernel_size[0], kernel_size[1], dilation[0], dilation[1], padding[0],
+                      padding[1],     stride[0],      stride[1],   0,           0};
     check(g.kh > 0 && g.kw > 0, op, ": kernel size should be greater than zero, but got kernel_height: ", g.kh,
           " kernel_width: ", g.kw);
     check(g.dh > 0 && g.dw > 0, op, ": dilation should be greater than zero, but got dilation_height: ", g.dh,
@@ -35,7 +35,9 @@ struct window_geometry {
           " pad_width: ", g.pw);
     check(g.sh > 0 && g.sw > 0, op, ": stride should be greater than zero, but got stride_height: ", g.sh,
           " stride_width: ", g.sw);
-    constexpr std::int64_t limit = std::int64_t{1} << 40;  // sizes beyond this cannot be allocated anyway
+    // Below 2^31 each, products of two and sums of a few stay far from int64 overflow; larger
+    // kernels, dilations, paddings or images could not be allocated anyway.
+    constexpr std::int64_t limit = std::int64_t{1} << 31;
     check(g.kh < limit && g.kw < limit && g.dh < limit && g.dw < limit && g.ph < limit && g.pw < limit && h < limit &&
               w < limit,
           op, ": sizes too large (kernel ", kernel_size, ", dilation ", dilation, ", padding ", padding, ")");
@@ -132,8 +134,8 @@ GRAFT_INLINE Tensor im2col(const Tensor& input, const int_list& kernel_size, con
     graft::detail::check(input.dim() == 4, "im2col: Expected 4D input tensor [N, C, H, W], but got sizes ",
                          input.sizes());
     const std::int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
-    graft::detail::check(c > 0 && h > 0 && w > 0, "im2col: Expected non-empty channel and spatial dimensions, got sizes ",
-                         input.sizes());
+    graft::detail::check(c > 0 && h > 0 && w > 0,
+                         "im2col: Expected non-empty channel and spatial dimensions, got sizes ", input.sizes());
     const auto g = graft::detail::check_windows("im2col", h, w, kernel_size, dilation, padding, stride);
     std::int64_t rows = 0, l = 0;
     graft::detail::check(!__builtin_mul_overflow(c, g.kh * g.kw, &rows) && !__builtin_mul_overflow(g.oh, g.ow, &l),
@@ -163,10 +165,13 @@ GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, cons
     graft::detail::check(h > 0 && w > 0, "col2im: output_size must be positive, got ", output_size);
     const auto g = graft::detail::check_windows("col2im", h, w, kernel_size, dilation, padding, stride);
     const std::int64_t n = cols.size(0), rows = cols.size(1), kk = g.kh * g.kw;
-    graft::detail::check(rows > 0 && rows % kk == 0, "col2im: Expected size of input's dimension 1 to be divisible by the "
-                         "product of kernel_size, but got input.size(1)=", rows, " and kernel_size=", kernel_size);
-    graft::detail::check(cols.size(2) == g.oh * g.ow, "col2im: Given output_size=", output_size, ", kernel_size=",
-                         kernel_size, ", dilation=", dilation, ", padding=", padding, ", stride=", stride,
+    graft::detail::check(rows > 0 && rows % kk == 0,
+                         "col2im: Expected size of input's dimension 1 to be divisible by the "
+                         "product of kernel_size, but got input.size(1)=",
+                         rows, " and kernel_size=", kernel_size);
+    graft::detail::check(cols.size(2) == g.oh * g.ow, "col2im: Given output_size=", output_size,
+                         ", kernel_size=", kernel_size, ", dilation=", dilation, ", padding=", padding,
+                         ", stride=", stride,
                          ", expected size of input's dimension 2 to match the calculated number of sliding blocks ",
                          g.oh, " * ", g.ow, " = ", g.oh * g.ow, ", but got input.size(2)=", cols.size(2));
     const std::int64_t c = rows / kk;
