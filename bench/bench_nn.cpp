@@ -6,6 +6,8 @@
 //   conv2d/<shape>        F::conv2d(x, w, b, 1, 1): unfold + one batched matmul + bias
 //   matmul/<shape>        graft::matmul(w [O, C kh kw], cols [N, C kh kw, oh ow]) with the
 //                         patch matrix prepared outside the timed loop: the same FLOPs
+//   matmul_flat/<shape>   graft::matmul(w [O, C kh kw], [C kh kw, N oh ow]): the same FLOPs as
+//                         one 2-D product (the layout a batch-folded im2col would give)
 //   unfold/<shape>        F::unfold alone (im2col), for the breakdown
 // Shapes: small1 (batch 64, 1 -> 16 channels, 8x8, 3x3, pad 1), small2 (batch 64,
 // 16 -> 32, 4x4, 3x3, pad 1), big (batch 32, 64 -> 64, 32x32, 3x3, pad 1).
@@ -49,6 +51,15 @@ void mm(benchmark::State& state, shape s) {
     state.counters["flops"] = benchmark::Counter(flops(s), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void mm_flat(benchmark::State& state, shape s) {
+    graft::autograd::no_grad guard;
+    graft::generator g(1);
+    const Tensor cols = graft::randn({s.c * 9, s.n * s.h * s.w}, graft::dtype::float32, g);
+    const Tensor w = graft::randn({s.o, s.c * 9}, graft::dtype::float32, g);
+    for (auto _ : state) benchmark::DoNotOptimize(graft::matmul(w, cols));
+    state.counters["flops"] = benchmark::Counter(flops(s), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void unfold(benchmark::State& state, shape s) {
     graft::autograd::no_grad guard;
     graft::generator g(1);
@@ -64,6 +75,7 @@ const char* names[] = {"small1", "small2", "big"};
     for (int i = 0; i < 3; ++i) {
         benchmark::RegisterBenchmark((std::string("conv2d/") + names[i]).c_str(), conv, shapes[i]);
         benchmark::RegisterBenchmark((std::string("matmul/") + names[i]).c_str(), mm, shapes[i]);
+        benchmark::RegisterBenchmark((std::string("matmul_flat/") + names[i]).c_str(), mm_flat, shapes[i]);
         benchmark::RegisterBenchmark((std::string("unfold/") + names[i]).c_str(), unfold, shapes[i]);
     }
     return true;

@@ -678,6 +678,13 @@ TEST_CASE("dropout: kept fraction, scaling, gradient, reproducibility", "[nn][dr
     CHECK(out.is_same(h2));
     CHECK(allclose(h2, want, 0.0, 0.0));
     CHECK(allclose(autograd::grad({out.sum()}, {x})[0], autograd::grad({want.sum()}, {x})[0], 0.0, 0.0));
+    // With a freshly seeded generator per call the mask is fixed, so finite differences apply.
+    check_grads(
+        [](const tensor_list& in) {
+            generator gen(11);
+            return tensor_list{F::dropout(in[0] * in[0], 0.4, true, false, gen)};
+        },
+        {leaf({3, 5}, 601)});
     check_error([&] { (void)F::dropout(x, -0.1); }, "dropout: dropout probability has to be between 0 and 1");
     check_error([&] { (void)F::dropout(x, 1.5); }, "dropout: dropout probability has to be between 0 and 1");
     check_error([&] { (void)F::dropout(zeros({2}, dtype::int64), 0.5); }, "dropout: expected a floating-point");
