@@ -114,7 +114,7 @@ struct conv_padding {
     conv_padding(std::int64_t both) : size(both) {}  // NOLINT
     conv_padding(std::int64_t height, std::int64_t width) : size(height, width) {}  // NOLINT
     conv_padding(int_pair p) : size(p) {}                                           // NOLINT
-    conv_padding(const char* m) : mode(m) {}                                        // NOLINT
+    conv_padding(const char* m) : mode(m ? m : "(null)") {}                                        // NOLINT
 };
 
 /// The sliding kernel_size blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as the
