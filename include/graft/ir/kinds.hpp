@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graft/autograd/functions.hpp"
+#include "graft/autograd/conv.hpp"
 #include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
@@ -246,6 +247,17 @@ struct index_select_backward {
     static constexpr kind_info info{"index_select_backward", 2, 1, 0, true, false, false, &run};
 };
 
+/// im2col[kernel_size, dilation, padding, stride](x) and col2im[output_size, kernel_size,
+/// dilation, padding, stride](cols): torch.nn.functional.unfold / fold (each a 2-entry list).
+struct im2col {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"im2col", 1, 1, 0, true, false, false, &run};
+};
+struct col2im {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"col2im", 1, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -323,7 +335,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
-                            kinds::gather_backward, kinds::index_select_backward>>()));
+                            kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
+                            kinds::col2im>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

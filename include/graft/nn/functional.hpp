@@ -5,11 +5,14 @@
 // ops and gradients of any order follow. Names, arguments and defaults follow PyTorch; the
 // differences are listed in docs/nn.md.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "graft/autograd/conv.hpp"
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/tensor_methods.hpp"
+#include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
 
 namespace graft::nn::functional {
@@ -78,6 +81,96 @@ enum class reduction { none, mean, sum };
 [[nodiscard]] GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                                 std::int64_t ignore_index = -100, reduction how = reduction::mean,
                                                 double label_smoothing = 0.0);
+
+// ---------------------------------------------------------------- convolution and pooling
+
+/// A (height, width) size argument that also accepts one int for both, as PyTorch's int or
+/// tuple arguments do: `2`, `{2, 1}`.
+struct int_pair {
+    std::int64_t h = 0, w = 0;
+    int_pair(int both) : h(both), w(both) {}           // NOLINT(google-explicit-constructor): PyTorch's int form
+    int_pair(std::int64_t both) : h(both), w(both) {}  // NOLINT(google-explicit-constructor)
+    int_pair(std::int64_t height, std::int64_t width) : h(height), w(width) {}
+};
+
+/// An int_pair or nothing (PyTorch's stride=None of the pooling functions): `{}`,
+/// `std::nullopt`, `2` or `{2, 1}`.
+struct optional_int_pair {
+    std::optional<int_pair> value;
+    optional_int_pair() = default;
+    optional_int_pair(std::nullopt_t) {}                                                            // NOLINT
+    optional_int_pair(int both) : value(int_pair{both}) {}                                          // NOLINT
+    optional_int_pair(std::int64_t both) : value(int_pair{both}) {}                                 // NOLINT
+    optional_int_pair(std::int64_t height, std::int64_t width) : value(int_pair{height, width}) {}  // NOLINT
+    optional_int_pair(int_pair p) : value(p) {}                                                     // NOLINT
+};
+
+/// conv2d's padding: an int_pair, or PyTorch's strings "valid" (no padding) and "same" (the
+/// output has the input's size; stride 1 only; an odd total pads one more at the bottom / right).
+struct conv_padding {
+    int_pair size{0};
+    std::string_view mode;                           // "" (explicit sizes), "valid" or "same"
+    conv_padding(int both) : size(both) {}           // NOLINT
+    conv_padding(std::int64_t both) : size(both) {}  // NOLINT
+    conv_padding(std::int64_t height, std::int64_t width) : size(height, width) {}  // NOLINT
+    conv_padding(int_pair p) : size(p) {}                                           // NOLINT
+    conv_padding(const char* m) : mode(m ? m : "(null)") {}                                        // NOLINT
+};
+
+/// The sliding kernel_size blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as the
+/// columns of [N, C * kh * kw, L] ([C * kh * kw, L]) (torch.nn.functional.unfold, im2col):
+/// zero padding on both sides, rows ordered by channel, kernel row, kernel column.
+[[nodiscard]] GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair dilation = 1,
+                                         int_pair padding = 0, int_pair stride = 1);
+/// The blocks of [N, C * kh * kw, L] (or [C * kh * kw, L]) summed into [N, C, output_size]
+/// ([C, output_size]) (torch.nn.functional.fold, col2im): overlapping values add up.
+[[nodiscard]] GRAFT_INLINE Tensor fold(const Tensor& input, int_pair output_size, int_pair kernel_size,
+                                       int_pair dilation = 1, int_pair padding = 0, int_pair stride = 1);
+
+/// 2-D cross-correlation (torch.nn.functional.conv2d): input [N, C, H, W] or [C, H, W], weight
+/// [O, C / groups, kh, kw], bias [O] or undefined; the result is [N, O, oh, ow] (or [O, oh, ow]).
+/// Computed as unfold + matmul (one batched matmul over the groups), so it is differentiable
+/// to any order and capture records ordinary ops.
+[[nodiscard]] GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                                         int_pair stride = 1, conv_padding padding = 0, int_pair dilation = 1,
+                                         std::int64_t groups = 1);
+
+/// The maximum of each window (torch.nn.functional.max_pool2d): input [N, C, H, W] or
+/// [C, H, W]; stride defaults to kernel_size; implicit padding is -inf and must be at most half
+/// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
+/// input or the left padding. NaN propagates; the gradient goes to the first maximal element of
+/// each window in scan order, as PyTorch.
+[[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, int_pair dilation = 1, bool ceil_mode = false);
+
+/// The mean of each window (torch.nn.functional.avg_pool2d): zero padding (at most half the
+/// kernel); the divisor is divisor_override if given, else the window's size clipped to the
+/// padded input (count_include_pad) or the number of input elements it covers.
+[[nodiscard]] GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, bool ceil_mode = false,
+                                             bool count_include_pad = true,
+                                             std::optional<std::int64_t> divisor_override = std::nullopt);
+
+// ---------------------------------------------------------------- normalization, embedding, dropout
+
+/// (x - mean) / sqrt(var + eps) * weight + bias over the trailing dimensions `normalized_shape`
+/// (torch.nn.functional.layer_norm; biased variance). weight and bias have normalized_shape's
+/// sizes or are undefined.
+[[nodiscard]] GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_shape,
+                                             const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+
+/// The rows of a 2-D weight [num_embeddings, dim] at int64 indices (torch.nn.functional.embedding):
+/// the result has the input's sizes plus dim. The padding_idx row (negative counts from the end)
+/// gets no gradient. max_norm / scale_grad_by_freq / sparse are not offered.
+[[nodiscard]] GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight,
+                                            std::optional<std::int64_t> padding_idx = std::nullopt);
+
+/// Zeroes each element with probability p and scales the others by 1 / (1 - p)
+/// (torch.nn.functional.dropout), with a mask drawn from `gen`. training = false or p = 0
+/// return the input itself; p = 1 gives zeros; inplace multiplies the input in place (and
+/// returns it). p outside [0, 1] is an error.
+[[nodiscard]] GRAFT_INLINE Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
+                                          bool inplace = false, generator& gen = default_generator());
 
 }  // namespace graft::nn::functional
 

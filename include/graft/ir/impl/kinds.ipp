@@ -259,6 +259,24 @@ GRAFT_INLINE std::vector<ivalue> index_select_backward::run(const attribute_map&
         detail::tensor_arg("index_select_backward", in, 1))};
 }
 
+GRAFT_INLINE std::vector<ivalue> im2col::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("im2col", in, 1);
+    const auto list = [&](const char* name) {
+        return detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("im2col", a, name));
+    };
+    return {graft::im2col(detail::tensor_arg("im2col", in, 0), list("kernel_size"), list("dilation"), list("padding"),
+                          list("stride"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> col2im::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("col2im", in, 1);
+    const auto list = [&](const char* name) {
+        return detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("col2im", a, name));
+    };
+    return {graft::col2im(detail::tensor_arg("col2im", in, 0), list("output_size"), list("kernel_size"),
+                          list("dilation"), list("padding"), list("stride"))};
+}
+
 namespace index_detail {
 
 GRAFT_INLINE Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }

@@ -3,7 +3,9 @@
 // Everything is composed of differentiable ops; the comments give the formula each follows.
 #include "graft/nn/functional.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -281,6 +283,323 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
         case reduction::mean: reduced = graft::sum(smooth) / denom; break;
     }
     return nll * (1.0 - label_smoothing) + reduced * (label_smoothing / static_cast<double>(classes));
+}
+
+// ---------------------------------------------------------------- convolution and pooling
+
+namespace detail {
+
+/// A 4-D view of a [N, C, H, W] or unbatched [C, H, W] floating input.
+inline Tensor batched4(const char* op, const Tensor& input, bool& unbatched) {
+    check_floating(op, "input", input);
+    check(input.dim() == 3 || input.dim() == 4, op,
+          ": Expected 3D (unbatched) or 4D (batched) input, but got input of size: ", input.sizes());
+    unbatched = input.dim() == 3;
+    return unbatched ? input.unsqueeze(0) : input;
+}
+
+inline void check_positive(const char* op, const char* what, int_pair v) {
+    check(v.h > 0 && v.w > 0, op, ": ", what, " should be greater than zero, but got (", v.h, ", ", v.w, ")");
+}
+inline void check_padding(const char* op, int_pair v) {
+    check(v.h >= 0 && v.w >= 0, op, ": padding should be non-negative, but got (", v.h, ", ", v.w, ")");
+}
+
+inline int_list pair_list(int_pair v) { return {v.h, v.w}; }
+
+/// Window sizes at or above this are refused (so that their products cannot overflow).
+constexpr std::int64_t size_limit = std::int64_t{1} << 31;
+
+/// x [N, C, H, W] with eh zero rows appended at the bottom and ew zero columns at the right.
+inline Tensor pad_bottom_right(const Tensor& x, std::int64_t eh, std::int64_t ew) {
+    Tensor out = x;
+    if (eh > 0) out = cat({out, zeros({x.size(0), x.size(1), eh, x.size(3)}, x.type())}, 2);
+    if (ew > 0) out = cat({out, zeros({x.size(0), x.size(1), out.size(2), ew}, x.type())}, 3);
+    return out;
+}
+
+inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// PyTorch's pooling output size along one dimension, with ceil_mode's rule that the last
+/// window must start inside the input or the left padding.
+inline std::int64_t pool_out(std::int64_t size, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d,
+                             bool ceil_mode) {
+    std::int64_t out = floor_div(size + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+    if (ceil_mode && (out - 1) * s >= size + p) --out;
+    return out;
+}
+
+struct pool_geometry {
+    std::int64_t oh, ow, eh, ew;  // output size; zeros appended at the bottom / right (ceil_mode)
+};
+
+inline pool_geometry check_pool(const char* op, const Tensor& x, int_pair k, int_pair s, int_pair p, int_pair d,
+                                bool ceil_mode) {
+    check_positive(op, "kernel_size", k);
+    check_positive(op, "stride", s);
+    check_positive(op, "dilation", d);
+    check_padding(op, p);
+    check(p.h <= k.h / 2 && p.w <= k.w / 2, op, ": pad should be at most half of effective kernel size, but got pad=(",
+          p.h, ", ", p.w, ") and kernel_size=(", k.h, ", ", k.w, ")");
+    check(k.h < size_limit && k.w < size_limit && s.h < size_limit && s.w < size_limit && d.h < size_limit &&
+              d.w < size_limit && x.size(2) < size_limit && x.size(3) < size_limit,
+          op, ": kernel_size, stride, dilation or input size too large (limit 2^31)");
+    const std::int64_t h = x.size(2), w = x.size(3);
+    check(x.size(1) > 0 && h > 0 && w > 0, op, ": Expected non-empty channel and spatial dimensions, got input sizes ",
+          x.sizes());
+    pool_geometry g{pool_out(h, k.h, s.h, p.h, d.h, ceil_mode), pool_out(w, k.w, s.w, p.w, d.w, ceil_mode), 0, 0};
+    check(g.oh >= 1 && g.ow >= 1, op, ": Given input size: (", x.size(1), "x", h, "x", w,
+          "). Calculated output size: (", x.size(1), "x", g.oh, "x", g.ow, "). Output size is too small");
+    g.eh = std::max<std::int64_t>(0, (g.oh - 1) * s.h + d.h * (k.h - 1) + 1 - (h + 2 * p.h));
+    g.ew = std::max<std::int64_t>(0, (g.ow - 1) * s.w + d.w * (k.w - 1) + 1 - (w + 2 * p.w));
+    return g;
+}
+
+/// The windows of a pooling op as [N, C, kh * kw, oh * ow] (zero padding).
+inline Tensor pool_windows(const Tensor& x, const pool_geometry& g, int_pair k, int_pair s, int_pair p, int_pair d) {
+    const Tensor cols = im2col(pad_bottom_right(x, g.eh, g.ew), pair_list(k), pair_list(d), pair_list(p), pair_list(s));
+    check(cols.size(2) == g.oh * g.ow, "pooling: internal window count mismatch");
+    return cols.reshape({x.size(0), x.size(1), k.h * k.w, g.oh * g.ow});
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair dilation, int_pair padding,
+                           int_pair stride) {
+    detail::check_floating("unfold", "input", input);
+    graft::detail::check(input.dim() == 3 || input.dim() == 4,
+                         "unfold: Input Error: Only 3D or 4D input Tensors are supported (got ", input.dim(), "D)");
+    const bool unbatched = input.dim() == 3;
+    const Tensor out = im2col(unbatched ? input.unsqueeze(0) : input, detail::pair_list(kernel_size),
+                              detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor fold(const Tensor& input, int_pair output_size, int_pair kernel_size, int_pair dilation,
+                         int_pair padding, int_pair stride) {
+    detail::check_floating("fold", "input", input);
+    graft::detail::check(input.dim() == 2 || input.dim() == 3,
+                         "fold: Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                         "supported (got ",
+                         input.dim(), "D)");
+    const bool unbatched = input.dim() == 2;
+    const Tensor out =
+        col2im(unbatched ? input.unsqueeze(0) : input, detail::pair_list(output_size), detail::pair_list(kernel_size),
+               detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, int_pair stride,
+                           conv_padding padding, int_pair dilation, std::int64_t groups) {
+    const char* op = "conv2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    detail::check_floating(op, "weight", weight);
+    graft::detail::check(weight.type() == input.type(), op, ": expected input and weight to have the same dtype, got ",
+                         input.type(), " and ", weight.type());
+    graft::detail::check(weight.dim() == 4, op,
+                         ": Expected 4-dimensional weight [out_channels, in_channels / groups, kH, kW], but got "
+                         "weight of size ",
+                         weight.sizes());
+    graft::detail::check(groups > 0, op, ": non-positive groups is not supported (got ", groups, ")");
+    const std::int64_t n = x.size(0), c = x.size(1), o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+    graft::detail::check(o > 0 && o % groups == 0, op, ": Given groups=", groups,
+                         ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ",
+                         weight.sizes());
+    graft::detail::check(weight.size(1) * groups == c, op, ": Given groups=", groups, ", weight of size ",
+                         weight.sizes(), ", expected input", x.sizes(), " to have ", weight.size(1) * groups,
+                         " channels, but got ", c, " channels instead");
+    graft::detail::check(kh > 0 && kw > 0 && c > 0, op, ": empty kernel or channels (weight ", weight.sizes(), ")");
+    if (bias.defined()) {
+        detail::check_floating(op, "bias", bias);
+        graft::detail::check(bias.type() == input.type(), op, ": expected bias of dtype ", input.type(), ", got ",
+                             bias.type());
+        graft::detail::check(bias.dim() == 1 && bias.numel() == o, op, ": expected bias of size [", o, "], got ",
+                             bias.sizes());
+    }
+    detail::check_positive(op, "stride", stride);
+    detail::check_positive(op, "dilation", dilation);
+    const auto lim = detail::size_limit;
+    graft::detail::check(stride.h < lim && stride.w < lim && dilation.h < lim && dilation.w < lim &&
+                             padding.size.h < lim && padding.size.w < lim && kh < lim && kw < lim && x.size(2) < lim &&
+                             x.size(3) < lim,
+                         op, ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
+    int_pair pad = padding.size;
+    std::int64_t eh = 0, ew = 0;  // one more row / column at the bottom / right ("same" with an odd total)
+    if (!padding.mode.empty()) {
+        if (padding.mode == "valid") {
+            pad = int_pair{0};
+        } else if (padding.mode == "same") {
+            graft::detail::check(stride.h == 1 && stride.w == 1, op,
+                                 ": padding='same' is not supported for strided convolutions");
+            const std::int64_t th = dilation.h * (kh - 1), tw = dilation.w * (kw - 1);
+            pad = int_pair{th / 2, tw / 2};
+            eh = th - 2 * (th / 2);
+            ew = tw - 2 * (tw / 2);
+        } else {
+            graft::detail::fail(graft::detail::concat(op, ": Invalid padding string '", padding.mode,
+                                                      "', should be one of {'valid', 'same'}"));
+        }
+    }
+    detail::check_padding(op, pad);
+    const std::int64_t ph = x.size(2) + eh + 2 * pad.h, pw = x.size(3) + ew + 2 * pad.w;
+    const std::int64_t sh = dilation.h * (kh - 1) + 1, sw = dilation.w * (kw - 1) + 1;
+    graft::detail::check(ph >= sh && pw >= sw, op, ": Calculated padded input size per channel: (", ph, " x ", pw,
+                         "). Kernel size: (", sh, " x ", sw, "). Kernel size can't be greater than actual input size");
+    const std::int64_t oh = (ph - sh) / stride.h + 1, ow = (pw - sw) / stride.w + 1;
+    const Tensor cols = im2col(detail::pad_bottom_right(x, eh, ew), {kh, kw}, detail::pair_list(dilation),
+                               detail::pair_list(pad), detail::pair_list(stride));  // [N, C kh kw, L]
+    const std::int64_t k = weight.size(1) * kh * kw, l = oh * ow;
+    Tensor out;
+    if (groups == 1) {
+        out = matmul(weight.reshape({o, k}), cols);  // [N, O, L]
+    } else {
+        out = matmul(weight.reshape({groups, o / groups, k}), cols.reshape({n, groups, k, l})).reshape({n, o, l});
+    }
+    out = out.reshape({n, o, oh, ow});
+    if (bias.defined()) out = out + bias.reshape({1, o, 1, 1});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               int_pair dilation, bool ceil_mode) {
+    const char* op = "max_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair s = stride.value.value_or(kernel_size);
+    const auto g = detail::check_pool(op, x, kernel_size, s, padding, dilation, ceil_mode);
+    Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, dilation);
+    if (padding.h > 0 || padding.w > 0 || g.eh > 0 || g.ew > 0) {
+        // Taps outside the input are -inf (PyTorch pads max pooling with -inf).
+        const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+        std::vector<bool> m(static_cast<std::size_t>(kk * l));
+        for (std::int64_t ki = 0; ki < kernel_size.h; ++ki)
+            for (std::int64_t kj = 0; kj < kernel_size.w; ++kj)
+                for (std::int64_t oy = 0; oy < g.oh; ++oy)
+                    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+                        const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
+                        const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
+                        m[static_cast<std::size_t>((ki * kernel_size.w + kj) * l + oy * g.ow + ox)] =
+                            iy >= 0 && iy < h && ix >= 0 && ix < w;
+                    }
+        const Tensor mask = from_vector(m, {kk, l});  // a constant of the sizes (captured as one)
+        v = where(mask, v, scalar(-std::numeric_limits<double>::infinity()));
+    }
+    auto [values, indices] = graft::max(v, 2);
+    const Tensor out = values.reshape({x.size(0), x.size(1), g.oh, g.ow});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               bool ceil_mode, bool count_include_pad, std::optional<std::int64_t> divisor_override) {
+    const char* op = "avg_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair s = stride.value.value_or(kernel_size);
+    graft::detail::check(!divisor_override || *divisor_override != 0, op, ": divisor must be not zero");
+    const auto g = detail::check_pool(op, x, kernel_size, s, padding, int_pair{1}, ceil_mode);
+    const Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, int_pair{1});
+    // The divisor of each window, as PyTorch computes it.
+    const std::int64_t l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+    std::vector<double> d(static_cast<std::size_t>(l));
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            std::int64_t hs = oy * s.h - padding.h, ws = ox * s.w - padding.w;
+            std::int64_t he = std::min(hs + kernel_size.h, h + padding.h),
+                         we = std::min(ws + kernel_size.w, w + padding.w);
+            const std::int64_t pool_size = (he - hs) * (we - ws);
+            hs = std::max<std::int64_t>(hs, 0);
+            ws = std::max<std::int64_t>(ws, 0);
+            he = std::min(he, h);
+            we = std::min(we, w);
+            std::int64_t count = divisor_override    ? *divisor_override
+                                 : count_include_pad ? pool_size
+                                                     : (he - hs) * (we - ws);
+            if (hs >= he || ws >= we) count = 1;  // an empty window averages to 0
+            d[static_cast<std::size_t>(oy * g.ow + ox)] = static_cast<double>(count);
+        }
+    const Tensor div = from_vector(d);  // a constant of the sizes (captured as one)
+    const Tensor out = (sum(v, {2}, false) / div.to(x.type())).reshape({x.size(0), x.size(1), g.oh, g.ow});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+// ---------------------------------------------------------------- normalization, embedding, dropout
+
+GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_shape, const Tensor& weight,
+                               const Tensor& bias, double eps) {
+    const char* op = "layer_norm";
+    detail::check_floating(op, "input", input);
+    const auto k = static_cast<std::int64_t>(normalized_shape.size());
+    graft::detail::check(
+        k >= 1, op, ": Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element");
+    bool ok = input.dim() >= k;
+    for (std::int64_t i = 1; ok && i <= k; ++i)
+        ok = input.size(-i) == normalized_shape[static_cast<std::size_t>(k - i)];
+    graft::detail::check(ok, op, ": Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+                         normalized_shape, "], but got input of size", input.sizes());
+    for (const auto* t : {&weight, &bias}) {
+        if (!t->defined()) continue;
+        const char* what = t == &weight ? "weight" : "bias";
+        detail::check_floating(op, what, *t);
+        graft::detail::check(t->sizes() == normalized_shape, op, ": Expected ", what,
+                             " to be of same shape as normalized_shape, but got ", what, " of shape ", t->sizes(),
+                             " and normalized_shape = ", normalized_shape);
+    }
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    int_list dims;
+    for (std::int64_t i = input.dim() - k; i < input.dim(); ++i) dims.push_back(i);
+    const Tensor centered = input - mean(input, dims, true);
+    const Tensor var = mean(centered * centered, dims, true);  // biased, as PyTorch
+    Tensor out = centered * rsqrt(var + eps);
+    if (weight.defined()) out = out * weight;
+    if (bias.defined()) out = out + bias;
+    return out;
+}
+
+GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
+    const char* op = "embedding";
+    detail::check_floating(op, "weight", weight);
+    graft::detail::check(weight.dim() == 2, op, ": 'weight' must be 2-D, got sizes ", weight.sizes());
+    detail::check_defined(op, "input", input);
+    graft::detail::check(input.type() == dtype::int64, op,
+                         ": Expected tensor for argument 'indices' to have scalar type Long, but got ", input.type());
+    const std::int64_t num = weight.size(0);
+    if (padding_idx) {
+        graft::detail::check(*padding_idx >= -num && *padding_idx < num, op,
+                             ": Padding_idx must be within num_embeddings (", num, "), got ", *padding_idx);
+        if (*padding_idx < 0) *padding_idx += num;
+    }
+    std::vector<std::int64_t> values;
+    {
+        graft::detail::observer_paused paused;  // validation only: not part of a captured graph
+        values = input.to_vector<std::int64_t>();
+    }
+    for (const std::int64_t v : values)
+        graft::detail::check(v >= 0 && v < num, op, ": index ", v, " is out of range for num_embeddings ", num);
+    int_list sizes = input.sizes();
+    sizes.push_back(weight.size(1));
+    Tensor out = index_select(weight, 0, input.reshape({-1})).reshape(sizes);
+    if (padding_idx) out = where(input.ne(*padding_idx).unsqueeze(-1), out, out.detach());  // no gradient to that row
+    return out;
+}
+
+GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool inplace, generator& gen) {
+    const char* op = "dropout";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(p >= 0.0 && p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ", p);
+    if (!training || p == 0.0) return input;
+    Tensor scale;
+    if (p == 1.0) {
+        scale = zeros(input.sizes(), input.type());
+    } else {
+        scale = rand(input.sizes(), input.type(), gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
+    }
+    if (inplace) {
+        Tensor self = input;
+        self.mul_(scale);
+        return self;
+    }
+    return input * scale;
 }
 
 }  // namespace graft::nn::functional
