@@ -24,6 +24,7 @@
 #include "graft/ops/reduce.hpp"
 #include "graft/ops/softmax.hpp"
 #include "graft/ops/table.hpp"
+#include "graft/autograd/custom_function.hpp"
 #include "graft/autograd/engine.hpp"
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/grad_mode.hpp"
