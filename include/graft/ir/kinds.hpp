@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "graft/autograd/advanced_index.hpp"
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
@@ -246,6 +247,22 @@ struct index_select_backward {
     static constexpr kind_info info{"index_select_backward", 2, 1, 0, true, false, false, &run};
 };
 
+/// Advanced indexing (graft/autograd/advanced_index.hpp): index(x, i0, ..., ik-1);
+/// index_put[accumulate](x, values, i0, ...); index_backward[sizes](g, i0, ...), index's
+/// gradient (zeros of `sizes` with g added at the indices).
+struct index {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index", -1, 1, 0, true, false, false, &run};
+};
+struct index_put {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_put", -1, 1, 0, true, false, false, &run};
+};
+struct index_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_backward", -1, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -323,7 +340,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
-                            kinds::gather_backward, kinds::index_select_backward>>()));
+                            kinds::gather_backward, kinds::index_select_backward,
+                            kinds::index, kinds::index_put, kinds::index_backward>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>
