@@ -27,6 +27,7 @@
 #include "graft/ops/table.hpp"
 #include "graft/autograd/advanced_index.hpp"
 #include "graft/autograd/custom_function.hpp"
+#include "graft/autograd/einsum.hpp"
 #include "graft/autograd/engine.hpp"
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/grad_mode.hpp"
