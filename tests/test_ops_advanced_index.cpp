@@ -135,6 +135,10 @@ TEST_CASE("index_put: write, accumulate with duplicates, broadcast values, in pl
     Tensor iy = zeros({3}, dtype::int64);
     iy.index_put_({idx({0, 0, 2})}, idx({5, 6, 7}), true);
     CHECK(iy.to_vector<std::int64_t>() == std::vector<std::int64_t>{11, 0, 7});
+    // int64 accumulation wraps around (two's complement), as PyTorch's, without undefined behaviour.
+    Tensor big = from_vector(std::vector<std::int64_t>{INT64_MAX}, {1});
+    big.index_put_({idx({0})}, idx({1}), true);
+    CHECK(big.to_vector<std::int64_t>() == std::vector<std::int64_t>{INT64_MIN});
 }
 
 TEST_CASE("index: gradients by hand, gradcheck and gradgradcheck", "[ops][advanced_index][autograd]") {

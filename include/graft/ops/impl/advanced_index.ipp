@@ -2,6 +2,7 @@
 // Definitions for graft/ops/advanced_index.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/ops/advanced_index.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -86,6 +87,8 @@ GRAFT_INLINE void put_rows(Tensor& out, const Tensor& src, const index_plan& p, 
             for (std::int64_t e = 0; e < inner; ++e) {
                 if (!accumulate) dst[e] = from[e];
                 else if constexpr (std::is_same_v<T, bool>) dst[e] = dst[e] || from[e];
+                else if constexpr (std::is_integral_v<T>)  // int64 wraps, as PyTorch's
+                    dst[e] = static_cast<T>(static_cast<std::uint64_t>(dst[e]) + static_cast<std::uint64_t>(from[e]));
                 else dst[e] = static_cast<T>(dst[e] + from[e]);
             }
         }
