@@ -258,6 +258,14 @@ public:
     [[nodiscard]] Tensor gather(std::int64_t dim, const Tensor& index) const;
     [[nodiscard]] Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
     [[nodiscard]] Tensor index_select(std::int64_t dim, const Tensor& index) const;
+    /// Advanced indexing with int64 index tensors on the leading dimensions: (*this)[index]
+    /// is index(*this, {index}); index_put / index_put_ write (or add) values there
+    /// (graft/autograd/advanced_index.hpp).
+    [[nodiscard]] Tensor operator[](const Tensor& index) const;
+    [[nodiscard]] Tensor index(const std::vector<Tensor>& indices) const;
+    [[nodiscard]] Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                                   bool accumulate = false) const;
+    Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.

@@ -13,8 +13,9 @@
 #include <variant>
 #include <vector>
 
-#include "graft/autograd/functions.hpp"
+#include "graft/autograd/advanced_index.hpp"
 #include "graft/autograd/conv.hpp"
+#include "graft/autograd/functions.hpp"
 #include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
@@ -258,6 +259,22 @@ struct col2im {
     static constexpr kind_info info{"col2im", 1, 1, 0, true, false, false, &run};
 };
 
+/// Advanced indexing (graft/autograd/advanced_index.hpp): index(x, i0, ..., ik-1);
+/// index_put[accumulate](x, values, i0, ...); index_backward[sizes](g, i0, ...), index's
+/// gradient (zeros of `sizes` with g added at the indices).
+struct index {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index", -1, 1, 0, true, false, false, &run};
+};
+struct index_put {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_put", -1, 1, 0, true, false, false, &run};
+};
+struct index_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_backward", -1, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -336,7 +353,7 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
                             kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
-                            kinds::col2im>>()));
+                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

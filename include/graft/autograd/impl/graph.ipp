@@ -134,8 +134,20 @@ GRAFT_INLINE hook_handle register_multi_grad_hook_impl(const tensor_list& tensor
     graft::detail::check(!tensors.empty(), "register_multi_grad_hook: expected at least one tensor");
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         graft::detail::check(tensors[i].defined(), "register_multi_grad_hook: tensor ", i, " is undefined");
-        graft::detail::check(tensors[i].requires_grad(), "register_multi_grad_hook: tensor ", i,
-                             " does not require grad, so no gradient will ever reach it");
+        // mode::any skips such tensors (as PyTorch registers hooks only on those that
+        // require grad); mode::all refuses them, as PyTorch's register_hook on them does.
+        graft::detail::check(st->kind == mode::any || tensors[i].requires_grad(), "register_multi_grad_hook: tensor ",
+                             i, " does not require grad (cannot register a hook on a tensor that doesn't require "
+                             "gradient); mode::all waits for every tensor's gradient");
+    }
+    if (st->kind == mode::any) {
+        tensor_list kept;
+        for (const auto& t : tensors)
+            if (t.requires_grad()) kept.push_back(t);
+        if (kept.size() != tensors.size()) {
+            if (kept.empty()) return hook_handle{};  // no gradient can ever arrive: fn never runs
+            return register_multi_grad_hook_impl(kept, std::move(st));
+        }
     }
     st->grad_fns.resize(tensors.size());
     st->leaves.resize(tensors.size());

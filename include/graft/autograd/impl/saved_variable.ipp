@@ -93,6 +93,13 @@ GRAFT_INLINE saved_variable::saved_variable(const Tensor& t, bool is_output)
             } scope(hooks.packing);
             hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
         }
+        // As PyTorch: the hook got the saved tensor itself, so an in-place change in it
+        // would silently alter what the forward and backward see.
+        graft::detail::check(t._version() == saved_version_,
+                             "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+                             "to pack hook can not be modified by in-place operations as this can lead to "
+                             "unexpected side-effects. Please open an issue if you need to perform in-place "
+                             "operations on the input to a pack hook.");
         // Remember where t sits in the graph, so the unpacked tensor can be re-attached
         // (double backward through a saved input works with hooks too).
         if (const auto* m = meta(t); m && !is_output) {

@@ -275,6 +275,30 @@ GRAFT_INLINE std::vector<ivalue> col2im::run(const attribute_map& a, std::span<c
     };
     return {graft::col2im(detail::tensor_arg("col2im", in, 0), list("output_size"), list("kernel_size"),
                           list("dilation"), list("padding"), list("stride"))};
+GRAFT_INLINE std::vector<ivalue> index::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 2, "index: expected a tensor and at least one index, got ", in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 1; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index", in, i));
+    return {graft::index(detail::tensor_arg("index", in, 0), indices)};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_put::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 3, "index_put: expected a tensor, values and at least one index, got ",
+                         in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 2; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index_put", in, i));
+    return {graft::index_put(detail::tensor_arg("index_put", in, 0), indices, detail::tensor_arg("index_put", in, 1),
+                             detail::attr_or<bool>("index_put", a, "accumulate", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 2, "index_backward: expected a gradient and at least one index, got ",
+                         in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 1; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index_backward", in, i));
+    return {autograd::detail::index_backward(
+        detail::tensor_arg("index_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("index_backward", a, "sizes")), indices)};
 }
 
 namespace index_detail {
