@@ -10,3 +10,4 @@
 #include "graft/jit.hpp"
 #include "graft/io.hpp"
 #include "graft/nn.hpp"
+#include "graft/nn/script.hpp"
