@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ struct Net : nn::Module {
 };
 
 std::string temp_file(const std::string& name) {
-    return (fs::temp_directory_path() / ("graft_test_nn_module_" + name + ".safetensors")).string();
+    static const std::string run = std::to_string(std::random_device{}());  // concurrent runs apart
+    return (fs::temp_directory_path() / ("graft_test_nn_module_" + run + "_" + name + ".safetensors")).string();
 }
 
 }  // namespace

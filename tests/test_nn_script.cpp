@@ -75,9 +75,11 @@ TEST_CASE("nn::script: a scripted MLP matches eager outputs and parameter gradie
     auto eager = make_mlp(1);
     auto fn = nn::script(model);
     check_against_eager(fn, *model, *eager);
-    // The parameters were graph inputs: the graph takes the input and the 4 parameters.
+    // The parameters were graph inputs: the graph takes the input and the 4 parameters, and
+    // the executor compiled differentiable plans (forward and backward graphs) for them.
     REQUIRE(fn.function().graph() != nullptr);
     CHECK(fn.function().graph()->inputs().size() == 5);
+    CHECK(fn.function().debug_string().find("differentiable plan") != std::string::npos);
     // The module's own tensors are in place after the calls (functional_call restored them).
     CHECK(model->parameters()[0].is_same((*model)[0]->get_parameter("weight")));
     CHECK(model->parameters()[0].is_leaf());
@@ -96,7 +98,8 @@ TEST_CASE("nn::aot: forward and backward graphs of a module, parameters as input
 
 TEST_CASE("a lambda capturing a module: parameters become graph constants", "[nn][jit][capture]") {
     // What the bridge avoids: capture::trace records the parameters the lambda reads as
-    // constants (not inputs), so the graph keeps their values at capture.
+    // constants (not inputs), so the graph keeps their values at capture (and, today, the
+    // constants do not require grad: no gradient reaches the module; docs/nn.md).
     auto model = make_mlp(4);
     generator g(5);
     const Tensor x = randn({4, 5}, dtype::float32, g);
