@@ -133,6 +133,25 @@ TEST_CASE("Module: shared modules and tied parameters are listed once, state_dic
     CHECK(tied.dec->get_parameter("weight").is_same(tied.enc->weight));
     CHECK(names_of(tied.named_parameters()) == std::vector<std::string>{"enc.weight"});
     CHECK(names_of(tied.state_dict()) == std::vector<std::string>{"enc.weight", "dec.weight"});
+    // functional_call by name replaces a tied tensor in every slot (PyTorch's tie_weights).
+    const Tensor eye3 = from_vector(std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1}, {3, 3});
+    const Tensor x = from_vector(std::vector<float>{1, 2, 3}, {1, 3});
+    CHECK(fvec(nn::functional_call(*tied.enc, nn::named_tensor_list{{"weight", eye3}}, x)) ==
+          std::vector<float>{1, 2, 3});
+    struct Both : nn::Module {
+        explicit Both(std::shared_ptr<nn::Module> t) : Module("Both") { inner = register_module("t", std::move(t)); }
+        Tensor forward(const Tensor& x) override {
+            return graft::matmul(x, inner->get_submodule("dec")->get_parameter("weight").t());
+        }
+        std::shared_ptr<nn::Module> inner;
+    };
+    auto tied_ptr = std::make_shared<Tied>();
+    Both both(tied_ptr);
+    // Only "t.enc.weight" is named (named_parameters lists the tied tensor once); "t.dec.weight" follows.
+    CHECK(names_of(both.named_parameters()) == std::vector<std::string>{"t.enc.weight"});
+    CHECK(fvec(nn::functional_call(both, nn::named_tensor_list{{"t.enc.weight", eye3}}, x)) ==
+          std::vector<float>{1, 2, 3});
+    CHECK(tied_ptr->dec->get_parameter("weight").is_same(tied_ptr->enc->weight));
 }
 
 TEST_CASE("Module: train and eval reach every descendant", "[nn][module]") {

@@ -143,3 +143,31 @@ TEST_CASE("nn::script / nn::aot: misuse", "[nn][jit]") {
     CHECK(model->parameters()[0].is_leaf());
     CHECK(fn(zeros({2, 5})).sizes() == int_list{2, 3});
 }
+
+TEST_CASE("nn::script follows train/eval; nn::aot refuses a mode changed since its capture", "[nn][jit]") {
+    // A layer that reads is_training() while traced, as Dropout will.
+    struct TrainScale : nn::Module {
+        TrainScale() : Module("TrainScale") { register_parameter("w", full({3}, 2.0f)); }
+        Tensor forward(const Tensor& x) override {
+            const Tensor& w = get_parameter("w");
+            return is_training() ? x * w : x + w;
+        }
+    };
+    auto model = std::make_shared<nn::Sequential>(std::make_shared<TrainScale>());
+    const Tensor x = from_vector(std::vector<float>{1, 2, 3}, {1, 3});
+    auto fn = nn::script(model);
+    auto a = nn::aot(model, x);
+    for (int i = 0; i < 3; ++i) CHECK(fn(x).to_vector<float>() == std::vector<float>{2, 4, 6});
+    CHECK(a(x).to_vector<float>() == std::vector<float>{2, 4, 6});
+    model->eval();
+    for (int i = 0; i < 3; ++i) CHECK(fn(x).to_vector<float>() == std::vector<float>{3, 4, 5});
+    try {
+        (void)a(x);
+        FAIL("no error");
+    } catch (const graft::error& e) {
+        CHECK(std::string(e.what()).find("nn::aot: the train/eval mode of Sequential") != std::string::npos);
+    }
+    model->train();
+    CHECK(fn(x).to_vector<float>() == std::vector<float>{2, 4, 6});
+    CHECK(a(x).to_vector<float>() == std::vector<float>{2, 4, 6});
+}

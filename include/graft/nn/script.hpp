@@ -27,6 +27,8 @@ struct module_forward {
 };
 /// {input, p0, p1, ...}: the graph's inputs for one call.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input);
+/// is_training() of the module and each descendant: a capture holds the path one mode takes.
+[[nodiscard]] GRAFT_INLINE std::vector<bool> training_flags(Module& module);
 }  // namespace detail
 
 /// jit::script of a module's forward, parameters as graph inputs. Keeps the module alive.
@@ -34,8 +36,15 @@ class scripted_module {
 public:
     scripted_module(std::shared_ptr<Module> module, std::optional<jit::options> o)
         : module_(std::move(module)), fn_(detail::module_forward{checked(module_)}, std::move(o)) {}
-    /// forward(input) through the profiling executor.
-    Tensor operator()(const Tensor& input) { return fn_(detail::graph_inputs(*module_, input)).at(0); }
+    /// forward(input) through the profiling executor. After train()/eval() changed a mode
+    /// (which layers such as Dropout read while traced) the captures are flushed and made again.
+    Tensor operator()(const Tensor& input) {
+        if (auto flags = detail::training_flags(*module_); flags != modes_) {
+            if (!modes_.empty()) fn_.flush_compilation_cache();
+            modes_ = std::move(flags);
+        }
+        return fn_(detail::graph_inputs(*module_, input)).at(0);
+    }
     [[nodiscard]] Module& module() const { return *module_; }
     /// The script function (debug_state(), graph(), flush_compilation_cache()); its inputs are
     /// {input, parameters()...}.
@@ -48,6 +57,7 @@ private:
     }
     std::shared_ptr<Module> module_;
     jit::script_function<detail::module_forward> fn_;
+    std::vector<bool> modes_;  // the training flags the current captures were made under
 };
 
 /// The module's forward as a profiling executor (jit::script) with the process-wide options,
@@ -62,12 +72,13 @@ private:
 /// capture::aot of a module's forward at `example_input`, parameters as graph inputs: calls
 /// run the forward graph and record one CompiledFunctionBackward node whose backward fills the
 /// parameters' grads. A call with another input signature captures again (as capture::aot).
-/// options.dynamic_dims index the graph's inputs: input 0 is the module's input.
+/// options.dynamic_dims index the graph's inputs: input 0 is the module's input. The graphs
+/// hold the train/eval mode of the capture: a call after a mode change is a graft::error.
 class aot_module {
 public:
     GRAFT_INLINE aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
                             capture::aot_options options = {});
-    Tensor operator()(const Tensor& input) const { return fn_(detail::graph_inputs(*module_, input)).at(0); }
+    GRAFT_INLINE Tensor operator()(const Tensor& input) const;
     [[nodiscard]] Module& module() const { return *module_; }
     /// The forward and backward graphs (inputs {input, parameters()...}).
     [[nodiscard]] const capture::aot_function& function() const { return fn_; }
@@ -75,6 +86,7 @@ public:
 private:
     std::shared_ptr<Module> module_;
     capture::aot_function fn_;
+    std::vector<bool> modes_;
 };
 
 [[nodiscard]] inline aot_module aot(std::shared_ptr<Module> module, const Tensor& example_input,

@@ -390,6 +390,17 @@ GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& ten
         graft::detail::check(found, "functional_call: ", module.type_name(), " has no parameter or buffer named \"",
                              name, "\"");
     }
+    // Tied tensors (one tensor in several slots) are replaced together, as PyTorch's
+    // tie_weights=True, unless a slot is given its own value.
+    const std::size_t named = plan.size();
+    for (std::size_t i = 0; i < named; ++i) {
+        const Tensor original = *plan[i].first;
+        for (auto* list : {&params, &bufs})
+            for (const auto& [n, slot] : *list) {
+                const bool given = std::any_of(plan.begin(), plan.end(), [&](const auto& e) { return e.first == slot; });
+                if (!given && slot->is_same(original)) plan.emplace_back(slot, plan[i].second);
+            }
+    }
     detail::slot_swap swap;
     swap.lock(module);
     for (const auto& [slot, value] : plan) swap.replace(slot, value);
