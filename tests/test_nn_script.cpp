@@ -171,3 +171,26 @@ TEST_CASE("nn::script follows train/eval; nn::aot refuses a mode changed since i
     CHECK(fn(x).to_vector<float>() == std::vector<float>{2, 4, 6});
     CHECK(a(x).to_vector<float>() == std::vector<float>{2, 4, 6});
 }
+
+TEST_CASE("nn::script captures again after a parameter was registered; nn::aot refuses the new count",
+          "[nn][jit][capture]") {
+    auto lin = std::make_shared<nn::Linear>(2, 1, false);
+    {
+        autograd::no_grad guard;
+        lin->weight.copy_(from_vector(std::vector<float>{1, 2}, {1, 2}));
+    }
+    auto model = std::make_shared<nn::Sequential>(lin);
+    const Tensor x = from_vector(std::vector<float>{3, 4}, {1, 2});
+    auto fn = nn::script(model);
+    auto a = nn::aot(model, x);
+    for (int i = 0; i < 3; ++i) CHECK(fn(x).to_vector<float>() == std::vector<float>{11});
+    model->register_parameter("unused", ones({1}));
+    CHECK(fn(x).to_vector<float>() == std::vector<float>{11});
+    CHECK(fn.function().graph()->inputs().size() == 3);
+    try {
+        (void)a(x);
+        FAIL("no error");
+    } catch (const graft::error& e) {
+        CHECK(std::string(e.what()).find("takes 2 inputs, got 3") != std::string::npos);
+    }
+}

@@ -37,13 +37,16 @@ public:
     scripted_module(std::shared_ptr<Module> module, std::optional<jit::options> o)
         : module_(std::move(module)), fn_(detail::module_forward{checked(module_)}, std::move(o)) {}
     /// forward(input) through the profiling executor. After train()/eval() changed a mode
-    /// (which layers such as Dropout read while traced) the captures are flushed and made again.
+    /// (which layers such as Dropout read while traced), or parameters were registered, the
+    /// captures are flushed and made again.
     Tensor operator()(const Tensor& input) {
-        if (auto flags = detail::training_flags(*module_); flags != modes_) {
+        std::vector<Tensor> in = detail::graph_inputs(*module_, input);
+        if (auto flags = detail::training_flags(*module_); flags != modes_ || in.size() != inputs_) {
             if (!modes_.empty()) fn_.flush_compilation_cache();
             modes_ = std::move(flags);
+            inputs_ = in.size();
         }
-        return fn_(detail::graph_inputs(*module_, input)).at(0);
+        return fn_(in).at(0);
     }
     [[nodiscard]] Module& module() const { return *module_; }
     /// The script function (debug_state(), graph(), flush_compilation_cache()); its inputs are
@@ -58,6 +61,7 @@ private:
     std::shared_ptr<Module> module_;
     jit::script_function<detail::module_forward> fn_;
     std::vector<bool> modes_;  // the training flags the current captures were made under
+    std::size_t inputs_ = 0;   // and the number of graph inputs (1 + parameters)
 };
 
 /// The module's forward as a profiling executor (jit::script) with the process-wide options,
