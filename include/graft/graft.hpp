@@ -11,3 +11,4 @@
 #include "graft/io.hpp"
 #include "graft/nn.hpp"
 #include "graft/optim.hpp"
+#include "graft/nn/script.hpp"

@@ -1,0 +1,44 @@
+#pragma once
+// Definitions for graft/nn/script.hpp (compiled once in compiled mode; see graft/config.hpp).
+#include "graft/nn/script.hpp"
+
+#include <span>
+
+namespace graft::nn {
+namespace detail {
+
+GRAFT_INLINE Tensor module_forward::operator()(const std::vector<Tensor>& in) const {
+    graft::detail::check(!in.empty(), "nn::script: expected the module's input first");
+    return functional_call(*module, std::span<const Tensor>(in).subspan(1), in[0]);
+}
+
+GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input) {
+    std::vector<Tensor> in = module.parameters();
+    in.insert(in.begin(), input);
+    return in;
+}
+
+GRAFT_INLINE std::vector<bool> training_flags(Module& module) {
+    std::vector<bool> r;
+    for (const Module* m : module.modules()) r.push_back(m->is_training());
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE aot_module::aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
+                                    capture::aot_options options)
+    : module_(std::move(module)),
+      fn_((graft::detail::check(module_ != nullptr, "nn::aot: the module is null"),
+           capture::aot(detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input),
+                        std::move(options)))),
+      modes_(detail::training_flags(*module_)) {}
+
+GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) const {
+    graft::detail::check(detail::training_flags(*module_) == modes_, "nn::aot: the train/eval mode of ",
+                         module_->type_name(), " or a submodule changed since the capture; capture it again "
+                         "with nn::aot");
+    return fn_(detail::graph_inputs(*module_, input)).at(0);
+}
+
+}  // namespace graft::nn
