@@ -275,6 +275,8 @@ GRAFT_INLINE std::vector<ivalue> col2im::run(const attribute_map& a, std::span<c
     };
     return {graft::col2im(detail::tensor_arg("col2im", in, 0), list("output_size"), list("kernel_size"),
                           list("dilation"), list("padding"), list("stride"))};
+}
+
 GRAFT_INLINE std::vector<ivalue> index::run(const attribute_map&, std::span<const ivalue> in) {
     graft::detail::check(in.size() >= 2, "index: expected a tensor and at least one index, got ", in.size(), " inputs");
     std::vector<Tensor> indices;
