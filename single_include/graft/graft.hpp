@@ -67,7 +67,8 @@
 #endif
 #endif
 
-#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS) || defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#if defined(GRAFT_IMPLEMENTATION_PART_KERNELS) || defined(GRAFT_IMPLEMENTATION_PART_CODE) || \
+    defined(GRAFT_IMPLEMENTATION_PART_CODE_BASE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_GRAPH)
 #ifndef GRAFT_COMPILED_LIB
 #define GRAFT_COMPILED_LIB
 #endif
@@ -77,13 +78,22 @@
 // impl/*.ipp file: inline in header-only mode, an ordinary (external) function of the
 // graft library in compiled mode.
 // GRAFT_HAS_CODE: this TU defines graft's non-template functions (header-only mode, or
-// the library TU that compiles them). GRAFT_HAS_KERNELS: this TU compiles the kernels.
+// the library TU that compiles them) other than the graph layers' (ir, capture, jit), which
+// GRAFT_HAS_GRAPH_CODE guards: the CMake library compiles the two halves in two TUs
+// (src/graft.cpp: PART_CODE_BASE, src/graft_graph.cpp: PART_CODE_GRAPH) so that a parallel
+// build compiles them at once; PART_CODE (the single header's GRAFT_IMPLEMENTATION) is both.
+// GRAFT_HAS_KERNELS: this TU compiles the kernels.
 #if defined(GRAFT_COMPILED_LIB)
 #define GRAFT_INLINE
-#if defined(GRAFT_IMPLEMENTATION_PART_CODE)
+#if defined(GRAFT_IMPLEMENTATION_PART_CODE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_BASE)
 #define GRAFT_HAS_CODE 1
 #else
 #define GRAFT_HAS_CODE 0
+#endif
+#if defined(GRAFT_IMPLEMENTATION_PART_CODE) || defined(GRAFT_IMPLEMENTATION_PART_CODE_GRAPH)
+#define GRAFT_HAS_GRAPH_CODE 1
+#else
+#define GRAFT_HAS_GRAPH_CODE 0
 #endif
 #if defined(GRAFT_IMPLEMENTATION_PART_KERNELS)
 #define GRAFT_HAS_KERNELS 1
@@ -93,6 +103,7 @@
 #else
 #define GRAFT_INLINE inline
 #define GRAFT_HAS_CODE 1
+#define GRAFT_HAS_GRAPH_CODE 1
 #define GRAFT_HAS_KERNELS 1
 #endif
 // ---- end graft/config.hpp
@@ -112,7 +123,7 @@
 // graft: PyTorch-style tensors, autograd, compile-time graphs, graph capture and a
 // profiling executor for C++20. This header includes every layer; the per-layer headers
 // graft/tensor.hpp, graft/expr.hpp, graft/ir.hpp, graft/capture.hpp, graft/jit.hpp,
-// graft/io.hpp and graft/nn.hpp include only what they need and compile faster.
+// graft/io.hpp, graft/nn.hpp and graft/optim.hpp include only what they need and compile faster.
 // ---- begin graft/tensor.hpp
 // graft/tensor.hpp: tensors, ops and eager autograd (layers core, kernels, ops,
 // autograd). A program that only computes and trains eagerly needs nothing more; it
@@ -959,6 +970,9 @@ public:
     /// Sizes given to an op as SymInts (view_symint, ...), reported before the op runs: graph
     /// capture keeps their expressions so that the graph computes them per call.
     virtual void on_symbolic_sizes(const sym_int_list& sizes) { (void)sizes; }
+    /// `result` was made by Tensor::detach(): an alias of its source's memory that reads as
+    /// the source's value without a gradient (graph capture records a detach node).
+    virtual void on_detach(const Tensor& result) { (void)result; }
 };
 
 inline thread_local op_observer* tl_op_observer = nullptr;
@@ -1020,6 +1034,11 @@ private:
 /// Reports an allocation made outside any observed op or factory, if an observer is installed.
 inline void observe_alloc(const Tensor& t) {
     if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_alloc(t);
+}
+
+/// Reports a detached alias (Tensor::detach) made outside any observed op, if an observer is installed.
+inline void observe_detach(const Tensor& result) {
+    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_detach(result);
 }
 
 /// Reports a read of t's value to the installed observer, if any.
@@ -1761,6 +1780,14 @@ public:
     [[nodiscard]] Tensor gather(std::int64_t dim, const Tensor& index) const;
     [[nodiscard]] Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
     [[nodiscard]] Tensor index_select(std::int64_t dim, const Tensor& index) const;
+    /// Advanced indexing with int64 index tensors on the leading dimensions: (*this)[index]
+    /// is index(*this, {index}); index_put / index_put_ write (or add) values there
+    /// (graft/autograd/advanced_index.hpp).
+    [[nodiscard]] Tensor operator[](const Tensor& index) const;
+    [[nodiscard]] Tensor index(const std::vector<Tensor>& indices) const;
+    [[nodiscard]] Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                                   bool accumulate = false) const;
+    Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
@@ -1820,6 +1847,9 @@ namespace detail {
 /// empty(t.sizes(), t.type()) for a defined tensor: its element count is known to be
 /// addressable, so the size checks are skipped (the elementwise ops' output).
 [[nodiscard]] GRAFT_INLINE Tensor empty_same_shape(const Tensor& t);
+/// A contiguous tensor of `nbytes`, already checked to be sizes' element count times the
+/// element size (callers that know their sizes are valid skip empty()'s checks).
+[[nodiscard]] GRAFT_INLINE Tensor empty_of_bytes(const int_list& sizes, dtype type, std::size_t nbytes);
 
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
@@ -2964,6 +2994,22 @@ inline constexpr std::size_t program_tile_elements = 512 / sizeof(T);
 template <class T>
 inline constexpr std::size_t program_scratch_stride = program_tile_elements<T> + 64 / sizeof(T);
 
+/// Scalars of one fused SGD step (graft::optim::SGD; the per-element update is written out in
+/// graft/kernels/optim-inl.hpp). `first`: the momentum buffer is new and is set to the gradient.
+struct sgd_args {
+    double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+    bool nesterov = false, maximize = false, first = false;
+};
+
+/// Scalars of one fused Adam / AdamW step (graft::optim::Adam, AdamW), with the step's bias
+/// corrections already folded in: step_size = lr / (1 - beta1^t),
+/// bias_correction2_sqrt = sqrt(1 - beta2^t). `decoupled`: AdamW's decay of the parameter.
+struct adam_args {
+    double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+    double step_size = 0, bias_correction2_sqrt = 1;
+    bool decoupled = false, amsgrad = false, maximize = false;
+};
+
 namespace detail {
 
 /// One compiled target's entry points. Every per-target namespace
@@ -2988,6 +3034,11 @@ struct kernel_table {
     void (*softmax_f64)(const double*, double*, std::size_t, std::size_t, bool);
     void (*run_program_f32)(const program&, float* const*, float*, std::size_t, std::size_t);
     void (*run_program_f64)(const program&, double* const*, double*, std::size_t, std::size_t);
+    // Fused optimizer steps: param, grad and state read and written in one pass.
+    void (*sgd_f32)(const sgd_args&, float*, const float*, float*, std::size_t);
+    void (*sgd_f64)(const sgd_args&, double*, const double*, double*, std::size_t);
+    void (*adam_f32)(const adam_args&, float*, const float*, float*, float*, float*, std::size_t);
+    void (*adam_f64)(const adam_args&, double*, const double*, double*, double*, double*, std::size_t);
 };
 
 struct aligned_free {
@@ -4655,13 +4706,16 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     T* cur[max_regs];
     // Broadcast values fill as much of their tile as any sweep reads.
     const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
+    bool rows = false;
     for (std::size_t r = 0; r < p.num_registers; ++r) {
         T* mine = scratch + r * program_scratch_stride<T>;
         if (p.mode[r] == operand_mode::broadcast) {
             const T v = base[r][0];
             for (std::size_t j = 0; j < span; ++j) mine[j] = v;
         }
-        cur[r] = mine;
+        rows |= p.mode[r] == operand_mode::row;
+        // In place from `begin` (used as is when everything is one run of whole vectors, below).
+        cur[r] = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output ? base[r] + begin : mine;
     }
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
@@ -4681,6 +4735,11 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             }
         }
     };
+    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
+        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place.
+        if (end > begin) run_tile(begin, end - begin, end - begin);
+        return;
+    }
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
         for (std::size_t r = 0; r < p.num_registers; ++r)
@@ -4733,6 +4792,153 @@ HWY_AFTER_NAMESPACE();
 
 #endif  // toggle guard
 // ---- end graft/kernels/program-inl.hpp
+// ---- begin graft/kernels/optim-inl.hpp
+// graft/kernels/optim-inl.hpp: per-target fused optimizer steps (graft::optim::SGD, Adam,
+// AdamW). Re-included once per target via graft/kernels/all-inl.hpp. Each call reads the
+// parameter, its gradient and its state once and writes the parameter and the state back in
+// the same pass (PyTorch's fused/foreach idea: no temporaries, one sweep over memory).
+//
+// Per element, in the parameter's type T (the double scalars of sgd_args / adam_args are
+// rounded to T once, as PyTorch's ops round a Python float for a float32 tensor):
+//   SGD:  g = maximize ? -grad : grad;  g = g + wd * p                     (weight_decay != 0)
+//         momentum != 0:  buf = first ? g : buf * momentum + (1 - dampening) * g
+//                         g = nesterov ? g + momentum * buf : buf
+//         p = p + (-lr) * g
+//   Adam: g = maximize ? -grad : grad
+//         weight_decay != 0:  AdamW (decoupled): p = p * (1 - lr * wd);  Adam: g = g + wd * p
+//         m = lerp(m, g, 1 - beta1)            (PyTorch's lerp: w < 0.5: m + w (g - m),
+//                                               else g - (g - m)(1 - w))
+//         v = v * beta2 + ((1 - beta2) * g) * g
+//         amsgrad: vmax = maximum(vmax, v) (NaN-propagating) and vmax replaces v below
+//         p = p + ((-step_size) * m) / (sqrt(v) / bias_correction2_sqrt + eps)
+// Numeric contract: every operation is one IEEE operation of T (sqrt and div correctly
+// rounded), in the order above; graft/kernels/reference.hpp (optim_sgd, optim_adam) is the
+// same sequence in scalar C++. On FMA targets the compiler may contract a multiply and an add
+// into one FMA (one rounding instead of two), so targets agree to a few ULP of the operands,
+// not bitwise (tested on every target in tests/test_optim.cpp).
+
+
+#include <hwy/highway.h>
+
+// graft-amalgamate: per-target
+#if defined(GRAFT_KERNELS_OPTIM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GRAFT_KERNELS_OPTIM_INL_H_
+#undef GRAFT_KERNELS_OPTIM_INL_H_
+#else
+#define GRAFT_KERNELS_OPTIM_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace graft {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One vector (Lanes(d) elements at offset i) of the SGD step; the tail uses a one-lane tag,
+// so every element goes through the same operations.
+template <class D>
+HWY_INLINE void sgd_lanes(D d, const sgd_args& a, hn::TFromD<D>* HWY_RESTRICT p, const hn::TFromD<D>* HWY_RESTRICT g,
+                          hn::TFromD<D>* HWY_RESTRICT buf, std::size_t i) {
+    using T = hn::TFromD<D>;
+    auto vp = hn::LoadU(d, p + i);
+    auto vg = hn::LoadU(d, g + i);
+    if (a.maximize) vg = hn::Neg(vg);
+    if (a.weight_decay != 0) vg = hn::Add(vg, hn::Mul(hn::Set(d, static_cast<T>(a.weight_decay)), vp));
+    if (a.momentum != 0) {
+        const auto mom = hn::Set(d, static_cast<T>(a.momentum));
+        auto vb = vg;
+        if (!a.first)
+            vb = hn::Add(hn::Mul(hn::LoadU(d, buf + i), mom),
+                         hn::Mul(hn::Set(d, static_cast<T>(1 - a.dampening)), vg));
+        hn::StoreU(vb, d, buf + i);
+        vg = a.nesterov ? hn::Add(vg, hn::Mul(mom, vb)) : vb;
+    }
+    vp = hn::Add(vp, hn::Mul(hn::Set(d, static_cast<T>(-a.lr)), vg));
+    hn::StoreU(vp, d, p + i);
+}
+
+template <class T>
+HWY_NOINLINE void sgd_impl(const sgd_args& args, T* HWY_RESTRICT p, const T* HWY_RESTRICT g, T* HWY_RESTRICT buf,
+                           std::size_t n) {
+    const sgd_args a = args;  // a local copy: the stores below cannot alias it
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) sgd_lanes(d, a, p, g, buf, i);
+    const hn::CappedTag<T, 1> d1;
+    for (; i < n; ++i) sgd_lanes(d1, a, p, g, buf, i);
+}
+
+template <class D>
+HWY_INLINE void adam_lanes(D d, const adam_args& a, hn::TFromD<D>* HWY_RESTRICT p,
+                           const hn::TFromD<D>* HWY_RESTRICT g, hn::TFromD<D>* HWY_RESTRICT m,
+                           hn::TFromD<D>* HWY_RESTRICT v, hn::TFromD<D>* HWY_RESTRICT vmax, std::size_t i) {
+    using T = hn::TFromD<D>;
+    auto vp = hn::LoadU(d, p + i);
+    auto vg = hn::LoadU(d, g + i);
+    if (a.maximize) vg = hn::Neg(vg);
+    if (a.weight_decay != 0) {
+        if (a.decoupled)
+            vp = hn::Mul(vp, hn::Set(d, static_cast<T>(1 - a.lr * a.weight_decay)));
+        else
+            vg = hn::Add(vg, hn::Mul(hn::Set(d, static_cast<T>(a.weight_decay)), vp));
+    }
+    // exp_avg.lerp_(grad, 1 - beta1), with PyTorch's two-sided lerp formula.
+    const double w = 1 - a.beta1;
+    auto vm = hn::LoadU(d, m + i);
+    if (w < 0.5 && w > -0.5)
+        vm = hn::Add(vm, hn::Mul(hn::Set(d, static_cast<T>(w)), hn::Sub(vg, vm)));
+    else
+        vm = hn::Sub(vg, hn::Mul(hn::Sub(vg, vm), hn::Set(d, static_cast<T>(1 - w))));
+    hn::StoreU(vm, d, m + i);
+    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+    auto vv = hn::Mul(hn::LoadU(d, v + i), hn::Set(d, static_cast<T>(a.beta2)));
+    vv = hn::Add(vv, hn::Mul(hn::Mul(hn::Set(d, static_cast<T>(1 - a.beta2)), vg), vg));
+    hn::StoreU(vv, d, v + i);
+    if (a.amsgrad) {
+        const auto old = hn::LoadU(d, vmax + i);
+        vv = hn::IfThenElse(hn::Or(hn::Lt(old, vv), hn::IsNaN(vv)), vv, old);
+        hn::StoreU(vv, d, vmax + i);
+    }
+    const auto denom = hn::Add(hn::Div(hn::Sqrt(vv), hn::Set(d, static_cast<T>(a.bias_correction2_sqrt))),
+                               hn::Set(d, static_cast<T>(a.eps)));
+    vp = hn::Add(vp, hn::Div(hn::Mul(hn::Set(d, static_cast<T>(-a.step_size)), vm), denom));
+    hn::StoreU(vp, d, p + i);
+}
+
+template <class T>
+HWY_NOINLINE void adam_impl(const adam_args& args, T* HWY_RESTRICT p, const T* HWY_RESTRICT g, T* HWY_RESTRICT m,
+                            T* HWY_RESTRICT v, T* HWY_RESTRICT vmax, std::size_t n) {
+    const adam_args a = args;  // a local copy: the stores below cannot alias it
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) adam_lanes(d, a, p, g, m, v, vmax, i);
+    const hn::CappedTag<T, 1> d1;
+    for (; i < n; ++i) adam_lanes(d1, a, p, g, m, v, vmax, i);
+}
+
+inline void sgd_f32(const sgd_args& a, float* p, const float* g, float* buf, std::size_t n) {
+    sgd_impl<float>(a, p, g, buf, n);
+}
+inline void sgd_f64(const sgd_args& a, double* p, const double* g, double* buf, std::size_t n) {
+    sgd_impl<double>(a, p, g, buf, n);
+}
+inline void adam_f32(const adam_args& a, float* p, const float* g, float* m, float* v, float* vmax, std::size_t n) {
+    adam_impl<float>(a, p, g, m, v, vmax, n);
+}
+inline void adam_f64(const adam_args& a, double* p, const double* g, double* m, double* v, double* vmax,
+                     std::size_t n) {
+    adam_impl<double>(a, p, g, m, v, vmax, n);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace graft
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard
+// ---- end graft/kernels/optim-inl.hpp
 #endif
 
 // graft-amalgamate: per-target
@@ -4753,6 +4959,7 @@ inline constexpr detail::kernel_table table = {
     &unary_f32,   &unary_f64,   &binary_f32,  &binary_f64, &compare_f32, &compare_f64, &where_f32,
     &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
     &run_program_f32, &run_program_f64,
+    &sgd_f32,     &sgd_f64,     &adam_f32,    &adam_f64,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -5398,6 +5605,25 @@ inline void run_program(const program& p, double* const* base, double* scratch, 
     detail::active().run_program_f64(p, base, scratch, begin, end);
 }
 
+/// One fused SGD step over n contiguous elements (graft::optim::SGD): param and the momentum
+/// buffer `buf` (unused, may be null, when momentum is 0) are updated in place from grad.
+inline void sgd_step(const sgd_args& a, float* param, const float* grad, float* buf, std::size_t n) {
+    detail::active().sgd_f32(a, param, grad, buf, n);
+}
+inline void sgd_step(const sgd_args& a, double* param, const double* grad, double* buf, std::size_t n) {
+    detail::active().sgd_f64(a, param, grad, buf, n);
+}
+/// One fused Adam / AdamW step over n contiguous elements: param, exp_avg, exp_avg_sq and
+/// (amsgrad only; may be null otherwise) max_exp_avg_sq are updated in place from grad.
+inline void adam_step(const adam_args& a, float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                      float* max_exp_avg_sq, std::size_t n) {
+    detail::active().adam_f32(a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n);
+}
+inline void adam_step(const adam_args& a, double* param, const double* grad, double* exp_avg, double* exp_avg_sq,
+                      double* max_exp_avg_sq, std::size_t n) {
+    detail::active().adam_f64(a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n);
+}
+
 }  // namespace graft::kernels
 
 #if GRAFT_HAS_CODE
@@ -5554,6 +5780,195 @@ GRAFT_INLINE void set_target(target t) {
 // ---- end graft/kernels/impl/dispatch.ipp
 #endif
 // ---- end graft/kernels/dispatch.hpp
+// ---- begin graft/ops/advanced_index.hpp
+// Advanced indexing with int64 index tensors, the raw forwards: index (t[i0, i1, ...] in
+// PyTorch), index_put (t[i0, ...] = v, with accumulate) and the zero-filled index_put that
+// index's gradient is. graft/autograd/advanced_index.hpp records the gradients.
+// Index tensors apply to t's leading dimensions and broadcast together; negative indices
+// count from the end; every index is bounds-checked before anything is written.
+#include <span>
+
+
+namespace graft::ops {
+
+/// t indexed by k int64 tensors on its first k dimensions (torch.Tensor.__getitem__ with a
+/// tuple of index tensors, aten::index): the index tensors broadcast to a shape B, and the
+/// result has sizes B + t.sizes()[k:], out[b, ...] = t[i0[b], ..., ik-1[b], ...].
+[[nodiscard]] GRAFT_INLINE Tensor index(const Tensor& t, std::span<const Tensor> indices);
+
+/// A copy of t with values written at the positions index(t, indices) reads (aten::index_put):
+/// values broadcast to B + t.sizes()[k:] and has t's dtype. accumulate adds (repeated
+/// positions add up); without it a repeated position gets one of its values (which one is
+/// unspecified in PyTorch; graft writes in order, so the last).
+[[nodiscard]] GRAFT_INLINE Tensor index_put(const Tensor& t, std::span<const Tensor> indices, const Tensor& values,
+                                            bool accumulate = false);
+
+/// zeros(sizes, g's dtype) with g added at the positions of `indices`: index's gradient as
+/// one op, so graph capture records the sizes as an attribute.
+[[nodiscard]] GRAFT_INLINE Tensor index_backward(const Tensor& g, const int_list& sizes,
+                                                 std::span<const Tensor> indices);
+
+}  // namespace graft::ops
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/advanced_index.ipp
+// Definitions for graft/ops/advanced_index.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+
+namespace graft::detail {
+
+/// Where each indexed row starts: rows[b] is the offset, in rows of `inner` elements, of
+/// t[i0[b], ..., ik-1[b]] in a contiguous tensor of sizes `sizes`.
+struct index_plan {
+    int_list index_shape;    // B: the index tensors' broadcast shape
+    int_list result_sizes;   // B + sizes[k:]
+    std::int64_t inner = 1;  // elements per row: prod(sizes[k:])
+    std::vector<std::int64_t> rows;
+};
+
+GRAFT_INLINE index_plan make_index_plan(const char* op, const int_list& sizes, std::span<const Tensor> indices) {
+    const auto rank = sizes.size();
+    check(!indices.empty(), op, ": expected at least one index tensor");
+    check(indices.size() <= rank, op, ": too many indices for tensor of dimension ", rank, " (got ",
+          indices.size(), ")");
+    index_plan p;
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+        const Tensor& ix = indices[j];
+        check(ix.defined(), op, ": index tensor ", j, " is undefined");
+        check(ix.type() != dtype::bool_, op, ": boolean mask indices are not implemented; index with int64 "
+              "positions instead");
+        check(ix.type() == dtype::int64, op, ": tensors used as indices must be int64, got ", ix.type(),
+              " for index ", j);
+        if (j == 0) {
+            p.index_shape = ix.sizes();
+            continue;
+        }
+        try {
+            p.index_shape = broadcast_shapes(p.index_shape, ix.sizes());
+        } catch (const error&) {
+            std::string shapes;
+            for (std::size_t i = 0; i < indices.size(); ++i) shapes += to_string(indices[i].sizes()) + " ";
+            fail(concat(op, ": shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                        shapes));
+        }
+    }
+    const std::size_t k = indices.size();
+    p.result_sizes = p.index_shape;
+    for (std::size_t r = k; r < rank; ++r) {
+        p.result_sizes.push_back(sizes[r]);
+        p.inner *= sizes[r];
+    }
+    (void)checked_numel(op, p.result_sizes);
+    std::int64_t n = 1;
+    for (auto s : p.index_shape) n *= s;
+    p.rows.assign(static_cast<std::size_t>(n), 0);
+    std::int64_t row_stride = 1;
+    for (std::size_t j = k; j-- > 0;) {
+        const Tensor ix = raw::contiguous(raw::expand(indices[j], p.index_shape));
+        const std::int64_t* v = ix.data_ptr<std::int64_t>();
+        const std::int64_t size = sizes[j];
+        for (std::int64_t b = 0; b < n; ++b) {
+            std::int64_t i = v[b];
+            check(i >= -size && i < size, op, ": index ", i, " is out of bounds for dimension ", j, " with size ",
+                  size);
+            if (i < 0) i += size;
+            p.rows[static_cast<std::size_t>(b)] += i * row_stride;
+        }
+        row_stride *= size;
+    }
+    return p;
+}
+
+/// Adds (accumulate) or writes the rows of contiguous `src` into contiguous `out` at plan.rows.
+GRAFT_INLINE void put_rows(Tensor& out, const Tensor& src, const index_plan& p, bool accumulate) {
+    visit_dtype(out.type(), [&](auto z) {
+        using T = decltype(z);
+        T* o = out.data_ptr<T>();
+        const T* s = src.data_ptr<T>();
+        const std::int64_t inner = p.inner;
+        for (std::size_t b = 0; b < p.rows.size(); ++b) {
+            T* dst = o + p.rows[b] * inner;
+            const T* from = s + static_cast<std::int64_t>(b) * inner;
+            for (std::int64_t e = 0; e < inner; ++e) {
+                if (!accumulate) dst[e] = from[e];
+                else if constexpr (std::is_same_v<T, bool>) dst[e] = dst[e] || from[e];
+                else if constexpr (std::is_integral_v<T>)  // int64 wraps, as PyTorch's
+                    dst[e] = static_cast<T>(static_cast<std::uint64_t>(dst[e]) + static_cast<std::uint64_t>(from[e]));
+                else dst[e] = static_cast<T>(dst[e] + from[e]);
+            }
+        }
+    });
+}
+
+[[nodiscard]] inline std::vector<op_operand> index_operands(std::initializer_list<op_operand> head,
+                                                            std::span<const Tensor> indices) {
+    std::vector<op_operand> ops(head);
+    for (const auto& ix : indices) ops.emplace_back(ix);
+    return ops;
+}
+
+}  // namespace graft::detail
+
+namespace graft::ops {
+
+GRAFT_INLINE Tensor index(const Tensor& t, std::span<const Tensor> indices) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined(), "index: got an undefined tensor");
+    const auto p = graft::detail::make_index_plan("index", t.sizes(), indices);
+    Tensor out = empty(p.result_sizes, t.type());
+    const Tensor src = graft::detail::raw::contiguous(t);
+    const std::size_t row = static_cast<std::size_t>(p.inner) * element_size(t.type());
+    const auto* in = static_cast<const char*>(src.raw_data());
+    auto* o = static_cast<char*>(out.raw_data());
+    if (row > 0)
+        for (std::size_t b = 0; b < p.rows.size(); ++b)
+            std::memcpy(o + b * row, in + static_cast<std::size_t>(p.rows[b]) * row, row);
+    const auto operands = graft::detail::index_operands({t}, indices);
+    return obs.done_list(out, "index", operands);
+}
+
+GRAFT_INLINE Tensor index_put(const Tensor& t, std::span<const Tensor> indices, const Tensor& values, bool accumulate) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(t.defined() && values.defined(), "index_put: got an undefined tensor");
+    graft::detail::check(values.type() == t.type(), "index_put: Index put requires the source and destination "
+                         "dtypes match, got ", t.type(), " for the destination and ", values.type(), " for the source");
+    const auto p = graft::detail::make_index_plan("index_put", t.sizes(), indices);
+    bool fits = true;
+    try {
+        fits = broadcast_shapes(p.result_sizes, values.sizes()) == p.result_sizes;
+    } catch (const error&) {
+        fits = false;
+    }
+    graft::detail::check(fits, "index_put: shape mismatch: value tensor of shape ", values.sizes(),
+                         " cannot be broadcast to indexing result of shape ", p.result_sizes);
+    Tensor out = graft::detail::raw::clone(t);
+    const Tensor src = graft::detail::raw::contiguous(graft::detail::raw::expand(values, p.result_sizes));
+    graft::detail::put_rows(out, src, p, accumulate);
+    const auto operands = graft::detail::index_operands({t, values}, indices);
+    return obs.done_list(out, "index_put", operands, {{"accumulate", accumulate}});
+}
+
+GRAFT_INLINE Tensor index_backward(const Tensor& g, const int_list& sizes, std::span<const Tensor> indices) {
+    const graft::detail::observed_op obs;
+    graft::detail::check(g.defined(), "index_backward: the gradient is undefined");
+    const auto p = graft::detail::make_index_plan("index_backward", sizes, indices);
+    graft::detail::check(g.sizes() == p.result_sizes, "index_backward: the gradient's sizes ", g.sizes(),
+                         " are not the indexing result's ", p.result_sizes);
+    Tensor out = zeros(sizes, g.type());
+    graft::detail::put_rows(out, graft::detail::raw::contiguous(g), p, true);
+    const auto operands = graft::detail::index_operands({g}, indices);
+    return obs.done_list(out, "index_backward", operands, {{"sizes", graft::detail::to_vector(sizes)}});
+}
+
+}  // namespace graft::ops
+// ---- end graft/ops/impl/advanced_index.ipp
+#endif
+// ---- end graft/ops/advanced_index.hpp
 // ---- begin graft/ops/cat.hpp
 // cat: tensors joined along one dimension (torch.cat), the raw forward. stack, split,
 // chunk and unbind are built on it and on views (graft/autograd/join_split.hpp).
@@ -5979,6 +6394,60 @@ inline void softmax_rows(const T* in, T* out, std::size_t rows, std::size_t cols
             const W z = static_cast<W>(x[j]) - m;
             y[j] = static_cast<T>(log ? z - ls : std::exp(z) / s);
         }
+    }
+}
+
+/// The fused SGD step of graft/kernels/optim-inl.hpp as a plain scalar loop: the same
+/// operations of T in the same order (not computed in double: this is the scalar fallback,
+/// the math of the SIMD kernel, not an accuracy oracle).
+template <class T>
+inline void optim_sgd(const sgd_args& a, T* p, const T* grad, T* buf, std::size_t n) {
+    static_assert(detail::is_fp<T>, "optim_sgd is floating point only");
+    const T wd = static_cast<T>(a.weight_decay), mom = static_cast<T>(a.momentum);
+    const T damp1 = static_cast<T>(1 - a.dampening), neg_lr = static_cast<T>(-a.lr);
+    for (std::size_t i = 0; i < n; ++i) {
+        T g = a.maximize ? -grad[i] : grad[i];
+        if (a.weight_decay != 0) g = g + wd * p[i];
+        if (a.momentum != 0) {
+            const T b = a.first ? g : buf[i] * mom + damp1 * g;
+            buf[i] = b;
+            g = a.nesterov ? g + mom * b : b;
+        }
+        p[i] = p[i] + neg_lr * g;
+    }
+}
+
+/// The fused Adam / AdamW step of graft/kernels/optim-inl.hpp as a plain scalar loop (same
+/// operations of T, same order).
+template <class T>
+inline void optim_adam(const adam_args& a, T* p, const T* grad, T* m, T* v, T* vmax, std::size_t n) {
+    static_assert(detail::is_fp<T>, "optim_adam is floating point only");
+    const double w = 1 - a.beta1;
+    const bool low = w < 0.5 && w > -0.5;
+    const T decay = static_cast<T>(1 - a.lr * a.weight_decay), wd = static_cast<T>(a.weight_decay);
+    const T tw = static_cast<T>(w), tw1 = static_cast<T>(1 - w), b2 = static_cast<T>(a.beta2);
+    const T b2c = static_cast<T>(1 - a.beta2), bc2 = static_cast<T>(a.bias_correction2_sqrt);
+    const T eps = static_cast<T>(a.eps), neg_step = static_cast<T>(-a.step_size);
+    for (std::size_t i = 0; i < n; ++i) {
+        T x = p[i];
+        T g = a.maximize ? -grad[i] : grad[i];
+        if (a.weight_decay != 0) {
+            if (a.decoupled)
+                x = x * decay;
+            else
+                g = g + wd * x;
+        }
+        const T mi = low ? m[i] + tw * (g - m[i]) : g - (g - m[i]) * tw1;
+        m[i] = mi;
+        T vi = v[i] * b2 + (b2c * g) * g;
+        v[i] = vi;
+        if (a.amsgrad) {
+            const T old = vmax[i];
+            vi = (old < vi || vi != vi) ? vi : old;
+            vmax[i] = vi;
+        }
+        const T denom = std::sqrt(vi) / bc2 + eps;
+        p[i] = x + (neg_step * mi) / denom;
     }
 }
 
@@ -6691,6 +7160,225 @@ GRAFT_INLINE bool equal(const Tensor& a, const Tensor& b) {
 // ---- end graft/ops/impl/compare.ipp
 #endif
 // ---- end graft/ops/compare.hpp
+// ---- begin graft/ops/conv.hpp
+// Sliding-window patches, the raw forwards: im2col (torch.nn.functional.unfold) and col2im
+// (torch.nn.functional.fold), the aten ops of those names. Each is the other's gradient
+// (graft/autograd/conv.hpp records that), and convolution and pooling in graft::nn::functional
+// are built on them. 4-D float32 / float64 inputs; every size argument has two entries
+// (height, width).
+
+namespace graft::ops {
+
+/// The kernel_size patches of a [N, C, H, W] input, zero-padded by `padding` on each side,
+/// taken every `stride` with `dilation` between kernel taps, as the columns of a
+/// [N, C * kh * kw, L] tensor (L = number of windows, row-major over the output grid; rows
+/// ordered c, then kernel row, then kernel column).
+[[nodiscard]] GRAFT_INLINE Tensor im2col(const Tensor& input, const int_list& kernel_size, const int_list& dilation,
+                                         const int_list& padding, const int_list& stride);
+
+/// The adjoint of im2col: a [N, C * kh * kw, L] tensor of patches summed back into a
+/// [N, C, output_size[0], output_size[1]] image (overlapping taps add up, taps in the padding
+/// are dropped). L must be the number of windows im2col gives for that output size.
+[[nodiscard]] GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, const int_list& kernel_size,
+                                         const int_list& dilation, const int_list& padding, const int_list& stride);
+
+}  // namespace graft::ops
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/ops/impl/conv.ipp
+// Definitions for graft/ops/conv.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <cstdint>
+
+
+namespace graft {
+
+namespace detail {
+
+/// The checked window geometry of im2col / col2im.
+struct window_geometry {
+    std::int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+    std::int64_t oh, ow;  // windows along height and width
+};
+
+[[nodiscard]] GRAFT_INLINE window_geometry check_windows(const char* op, std::int64_t h, std::int64_t w,
+                                                         const int_list& kernel_size, const int_list& dilation,
+                                                         const int_list& padding, const int_list& stride) {
+    check(kernel_size.size() == 2, op, ": It is expected kernel_size equals to 2, but got size ", kernel_size.size());
+    check(dilation.size() == 2, op, ": It is expected dilation equals to 2, but got size ", dilation.size());
+    check(padding.size() == 2, op, ": It is expected padding equals to 2, but got size ", padding.size());
+    check(stride.size() == 2, op, ": It is expected stride equals to 2, but got size ", stride.size());
+    window_geometry g{kernel_size[0], kernel_size[1], dilation[0], dilation[1], padding[0],
+                      padding[1],     stride[0],      stride[1],   0,           0};
+    check(g.kh > 0 && g.kw > 0, op, ": kernel size should be greater than zero, but got kernel_height: ", g.kh,
+          " kernel_width: ", g.kw);
+    check(g.dh > 0 && g.dw > 0, op, ": dilation should be greater than zero, but got dilation_height: ", g.dh,
+          " dilation_width: ", g.dw);
+    check(g.ph >= 0 && g.pw >= 0, op, ": padding should be non-negative, but got pad_height: ", g.ph,
+          " pad_width: ", g.pw);
+    check(g.sh > 0 && g.sw > 0, op, ": stride should be greater than zero, but got stride_height: ", g.sh,
+          " stride_width: ", g.sw);
+    // Below 2^31 each, products of two and sums of a few stay far from int64 overflow; larger
+    // kernels, dilations, paddings or images could not be allocated anyway.
+    constexpr std::int64_t limit = std::int64_t{1} << 31;
+    check(g.kh < limit && g.kw < limit && g.dh < limit && g.dw < limit && g.ph < limit && g.pw < limit && h < limit &&
+              w < limit,
+          op, ": sizes too large (kernel ", kernel_size, ", dilation ", dilation, ", padding ", padding, ")");
+    const std::int64_t span_h = g.dh * (g.kh - 1) + 1, span_w = g.dw * (g.kw - 1) + 1;
+    const std::int64_t inner_h = h + 2 * g.ph - span_h, inner_w = w + 2 * g.pw - span_w;
+    g.oh = inner_h >= 0 ? inner_h / g.sh + 1 : 0;
+    g.ow = inner_w >= 0 ? inner_w / g.sw + 1 : 0;
+    check(g.oh >= 1 && g.ow >= 1, op, ": Given input with spatial size (", h, ", ", w, "), kernel_size ", kernel_size,
+          ", dilation ", dilation, ", padding ", padding, ", calculated shape of the array of sliding blocks as (",
+          g.oh, ", ", g.ow, "), but its components must be at least one.");
+    return g;
+}
+
+/// The output positions ox in [0, n) whose tap ox * s + off lies in [0, size): [lo, hi).
+GRAFT_INLINE void valid_range(std::int64_t n, std::int64_t s, std::int64_t off, std::int64_t size, std::int64_t& lo,
+                              std::int64_t& hi) {
+    lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    hi = size - 1 - off >= 0 ? (size - 1 - off) / s + 1 : 0;
+    lo = std::min(lo, n);
+    hi = std::clamp(hi, lo, n);
+}
+
+template <class T>
+void im2col_kernel(const T* x, T* out, std::int64_t planes, std::int64_t h, std::int64_t w, const window_geometry& g) {
+    const std::int64_t l = g.oh * g.ow;
+    for (std::int64_t p = 0; p < planes; ++p) {
+        const T* xp = x + p * h * w;
+        for (std::int64_t ki = 0; ki < g.kh; ++ki)
+            for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                T* op = out + ((p * g.kh + ki) * g.kw + kj) * l;
+                const std::int64_t offx = kj * g.dw - g.pw;
+                std::int64_t lo = 0, hi = 0;
+                valid_range(g.ow, g.sw, offx, w, lo, hi);
+                for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+                    T* row = op + oy * g.ow;
+                    const std::int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+                    if (iy < 0 || iy >= h) {
+                        std::fill(row, row + g.ow, T(0));
+                        continue;
+                    }
+                    const T* xr = xp + iy * w + offx;
+                    std::fill(row, row + lo, T(0));
+                    if (g.sw == 1) {
+                        for (std::int64_t ox = lo; ox < hi; ++ox) row[ox] = xr[ox];
+                    } else {
+                        for (std::int64_t ox = lo; ox < hi; ++ox) row[ox] = xr[ox * g.sw];
+                    }
+                    std::fill(row + hi, row + g.ow, T(0));
+                }
+            }
+    }
+}
+
+template <class T>
+void col2im_kernel(const T* cols, T* x, std::int64_t planes, std::int64_t h, std::int64_t w, const window_geometry& g) {
+    const std::int64_t l = g.oh * g.ow;
+    for (std::int64_t p = 0; p < planes; ++p) {
+        T* xp = x + p * h * w;
+        for (std::int64_t ki = 0; ki < g.kh; ++ki)
+            for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                const T* cp = cols + ((p * g.kh + ki) * g.kw + kj) * l;
+                const std::int64_t offx = kj * g.dw - g.pw;
+                std::int64_t lo = 0, hi = 0;
+                valid_range(g.ow, g.sw, offx, w, lo, hi);
+                for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+                    const std::int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+                    if (iy < 0 || iy >= h) continue;
+                    const T* row = cp + oy * g.ow;
+                    T* xr = xp + iy * w + offx;
+                    if (g.sw == 1) {
+                        for (std::int64_t ox = lo; ox < hi; ++ox) xr[ox] += row[ox];
+                    } else {
+                        for (std::int64_t ox = lo; ox < hi; ++ox) xr[ox * g.sw] += row[ox];
+                    }
+                }
+            }
+    }
+}
+
+GRAFT_INLINE void check_window_input(const char* op, const Tensor& t, const char* what) {
+    check(t.defined(), op, ": got an undefined ", what);
+    check(t.type() == dtype::float32 || t.type() == dtype::float64, op, ": expected a float32 or float64 ", what,
+          ", got dtype ", t.type());
+}
+
+}  // namespace detail
+
+namespace ops {
+
+GRAFT_INLINE Tensor im2col(const Tensor& input, const int_list& kernel_size, const int_list& dilation,
+                           const int_list& padding, const int_list& stride) {
+    const graft::detail::observed_op obs;
+    graft::detail::check_window_input("im2col", input, "input");
+    graft::detail::check(input.dim() == 4, "im2col: Expected 4D input tensor [N, C, H, W], but got sizes ",
+                         input.sizes());
+    const std::int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+    graft::detail::check(c > 0 && h > 0 && w > 0,
+                         "im2col: Expected non-empty channel and spatial dimensions, got sizes ", input.sizes());
+    const auto g = graft::detail::check_windows("im2col", h, w, kernel_size, dilation, padding, stride);
+    std::int64_t rows = 0, l = 0;
+    graft::detail::check(!__builtin_mul_overflow(c, g.kh * g.kw, &rows) && !__builtin_mul_overflow(g.oh, g.ow, &l),
+                         "im2col: the patch matrix's sizes overflow");
+    Tensor out = empty({n, rows, l}, input.type());
+    const Tensor src = graft::detail::raw::contiguous(input);
+    if (input.type() == dtype::float32)
+        graft::detail::im2col_kernel(src.data_ptr<float>(), out.data_ptr<float>(), n * c, h, w, g);
+    else
+        graft::detail::im2col_kernel(src.data_ptr<double>(), out.data_ptr<double>(), n * c, h, w, g);
+    return obs.done(out, "im2col", {input},
+                    {{"kernel_size", graft::detail::to_vector(kernel_size)},
+                     {"dilation", graft::detail::to_vector(dilation)},
+                     {"padding", graft::detail::to_vector(padding)},
+                     {"stride", graft::detail::to_vector(stride)}});
+}
+
+GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, const int_list& kernel_size,
+                           const int_list& dilation, const int_list& padding, const int_list& stride) {
+    const graft::detail::observed_op obs;
+    graft::detail::check_window_input("col2im", cols, "input");
+    graft::detail::check(cols.dim() == 3, "col2im: Expected 3D input tensor [N, C * kh * kw, L], but got sizes ",
+                         cols.sizes());
+    graft::detail::check(output_size.size() == 2, "col2im: It is expected output_size equals to 2, but got size ",
+                         output_size.size());
+    const std::int64_t h = output_size[0], w = output_size[1];
+    graft::detail::check(h > 0 && w > 0, "col2im: output_size must be positive, got ", output_size);
+    const auto g = graft::detail::check_windows("col2im", h, w, kernel_size, dilation, padding, stride);
+    const std::int64_t n = cols.size(0), rows = cols.size(1), kk = g.kh * g.kw;
+    graft::detail::check(rows > 0 && rows % kk == 0,
+                         "col2im: Expected size of input's dimension 1 to be divisible by the "
+                         "product of kernel_size, but got input.size(1)=",
+                         rows, " and kernel_size=", kernel_size);
+    graft::detail::check(cols.size(2) == g.oh * g.ow, "col2im: Given output_size=", output_size,
+                         ", kernel_size=", kernel_size, ", dilation=", dilation, ", padding=", padding,
+                         ", stride=", stride,
+                         ", expected size of input's dimension 2 to match the calculated number of sliding blocks ",
+                         g.oh, " * ", g.ow, " = ", g.oh * g.ow, ", but got input.size(2)=", cols.size(2));
+    const std::int64_t c = rows / kk;
+    Tensor out = zeros({n, c, h, w}, cols.type());
+    const Tensor src = graft::detail::raw::contiguous(cols);
+    if (cols.type() == dtype::float32)
+        graft::detail::col2im_kernel(src.data_ptr<float>(), out.data_ptr<float>(), n * c, h, w, g);
+    else
+        graft::detail::col2im_kernel(src.data_ptr<double>(), out.data_ptr<double>(), n * c, h, w, g);
+    return obs.done(out, "col2im", {cols},
+                    {{"output_size", graft::detail::to_vector(output_size)},
+                     {"kernel_size", graft::detail::to_vector(kernel_size)},
+                     {"dilation", graft::detail::to_vector(dilation)},
+                     {"padding", graft::detail::to_vector(padding)},
+                     {"stride", graft::detail::to_vector(stride)}});
+}
+
+}  // namespace ops
+
+}  // namespace graft
+// ---- end graft/ops/impl/conv.ipp
+#endif
+// ---- end graft/ops/conv.hpp
 // ---- begin graft/ops/index_reduce.hpp
 // Index reductions, statistics and index ops, the raw forwards: argmax / argmin,
 // logsumexp, var / std, gather, scatter_add, index_select (torch's ops of these names), and
@@ -7902,6 +8590,12 @@ template <class Op>
 
 }  // namespace graft::ops
 // ---- end graft/ops/table.hpp
+// ---- begin graft/autograd/advanced_index.hpp
+// Advanced indexing with int64 index tensors, differentiable: index (t[i0, i1, ...]),
+// index_put / index_put_ (t[i0, ...] = v, optionally accumulating) and Tensor::operator[]
+// with an index tensor. The raw forwards are in graft/ops/advanced_index.hpp.
+#include <vector>
+
 // ---- begin graft/autograd/engine.hpp
 // The reverse-mode engine: runs the backward graph from root gradients in
 // dependency order (later-created nodes first), with PyTorch's hook order.
@@ -8571,6 +9265,13 @@ GRAFT_INLINE saved_variable::saved_variable(const Tensor& t, bool is_output)
             } scope(hooks.packing);
             hooked_->packed = hooks.stack.back().first(is_output ? graft::detail::raw::alias(t) : t);
         }
+        // As PyTorch: the hook got the saved tensor itself, so an in-place change in it
+        // would silently alter what the forward and backward see.
+        graft::detail::check(t._version() == saved_version_,
+                             "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+                             "to pack hook can not be modified by in-place operations as this can lead to "
+                             "unexpected side-effects. Please open an issue if you need to perform in-place "
+                             "operations on the input to a pack hook.");
         // Remember where t sits in the graph, so the unpacked tensor can be re-attached
         // (double backward through a saved input works with hooks too).
         if (const auto* m = meta(t); m && !is_output) {
@@ -9463,6 +10164,39 @@ GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
 // ---- end graft/autograd/impl/engine.ipp
 #endif
 // ---- end graft/autograd/engine.hpp
+
+namespace graft {
+
+/// t[i0, ..., ik-1] with int64 index tensors on t's first k dimensions (PyTorch's advanced
+/// indexing, aten::index): the indices broadcast together to B and the result has sizes
+/// B + t.sizes()[k:]; negative indices count from the end; an index outside [-n, n) is a
+/// graft::error naming it, the dimension and the size. Bool masks are not implemented
+/// (graft::error). Differentiable (IndexBackward0: the gradient added back at the read
+/// positions, repeated positions summed).
+[[nodiscard]] GRAFT_INLINE Tensor index(const Tensor& t, const std::vector<Tensor>& indices);
+
+/// A copy of t with `values` (broadcast to the indexing result's shape, t's dtype) written at
+/// the positions index(t, indices) reads (torch.index_put). With accumulate they are added
+/// and repeated positions add up; without it, a repeated position gets one of its values
+/// (unspecified in PyTorch; graft writes in order, so the last). Differentiable
+/// (IndexPutBackward0): t gets the gradient with the written positions zeroed (the gradient
+/// itself with accumulate), values gets index(gradient, indices) summed to its shape.
+[[nodiscard]] GRAFT_INLINE Tensor index_put(const Tensor& t, const std::vector<Tensor>& indices, const Tensor& values,
+                                            bool accumulate = false);
+
+namespace autograd::detail {
+/// index's gradient: zeros of `sizes` with g added at the indices; differentiable (its own
+/// gradient indexes again).
+[[nodiscard]] GRAFT_INLINE Tensor index_backward(const Tensor& g, const int_list& sizes,
+                                                 const std::vector<Tensor>& indices);
+}  // namespace autograd::detail
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/advanced_index.ipp
+// Definitions for graft/autograd/advanced_index.hpp (compiled once in compiled mode; see graft/config.hpp).
+
 // ---- begin graft/autograd/functions.hpp
 // The differentiable ops: each runs the raw forward from graft::ops and, when a
 // gradient is needed, records a node whose derivative is written with these
@@ -10195,12 +10929,6 @@ GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
 // ---- end graft/autograd/impl/functions.ipp
 #endif
 // ---- end graft/autograd/functions.hpp
-// ---- begin graft/autograd/gradcheck.hpp
-// gradcheck / gradgradcheck: compare autograd's Jacobians with central finite
-// differences (torch.autograd.gradcheck). Use float64 inputs.
-#include <functional>
-#include <vector>
-
 // ---- begin graft/autograd/tensor_methods.hpp
 // Definitions of Tensor's autograd, view, copy, in-place and math methods, and
 // the public entry points autograd::backward, autograd::grad, GradientEdge.
@@ -11058,6 +11786,7 @@ GRAFT_INLINE void Tensor::set_grad(const Tensor& g) const {
 GRAFT_INLINE Tensor Tensor::detach() const {
     Tensor out = detail::raw::alias(*this);
     out.impl_ptr()->is_view = is_view();
+    detail::observe_detach(out);  // graph capture: reads of `out` are detach(source)
     return out;
 }
 
@@ -11505,6 +12234,811 @@ GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b) {
 // ---- end graft/autograd/impl/tensor_methods.ipp
 #endif
 // ---- end graft/autograd/tensor_methods.hpp
+
+namespace graft {
+
+namespace autograd::detail {
+
+GRAFT_INLINE Tensor index_backward(const Tensor& g, const int_list& sizes, const std::vector<Tensor>& indices) {
+    Tensor out = ops::index_backward(g, sizes, indices);
+    auto node = make_node("IndexBackwardBackward0", g);
+    if (!node) return out;
+    node->backward = [indices](function_node&, const tensor_list& gg, tensor_list& grad_inputs) {
+        grad_inputs.push_back(graft::index(gg[0], indices));
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
+/// index_put's gradients: self gets g with the written positions zeroed (g itself with
+/// accumulate), values gets g indexed, summed to values' shape.
+[[nodiscard]] inline auto index_put_backward(std::vector<Tensor> indices, int_list vsizes, bool accumulate) {
+    return [indices = std::move(indices), vsizes = std::move(vsizes), accumulate](
+               function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        if (!n.needs_input_grad(0)) grad_inputs.emplace_back();
+        else if (accumulate) grad_inputs.push_back(g[0]);
+        else grad_inputs.push_back(graft::index_put(g[0], indices, zeros({}, g[0].type()), false));
+        grad_inputs.push_back(n.needs_input_grad(1) ? sum_to_size(graft::index(g[0], indices), vsizes) : Tensor{});
+    };
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor index(const Tensor& t, const std::vector<Tensor>& indices) {
+    Tensor out = ops::index(t, indices);
+    auto node = autograd::detail::make_node("IndexBackward0", t);
+    if (!node) return out;
+    node->backward = [sizes = t.sizes(), indices](autograd::function_node&, const autograd::tensor_list& g,
+                                                  autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(autograd::detail::index_backward(g[0], sizes, indices));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor index_put(const Tensor& t, const std::vector<Tensor>& indices, const Tensor& values,
+                              bool accumulate) {
+    Tensor out = ops::index_put(t, indices, values, accumulate);
+    auto node = autograd::detail::make_node("IndexPutBackward0", t, values);
+    if (!node) return out;
+    node->backward = autograd::detail::index_put_backward(indices, values.sizes(), accumulate);
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+// ---------------------------------------------------------------- methods
+
+GRAFT_INLINE Tensor Tensor::operator[](const Tensor& index) const { return graft::index(*this, {index}); }
+
+GRAFT_INLINE Tensor Tensor::index(const std::vector<Tensor>& indices) const { return graft::index(*this, indices); }
+
+GRAFT_INLINE Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                                      bool accumulate) const {
+    return graft::index_put(*this, indices, values, accumulate);
+}
+
+GRAFT_INLINE Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+    autograd::detail::check_inplace("index_put_", *this, autograd::detail::requires_grad(values));
+    const Tensor result = ops::index_put(*this, indices, values, accumulate);  // checks every index before the write
+    autograd::detail::check_inplace_result("index_put_", *this, result);
+    auto node = autograd::detail::make_node("IndexPutBackward0", *this, values);
+    if (node) node->backward = autograd::detail::index_put_backward(indices, values.sizes(), accumulate);
+    autograd::detail::commit_inplace(*this, result, node);
+    return *this;
+}
+
+}  // namespace graft
+// ---- end graft/autograd/impl/advanced_index.ipp
+#endif
+// ---- end graft/autograd/advanced_index.hpp
+// ---- begin graft/autograd/conv.hpp
+// Sliding-window patches, differentiable: im2col and col2im (aten's names; what
+// torch.nn.functional.unfold and fold call). Each is linear and the other's adjoint, so each
+// one's gradient is the other (Im2ColBackward0, Col2ImBackward0) and gradients of any order
+// follow. Graph capture records each as one node (IR kinds im2col, col2im).
+
+namespace graft {
+
+/// The patches of a [N, C, H, W] float input as the columns of [N, C * kh * kw, L]
+/// (torch.nn.functional.unfold on a 4-D input; see graft::ops::im2col). Every size argument
+/// has two entries (height, width); padding is zeros on both sides.
+[[nodiscard]] GRAFT_INLINE Tensor im2col(const Tensor& input, const int_list& kernel_size, const int_list& dilation,
+                                         const int_list& padding, const int_list& stride);
+
+/// Patches [N, C * kh * kw, L] summed back into [N, C, output_size...] (torch.nn.functional.fold
+/// on a 3-D input); the adjoint of im2col.
+[[nodiscard]] GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, const int_list& kernel_size,
+                                         const int_list& dilation, const int_list& padding, const int_list& stride);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/conv.ipp
+// Definitions for graft/autograd/conv.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <utility>
+
+namespace graft {
+
+GRAFT_INLINE Tensor im2col(const Tensor& input, const int_list& kernel_size, const int_list& dilation,
+                           const int_list& padding, const int_list& stride) {
+    Tensor out = ops::im2col(input, kernel_size, dilation, padding, stride);
+    auto node = autograd::detail::make_node("Im2ColBackward0", input);
+    if (!node) return out;
+    node->backward = [size = int_list{input.size(2), input.size(3)}, kernel_size, dilation, padding, stride](
+                         autograd::function_node&, const autograd::tensor_list& g, autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(graft::col2im(g[0], size, kernel_size, dilation, padding, stride));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, const int_list& kernel_size,
+                           const int_list& dilation, const int_list& padding, const int_list& stride) {
+    Tensor out = ops::col2im(cols, output_size, kernel_size, dilation, padding, stride);
+    auto node = autograd::detail::make_node("Col2ImBackward0", cols);
+    if (!node) return out;
+    node->backward = [kernel_size, dilation, padding, stride](autograd::function_node&, const autograd::tensor_list& g,
+                                                              autograd::tensor_list& grad_inputs) {
+        grad_inputs.push_back(graft::im2col(g[0], kernel_size, dilation, padding, stride));
+    };
+    autograd::detail::set_history(out, std::move(node));
+    return out;
+}
+
+}  // namespace graft
+// ---- end graft/autograd/impl/conv.ipp
+#endif
+// ---- end graft/autograd/conv.hpp
+// ---- begin graft/autograd/custom_function.hpp
+// Custom autograd Functions (torch.autograd.Function, torch::autograd::Function):
+// a user-written forward run without recording, and a user-written backward run by
+// the engine as the node of the outputs.
+//
+//   struct MyExp : autograd::Function<MyExp> {
+//       static Tensor forward(autograd::FunctionCtx& ctx, const Tensor& x) {
+//           Tensor y = exp(x);
+//           ctx.save_for_backward(y);
+//           return y;
+//       }
+//       static Tensor backward(autograd::FunctionCtx& ctx, const Tensor& g) {
+//           return g * ctx.get_saved_variables()[0];
+//       }
+//   };
+//   Tensor y = MyExp::apply(x);   // y.grad_fn()->name() == "MyExpBackward"
+#include <any>
+#include <concepts>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace graft::autograd {
+
+namespace detail {
+struct custom_function_access;
+}
+
+/// The `ctx` of a custom Function: what forward leaves for backward. It is the Function's
+/// node in the backward graph (name "<Name>Backward", next_functions, hooks), as PyTorch's
+/// ctx is its node. Created for every apply; attached to the outputs only when some input
+/// requires grad and grad mode is on.
+class FunctionCtx : public Node {
+public:
+    explicit FunctionCtx(const char* name) : Node(name) {}
+
+    /// Saves tensors (inputs, outputs or intermediates) for backward, as PyTorch's
+    /// save_for_backward: version-checked (an in-place change before backward throws),
+    /// routed through saved_tensors_hooks, freed after backward unless retain_graph.
+    /// Call it in forward, once (a second call replaces the first).
+    GRAFT_INLINE void save_for_backward(tensor_list tensors);
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::same_as<std::remove_cvref_t<Ts>, Tensor> && ...))
+    void save_for_backward(const Ts&... tensors) {
+        save_for_backward(tensor_list{tensors...});
+    }
+    /// The tensors save_for_backward saved, unpacked (in backward: saved outputs carry this
+    /// node as grad_fn, so a backward written with graft's ops is differentiable again).
+    [[nodiscard]] GRAFT_INLINE tensor_list get_saved_variables();
+
+    /// Declares inputs that forward modified in place; each must also be returned as an output.
+    GRAFT_INLINE void mark_dirty(const tensor_list& tensors);
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::same_as<std::remove_cvref_t<Ts>, Tensor> && ...))
+    void mark_dirty(const Ts&... tensors) {
+        mark_dirty(tensor_list{tensors...});
+    }
+    /// Declares outputs that get no gradient: they don't require grad, and backward receives a
+    /// zero gradient for them (an undefined one with set_materialize_grads(false)).
+    GRAFT_INLINE void mark_non_differentiable(const tensor_list& tensors);
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::same_as<std::remove_cvref_t<Ts>, Tensor> && ...))
+    void mark_non_differentiable(const Ts&... tensors) {
+        mark_non_differentiable(tensor_list{tensors...});
+    }
+    /// True when forward argument `i` (counting every argument after ctx, tensors or not) is a
+    /// tensor whose gradient backward must compute (Python's ctx.needs_input_grad[i]).
+    [[nodiscard]] GRAFT_INLINE bool needs_input_grad(std::size_t i) const;
+    /// With true (the default) undefined output gradients reach backward as zeros.
+    void set_materialize_grads(bool value) noexcept { materialize_grads_ = value; }
+
+    /// Non-tensor state for backward (PyTorch C++'s ctx->saved_data): sizes, flags, numbers.
+    std::map<std::string, std::any> saved_data;
+
+    GRAFT_INLINE void release_variables() override;
+    [[nodiscard]] GRAFT_INLINE std::vector<std::string> describe_saved() const override;
+
+protected:
+    /// Undefined gradients become zeros (materialize_grads), as backward's arguments.
+    GRAFT_INLINE void prepare_grads(tensor_list& grads) const;
+    /// Checks backward's result (one gradient per forward argument) and keeps the tensor ones.
+    [[nodiscard]] GRAFT_INLINE tensor_list finish_backward(tensor_list&& grads) const;
+
+private:
+    friend struct detail::custom_function_access;
+
+    std::vector<int> slot_of_arg_;          // forward argument -> next_functions index, -1 for non-tensors
+    std::vector<bool> needs_input_grad_;    // per forward argument
+    tensor_list to_save_, dirty_, non_differentiable_;  // filled during forward
+    std::vector<detail::saved_variable> saved_;
+    bool in_forward_ = false;
+    bool has_saved_ = false;
+    bool materialize_grads_ = true;
+};
+
+/// The C++ frontend's name for the same context.
+using AutogradContext = FunctionCtx;
+
+namespace detail {
+
+/// Non-template steps of Function::apply.
+struct custom_function_access {
+    /// Records which arguments are tensors, the edges and needs_input_grad; true when the
+    /// outputs will be attached to the node (grad mode on and some input requires grad).
+    GRAFT_INLINE static bool begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+                                           const std::vector<bool>& is_tensor_arg);
+    /// Attaches the outputs (dirty inputs get the node as their new grad_fn, returned inputs
+    /// become aliases), saves the tensors of save_for_backward and checks the marks.
+    GRAFT_INLINE static void finish_forward(const std::shared_ptr<FunctionCtx>& ctx, const tensor_list& inputs,
+                                            tensor_list& outputs, bool executable);
+    /// Clears forward's bookkeeping after forward threw.
+    GRAFT_INLINE static void abort_forward(FunctionCtx& ctx) noexcept;
+    /// Refuses custom Functions inside graph capture.
+    GRAFT_INLINE static void check_not_capturing(const char* node_name);
+};
+
+/// "Foo" for ns::Foo, from a compiler's pretty function name (see custom_node_name).
+[[nodiscard]] GRAFT_INLINE std::string short_type_name(std::string_view pretty);
+
+template <class T>
+[[nodiscard]] constexpr std::string_view pretty_name_of() {
+#if defined(__clang__) || defined(__GNUC__)
+    return __PRETTY_FUNCTION__;
+#else
+    return __FUNCSIG__;
+#endif
+}
+
+/// "<Derived::name>Backward" when Derived has a static `name`, else "<type name>Backward"
+/// (namespaces stripped), as PyTorch names a Function's node after its class.
+template <class Derived>
+[[nodiscard]] const char* custom_node_name() {
+    static const std::string name = [] {
+        if constexpr (requires { std::string_view(Derived::name); })
+            return std::string(std::string_view(Derived::name)) + "Backward";
+        else
+            return short_type_name(pretty_name_of<Derived>()) + "Backward";
+    }();
+    return name.c_str();
+}
+
+template <class T>
+inline constexpr bool is_tensor_tuple_v = false;
+template <class... Ts>
+inline constexpr bool is_tensor_tuple_v<std::tuple<Ts...>> = (std::same_as<Ts, Tensor> && ...);
+
+template <class Out>
+inline constexpr bool is_forward_result_v = std::same_as<Out, Tensor> || std::same_as<Out, tensor_list> ||
+                                            is_tensor_tuple_v<Out>;
+
+template <class Out>
+tensor_list to_tensor_list(Out&& out) {
+    using O = std::remove_cvref_t<Out>;
+    if constexpr (std::same_as<O, Tensor>) {
+        return tensor_list{std::forward<Out>(out)};
+    } else if constexpr (std::same_as<O, tensor_list>) {
+        return std::forward<Out>(out);
+    } else {
+        return std::apply([](auto&&... ts) { return tensor_list{std::forward<decltype(ts)>(ts)...}; },
+                          std::forward<Out>(out));
+    }
+}
+
+template <class Out>
+Out from_tensor_list(tensor_list&& list) {
+    if constexpr (std::same_as<Out, Tensor>) {
+        return std::move(list[0]);
+    } else if constexpr (std::same_as<Out, tensor_list>) {
+        return std::move(list);
+    } else {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return Out{std::move(list[I])...};
+        }(std::make_index_sequence<std::tuple_size_v<Out>>{});
+    }
+}
+
+/// The node of one Derived::apply: runs Derived::backward.
+template <class Derived, class Out>
+class custom_function_node final : public FunctionCtx {
+public:
+    explicit custom_function_node(const char* name) : FunctionCtx(name) {}
+
+protected:
+    tensor_list apply(tensor_list&& grads) override {
+        prepare_grads(grads);
+        FunctionCtx& ctx = *this;
+        if constexpr (std::same_as<Out, Tensor>) {
+            return finish_backward(to_tensor_list(Derived::backward(ctx, grads[0])));
+        } else if constexpr (std::same_as<Out, tensor_list>) {
+            return finish_backward(to_tensor_list(Derived::backward(ctx, grads)));
+        } else {
+            return finish_backward([&]<std::size_t... I>(std::index_sequence<I...>) {
+                return to_tensor_list(Derived::backward(ctx, grads[I]...));
+            }(std::make_index_sequence<std::tuple_size_v<Out>>{}));
+        }
+    }
+};
+
+template <class A>
+inline constexpr bool is_tensor_arg_v = std::same_as<std::remove_cvref_t<A>, Tensor>;
+
+}  // namespace detail
+
+/// Base of a custom Function (CRTP). Derived provides
+///   static R forward(FunctionCtx& ctx, Args... args);  R: Tensor, tensor_list or std::tuple<Tensor, ...>
+///   static G backward(FunctionCtx& ctx, grads...);     one grad per output: a Tensor each for a Tensor
+///                                                      or tuple result, one tensor_list for a tensor_list
+/// where G is a Tensor (one forward argument) or a tensor_list with one gradient per forward
+/// argument (undefined for arguments that are not tensors or need none). Optionally
+/// `static constexpr const char* name = "MyFn";` names the node "MyFnBackward" (default: the
+/// type's name). Derived::apply(args...) runs it. forward runs with grad mode off.
+template <class Derived>
+struct Function {
+    template <class... Args>
+    static auto apply(Args&&... args) {
+        using Out = std::remove_cvref_t<decltype(Derived::forward(std::declval<FunctionCtx&>(),
+                                                                  std::forward<Args>(args)...))>;
+        static_assert(detail::is_forward_result_v<Out>,
+                      "graft::autograd::Function<Derived>::apply(args...): Derived::forward(ctx, args...) must "
+                      "return a Tensor, a tensor_list or a std::tuple of Tensors");
+        const char* node_name = detail::custom_node_name<Derived>();
+        detail::custom_function_access::check_not_capturing(node_name);
+        auto node = std::make_shared<detail::custom_function_node<Derived, Out>>(node_name);
+        tensor_list inputs;
+        inputs.reserve(sizeof...(Args));
+        (
+            [&](const auto& a) {
+                if constexpr (detail::is_tensor_arg_v<decltype(a)>) inputs.push_back(a);
+            }(args),
+            ...);
+        const bool executable = detail::custom_function_access::begin_forward(
+            *node, inputs, std::vector<bool>{detail::is_tensor_arg_v<Args>...});
+        tensor_list outputs;
+        try {
+            no_grad guard;
+            outputs = detail::to_tensor_list(Derived::forward(static_cast<FunctionCtx&>(*node),
+                                                              std::forward<Args>(args)...));
+        } catch (...) {
+            detail::custom_function_access::abort_forward(*node);
+            throw;
+        }
+        detail::custom_function_access::finish_forward(node, inputs, outputs, executable);
+        return detail::from_tensor_list<Out>(std::move(outputs));
+    }
+};
+
+}  // namespace graft::autograd
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/custom_function.ipp
+// Definitions for graft/autograd/custom_function.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+
+namespace graft::autograd {
+
+namespace detail {
+[[nodiscard]] inline bool cf_same_tensor(const Tensor& a, const Tensor& b) noexcept {
+    return a.defined() && b.defined() && a.impl_ptr() == b.impl_ptr();
+}
+[[nodiscard]] inline bool cf_contains_tensor(const tensor_list& list, const Tensor& t) noexcept {
+    for (const auto& x : list)
+        if (cf_same_tensor(x, t)) return true;
+    return false;
+}
+}  // namespace detail
+
+GRAFT_INLINE void FunctionCtx::save_for_backward(tensor_list tensors) {
+    graft::detail::check(in_forward_, name(), ": save_for_backward can only be called from forward");
+    to_save_ = std::move(tensors);
+    has_saved_ = true;
+}
+
+GRAFT_INLINE tensor_list FunctionCtx::get_saved_variables() {
+    if (in_forward_) return to_save_;
+    tensor_list out;
+    out.reserve(saved_.size());
+    auto self = shared_from_this();
+    for (const auto& s : saved_) out.push_back(s.unpack(self));
+    return out;
+}
+
+GRAFT_INLINE void FunctionCtx::mark_dirty(const tensor_list& tensors) {
+    graft::detail::check(in_forward_, name(), ": mark_dirty can only be called from forward");
+    for (const auto& t : tensors) {
+        graft::detail::check(t.defined(), name(), ": mark_dirty got an undefined tensor");
+        dirty_.push_back(t);
+    }
+}
+
+GRAFT_INLINE void FunctionCtx::mark_non_differentiable(const tensor_list& tensors) {
+    graft::detail::check(in_forward_, name(), ": mark_non_differentiable can only be called from forward");
+    for (const auto& t : tensors) {
+        graft::detail::check(t.defined(), name(), ": mark_non_differentiable got an undefined tensor");
+        non_differentiable_.push_back(t);
+    }
+}
+
+GRAFT_INLINE bool FunctionCtx::needs_input_grad(std::size_t i) const {
+    if (i >= needs_input_grad_.size()) [[unlikely]]
+        graft::detail::fail(graft::detail::concat(name(), ": needs_input_grad(", i, ") but forward has ",
+                                                  needs_input_grad_.size(), " arguments"));
+    return needs_input_grad_[i];
+}
+
+GRAFT_INLINE void FunctionCtx::release_variables() {
+    for (auto& s : saved_) s.release();
+}
+
+GRAFT_INLINE std::vector<std::string> FunctionCtx::describe_saved() const {
+    std::vector<std::string> out;
+    for (const auto& s : saved_)
+        if (s.defined()) out.push_back(graft::detail::concat(graft::name(s.type()), s.sizes()));
+    return out;
+}
+
+GRAFT_INLINE void FunctionCtx::prepare_grads(tensor_list& grads) const {
+    grads.resize(num_outputs());
+    if (!materialize_grads_) return;
+    for (std::size_t i = 0; i < grads.size(); ++i)
+        if (!grads[i].defined()) grads[i] = zeros(output_metadata(i).sizes, output_metadata(i).type);
+}
+
+GRAFT_INLINE tensor_list FunctionCtx::finish_backward(tensor_list&& grads) const {
+    const std::size_t n = slot_of_arg_.size();
+    graft::detail::check(grads.size() == n, "function ", name(), " returned an incorrect number of gradients "
+                         "(expected ", n, ", got ", grads.size(), "): backward returns one gradient per forward "
+                         "argument, an undefined Tensor for arguments that are not tensors or need none");
+    tensor_list out(next_functions().size());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (slot_of_arg_[i] < 0) {
+            graft::detail::check(!grads[i].defined(), "function ", name(), " returned a gradient different than "
+                                 "an undefined Tensor at position ", i + 1, ", but the corresponding forward "
+                                 "input was not a Tensor");
+            continue;
+        }
+        // A gradient for an input that needs none is dropped, as PyTorch does.
+        if (needs_input_grad_[i]) out[static_cast<std::size_t>(slot_of_arg_[i])] = std::move(grads[i]);
+    }
+    return out;
+}
+
+namespace detail {
+
+GRAFT_INLINE void custom_function_access::check_not_capturing(const char* node_name) {
+    graft::detail::check(graft::detail::tl_op_observer == nullptr, "autograd::Function::apply (",
+                         node_name, "): custom autograd Functions can't be captured by capture::trace, "
+                         "capture::aot or jit::script (a user-written backward has no graph form); call the "
+                         "function eagerly, or write it with graft's differentiable ops");
+}
+
+GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+                                                        const std::vector<bool>& is_tensor_arg) {
+    const bool grad_on = is_grad_enabled();
+    bool executable = false;
+    ctx.slot_of_arg_.assign(is_tensor_arg.size(), -1);
+    ctx.needs_input_grad_.assign(is_tensor_arg.size(), false);
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < is_tensor_arg.size(); ++i) {
+        if (!is_tensor_arg[i]) continue;
+        const Tensor& t = inputs[k];
+        const bool needs = grad_on && requires_grad(t);
+        ctx.slot_of_arg_[i] = static_cast<int>(k);
+        ctx.needs_input_grad_[i] = needs;
+        ctx.add_next_edge(needs ? gradient_edge(t) : Edge{});
+        executable = executable || needs;
+        ++k;
+    }
+    ctx.in_forward_ = true;
+    return executable;
+}
+
+GRAFT_INLINE void custom_function_access::abort_forward(FunctionCtx& ctx) noexcept {
+    ctx.in_forward_ = false;
+    ctx.to_save_.clear();
+    ctx.dirty_.clear();
+    ctx.non_differentiable_.clear();
+}
+
+GRAFT_INLINE void custom_function_access::finish_forward(const std::shared_ptr<FunctionCtx>& ctx,
+                                                         const tensor_list& inputs, tensor_list& outputs,
+                                                         bool executable) {
+    struct reset_on_exit {
+        FunctionCtx& c;
+        ~reset_on_exit() { abort_forward(c); }
+    } reset{*ctx};
+    const std::string fn = ctx->name();
+    graft::detail::check(!outputs.empty(), fn, ": forward returned no tensors");
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+        graft::detail::check(outputs[i].defined(), fn, ": forward returned an undefined tensor as output ", i);
+    for (const auto& d : ctx->dirty_) {
+        graft::detail::check(cf_contains_tensor(inputs, d), fn, ": a tensor passed to mark_dirty is not an input "
+                             "of forward (only inputs modified in place may be marked dirty)");
+        graft::detail::check(cf_contains_tensor(outputs, d), fn, ": Some elements marked as dirty during the forward "
+                             "method were not returned as output. The inputs that are modified inplace must all "
+                             "be outputs of the Function.");
+    }
+    for (const auto& t : ctx->non_differentiable_)
+        graft::detail::check(cf_contains_tensor(outputs, t), fn, ": mark_non_differentiable got a tensor that "
+                             "forward did not return");
+    if (executable) {
+        for (const auto& d : ctx->dirty_) {
+            graft::detail::check(tracked_view(d) == nullptr, fn, ": mark_dirty on a view is not implemented "
+                                 "(graft would have to rewrite the base's history); modify the base instead");
+            const auto* m = meta(d);
+            graft::detail::check(!(m && m->requires_grad && !m->grad_fn), fn,
+                                 ": a leaf Variable that requires grad has been used in an in-place operation.");
+        }
+    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        Tensor& out = outputs[i];
+        const bool dirty = cf_contains_tensor(ctx->dirty_, out);
+        const bool is_input = cf_contains_tensor(inputs, out);
+        const bool differentiable = executable && !cf_contains_tensor(ctx->non_differentiable_, out) &&
+                                    is_floating_point(out.type());
+        if (!executable) continue;
+        if (is_input && !dirty) {
+            // An input returned unchanged: a new tensor of the same memory gets the history.
+            out = graft::detail::raw::alias(out);
+        } else if (!dirty && meta(out) != nullptr && (meta(out)->grad_fn || meta(out)->requires_grad)) {
+            // A tensor from elsewhere (say a captured parameter): don't rewrite its history.
+            out = graft::detail::raw::alias(out);
+        }
+        for (std::size_t j = 0; j < i; ++j)
+            graft::detail::check(!cf_same_tensor(outputs[j], out), fn, ": forward returned the same tensor as outputs ",
+                                 j, " and ", i, "; return a clone or an alias for one of them");
+        const std::uint32_t nr = ctx->add_output(out);
+        if (differentiable) {
+            auto& m = ensure_meta(out);
+            m.grad_fn = ctx;
+            m.output_nr = nr;
+            m.requires_grad = false;
+        } else if (dirty) {
+            // A non-differentiable dirty input loses its history, as its values changed.
+            auto& m = ensure_meta(out);
+            m.grad_fn = nullptr;
+            m.requires_grad = false;
+        }
+    }
+    if (!executable) return;
+    ctx->saved_.reserve(ctx->to_save_.size());
+    for (const auto& t : ctx->to_save_) {
+        bool is_output = false;
+        for (const auto& o : outputs) is_output = is_output || cf_same_tensor(o, t);
+        ctx->saved_.emplace_back(t, is_output && meta(t) != nullptr && meta(t)->grad_fn == ctx);
+    }
+}
+
+GRAFT_INLINE std::string short_type_name(std::string_view pretty) {
+    // gcc: "... [with T = ns::Foo; ...]", clang: "... [T = ns::Foo]", msvc: "...<ns::Foo>(void)".
+    std::string_view s = pretty;
+    if (auto p = s.find("T = "); p != std::string_view::npos) {
+        s.remove_prefix(p + 4);
+        int depth = 0;
+        std::size_t end = 0;
+        for (; end < s.size(); ++end) {
+            const char c = s[end];
+            if (c == '<' || c == '(' || c == '[') ++depth;
+            else if ((c == '>' || c == ')') && depth > 0) --depth;
+            else if ((c == ';' || c == ']') && depth == 0) break;
+            else if (c == ']') --depth;
+        }
+        s = s.substr(0, end);
+    } else if (auto b = s.find("pretty_name_of<"); b != std::string_view::npos) {
+        s.remove_prefix(b + 15);
+        s = s.substr(0, s.rfind(">("));
+        for (std::string_view kw : {"struct ", "class "})
+            if (s.starts_with(kw)) s.remove_prefix(kw.size());
+    }
+    // Strip namespaces and enclosing classes (outside template arguments).
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+        if (s[i] == '<' || s[i] == '(') ++depth;
+        else if ((s[i] == '>' || s[i] == ')') && depth > 0) --depth;
+        else if (depth == 0 && s[i] == ':' && s[i + 1] == ':') start = i + 2;
+    }
+    s.remove_prefix(start);
+    return s.empty() ? std::string("Function") : std::string(s);
+}
+
+}  // namespace detail
+}  // namespace graft::autograd
+// ---- end graft/autograd/impl/custom_function.ipp
+#endif
+// ---- end graft/autograd/custom_function.hpp
+// ---- begin graft/autograd/einsum.hpp
+// einsum for one and two operands (torch.einsum), composed of sum, permute, reshape and
+// matmul, so it is differentiable (to any order) and graph capture records those ops.
+#include <string_view>
+#include <vector>
+
+
+namespace graft {
+
+/// Einstein summation over one or two operands (torch.einsum): "ij,jk->ik", "bij,bjk->bik",
+/// "ij,ij->", "i,j->ij", "ij->ji", "bi,bi->b", "ij,kj->ik", ... Letters a-z and A-Z; spaces
+/// are ignored; without "->" the output is the letters that appear once, in alphabetical
+/// order (PyTorch's implicit form). A letter shared by the operands must have the same size
+/// in both (PyTorch also broadcasts size 1; graft refuses). Letters absent from the output
+/// are summed. graft::error for malformed equations, an operand count or rank that does not
+/// match the equation, output letters that repeat or appear in no input, and size
+/// mismatches. Not implemented (graft::error saying so): more than two operands, ellipsis
+/// ("..."), and a letter repeated within one operand (diagonals such as "ii->i").
+[[nodiscard]] GRAFT_INLINE Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
+[[nodiscard]] inline Tensor einsum(std::string_view equation, const Tensor& a) { return einsum(equation, std::vector<Tensor>{a}); }
+[[nodiscard]] inline Tensor einsum(std::string_view equation, const Tensor& a, const Tensor& b) {
+    return einsum(equation, std::vector<Tensor>{a, b});
+}
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/einsum.ipp
+// Definitions for graft/autograd/einsum.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+
+namespace graft {
+
+namespace detail {
+
+[[nodiscard]] inline bool einsum_letter(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/// Sums t over the subscripts of `subs` not in `keep`; returns the remaining subscripts.
+[[nodiscard]] inline std::string einsum_sum_out(Tensor& t, const std::string& subs, const std::string& keep) {
+    int_list dims;
+    std::string rest;
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+        if (keep.find(subs[i]) == std::string::npos) dims.push_back(static_cast<std::int64_t>(i));
+        else rest += subs[i];
+    }
+    if (!dims.empty()) t = graft::sum(t, dims, false);
+    return rest;
+}
+
+/// t (with subscripts `subs`) permuted to the order of `order` (same letters).
+[[nodiscard]] inline Tensor einsum_permute(const Tensor& t, const std::string& subs, const std::string& order) {
+    int_list perm;
+    bool identity = true;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const auto p = static_cast<std::int64_t>(subs.find(order[i]));
+        perm.push_back(p);
+        identity = identity && p == static_cast<std::int64_t>(i);
+    }
+    return identity ? t : t.permute(perm);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
+    using graft::detail::check;
+    std::string eq;
+    for (char c : equation)
+        if (c != ' ') eq += c;
+    check(eq.find("...") == std::string::npos, "einsum: ellipsis ('...') is not implemented in graft's einsum (",
+          equation, "); write the dimensions out");
+    const auto arrow = eq.find("->");
+    const bool explicit_out = arrow != std::string::npos;
+    const std::string lhs = eq.substr(0, arrow);
+    std::vector<std::string> ins(1);
+    for (char c : lhs) {
+        if (c == ',') {
+            ins.emplace_back();
+            continue;
+        }
+        check(graft::detail::einsum_letter(c), "einsum: invalid subscript '", std::string(1, c), "' in equation '",
+              equation, "': subscripts are letters a-z and A-Z");
+        ins.back() += c;
+    }
+    check(ins.size() <= 2, "einsum: ", ins.size(), " operands are not implemented in graft's einsum (one or two); "
+          "split the contraction into two-operand einsums");
+    check(ins.size() == operands.size(), "einsum: the equation '", equation, "' has ", ins.size(),
+          " operand(s) but ", operands.size(), " tensor(s) were given");
+    std::array<std::int64_t, 128> size_of{};
+    std::array<int, 128> count{};
+    size_of.fill(-1);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+        const Tensor& t = operands[k];
+        check(t.defined(), "einsum: operand ", k, " is undefined");
+        check(static_cast<std::int64_t>(ins[k].size()) == t.dim(), "einsum: the number of subscripts in the equation (",
+              ins[k].size(), ") does not match the number of dimensions (", t.dim(), ") for operand ", k);
+        for (std::size_t i = 0; i < ins[k].size(); ++i) {
+            const auto c = static_cast<unsigned char>(ins[k][i]);
+            check(ins[k].find(ins[k][i]) == i, "einsum: subscript '", std::string(1, ins[k][i]), "' repeated in operand ",
+                  k, " (a diagonal) is not implemented in graft's einsum");
+            ++count[c];
+            const std::int64_t n = t.size(static_cast<std::int64_t>(i));
+            check(size_of[c] < 0 || size_of[c] == n, "einsum: subscript '", std::string(1, ins[k][i]),
+                  "' has size ", n, " for operand ", k, " which does not match the previously seen size ", size_of[c]);
+            size_of[c] = n;
+        }
+    }
+    std::string out;
+    if (explicit_out) {
+        for (char c : eq.substr(arrow + 2)) {
+            check(graft::detail::einsum_letter(c), "einsum: invalid subscript '", std::string(1, c),
+                  "' in the output of '", equation, "'");
+            check(out.find(c) == std::string::npos, "einsum: output subscript '", std::string(1, c),
+                  "' appears more than once in the output");
+            check(count[static_cast<unsigned char>(c)] > 0, "einsum: output subscript '", std::string(1, c),
+                  "' does not appear in the equation for any input operand");
+            out += c;
+        }
+    } else {
+        for (int c = 0; c < 128; ++c)
+            if (count[static_cast<std::size_t>(c)] == 1) out += static_cast<char>(c);
+    }
+    check(eq.find("->") == eq.rfind("->") && (!explicit_out || lhs.find('-') == std::string::npos),
+          "einsum: malformed equation '", equation, "'");
+
+    if (ins.size() == 1) {
+        Tensor t = operands[0];
+        const std::string rest = graft::detail::einsum_sum_out(t, ins[0], out);
+        return graft::detail::einsum_permute(t, rest, out);
+    }
+    // Two operands: letters only one side has and the output doesn't are summed first.
+    const std::string &sa = ins[0], &sb = ins[1];
+    const auto in = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
+    Tensor a = operands[0], b = operands[1];
+    std::string keep_a, keep_b;
+    for (char c : sa)
+        if (in(out, c) || in(sb, c)) keep_a += c;
+    for (char c : sb)
+        if (in(out, c) || in(sa, c)) keep_b += c;
+    const std::string ra = graft::detail::einsum_sum_out(a, sa, keep_a);
+    const std::string rb = graft::detail::einsum_sum_out(b, sb, keep_b);
+    // batch: both and out; contracted: both, not out; free: one side and out.
+    std::string batch, contracted, free_a, free_b;
+    for (char c : ra) {
+        if (in(rb, c)) (in(out, c) ? batch : contracted) += c;
+        else free_a += c;
+    }
+    for (char c : rb)
+        if (!in(ra, c)) free_b += c;
+    const auto prod = [&](const std::string& s) {
+        std::int64_t p = 1;
+        for (char c : s) p *= size_of[static_cast<unsigned char>(c)];
+        return p;
+    };
+    const std::int64_t nb = prod(batch), m = prod(free_a), kk = prod(contracted), n = prod(free_b);
+    const Tensor a3 = graft::detail::einsum_permute(a, ra, batch + free_a + contracted).reshape({nb, m, kk});
+    const Tensor b3 = graft::detail::einsum_permute(b, rb, batch + contracted + free_b).reshape({nb, kk, n});
+    int_list sizes;
+    const std::string order = batch + free_a + free_b;
+    for (char c : order) sizes.push_back(size_of[static_cast<unsigned char>(c)]);
+    const Tensor r = matmul(a3, b3).reshape(sizes);
+    return graft::detail::einsum_permute(r, order, out);
+}
+
+}  // namespace graft
+// ---- end graft/autograd/impl/einsum.ipp
+#endif
+// ---- end graft/autograd/einsum.hpp
+// ---- begin graft/autograd/gradcheck.hpp
+// gradcheck / gradgradcheck: compare autograd's Jacobians with central finite
+// differences (torch.autograd.gradcheck). Use float64 inputs.
+#include <functional>
+#include <vector>
+
 
 namespace graft::autograd {
 
@@ -12006,8 +13540,20 @@ GRAFT_INLINE hook_handle register_multi_grad_hook_impl(const tensor_list& tensor
     graft::detail::check(!tensors.empty(), "register_multi_grad_hook: expected at least one tensor");
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         graft::detail::check(tensors[i].defined(), "register_multi_grad_hook: tensor ", i, " is undefined");
-        graft::detail::check(tensors[i].requires_grad(), "register_multi_grad_hook: tensor ", i,
-                             " does not require grad, so no gradient will ever reach it");
+        // mode::any skips such tensors (as PyTorch registers hooks only on those that
+        // require grad); mode::all refuses them, as PyTorch's register_hook on them does.
+        graft::detail::check(st->kind == mode::any || tensors[i].requires_grad(), "register_multi_grad_hook: tensor ",
+                             i, " does not require grad (cannot register a hook on a tensor that doesn't require "
+                             "gradient); mode::all waits for every tensor's gradient");
+    }
+    if (st->kind == mode::any) {
+        tensor_list kept;
+        for (const auto& t : tensors)
+            if (t.requires_grad()) kept.push_back(t);
+        if (kept.size() != tensors.size()) {
+            if (kept.empty()) return hook_handle{};  // no gradient can ever arrive: fn never runs
+            return register_multi_grad_hook_impl(kept, std::move(st));
+        }
     }
     st->grad_fns.resize(tensors.size());
     st->leaves.resize(tensors.size());
@@ -15998,6 +17544,33 @@ struct index_select_backward {
     static constexpr kind_info info{"index_select_backward", 2, 1, 0, true, false, false, &run};
 };
 
+/// im2col[kernel_size, dilation, padding, stride](x) and col2im[output_size, kernel_size,
+/// dilation, padding, stride](cols): torch.nn.functional.unfold / fold (each a 2-entry list).
+struct im2col {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"im2col", 1, 1, 0, true, false, false, &run};
+};
+struct col2im {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"col2im", 1, 1, 0, true, false, false, &run};
+};
+
+/// Advanced indexing (graft/autograd/advanced_index.hpp): index(x, i0, ..., ik-1);
+/// index_put[accumulate](x, values, i0, ...); index_backward[sizes](g, i0, ...), index's
+/// gradient (zeros of `sizes` with g added at the indices).
+struct index {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index", -1, 1, 0, true, false, false, &run};
+};
+struct index_put {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_put", -1, 1, 0, true, false, false, &run};
+};
+struct index_backward {
+    static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
+    static constexpr kind_info info{"index_backward", -1, 1, 0, true, false, false, &run};
+};
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -16075,7 +17648,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
-                            kinds::gather_backward, kinds::index_select_backward>>()));
+                            kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
+                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>
@@ -16102,7 +17676,7 @@ struct registry<std::tuple<Ks...>> {
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/kinds.ipp
 // Definitions for graft/ir/kinds.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -16363,6 +17937,50 @@ GRAFT_INLINE std::vector<ivalue> index_select_backward::run(const attribute_map&
         detail::tensor_arg("index_select_backward", in, 1))};
 }
 
+GRAFT_INLINE std::vector<ivalue> im2col::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("im2col", in, 1);
+    const auto list = [&](const char* name) {
+        return detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("im2col", a, name));
+    };
+    return {graft::im2col(detail::tensor_arg("im2col", in, 0), list("kernel_size"), list("dilation"), list("padding"),
+                          list("stride"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> col2im::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("col2im", in, 1);
+    const auto list = [&](const char* name) {
+        return detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("col2im", a, name));
+    };
+    return {graft::col2im(detail::tensor_arg("col2im", in, 0), list("output_size"), list("kernel_size"),
+                          list("dilation"), list("padding"), list("stride"))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index::run(const attribute_map&, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 2, "index: expected a tensor and at least one index, got ", in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 1; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index", in, i));
+    return {graft::index(detail::tensor_arg("index", in, 0), indices)};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_put::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 3, "index_put: expected a tensor, values and at least one index, got ",
+                         in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 2; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index_put", in, i));
+    return {graft::index_put(detail::tensor_arg("index_put", in, 0), indices, detail::tensor_arg("index_put", in, 1),
+                             detail::attr_or<bool>("index_put", a, "accumulate", false))};
+}
+
+GRAFT_INLINE std::vector<ivalue> index_backward::run(const attribute_map& a, std::span<const ivalue> in) {
+    graft::detail::check(in.size() >= 2, "index_backward: expected a gradient and at least one index, got ",
+                         in.size(), " inputs");
+    std::vector<Tensor> indices;
+    for (std::size_t i = 1; i < in.size(); ++i) indices.push_back(detail::tensor_arg("index_backward", in, i));
+    return {autograd::detail::index_backward(
+        detail::tensor_arg("index_backward", in, 0),
+        detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("index_backward", a, "sizes")), indices)};
+}
+
 namespace index_detail {
 
 GRAFT_INLINE Tensor flat_values(const Tensor& t) { return graft::detail::raw::contiguous(t.detach()); }
@@ -16538,7 +18156,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Type& t);
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/type.ipp
 // Definitions for graft/ir/type.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -16853,7 +18471,7 @@ GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/graph.ipp
 // Definitions for graft/ir/graph.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -17448,7 +19066,7 @@ private:
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/parse.ipp
 // Definitions for graft/ir/parse.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -17859,7 +19477,7 @@ GRAFT_INLINE void to_dot(const Graph& g, std::ostream& os);
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/print.ipp
 // Definitions for graft/ir/print.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -18213,7 +19831,7 @@ struct symbolic_graph {
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/symbolic.ipp
 // Definitions for graft/ir/symbolic.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -19063,7 +20681,7 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/interpreter.ipp
 // Definitions for graft/ir/interpreter.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -19401,7 +21019,7 @@ using default_pipeline = pipeline<inline_calls, constant_propagation, unroll_loo
 
 }  // namespace graft::ir
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/passes.ipp
 // Definitions for graft/ir/passes.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -20082,6 +21700,9 @@ public:
 
     void on_alloc(const Tensor& t) override;
 
+    /// A detached alias: reads of it become detach(its value), so no gradient flows through.
+    void on_detach(const Tensor& result) override;
+
     void on_read(std::string_view what, const Tensor& t) override;
 
     /// Sizes computed with SymInts (view_symint, ...): kept as size hints (ir/symbolic.hpp).
@@ -20166,6 +21787,7 @@ private:
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
+    std::set<const void*> detached_;  // tensors made by detach() (kept alive in keep_)
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
 };
@@ -20280,6 +21902,8 @@ public:
     /// meta().graph_arguments(inputs)): writes mutated inputs back and recreates outputs that
     /// alias inputs.
     std::vector<Tensor> finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const;
+    /// finish() in place: `outs` (the raw outputs) becomes the caller-visible results.
+    void finish_in_place(std::span<const Tensor> inputs, std::vector<Tensor>& outs) const;
     template <class... Ts>
         requires(std::is_convertible_v<const Ts&, const Tensor&> && ...)
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -20316,7 +21940,7 @@ template <class F, class... Ts>
 
 }  // namespace graft::capture
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/capture/impl/trace.ipp
 // Definitions for graft/capture/trace.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -20400,6 +22024,12 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
     if (it != values_.end() && it->second.gen == b.gen) return it->second.value;
     // Stale (its memory was written since) or an unrecorded view: read it from the base.
     ir::Value* v = same_geometry(t, b.base) ? b.value : take(b, t);
+    if (detached_.count(impl_key(t))) {
+        // x.detach(): the same memory, read without a gradient.
+        ir::Node* d = cur_->append<ir::kinds::detach>();
+        d->add_input(v);
+        v = d->add_output(value_type(t));
+    }
     keep_.push_back(t);
     values_[impl_key(t)] = {v, b.gen};
     return v;
@@ -20428,6 +22058,11 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::de
     auto bit = bases_.find(storage_key(result));
     if (bit == bases_.end()) bit = bases_.emplace(storage_key(result), base_state{result, out, 0, -1}).first;
     values_[impl_key(result)] = {out, bit->second.gen};
+}
+
+GRAFT_INLINE void tracer::on_detach(const Tensor& result) {
+    keep_.push_back(result);  // its address stays its own
+    detached_.insert(impl_key(result));
 }
 
 GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_operand& src) {
@@ -21269,6 +22904,11 @@ GRAFT_INLINE std::vector<Tensor> captured::operator()(const std::vector<Tensor>&
 }
 
 GRAFT_INLINE std::vector<Tensor> captured::finish(std::span<const Tensor> inputs, std::vector<Tensor> outs) const {
+    finish_in_place(inputs, outs);
+    return outs;
+}
+
+GRAFT_INLINE void captured::finish_in_place(std::span<const Tensor> inputs, std::vector<Tensor>& outs) const {
     graft::detail::check(outs.size() == meta_.num_user_outputs + meta_.mutated_inputs.size(),
                          "capture: the graph gave ", outs.size(), " outputs, expected ",
                          meta_.num_user_outputs + meta_.mutated_inputs.size());
@@ -21285,7 +22925,6 @@ GRAFT_INLINE std::vector<Tensor> captured::finish(std::span<const Tensor> inputs
         if (meta_.outputs[i].kind != output_kind::fresh)
             outs[i] = detail::recreate_output(meta_.outputs[i], i, outs[i], inputs);
     outs.resize(meta_.num_user_outputs);
-    return outs;
 }
 
 namespace detail {
@@ -21482,7 +23121,7 @@ template <class F, class... Ts>
 
 }  // namespace graft::capture
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/capture/impl/aot.ipp
 // Definitions for graft/capture/aot.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -22161,7 +23800,7 @@ GRAFT_INLINE options set_default_options(options o);
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/options.ipp
 // Definitions for graft/jit/options.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -22399,7 +24038,7 @@ private:
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/profile.ipp
 // Definitions for graft/jit/profile.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -22642,7 +24281,9 @@ public:
     /// The direct path (a STATIC plan that is one fusion group, see plan_direct) on tensor
     /// inputs: false when the plan has none or the inputs do not fit it (nothing run).
     [[nodiscard]] bool has_direct() const noexcept { return direct_ != nullptr; }
-    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
+    /// `guarded`: the inputs passed the STATIC guards of the types the plan was built with
+    /// (exact dtype, sizes and strides), so their layouts are the plan's and are not checked again.
+    bool run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out, bool guarded = false) const;
 
     /// The plan as text: the graph, then each fusion group's members.
     [[nodiscard]] std::string describe() const;
@@ -22907,16 +24548,19 @@ private:
     struct direct_source {
         int input = -1;   // graph input index, or -1: `number`
         double number = 0;
+        /// The input's layout from its type, when the type fixes it (sizes and strides known):
+        /// contiguous at the group's shape or one broadcast element; unknown: checked per call.
+        enum class layout : std::uint8_t { unknown, contiguous, broadcast } known = layout::unknown;
     };
-    void plan_direct();
+    void plan_direct(const type_of_fn& type_of);
     static constexpr std::size_t direct_max_registers = 32;
     /// `input(i)`: graph input i as a tensor (null: not a tensor); `out`: vector of ivalue or Tensor.
     template <class T, class Input, class Out>
-    bool run_direct_typed(const Input& input, std::vector<Out>& out) const;
+    bool run_direct_typed(const Input& input, std::vector<Out>& out, bool guarded = false) const;
 
     const fusion_group* direct_ = nullptr;
     std::vector<direct_source> direct_sources_;  // per group input
-    std::vector<int> direct_outputs_;            // per graph output: index into the group's outputs
+    std::vector<int> direct_outputs_;  // per graph output: index into the group's outputs, or -1 - i: graph input i
 
     std::shared_ptr<const ir::Graph> graph_;
     build_options options_;
@@ -22929,7 +24573,7 @@ private:
 
 }  // namespace graft::jit::detail
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/plan.ipp
 // Definitions for graft/jit/plan.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -23032,10 +24676,10 @@ GRAFT_INLINE plan::plan(std::shared_ptr<const ir::Graph> g, build_options o, con
     : graph_(std::move(g)), options_(o) {
     for (const ir::Value* v : graph_->inputs()) input_slots_.push_back(slot(v));
     top_ = build_block(*graph_->block(), type_of);
-    plan_direct();
+    plan_direct(type_of);
 }
 
-GRAFT_INLINE void plan::plan_direct() {
+GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     if (!options_.fuse || !options_.static_shapes || options_.symbolic || !options_.regions.empty()) return;
     const step* fused = nullptr;
     std::map<int, double> numbers;  // constant slots
@@ -23062,6 +24706,17 @@ GRAFT_INLINE void plan::plan_direct() {
         const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot_index);
         if (it != input_slots_.end()) {
             src.input = static_cast<int>(it - input_slots_.begin());
+            const auto t = type_of(graph_->inputs()[static_cast<std::size_t>(src.input)]);
+            if (t && t->is_tensor() && t->tensor.sizes && t->tensor.strides &&
+                std::all_of(t->tensor.sizes->begin(), t->tensor.sizes->end(), [](const auto& d) { return d.has_value(); })) {
+                int_list sizes;
+                for (const auto& d : *t->tensor.sizes) sizes.push_back(*d);
+                const int_list strides(t->tensor.strides->begin(), t->tensor.strides->end());
+                if (sizes == *g.static_sizes && graft::detail::is_contiguous_layout(sizes, strides))
+                    src.known = direct_source::layout::contiguous;
+                else if (sizes.size() <= g.static_sizes->size() && graft::detail::numel_of(sizes) == 1)
+                    src.known = direct_source::layout::broadcast;
+            }
         } else if (const auto c = numbers.find(slot_index); c != numbers.end()) {
             src.number = c->second;
         } else {
@@ -23072,8 +24727,14 @@ GRAFT_INLINE void plan::plan_direct() {
     std::vector<int> outputs;
     for (int o : top_.outputs) {
         const auto it = std::find(g.output_slots.begin(), g.output_slots.end(), o);
-        if (it == g.output_slots.end()) return;
-        outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+        if (it != g.output_slots.end()) {
+            outputs.push_back(static_cast<int>(it - g.output_slots.begin()));
+            continue;
+        }
+        // A graph input returned as is (a differentiable forward's saved inputs).
+        const auto in = std::find(input_slots_.begin(), input_slots_.end(), o);
+        if (in == input_slots_.end()) return;
+        outputs.push_back(-1 - static_cast<int>(in - input_slots_.begin()));
     }
     direct_ = &g;
     direct_sources_ = std::move(sources);
@@ -23081,7 +24742,7 @@ GRAFT_INLINE void plan::plan_direct() {
 }
 
 template <class T, class Input, class Out>
-bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
+bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guarded) const {
     const fusion_group& g = *direct_;
     const int_list& sizes = *g.static_sizes;
     const auto n = static_cast<std::size_t>(g.static_numel);
@@ -23094,6 +24755,8 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
     std::array<kernels::operand_mode, direct_max_registers> mode;
     std::array<T, direct_max_registers> numbers;
     static constexpr std::array<std::size_t, direct_max_registers> no_periods{};
+    for (int o : direct_outputs_)
+        if (o < 0 && input(static_cast<std::size_t>(-1 - o)) == nullptr) return false;  // returned inputs: tensors
     for (std::size_t r = ninputs; r < nregs; ++r) mode[r] = kernels::operand_mode::temp;
     for (std::size_t k = 0; k < ninputs; ++k) {
         const direct_source& src = direct_sources_[k];
@@ -23105,14 +24768,37 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
         }
         const Tensor* t = input(static_cast<std::size_t>(src.input));
         const graft::detail::tensor_impl* im = t ? t->impl_ptr().get() : nullptr;
-        if (im == nullptr || im->type != g.type || (grad && t->requires_grad())) return false;  // the general path
-        if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
+        if (im == nullptr || im->type != g.type || (grad && (im->autograd || im->view) && t->requires_grad()))
+            return false;  // the general path
+        if (guarded && src.known != direct_source::layout::unknown)
+            mode[k] = src.known == direct_source::layout::contiguous ? kernels::operand_mode::contiguous
+                                                                      : kernels::operand_mode::broadcast;
+        else if (im->sizes == sizes && graft::detail::is_contiguous_layout(im->sizes, im->strides))
             mode[k] = kernels::operand_mode::contiguous;
         else if (im->sizes.size() <= sizes.size() && graft::detail::numel_of(im->sizes) == 1)
             mode[k] = kernels::operand_mode::broadcast;
         else
             return false;
         base[k] = static_cast<T*>(im->data->data()) + im->offset;
+    }
+    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
+    if (g.output_regs.size() == 1) {
+        // One output (the usual case): straight into `out`, no list of results.
+        Tensor result = graft::detail::empty_of_bytes(sizes, g.type, graft::detail::checked_bytes("jit", g.static_numel, sizeof(T)));
+        const auto r = static_cast<std::size_t>(g.output_regs[0]);
+        base[r] = static_cast<T*>(result.raw_data());
+        mode[r] = kernels::operand_mode::output;
+        if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
+        out.reserve(direct_outputs_.size());
+        if (direct_outputs_.size() == 1 && direct_outputs_[0] == 0) {
+            out.emplace_back(std::move(result));
+            return true;
+        }
+        for (int o : direct_outputs_) {
+            if (o >= 0) out.emplace_back(result);
+            else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+        }
+        return true;
     }
     reg_vector<Tensor> results;
     for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
@@ -23121,10 +24807,12 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out) const {
         base[r] = static_cast<T*>(results.back().raw_data());
         mode[r] = kernels::operand_mode::output;
     }
-    const kernels::program prog{g.code.data(), g.code.size(), mode.data(), nregs, no_periods.data(), nullptr};
     if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
-    for (int o : direct_outputs_) out.emplace_back(results[static_cast<std::size_t>(o)]);
+    for (int o : direct_outputs_) {
+        if (o >= 0) out.emplace_back(results[static_cast<std::size_t>(o)]);
+        else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+    }
     return true;
 }
 
@@ -23149,10 +24837,11 @@ GRAFT_INLINE std::vector<ivalue> plan::run(std::span<const ivalue> inputs, const
     return run_block(top_, frame, observe);
 }
 
-GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+GRAFT_INLINE bool plan::run_direct(std::span<const Tensor> inputs, std::vector<Tensor>& out, bool guarded) const {
     if (!direct_ || inputs.size() != input_slots_.size()) return false;
     const auto input = [&](std::size_t i) { return &inputs[i]; };
-    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out) : run_direct_typed<double>(input, out);
+    return direct_->type == dtype::float32 ? run_direct_typed<float>(input, out, guarded)
+                                           : run_direct_typed<double>(input, out, guarded);
 }
 
 GRAFT_INLINE std::string plan::describe() const {
@@ -23781,6 +25470,15 @@ struct input_guard {
     /// check() of a tensor argument.
     [[nodiscard]] bool check_tensor(const Tensor& t) const;
 
+    /// The STATIC form (dtype, sizes, strides and requires_grad all known) as one flat
+    /// comparison for the per-call path; compact() sets it from the fields above (call it
+    /// again after changing them).
+    bool exact = false;
+    dtype exact_type = dtype::float32;
+    bool exact_requires_grad = false;
+    std::vector<std::int64_t> exact_layout;  // the sizes, then the strides
+    void compact();
+
     [[nodiscard]] std::string describe() const;
 };
 
@@ -24082,6 +25780,9 @@ public:
         return (*this)(std::span<const Tensor>(inputs));
     }
     std::vector<Tensor> operator()(std::span<const Tensor> inputs) const;
+    /// operator() into `out` (cleared first): a caller that keeps `out` across calls makes no
+    /// heap allocation for the result list.
+    void call_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const;
     template <class... Ts>
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     std::vector<Tensor> operator()(const Ts&... inputs) const {
@@ -24132,7 +25833,7 @@ private:
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/executor.ipp
 // Definitions for graft/jit/executor.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -24168,17 +25869,37 @@ GRAFT_INLINE bool input_guard::check(const ir::ivalue& v) const {
     return t != nullptr && check_tensor(*t);
 }
 
+GRAFT_INLINE void input_guard::compact() {
+    exact = !any && kind == ir::type_kind::tensor && scalar_type && sizes && strides && requires_grad && !rank &&
+            !contiguous && !symbolic_sizes && sizes->size() == strides->size();
+    if (!exact) return;
+    exact_type = *scalar_type;
+    exact_requires_grad = *requires_grad;
+    exact_layout = *sizes;
+    exact_layout.insert(exact_layout.end(), strides->begin(), strides->end());
+}
+
 GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
+    const graft::detail::tensor_impl* im = tensor.impl_ptr().get();
+    if (exact) {
+        if (!im || im->type != exact_type) return false;
+        const std::size_t r = im->sizes.size();
+        if (2 * r != exact_layout.size()) return false;
+        const std::int64_t* want = exact_layout.data();
+        const std::int64_t* have = im->sizes.data();
+        const std::int64_t* have_strides = im->strides.data();
+        for (std::size_t d = 0; d < r; ++d)
+            if (want[d] != have[d] || want[r + d] != have_strides[d]) return false;
+        return exact_requires_grad == (im->autograd || im->view ? tensor.requires_grad() : false);
+    }
     if (any) return true;
     if (kind != ir::type_kind::tensor) return false;
-    const Tensor* t = &tensor;
-    const graft::detail::tensor_impl* im = t->impl_ptr().get();
     if (!im) return false;
     if (scalar_type && *scalar_type != im->type) return false;
     const int_list& sz = im->sizes;
     const auto same = [](const std::vector<std::int64_t>& want, const int_list& have) {
         if (want.size() != have.size()) return false;
-        for (std::size_t d = 0; d < want.size(); ++d)
+        for (std::size_t d = 0; d < want.size(); ++d)  // a loop: ranks are small, a memcmp call costs more
             if (want[d] != have[d]) return false;
         return true;
     };
@@ -24193,8 +25914,8 @@ GRAFT_INLINE bool input_guard::check_tensor(const Tensor& tensor) const {
             if (want >= 0 ? sz[d] != want : sz[d] < 2) return false;  // symbols: 0 and 1 are specialized
         }
     }
-    // Last: requires_grad looks at the autograd metadata.
-    if (requires_grad && *requires_grad != t->requires_grad()) return false;
+    // Last: requires_grad looks at the autograd metadata (none at all: false, no lookup).
+    if (requires_grad && *requires_grad != (im->autograd || im->view ? tensor.requires_grad() : false)) return false;
     return true;
 }
 
@@ -24365,7 +26086,7 @@ GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::ve
         return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
-    if (!s->run_plan->run_direct(in, out)) return false;
+    if (!s->run_plan->run_direct(in, out, s->behavior == fusion_behavior::static_)) return false;
     s->hits.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
@@ -24505,6 +26226,7 @@ GRAFT_INLINE input_guard executor_state::make_guard(const ir::Value* v, fusion_b
         g.rank = t.rank();
         g.contiguous = p->contiguous;
     }
+    g.compact();
     return g;
 }
 
@@ -25106,20 +26828,23 @@ GRAFT_INLINE std::vector<ir::ivalue> executor::run_checked(std::span<const ir::i
 }
 
 GRAFT_INLINE std::vector<Tensor> executor::operator()(std::span<const Tensor> inputs) const {
-    {
-        std::vector<Tensor> out;
-        if (top_->try_direct(inputs, out)) return out;
-    }
+    std::vector<Tensor> out;
+    call_into(inputs, out);
+    return out;
+}
+
+GRAFT_INLINE void executor::call_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+    out.clear();
+    if (top_->try_direct(inputs, out)) return;
+    out.clear();
     const boost::container::small_vector<ir::ivalue, 8> args(inputs.begin(), inputs.end());
-    auto out = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
-    std::vector<Tensor> r;
-    r.reserve(out.size());
-    for (auto& v : out) {
+    auto results = run_checked(std::span<const ir::ivalue>(args.data(), args.size()));
+    out.reserve(results.size());
+    for (auto& v : results) {
         auto* t = std::get_if<Tensor>(&v);
         graft::detail::check(t != nullptr, "jit::executor: an output is a number; use run()");
-        r.push_back(std::move(*t));
+        out.push_back(std::move(*t));
     }
-    return r;
 }
 
 GRAFT_INLINE jit::debug_state executor::state() const {
@@ -25243,7 +26968,7 @@ template <class G>
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/from_expr.ipp
 // Definitions for graft/jit/from_expr.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -25323,6 +27048,8 @@ public:
 
     /// Calls f's compiled form (capturing f, called through `f`, on the first call).
     std::vector<Tensor> call(std::span<const Tensor> inputs, capture::detail::traced_fn f);
+    /// call() into `out` (its capacity reused: no heap allocation for the result list).
+    void call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f, std::vector<Tensor>& out);
     [[nodiscard]] jit::debug_state debug_state() const;
     [[nodiscard]] std::string debug_string() const;
     [[nodiscard]] std::string chrome_trace() const;
@@ -25389,12 +27116,20 @@ public:
         requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...))
     auto operator()(const Ts&... inputs) {
         const std::array<Tensor, sizeof...(Ts)> args{Tensor(inputs)...};  // on the stack
-        auto r = state_.call(args, capture::detail::traced_fn::of(f_));
         if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, decltype((void)sizeof(Ts), Tensor())...>>,
-                                     Tensor>)
-            return std::move(r.at(0));
-        else
-            return r;
+                                     Tensor>) {
+            // One tensor back: the result list is this thread's, reused (no allocation per call).
+            // Taken out while in use, so a script called from f (at a capture) gets its own.
+            thread_local std::vector<Tensor> reused;
+            std::vector<Tensor> r = std::move(reused);
+            state_.call_into(args, capture::detail::traced_fn::of(f_), r);
+            Tensor result = std::move(r.at(0));
+            r.clear();
+            reused = std::move(r);
+            return result;
+        } else {
+            return state_.call(args, capture::detail::traced_fn::of(f_));
+        }
     }
 
     /// The captured graph's executor state (empty before the first call).
@@ -25437,7 +27172,7 @@ template <class F, class... Steps>
 
 }  // namespace graft::jit
 
-#if GRAFT_HAS_CODE
+#if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/jit/impl/script.ipp
 // Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
 
@@ -25457,12 +27192,23 @@ GRAFT_INLINE void script_state::free_retired_if_quiescent(bool inside_call) {
 }
 
 GRAFT_INLINE std::vector<Tensor> script_state::call(std::span<const Tensor> inputs, capture::detail::traced_fn f) {
+    std::vector<Tensor> out;
+    call_into(inputs, f, out);
+    return out;
+}
+
+GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f,
+                                          std::vector<Tensor>& out) {
     const active_calls::guard g(calls_.mine());
     const compiled* c = get(inputs, f);
-    if (c == nullptr) return f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
+    if (c == nullptr) {
+        out = f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
+        return;
+    }
     const capture::graph_meta& m = c->cap.meta();
-    if (m.graph_inputs.empty()) return c->cap.finish(inputs, c->exec(inputs));
-    return c->cap.finish(inputs, c->exec(m.graph_arguments(inputs)));
+    if (m.graph_inputs.empty()) c->exec.call_into(inputs, out);
+    else c->exec.call_into(m.graph_arguments(inputs), out);
+    c->cap.finish_in_place(inputs, out);
 }
 
 GRAFT_INLINE jit::debug_state script_state::debug_state() const {
@@ -26637,8 +28383,10 @@ GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path) {
 // ---- end graft/io/safetensors.hpp
 // ---- end graft/io.hpp
 // ---- begin graft/nn.hpp
-// graft/nn.hpp: the nn layer (graft::nn::functional: activations, linear, losses), built on
-// tensors, ops and autograd only; it parses no graph layer. Manual: docs/nn.md.
+// graft/nn.hpp: the nn layer (graft::nn::functional: activations, linear, losses; nn::Module,
+// layers and containers; nn::init; state_dict files), built on tensors, ops, autograd and io
+// only; it parses no graph layer (graft/nn/script.hpp, included by graft/graft.hpp, bridges
+// modules to jit::script and capture::aot). Manual: docs/nn.md.
 // ---- begin graft/nn/functional.hpp
 // graft::nn::functional: the stateless layers and losses of torch.nn.functional (activations,
 // linear, losses). Every function is composed of graft's differentiable ops (matmul, where,
@@ -26646,6 +28394,7 @@ GRAFT_INLINE tensor_map load_file(const std::filesystem::path& path) {
 // ops and gradients of any order follow. Names, arguments and defaults follow PyTorch; the
 // differences are listed in docs/nn.md.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 
@@ -26716,6 +28465,96 @@ enum class reduction { none, mean, sum };
                                                 std::int64_t ignore_index = -100, reduction how = reduction::mean,
                                                 double label_smoothing = 0.0);
 
+// ---------------------------------------------------------------- convolution and pooling
+
+/// A (height, width) size argument that also accepts one int for both, as PyTorch's int or
+/// tuple arguments do: `2`, `{2, 1}`.
+struct int_pair {
+    std::int64_t h = 0, w = 0;
+    int_pair(int both) : h(both), w(both) {}           // NOLINT(google-explicit-constructor): PyTorch's int form
+    int_pair(std::int64_t both) : h(both), w(both) {}  // NOLINT(google-explicit-constructor)
+    int_pair(std::int64_t height, std::int64_t width) : h(height), w(width) {}
+};
+
+/// An int_pair or nothing (PyTorch's stride=None of the pooling functions): `{}`,
+/// `std::nullopt`, `2` or `{2, 1}`.
+struct optional_int_pair {
+    std::optional<int_pair> value;
+    optional_int_pair() = default;
+    optional_int_pair(std::nullopt_t) {}                                                            // NOLINT
+    optional_int_pair(int both) : value(int_pair{both}) {}                                          // NOLINT
+    optional_int_pair(std::int64_t both) : value(int_pair{both}) {}                                 // NOLINT
+    optional_int_pair(std::int64_t height, std::int64_t width) : value(int_pair{height, width}) {}  // NOLINT
+    optional_int_pair(int_pair p) : value(p) {}                                                     // NOLINT
+};
+
+/// conv2d's padding: an int_pair, or PyTorch's strings "valid" (no padding) and "same" (the
+/// output has the input's size; stride 1 only; an odd total pads one more at the bottom / right).
+struct conv_padding {
+    int_pair size{0};
+    std::string_view mode;                           // "" (explicit sizes), "valid" or "same"
+    conv_padding(int both) : size(both) {}           // NOLINT
+    conv_padding(std::int64_t both) : size(both) {}  // NOLINT
+    conv_padding(std::int64_t height, std::int64_t width) : size(height, width) {}  // NOLINT
+    conv_padding(int_pair p) : size(p) {}                                           // NOLINT
+    conv_padding(const char* m) : mode(m ? m : "(null)") {}                                        // NOLINT
+};
+
+/// The sliding kernel_size blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as the
+/// columns of [N, C * kh * kw, L] ([C * kh * kw, L]) (torch.nn.functional.unfold, im2col):
+/// zero padding on both sides, rows ordered by channel, kernel row, kernel column.
+[[nodiscard]] GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair dilation = 1,
+                                         int_pair padding = 0, int_pair stride = 1);
+/// The blocks of [N, C * kh * kw, L] (or [C * kh * kw, L]) summed into [N, C, output_size]
+/// ([C, output_size]) (torch.nn.functional.fold, col2im): overlapping values add up.
+[[nodiscard]] GRAFT_INLINE Tensor fold(const Tensor& input, int_pair output_size, int_pair kernel_size,
+                                       int_pair dilation = 1, int_pair padding = 0, int_pair stride = 1);
+
+/// 2-D cross-correlation (torch.nn.functional.conv2d): input [N, C, H, W] or [C, H, W], weight
+/// [O, C / groups, kh, kw], bias [O] or undefined; the result is [N, O, oh, ow] (or [O, oh, ow]).
+/// Computed as unfold + matmul (one batched matmul over the groups), so it is differentiable
+/// to any order and capture records ordinary ops.
+[[nodiscard]] GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                                         int_pair stride = 1, conv_padding padding = 0, int_pair dilation = 1,
+                                         std::int64_t groups = 1);
+
+/// The maximum of each window (torch.nn.functional.max_pool2d): input [N, C, H, W] or
+/// [C, H, W]; stride defaults to kernel_size; implicit padding is -inf and must be at most half
+/// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
+/// input or the left padding. NaN propagates; the gradient goes to the first maximal element of
+/// each window in scan order, as PyTorch.
+[[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, int_pair dilation = 1, bool ceil_mode = false);
+
+/// The mean of each window (torch.nn.functional.avg_pool2d): zero padding (at most half the
+/// kernel); the divisor is divisor_override if given, else the window's size clipped to the
+/// padded input (count_include_pad) or the number of input elements it covers.
+[[nodiscard]] GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
+                                             int_pair padding = 0, bool ceil_mode = false,
+                                             bool count_include_pad = true,
+                                             std::optional<std::int64_t> divisor_override = std::nullopt);
+
+// ---------------------------------------------------------------- normalization, embedding, dropout
+
+/// (x - mean) / sqrt(var + eps) * weight + bias over the trailing dimensions `normalized_shape`
+/// (torch.nn.functional.layer_norm; biased variance). weight and bias have normalized_shape's
+/// sizes or are undefined.
+[[nodiscard]] GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_shape,
+                                             const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+
+/// The rows of a 2-D weight [num_embeddings, dim] at int64 indices (torch.nn.functional.embedding):
+/// the result has the input's sizes plus dim. The padding_idx row (negative counts from the end)
+/// gets no gradient. max_norm / scale_grad_by_freq / sparse are not offered.
+[[nodiscard]] GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight,
+                                            std::optional<std::int64_t> padding_idx = std::nullopt);
+
+/// Zeroes each element with probability p and scales the others by 1 / (1 - p)
+/// (torch.nn.functional.dropout), with a mask drawn from `gen`. training = false or p = 0
+/// return the input itself; p = 1 gives zeros; inplace multiplies the input in place (and
+/// returns it). p outside [0, 1] is an error.
+[[nodiscard]] GRAFT_INLINE Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
+                                          bool inplace = false, generator& gen = default_generator());
+
 }  // namespace graft::nn::functional
 
 #if GRAFT_HAS_CODE
@@ -26723,7 +28562,9 @@ enum class reduction { none, mean, sum };
 // Definitions for graft/nn/functional.hpp (compiled once in compiled mode; see graft/config.hpp).
 // Everything is composed of differentiable ops; the comments give the formula each follows.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27001,11 +28842,2573 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
     return nll * (1.0 - label_smoothing) + reduced * (label_smoothing / static_cast<double>(classes));
 }
 
+// ---------------------------------------------------------------- convolution and pooling
+
+namespace detail {
+
+/// A 4-D view of a [N, C, H, W] or unbatched [C, H, W] floating input.
+inline Tensor batched4(const char* op, const Tensor& input, bool& unbatched) {
+    check_floating(op, "input", input);
+    check(input.dim() == 3 || input.dim() == 4, op,
+          ": Expected 3D (unbatched) or 4D (batched) input, but got input of size: ", input.sizes());
+    unbatched = input.dim() == 3;
+    return unbatched ? input.unsqueeze(0) : input;
+}
+
+inline void check_positive(const char* op, const char* what, int_pair v) {
+    check(v.h > 0 && v.w > 0, op, ": ", what, " should be greater than zero, but got (", v.h, ", ", v.w, ")");
+}
+inline void check_padding(const char* op, int_pair v) {
+    check(v.h >= 0 && v.w >= 0, op, ": padding should be non-negative, but got (", v.h, ", ", v.w, ")");
+}
+
+inline int_list pair_list(int_pair v) { return {v.h, v.w}; }
+
+/// Window sizes at or above this are refused (so that their products cannot overflow).
+constexpr std::int64_t size_limit = std::int64_t{1} << 31;
+
+/// x [N, C, H, W] with eh zero rows appended at the bottom and ew zero columns at the right.
+inline Tensor pad_bottom_right(const Tensor& x, std::int64_t eh, std::int64_t ew) {
+    Tensor out = x;
+    if (eh > 0) out = cat({out, zeros({x.size(0), x.size(1), eh, x.size(3)}, x.type())}, 2);
+    if (ew > 0) out = cat({out, zeros({x.size(0), x.size(1), out.size(2), ew}, x.type())}, 3);
+    return out;
+}
+
+inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// PyTorch's pooling output size along one dimension, with ceil_mode's rule that the last
+/// window must start inside the input or the left padding.
+inline std::int64_t pool_out(std::int64_t size, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d,
+                             bool ceil_mode) {
+    std::int64_t out = floor_div(size + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+    if (ceil_mode && (out - 1) * s >= size + p) --out;
+    return out;
+}
+
+struct pool_geometry {
+    std::int64_t oh, ow, eh, ew;  // output size; zeros appended at the bottom / right (ceil_mode)
+};
+
+inline pool_geometry check_pool(const char* op, const Tensor& x, int_pair k, int_pair s, int_pair p, int_pair d,
+                                bool ceil_mode) {
+    check_positive(op, "kernel_size", k);
+    check_positive(op, "stride", s);
+    check_positive(op, "dilation", d);
+    check_padding(op, p);
+    check(p.h <= k.h / 2 && p.w <= k.w / 2, op, ": pad should be at most half of effective kernel size, but got pad=(",
+          p.h, ", ", p.w, ") and kernel_size=(", k.h, ", ", k.w, ")");
+    check(k.h < size_limit && k.w < size_limit && s.h < size_limit && s.w < size_limit && d.h < size_limit &&
+              d.w < size_limit && x.size(2) < size_limit && x.size(3) < size_limit,
+          op, ": kernel_size, stride, dilation or input size too large (limit 2^31)");
+    const std::int64_t h = x.size(2), w = x.size(3);
+    check(x.size(1) > 0 && h > 0 && w > 0, op, ": Expected non-empty channel and spatial dimensions, got input sizes ",
+          x.sizes());
+    pool_geometry g{pool_out(h, k.h, s.h, p.h, d.h, ceil_mode), pool_out(w, k.w, s.w, p.w, d.w, ceil_mode), 0, 0};
+    check(g.oh >= 1 && g.ow >= 1, op, ": Given input size: (", x.size(1), "x", h, "x", w,
+          "). Calculated output size: (", x.size(1), "x", g.oh, "x", g.ow, "). Output size is too small");
+    g.eh = std::max<std::int64_t>(0, (g.oh - 1) * s.h + d.h * (k.h - 1) + 1 - (h + 2 * p.h));
+    g.ew = std::max<std::int64_t>(0, (g.ow - 1) * s.w + d.w * (k.w - 1) + 1 - (w + 2 * p.w));
+    return g;
+}
+
+/// The windows of a pooling op as [N, C, kh * kw, oh * ow] (zero padding).
+inline Tensor pool_windows(const Tensor& x, const pool_geometry& g, int_pair k, int_pair s, int_pair p, int_pair d) {
+    const Tensor cols = im2col(pad_bottom_right(x, g.eh, g.ew), pair_list(k), pair_list(d), pair_list(p), pair_list(s));
+    check(cols.size(2) == g.oh * g.ow, "pooling: internal window count mismatch");
+    return cols.reshape({x.size(0), x.size(1), k.h * k.w, g.oh * g.ow});
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor unfold(const Tensor& input, int_pair kernel_size, int_pair dilation, int_pair padding,
+                           int_pair stride) {
+    detail::check_floating("unfold", "input", input);
+    graft::detail::check(input.dim() == 3 || input.dim() == 4,
+                         "unfold: Input Error: Only 3D or 4D input Tensors are supported (got ", input.dim(), "D)");
+    const bool unbatched = input.dim() == 3;
+    const Tensor out = im2col(unbatched ? input.unsqueeze(0) : input, detail::pair_list(kernel_size),
+                              detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor fold(const Tensor& input, int_pair output_size, int_pair kernel_size, int_pair dilation,
+                         int_pair padding, int_pair stride) {
+    detail::check_floating("fold", "input", input);
+    graft::detail::check(input.dim() == 2 || input.dim() == 3,
+                         "fold: Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                         "supported (got ",
+                         input.dim(), "D)");
+    const bool unbatched = input.dim() == 2;
+    const Tensor out =
+        col2im(unbatched ? input.unsqueeze(0) : input, detail::pair_list(output_size), detail::pair_list(kernel_size),
+               detail::pair_list(dilation), detail::pair_list(padding), detail::pair_list(stride));
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, int_pair stride,
+                           conv_padding padding, int_pair dilation, std::int64_t groups) {
+    const char* op = "conv2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    detail::check_floating(op, "weight", weight);
+    graft::detail::check(weight.type() == input.type(), op, ": expected input and weight to have the same dtype, got ",
+                         input.type(), " and ", weight.type());
+    graft::detail::check(weight.dim() == 4, op,
+                         ": Expected 4-dimensional weight [out_channels, in_channels / groups, kH, kW], but got "
+                         "weight of size ",
+                         weight.sizes());
+    graft::detail::check(groups > 0, op, ": non-positive groups is not supported (got ", groups, ")");
+    const std::int64_t n = x.size(0), c = x.size(1), o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+    graft::detail::check(o > 0 && o % groups == 0, op, ": Given groups=", groups,
+                         ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ",
+                         weight.sizes());
+    graft::detail::check(weight.size(1) * groups == c, op, ": Given groups=", groups, ", weight of size ",
+                         weight.sizes(), ", expected input", x.sizes(), " to have ", weight.size(1) * groups,
+                         " channels, but got ", c, " channels instead");
+    graft::detail::check(kh > 0 && kw > 0 && c > 0, op, ": empty kernel or channels (weight ", weight.sizes(), ")");
+    if (bias.defined()) {
+        detail::check_floating(op, "bias", bias);
+        graft::detail::check(bias.type() == input.type(), op, ": expected bias of dtype ", input.type(), ", got ",
+                             bias.type());
+        graft::detail::check(bias.dim() == 1 && bias.numel() == o, op, ": expected bias of size [", o, "], got ",
+                             bias.sizes());
+    }
+    detail::check_positive(op, "stride", stride);
+    detail::check_positive(op, "dilation", dilation);
+    const auto lim = detail::size_limit;
+    graft::detail::check(stride.h < lim && stride.w < lim && dilation.h < lim && dilation.w < lim &&
+                             padding.size.h < lim && padding.size.w < lim && kh < lim && kw < lim && x.size(2) < lim &&
+                             x.size(3) < lim,
+                         op, ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
+    int_pair pad = padding.size;
+    std::int64_t eh = 0, ew = 0;  // one more row / column at the bottom / right ("same" with an odd total)
+    if (!padding.mode.empty()) {
+        if (padding.mode == "valid") {
+            pad = int_pair{0};
+        } else if (padding.mode == "same") {
+            graft::detail::check(stride.h == 1 && stride.w == 1, op,
+                                 ": padding='same' is not supported for strided convolutions");
+            const std::int64_t th = dilation.h * (kh - 1), tw = dilation.w * (kw - 1);
+            pad = int_pair{th / 2, tw / 2};
+            eh = th - 2 * (th / 2);
+            ew = tw - 2 * (tw / 2);
+        } else {
+            graft::detail::fail(graft::detail::concat(op, ": Invalid padding string '", padding.mode,
+                                                      "', should be one of {'valid', 'same'}"));
+        }
+    }
+    detail::check_padding(op, pad);
+    const std::int64_t ph = x.size(2) + eh + 2 * pad.h, pw = x.size(3) + ew + 2 * pad.w;
+    const std::int64_t sh = dilation.h * (kh - 1) + 1, sw = dilation.w * (kw - 1) + 1;
+    graft::detail::check(ph >= sh && pw >= sw, op, ": Calculated padded input size per channel: (", ph, " x ", pw,
+                         "). Kernel size: (", sh, " x ", sw, "). Kernel size can't be greater than actual input size");
+    const std::int64_t oh = (ph - sh) / stride.h + 1, ow = (pw - sw) / stride.w + 1;
+    const Tensor cols = im2col(detail::pad_bottom_right(x, eh, ew), {kh, kw}, detail::pair_list(dilation),
+                               detail::pair_list(pad), detail::pair_list(stride));  // [N, C kh kw, L]
+    const std::int64_t k = weight.size(1) * kh * kw, l = oh * ow;
+    Tensor out;
+    if (groups == 1) {
+        out = matmul(weight.reshape({o, k}), cols);  // [N, O, L]
+    } else {
+        out = matmul(weight.reshape({groups, o / groups, k}), cols.reshape({n, groups, k, l})).reshape({n, o, l});
+    }
+    out = out.reshape({n, o, oh, ow});
+    if (bias.defined()) out = out + bias.reshape({1, o, 1, 1});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               int_pair dilation, bool ceil_mode) {
+    const char* op = "max_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair s = stride.value.value_or(kernel_size);
+    const auto g = detail::check_pool(op, x, kernel_size, s, padding, dilation, ceil_mode);
+    Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, dilation);
+    if (padding.h > 0 || padding.w > 0 || g.eh > 0 || g.ew > 0) {
+        // Taps outside the input are -inf (PyTorch pads max pooling with -inf).
+        const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+        std::vector<bool> m(static_cast<std::size_t>(kk * l));
+        for (std::int64_t ki = 0; ki < kernel_size.h; ++ki)
+            for (std::int64_t kj = 0; kj < kernel_size.w; ++kj)
+                for (std::int64_t oy = 0; oy < g.oh; ++oy)
+                    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+                        const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
+                        const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
+                        m[static_cast<std::size_t>((ki * kernel_size.w + kj) * l + oy * g.ow + ox)] =
+                            iy >= 0 && iy < h && ix >= 0 && ix < w;
+                    }
+        const Tensor mask = from_vector(m, {kk, l});  // a constant of the sizes (captured as one)
+        v = where(mask, v, scalar(-std::numeric_limits<double>::infinity()));
+    }
+    auto [values, indices] = graft::max(v, 2);
+    const Tensor out = values.reshape({x.size(0), x.size(1), g.oh, g.ow});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
+                               bool ceil_mode, bool count_include_pad, std::optional<std::int64_t> divisor_override) {
+    const char* op = "avg_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair s = stride.value.value_or(kernel_size);
+    graft::detail::check(!divisor_override || *divisor_override != 0, op, ": divisor must be not zero");
+    const auto g = detail::check_pool(op, x, kernel_size, s, padding, int_pair{1}, ceil_mode);
+    const Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, int_pair{1});
+    // The divisor of each window, as PyTorch computes it.
+    const std::int64_t l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+    std::vector<double> d(static_cast<std::size_t>(l));
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            std::int64_t hs = oy * s.h - padding.h, ws = ox * s.w - padding.w;
+            std::int64_t he = std::min(hs + kernel_size.h, h + padding.h),
+                         we = std::min(ws + kernel_size.w, w + padding.w);
+            const std::int64_t pool_size = (he - hs) * (we - ws);
+            hs = std::max<std::int64_t>(hs, 0);
+            ws = std::max<std::int64_t>(ws, 0);
+            he = std::min(he, h);
+            we = std::min(we, w);
+            std::int64_t count = divisor_override    ? *divisor_override
+                                 : count_include_pad ? pool_size
+                                                     : (he - hs) * (we - ws);
+            if (hs >= he || ws >= we) count = 1;  // an empty window averages to 0
+            d[static_cast<std::size_t>(oy * g.ow + ox)] = static_cast<double>(count);
+        }
+    const Tensor div = from_vector(d);  // a constant of the sizes (captured as one)
+    const Tensor out = (sum(v, {2}, false) / div.to(x.type())).reshape({x.size(0), x.size(1), g.oh, g.ow});
+    return unbatched ? out.squeeze(0) : out;
+}
+
+// ---------------------------------------------------------------- normalization, embedding, dropout
+
+GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_shape, const Tensor& weight,
+                               const Tensor& bias, double eps) {
+    const char* op = "layer_norm";
+    detail::check_floating(op, "input", input);
+    const auto k = static_cast<std::int64_t>(normalized_shape.size());
+    graft::detail::check(
+        k >= 1, op, ": Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element");
+    bool ok = input.dim() >= k;
+    for (std::int64_t i = 1; ok && i <= k; ++i)
+        ok = input.size(-i) == normalized_shape[static_cast<std::size_t>(k - i)];
+    graft::detail::check(ok, op, ": Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+                         normalized_shape, "], but got input of size", input.sizes());
+    for (const auto* t : {&weight, &bias}) {
+        if (!t->defined()) continue;
+        const char* what = t == &weight ? "weight" : "bias";
+        detail::check_floating(op, what, *t);
+        graft::detail::check(t->sizes() == normalized_shape, op, ": Expected ", what,
+                             " to be of same shape as normalized_shape, but got ", what, " of shape ", t->sizes(),
+                             " and normalized_shape = ", normalized_shape);
+    }
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    int_list dims;
+    for (std::int64_t i = input.dim() - k; i < input.dim(); ++i) dims.push_back(i);
+    const Tensor centered = input - mean(input, dims, true);
+    const Tensor var = mean(centered * centered, dims, true);  // biased, as PyTorch
+    Tensor out = centered * rsqrt(var + eps);
+    if (weight.defined()) out = out * weight;
+    if (bias.defined()) out = out + bias;
+    return out;
+}
+
+GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
+    const char* op = "embedding";
+    detail::check_floating(op, "weight", weight);
+    graft::detail::check(weight.dim() == 2, op, ": 'weight' must be 2-D, got sizes ", weight.sizes());
+    detail::check_defined(op, "input", input);
+    graft::detail::check(input.type() == dtype::int64, op,
+                         ": Expected tensor for argument 'indices' to have scalar type Long, but got ", input.type());
+    const std::int64_t num = weight.size(0);
+    if (padding_idx) {
+        graft::detail::check(*padding_idx >= -num && *padding_idx < num, op,
+                             ": Padding_idx must be within num_embeddings (", num, "), got ", *padding_idx);
+        if (*padding_idx < 0) *padding_idx += num;
+    }
+    std::vector<std::int64_t> values;
+    {
+        graft::detail::observer_paused paused;  // validation only: not part of a captured graph
+        values = input.to_vector<std::int64_t>();
+    }
+    for (const std::int64_t v : values)
+        graft::detail::check(v >= 0 && v < num, op, ": index ", v, " is out of range for num_embeddings ", num);
+    int_list sizes = input.sizes();
+    sizes.push_back(weight.size(1));
+    Tensor out = index_select(weight, 0, input.reshape({-1})).reshape(sizes);
+    if (padding_idx) out = where(input.ne(*padding_idx).unsqueeze(-1), out, out.detach());  // no gradient to that row
+    return out;
+}
+
+GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool inplace, generator& gen) {
+    const char* op = "dropout";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(p >= 0.0 && p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ", p);
+    if (!training || p == 0.0) return input;
+    Tensor scale;
+    if (p == 1.0) {
+        scale = zeros(input.sizes(), input.type());
+    } else {
+        scale = rand(input.sizes(), input.type(), gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
+    }
+    if (inplace) {
+        Tensor self = input;
+        self.mul_(scale);
+        return self;
+    }
+    return input * scale;
+}
+
 }  // namespace graft::nn::functional
 // ---- end graft/nn/impl/functional.ipp
 #endif
 // ---- end graft/nn/functional.hpp
+// ---- begin graft/nn/init.hpp
+// graft::nn::init: in-place initializations of parameters (torch.nn.init), with PyTorch's
+// names, defaults and formulas. Each runs under no_grad (so it may write into a leaf that
+// requires grad), draws from an optional graft::generator (the default generator otherwise:
+// graft::manual_seed makes runs reproducible), and returns the tensor it filled. Values are
+// drawn in float64 and rounded to the tensor's dtype, so a seed gives the same numbers for
+// float32 and float64 tensors. Manual: docs/nn.md.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+
+namespace graft::nn::init {
+
+/// The recommended gain for a nonlinearity (torch.nn.init.calculate_gain): 1 for "linear",
+/// "conv1d".."conv3d", "conv_transpose1d".."3d" and "sigmoid"; 5/3 for "tanh"; sqrt(2) for
+/// "relu"; sqrt(2 / (1 + slope^2)) for "leaky_relu" (slope = param, default 0.01); 3/4 for
+/// "selu". Another name is a graft::error.
+[[nodiscard]] GRAFT_INLINE double calculate_gain(std::string_view nonlinearity, std::optional<double> param = {});
+
+/// (fan_in, fan_out) of a weight of at least 2 dimensions: size(1) and size(0) times the
+/// product of the remaining sizes (the receptive field), as PyTorch's
+/// _calculate_fan_in_and_fan_out.
+[[nodiscard]] GRAFT_INLINE std::pair<std::int64_t, std::int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor);
+
+/// Fills with samples of U(a, b); a > b is an error.
+GRAFT_INLINE Tensor uniform_(const Tensor& tensor, double a = 0.0, double b = 1.0,
+                             generator& gen = default_generator());
+/// Fills with samples of N(mean, std^2); std < 0 is an error.
+GRAFT_INLINE Tensor normal_(const Tensor& tensor, double mean = 0.0, double std = 1.0,
+                            generator& gen = default_generator());
+/// Fills with `value`.
+GRAFT_INLINE Tensor constant_(const Tensor& tensor, double value);
+GRAFT_INLINE Tensor zeros_(const Tensor& tensor);
+GRAFT_INLINE Tensor ones_(const Tensor& tensor);
+
+/// U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio).
+GRAFT_INLINE Tensor xavier_uniform_(const Tensor& tensor, double gain = 1.0, generator& gen = default_generator());
+/// N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
+GRAFT_INLINE Tensor xavier_normal_(const Tensor& tensor, double gain = 1.0, generator& gen = default_generator());
+
+/// U(-bound, bound) with bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a),
+/// fan = fan_in or fan_out by `mode` ("fan_in" | "fan_out") (He et al.). An empty tensor is
+/// left as it is (PyTorch warns).
+GRAFT_INLINE Tensor kaiming_uniform_(const Tensor& tensor, double a = 0.0, std::string_view mode = "fan_in",
+                                     std::string_view nonlinearity = "leaky_relu",
+                                     generator& gen = default_generator());
+/// N(0, std^2) with std = gain / sqrt(fan), gain and fan as kaiming_uniform_.
+GRAFT_INLINE Tensor kaiming_normal_(const Tensor& tensor, double a = 0.0, std::string_view mode = "fan_in",
+                                    std::string_view nonlinearity = "leaky_relu",
+                                    generator& gen = default_generator());
+
+}  // namespace graft::nn::init
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/init.ipp
+// Definitions for graft/nn/init.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <string>
+
+
+namespace graft::nn::init {
+namespace detail {
+
+using graft::detail::check;
+
+inline void check_target(const char* op, const Tensor& t) {
+    check(t.defined(), "nn::init::", op, ": got an undefined tensor");
+    check(is_floating_point(t.type()), "nn::init::", op, ": expected a floating-point tensor, got dtype ", t.type());
+}
+
+/// Copies `values` (float64) into `t` in place, without recording a graph.
+inline Tensor fill_from(const Tensor& t, const Tensor& values) {
+    const autograd::no_grad guard;
+    Tensor out = t;
+    out.copy_(values);
+    return t;
+}
+
+inline std::int64_t fan_for(const char* op, const Tensor& t, std::string_view mode) {
+    check(mode == "fan_in" || mode == "fan_out", "nn::init::", op, ": mode ", mode,
+          " not supported, please use one of fan_in, fan_out");
+    const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
+    return mode == "fan_in" ? fan_in : fan_out;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE double calculate_gain(std::string_view nonlinearity, std::optional<double> param) {
+    if (nonlinearity == "linear" || nonlinearity == "conv1d" || nonlinearity == "conv2d" ||
+        nonlinearity == "conv3d" || nonlinearity == "conv_transpose1d" || nonlinearity == "conv_transpose2d" ||
+        nonlinearity == "conv_transpose3d" || nonlinearity == "sigmoid")
+        return 1.0;
+    if (nonlinearity == "tanh") return 5.0 / 3.0;
+    if (nonlinearity == "relu") return std::sqrt(2.0);
+    if (nonlinearity == "leaky_relu") {
+        const double slope = param.value_or(0.01);
+        return std::sqrt(2.0 / (1.0 + slope * slope));
+    }
+    if (nonlinearity == "selu") return 3.0 / 4.0;
+    graft::detail::fail(graft::detail::concat("nn::init::calculate_gain: unsupported nonlinearity ", nonlinearity));
+}
+
+GRAFT_INLINE std::pair<std::int64_t, std::int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
+    graft::detail::check(tensor.defined(), "nn::init::calculate_fan_in_and_fan_out: got an undefined tensor");
+    graft::detail::check(tensor.dim() >= 2,
+                         "nn::init: fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+                         "(got sizes ",
+                         tensor.sizes(), ")");
+    std::int64_t receptive = 1;
+    for (std::int64_t d = 2; d < tensor.dim(); ++d) receptive *= tensor.size(d);
+    return {tensor.size(1) * receptive, tensor.size(0) * receptive};
+}
+
+GRAFT_INLINE Tensor uniform_(const Tensor& tensor, double a, double b, generator& gen) {
+    detail::check_target("uniform_", tensor);
+    graft::detail::check(a <= b, "nn::init::uniform_: expects a [from, to) range, but found from=", a, " > to=", b);
+    const autograd::no_grad guard;
+    return detail::fill_from(tensor, rand(tensor.sizes(), dtype::float64, gen) * (b - a) + a);
+}
+
+GRAFT_INLINE Tensor normal_(const Tensor& tensor, double mean, double std, generator& gen) {
+    detail::check_target("normal_", tensor);
+    graft::detail::check(std >= 0.0, "nn::init::normal_: expects std >= 0.0, but found std ", std);
+    const autograd::no_grad guard;
+    return detail::fill_from(tensor, randn(tensor.sizes(), dtype::float64, gen) * std + mean);
+}
+
+GRAFT_INLINE Tensor constant_(const Tensor& tensor, double value) {
+    detail::check_target("constant_", tensor);
+    const autograd::no_grad guard;
+    Tensor out = tensor;
+    out.fill_(value);
+    return tensor;
+}
+
+GRAFT_INLINE Tensor zeros_(const Tensor& tensor) { return constant_(tensor, 0.0); }
+GRAFT_INLINE Tensor ones_(const Tensor& tensor) { return constant_(tensor, 1.0); }
+
+GRAFT_INLINE Tensor xavier_uniform_(const Tensor& tensor, double gain, generator& gen) {
+    detail::check_target("xavier_uniform_", tensor);
+    const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
+    const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
+    const double a = std::sqrt(3.0) * std;
+    return uniform_(tensor, -a, a, gen);
+}
+
+GRAFT_INLINE Tensor xavier_normal_(const Tensor& tensor, double gain, generator& gen) {
+    detail::check_target("xavier_normal_", tensor);
+    const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
+    return normal_(tensor, 0.0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)), gen);
+}
+
+GRAFT_INLINE Tensor kaiming_uniform_(const Tensor& tensor, double a, std::string_view mode,
+                                     std::string_view nonlinearity, generator& gen) {
+    detail::check_target("kaiming_uniform_", tensor);
+    if (tensor.numel() == 0) return tensor;
+    const double fan = static_cast<double>(detail::fan_for("kaiming_uniform_", tensor, mode));
+    const double bound = std::sqrt(3.0) * calculate_gain(nonlinearity, a) / std::sqrt(fan);
+    return uniform_(tensor, -bound, bound, gen);
+}
+
+GRAFT_INLINE Tensor kaiming_normal_(const Tensor& tensor, double a, std::string_view mode,
+                                    std::string_view nonlinearity, generator& gen) {
+    detail::check_target("kaiming_normal_", tensor);
+    if (tensor.numel() == 0) return tensor;
+    const double fan = static_cast<double>(detail::fan_for("kaiming_normal_", tensor, mode));
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(fan), gen);
+}
+
+}  // namespace graft::nn::init
+// ---- end graft/nn/impl/init.ipp
+#endif
+// ---- end graft/nn/init.hpp
+// ---- begin graft/nn/module.hpp
+// graft::nn::Module: the base of every layer (torch.nn.Module). A module owns named
+// parameters, buffers and child modules in registration order; everything that walks them
+// (parameters(), named_parameters(), state_dict(), train(), to(), zero_grad()) does so
+// recursively with PyTorch's dotted names ("0.weight", "fc1.bias").
+//
+// Ownership: modules are held by std::shared_ptr (std::make_shared<nn::Linear>(4, 3)), as
+// PyTorch's C++ frontend holds them; a parent keeps shared_ptrs to its children, so a child
+// may also be kept (or shared between parents) by the user. Modules cannot be copied or moved
+// (a layer's `weight` member refers to its registry slot). forward() is virtual, Tensor to
+// Tensor; modules with other signatures define their own call operators. Manual: docs/nn.md.
+#include <cstdint>
+#include <deque>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <ranges>
+#include <type_traits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace graft::nn {
+
+/// Tensors by name in registration order: what named_parameters(), named_buffers() and
+/// state_dict() return (PyTorch's OrderedDict). io::save_file accepts it as it is.
+using named_tensor_list = std::vector<std::pair<std::string, Tensor>>;
+
+class Module;
+
+/// load_state_dict's report (PyTorch's _IncompatibleKeys): keys the module has that the
+/// dict lacks, and keys the dict has that the module lacks. Always empty after a strict load.
+struct load_state_dict_result {
+    std::vector<std::string> missing_keys;
+    std::vector<std::string> unexpected_keys;
+};
+
+class Module {
+public:
+    /// `type_name` names the module in error messages and printing ("Linear").
+    explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
+    virtual ~Module() = default;
+    Module(const Module&) = delete;
+    Module& operator=(const Module&) = delete;
+    Module(Module&&) = delete;
+    Module& operator=(Module&&) = delete;
+
+    /// The module's computation. The base's throws (a container such as ModuleList has none).
+    GRAFT_INLINE virtual Tensor forward(const Tensor& input);
+    /// forward(input), as calling a PyTorch module.
+    Tensor operator()(const Tensor& input) { return forward(input); }
+
+    [[nodiscard]] const std::string& type_name() const noexcept { return type_name_; }
+
+    // ------------------------------------------------------------------ registration
+    // Names must be non-empty, contain no '.', and be unique among this module's parameters,
+    // buffers and children (PyTorch's KeyErrors); otherwise a graft::error. Registration is
+    // refused while functional_call has swapped this module's tensors.
+
+    /// Adds a parameter and returns a reference to its slot (stable for the module's life), so
+    /// a layer keeps `Tensor& weight = register_parameter("weight", ...)`. A defined tensor is
+    /// made a leaf (detached) that requires grad when `requires_grad` (floating dtypes only);
+    /// an undefined one registers an absent parameter (PyTorch's None, skipped by parameters()).
+    GRAFT_INLINE Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+    /// Adds a buffer (state that is not trained, such as running statistics). Persistent buffers
+    /// are part of state_dict(). Undefined tensors register an absent buffer.
+    GRAFT_INLINE Tensor& register_buffer(std::string name, Tensor tensor, bool persistent = true);
+    /// Adds a child module (non-null, not this module or one of its ancestors: no cycles).
+    template <class M>
+    std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+        register_module_erased(std::move(name), module);
+        return module;
+    }
+
+    // ------------------------------------------------------------------ traversal
+    // Duplicates (a module or tensor reached twice) are listed once, at their first place, as
+    // PyTorch's remove_duplicate=True.
+
+    /// The parameters (this module's, then its children's in order when `recurse`): what an
+    /// optimizer takes (graft::optim takes std::vector<Tensor>).
+    [[nodiscard]] GRAFT_INLINE std::vector<Tensor> parameters(bool recurse = true) const;
+    [[nodiscard]] GRAFT_INLINE named_tensor_list named_parameters(bool recurse = true) const;
+    [[nodiscard]] GRAFT_INLINE std::vector<Tensor> buffers(bool recurse = true) const;
+    [[nodiscard]] GRAFT_INLINE named_tensor_list named_buffers(bool recurse = true) const;
+    /// The direct children.
+    [[nodiscard]] GRAFT_INLINE std::vector<std::shared_ptr<Module>> children() const;
+    [[nodiscard]] GRAFT_INLINE std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+    /// This module and every descendant, depth first (this module first, name "").
+    [[nodiscard]] GRAFT_INLINE std::vector<Module*> modules();
+    [[nodiscard]] GRAFT_INLINE std::vector<std::pair<std::string, Module*>> named_modules();
+
+    /// A parameter, buffer or child by (dotted) name; a graft::error naming it when absent.
+    [[nodiscard]] GRAFT_INLINE Tensor& get_parameter(std::string_view name);
+    [[nodiscard]] GRAFT_INLINE Tensor& get_buffer(std::string_view name);
+    [[nodiscard]] GRAFT_INLINE std::shared_ptr<Module> get_submodule(std::string_view name) const;
+
+    // ------------------------------------------------------------------ modes and state
+
+    /// Sets training mode on this module and every descendant (Dropout and norms read it).
+    GRAFT_INLINE Module& train(bool mode = true);
+    Module& eval() { return train(false); }
+    [[nodiscard]] bool is_training() const noexcept { return training_; }
+
+    /// Clears the gradients of every parameter: undefined (set_to_none, the default) or zeroed.
+    GRAFT_INLINE void zero_grad(bool set_to_none = true);
+
+    /// Converts floating-point parameters and buffers to `type` (float32 or float64).
+    /// Converted parameters are new leaves with the old requires_grad (and converted grads):
+    /// as PyTorch with overwrite_module_params_on_conversion, so make optimizers after to().
+    GRAFT_INLINE Module& to(dtype type);
+
+    /// Parameters and persistent buffers by dotted name, in registration order, detached
+    /// (sharing memory with the module's tensors, as PyTorch's).
+    [[nodiscard]] GRAFT_INLINE named_tensor_list state_dict() const;
+    /// Copies the dict's values into the module's parameters and persistent buffers in place
+    /// (under no_grad, so optimizers holding the parameters keep working). strict: missing or
+    /// unexpected keys are an error; shape mismatches always are (dtypes are converted, as
+    /// copy_ does; a non-floating value for a floating parameter is an error). Errors list
+    /// every problem, as PyTorch's message does, and are found before anything is copied.
+    GRAFT_INLINE load_state_dict_result load_state_dict(const named_tensor_list& dict, bool strict = true);
+    /// The same from any range of (name, Tensor) pairs, e.g. the std::map io::load_file returns.
+    template <std::ranges::input_range R>
+        requires(!std::is_same_v<R, named_tensor_list> && requires(std::ranges::range_reference_t<const R> e) {
+            { std::string(e.first) };
+            { Tensor(e.second) };
+        })
+    load_state_dict_result load_state_dict(const R& dict, bool strict = true) {
+        named_tensor_list list;
+        for (const auto& e : dict) list.emplace_back(std::string(e.first), Tensor(e.second));
+        return load_state_dict(list, strict);
+    }
+
+    /// One line per module, indented by depth: "Sequential(\n  (0): Linear(in_features=...".
+    [[nodiscard]] GRAFT_INLINE std::string to_string() const;
+    /// The part inside the parentheses of this module's line (PyTorch's extra_repr).
+    [[nodiscard]] virtual std::string extra_repr() const { return {}; }
+
+protected:
+    /// Called by train() on each module after the flag changed (for layers that cache by mode).
+    virtual void on_train(bool /*mode*/) {}
+
+public:
+    /// A registry entry (internal: the layout functional_call and state_dict walk).
+    struct slot {
+        std::string name;
+        Tensor value;
+        bool persistent = true;
+    };
+
+private:
+    friend struct detail_access;
+    GRAFT_INLINE void register_module_erased(std::string name, std::shared_ptr<Module> module);
+    GRAFT_INLINE void check_new_name(const char* what, const std::string& name) const;
+
+    std::string type_name_;
+    bool training_ = true;
+    int swapped_ = 0;  // > 0 while functional_call has replaced this module's tensors
+    std::deque<slot> parameters_;  // a deque: references to slots stay valid as it grows
+    std::deque<slot> buffers_;
+    std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+/// forward(input) with the module's parameters (and buffers) replaced by the given tensors,
+/// the module's own tensors restored afterwards, also on an exception
+/// (torch.func.functional_call). By name: any subset of named_parameters()/named_buffers()
+/// (an unknown name is an error). By position: exactly parameters()'s tensors, in its order.
+/// This is how a module's parameters become graph inputs under jit::script and capture::aot
+/// (graft/nn/script.hpp). Not thread-safe for one module (it swaps the module's slots).
+[[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& tensors, const Tensor& input);
+[[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters,
+                                                  const Tensor& input);
+
+/// The module tree as text (Module::to_string()).
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Module& m);
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/module.ipp
+// Definitions for graft/nn/module.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+
+namespace graft::nn {
+
+/// Module's private parts for the free functions of this file (functional_call).
+struct detail_access {
+    static std::deque<Module::slot>& parameters(Module& m) { return m.parameters_; }
+    static std::deque<Module::slot>& buffers(Module& m) { return m.buffers_; }
+    static int& swapped(Module& m) { return m.swapped_; }
+};
+
+namespace detail {
+
+using graft::detail::check;
+
+inline bool contains_tensor(const std::vector<Tensor>& seen, const Tensor& t) {
+    return std::any_of(seen.begin(), seen.end(), [&](const Tensor& s) { return s.is_same(t); });
+}
+
+inline std::string join_dotted(const std::string& prefix, const std::string& name) {
+    return prefix.empty() ? name : prefix + "." + name;
+}
+
+/// Every (dotted name, slot) of the parameters (or buffers) of `m` and its descendants, each
+/// module visited once; with `dedup`, a tensor reached twice is listed once.
+template <class Slots>
+void collect(Module& m, Slots slots_of, bool recurse, bool dedup, bool persistent_only,
+             std::vector<std::pair<std::string, Tensor*>>& out) {
+    std::vector<Tensor> seen;
+    const auto mods = recurse ? m.named_modules() : std::vector<std::pair<std::string, Module*>>{{"", &m}};
+    for (const auto& [prefix, mod] : mods) {
+        for (auto& s : slots_of(*mod)) {
+            if (!s.value.defined() || (persistent_only && !s.persistent)) continue;
+            if (dedup) {
+                if (contains_tensor(seen, s.value)) continue;
+                seen.push_back(s.value);
+            }
+            out.emplace_back(join_dotted(prefix, s.name), &s.value);
+        }
+    }
+}
+
+/// The state_dict's entries (parameters then persistent buffers of each module, children
+/// after their parent, a child shared by two parents under both names, as PyTorch).
+inline void state_entries(Module& m, const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out) {
+    for (auto& s : detail_access::parameters(m))
+        if (s.value.defined()) out.emplace_back(join_dotted(prefix, s.name), &s.value);
+    for (auto& s : detail_access::buffers(m))
+        if (s.value.defined() && s.persistent) out.emplace_back(join_dotted(prefix, s.name), &s.value);
+    for (const auto& [name, child] : m.named_children()) state_entries(*child, join_dotted(prefix, name), out);
+}
+
+inline std::string quoted_list(const std::vector<std::string>& keys) {
+    std::string r;
+    for (std::size_t i = 0; i < keys.size(); ++i) r += (i ? ", \"" : "\"") + keys[i] + "\"";
+    return r;
+}
+
+/// Restores the slots functional_call replaced, also when forward throws.
+class slot_swap {
+public:
+    slot_swap() = default;
+    slot_swap(const slot_swap&) = delete;
+    slot_swap& operator=(const slot_swap&) = delete;
+    ~slot_swap() {
+        for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) *it->first = std::move(it->second);
+        for (Module* m : modules_) --detail_access::swapped(*m);
+    }
+    void lock(Module& root) {
+        for (Module* m : root.modules()) {
+            ++detail_access::swapped(*m);
+            modules_.push_back(m);
+        }
+    }
+    void replace(Tensor* slot, const Tensor& value) {
+        saved_.emplace_back(slot, *slot);
+        *slot = value;
+    }
+
+private:
+    std::vector<std::pair<Tensor*, Tensor>> saved_;
+    std::vector<Module*> modules_;
+};
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor Module::forward(const Tensor&) {
+    graft::detail::fail(type_name_ + ".forward: this module has no forward (not implemented for a container; "
+                                     "call its elements)");
+}
+
+GRAFT_INLINE void Module::check_new_name(const char* what, const std::string& name) const {
+    using graft::detail::check;
+    check(swapped_ == 0, type_name_, ".register_", what, "(\"", name,
+          "\"): cannot register while functional_call has replaced this module's tensors");
+    check(!name.empty(), type_name_, ".register_", what, ": ", what, " name can't be empty string \"\"");
+    check(name.find('.') == std::string::npos, type_name_, ".register_", what, "(\"", name, "\"): ", what,
+          " name can't contain \".\"");
+    const auto has = [&](const auto& list) {
+        return std::any_of(list.begin(), list.end(), [&](const auto& e) {
+            if constexpr (requires { e.name; }) return e.name == name;
+            else return e.first == name;
+        });
+    };
+    check(!has(parameters_) && !has(buffers_) && !has(children_), type_name_, ".register_", what, "(\"", name,
+          "\"): attribute '", name, "' already exists");
+}
+
+GRAFT_INLINE Tensor& Module::register_parameter(std::string name, Tensor tensor, bool requires_grad) {
+    check_new_name("parameter", name);
+    if (tensor.defined()) {
+        graft::detail::check(!requires_grad || is_floating_point(tensor.type()), type_name_, ".register_parameter(\"",
+                             name, "\"): only tensors of floating point dtype can require gradients, got ",
+                             tensor.type());
+        // A leaf with the wanted flag keeps its identity (weight tying registers one tensor twice).
+        if (!tensor.is_leaf() || tensor.requires_grad() != requires_grad) {
+            tensor = tensor.detach();
+            if (requires_grad) tensor.requires_grad_(true);
+        }
+    }
+    parameters_.push_back(slot{std::move(name), std::move(tensor), true});
+    return parameters_.back().value;
+}
+
+GRAFT_INLINE Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent) {
+    check_new_name("buffer", name);
+    buffers_.push_back(slot{std::move(name), std::move(tensor), persistent});
+    return buffers_.back().value;
+}
+
+GRAFT_INLINE void Module::register_module_erased(std::string name, std::shared_ptr<Module> module) {
+    check_new_name("module", name);
+    graft::detail::check(module != nullptr, type_name_, ".register_module(\"", name, "\"): the module is null");
+    for (Module* m : module->modules())
+        graft::detail::check(m != this, type_name_, ".register_module(\"", name,
+                             "\"): the module contains this module (a module cannot be its own descendant)");
+    children_.emplace_back(std::move(name), std::move(module));
+}
+
+GRAFT_INLINE std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+    std::vector<std::pair<std::string, Module*>> out;
+    std::vector<Module*> seen;
+    const auto walk = [&](auto& self, Module* m, const std::string& prefix) -> void {
+        if (std::find(seen.begin(), seen.end(), m) != seen.end()) return;
+        seen.push_back(m);
+        out.emplace_back(prefix, m);
+        for (const auto& [name, child] : m->children_) self(self, child.get(), detail::join_dotted(prefix, name));
+    };
+    walk(walk, this, "");
+    return out;
+}
+
+GRAFT_INLINE std::vector<Module*> Module::modules() {
+    std::vector<Module*> r;
+    for (const auto& e : named_modules()) r.push_back(e.second);
+    return r;
+}
+
+GRAFT_INLINE named_tensor_list Module::named_parameters(bool recurse) const {
+    std::vector<std::pair<std::string, Tensor*>> slots;
+    detail::collect(
+        const_cast<Module&>(*this), [](Module& m) -> auto& { return m.parameters_; }, recurse, true, false, slots);
+    named_tensor_list r;
+    r.reserve(slots.size());
+    for (auto& [n, t] : slots) r.emplace_back(std::move(n), *t);
+    return r;
+}
+
+GRAFT_INLINE std::vector<Tensor> Module::parameters(bool recurse) const {
+    std::vector<Tensor> r;
+    for (auto& e : named_parameters(recurse)) r.push_back(std::move(e.second));
+    return r;
+}
+
+GRAFT_INLINE named_tensor_list Module::named_buffers(bool recurse) const {
+    std::vector<std::pair<std::string, Tensor*>> slots;
+    detail::collect(
+        const_cast<Module&>(*this), [](Module& m) -> auto& { return m.buffers_; }, recurse, true, false, slots);
+    named_tensor_list r;
+    for (auto& [n, t] : slots) r.emplace_back(std::move(n), *t);
+    return r;
+}
+
+GRAFT_INLINE std::vector<Tensor> Module::buffers(bool recurse) const {
+    std::vector<Tensor> r;
+    for (auto& e : named_buffers(recurse)) r.push_back(std::move(e.second));
+    return r;
+}
+
+GRAFT_INLINE std::vector<std::shared_ptr<Module>> Module::children() const {
+    std::vector<std::shared_ptr<Module>> r;
+    for (const auto& e : children_) r.push_back(e.second);
+    return r;
+}
+
+GRAFT_INLINE std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+    return children_;
+}
+
+GRAFT_INLINE std::shared_ptr<Module> Module::get_submodule(std::string_view name) const {
+    // The shared_ptr of the module itself is not known here: "" is refused.
+    graft::detail::check(!name.empty(), type_name_, ".get_submodule: expected a non-empty name");
+    const Module* m = this;
+    std::shared_ptr<Module> found;
+    std::string_view rest = name;
+    while (true) {
+        const auto dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        const auto it = std::find_if(m->children_.begin(), m->children_.end(),
+                                     [&](const auto& e) { return e.first == part; });
+        graft::detail::check(it != m->children_.end(), type_name_, ".get_submodule(\"", name, "\"): ",
+                             m->type_name_, " has no submodule named '", part, "'");
+        found = it->second;
+        m = found.get();
+        if (dot == std::string_view::npos) return found;
+        rest = rest.substr(dot + 1);
+    }
+}
+
+namespace detail {
+inline Tensor& find_slot(const Module& self, Module& owner, std::deque<Module::slot>& slots, std::string_view full,
+                         std::string_view leaf, const char* what) {
+    const auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.name == leaf; });
+    check(it != slots.end() && it->value.defined(), self.type_name(), ".get_", what, "(\"", full, "\"): ",
+          owner.type_name(), " has no ", what, " named '", leaf, "'");
+    return it->value;
+}
+}  // namespace detail
+
+GRAFT_INLINE Tensor& Module::get_parameter(std::string_view name) {
+    const auto dot = name.rfind('.');
+    Module& owner = dot == std::string_view::npos ? *this : *get_submodule(name.substr(0, dot));
+    return detail::find_slot(*this, owner, owner.parameters_, name,
+                             dot == std::string_view::npos ? name : name.substr(dot + 1), "parameter");
+}
+
+GRAFT_INLINE Tensor& Module::get_buffer(std::string_view name) {
+    const auto dot = name.rfind('.');
+    Module& owner = dot == std::string_view::npos ? *this : *get_submodule(name.substr(0, dot));
+    return detail::find_slot(*this, owner, owner.buffers_, name,
+                             dot == std::string_view::npos ? name : name.substr(dot + 1), "buffer");
+}
+
+GRAFT_INLINE Module& Module::train(bool mode) {
+    for (Module* m : modules()) {
+        m->training_ = mode;
+        m->on_train(mode);
+    }
+    return *this;
+}
+
+GRAFT_INLINE void Module::zero_grad(bool set_to_none) {
+    const autograd::no_grad guard;
+    for (const Tensor& p : parameters()) {
+        const Tensor g = p.grad();
+        if (!g.defined()) continue;
+        if (set_to_none) p.set_grad(Tensor{});
+        else p.set_grad(zeros_like(g));
+    }
+}
+
+GRAFT_INLINE Module& Module::to(dtype type) {
+    graft::detail::check(is_floating_point(type), type_name_, ".to: expected a floating-point dtype, got ", type);
+    const autograd::no_grad guard;
+    std::vector<std::pair<Tensor, Tensor>> converted;  // old -> new, so tied tensors stay tied
+    const auto convert = [&](Tensor& t, bool parameter) {
+        if (!t.defined() || !is_floating_point(t.type()) || t.type() == type) return;
+        for (const auto& [from, into] : converted)
+            if (from.is_same(t)) {
+                t = into;
+                return;
+            }
+        Tensor n = t.detach().to(type);
+        if (n.shares_storage_with(t)) n = n.clone();
+        if (parameter) {
+            if (t.requires_grad()) n.requires_grad_(true);
+            if (const Tensor g = t.grad(); g.defined()) n.set_grad(g.to(type));
+        }
+        converted.emplace_back(t, n);
+        t = n;
+    };
+    for (Module* m : modules()) {
+        for (auto& s : m->parameters_) convert(s.value, true);
+        for (auto& s : m->buffers_) convert(s.value, false);
+    }
+    return *this;
+}
+
+GRAFT_INLINE named_tensor_list Module::state_dict() const {
+    std::vector<std::pair<std::string, Tensor*>> entries;
+    detail::state_entries(const_cast<Module&>(*this), "", entries);
+    named_tensor_list r;
+    r.reserve(entries.size());
+    for (auto& [n, t] : entries) r.emplace_back(std::move(n), t->detach());
+    return r;
+}
+
+GRAFT_INLINE load_state_dict_result Module::load_state_dict(const named_tensor_list& list, bool strict) {
+    std::map<std::string, Tensor> dict;
+    for (const auto& [name, t] : list) {
+        const bool fresh = dict.emplace(name, t).second;
+        graft::detail::check(fresh, "Error(s) in loading state_dict for ", type_name_, ":\n\tkey \"", name,
+                             "\" appears twice in the state_dict.");
+    }
+    std::vector<std::pair<std::string, Tensor*>> entries;
+    detail::state_entries(*this, "", entries);
+    load_state_dict_result result;
+    std::vector<std::string> mismatches;
+    std::vector<std::pair<Tensor*, Tensor>> copies;
+    for (const auto& [name, slot] : entries) {
+        const auto it = dict.find(name);
+        if (it == dict.end()) {
+            result.missing_keys.push_back(name);
+            continue;
+        }
+        const Tensor& src = it->second;
+        if (!src.defined()) {
+            mismatches.push_back(graft::detail::concat("value for ", name, " is an undefined tensor."));
+        } else if (src.sizes() != slot->sizes()) {
+            mismatches.push_back(graft::detail::concat("size mismatch for ", name, ": copying a param with shape ",
+                                                       src.sizes(), " from checkpoint, the shape in current model is ",
+                                                       slot->sizes(), "."));
+        } else if (src.type() != slot->type()) {
+            mismatches.push_back(graft::detail::concat("dtype mismatch for ", name, ": copying a param of dtype ",
+                                                       src.type(), " from checkpoint, the dtype in current model is ",
+                                                       slot->type(), " (convert with to() first)."));
+        } else {
+            copies.emplace_back(slot, src);
+        }
+    }
+    for (const auto& [name, value] : list) {
+        const bool known = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == name; });
+        if (!known) result.unexpected_keys.push_back(name);
+    }
+    std::string errors;
+    if (strict && !result.missing_keys.empty())
+        errors += "\n\tMissing key(s) in state_dict: " + detail::quoted_list(result.missing_keys) + ".";
+    if (strict && !result.unexpected_keys.empty())
+        errors += "\n\tUnexpected key(s) in state_dict: " + detail::quoted_list(result.unexpected_keys) + ".";
+    for (const auto& m : mismatches) errors += "\n\t" + m;
+    graft::detail::check(errors.empty(), "Error(s) in loading state_dict for ", type_name_, ":", errors);
+    const autograd::no_grad guard;
+    for (auto& [slot, src] : copies) slot->copy_(src);
+    return result;
+}
+
+GRAFT_INLINE std::string Module::to_string() const {
+    std::string r = type_name_ + "(" + extra_repr();
+    if (!children_.empty()) {
+        r += "\n";
+        for (const auto& [name, child] : children_) {
+            std::string c = child->to_string();
+            std::string indented;
+            for (const char ch : c) {
+                indented += ch;
+                if (ch == '\n') indented += "  ";
+            }
+            r += "  (" + name + "): " + indented + "\n";
+        }
+    }
+    return r + ")";
+}
+
+GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.to_string(); }
+
+GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& tensors, const Tensor& input) {
+    std::vector<std::pair<std::string, Tensor*>> params, bufs;
+    detail::collect(module, [](Module& m) -> auto& { return detail_access::parameters(m); }, true, false, false, params);
+    detail::collect(module, [](Module& m) -> auto& { return detail_access::buffers(m); }, true, false, false, bufs);
+    std::vector<std::pair<Tensor*, Tensor>> plan;
+    for (const auto& [name, value] : tensors) {
+        graft::detail::check(value.defined(), "functional_call: the tensor for \"", name, "\" is undefined");
+        bool found = false;
+        for (auto* list : {&params, &bufs})
+            for (const auto& [n, slot] : *list)
+                if (n == name) {
+                    plan.emplace_back(slot, value);
+                    found = true;
+                }
+        graft::detail::check(found, "functional_call: ", module.type_name(), " has no parameter or buffer named \"",
+                             name, "\"");
+    }
+    // Tied tensors (one tensor in several slots) are replaced together, as PyTorch's
+    // tie_weights=True, unless a slot is given its own value.
+    const std::size_t named = plan.size();
+    for (std::size_t i = 0; i < named; ++i) {
+        const Tensor original = *plan[i].first;
+        for (auto* list : {&params, &bufs})
+            for (const auto& [n, slot] : *list) {
+                const bool given = std::any_of(plan.begin(), plan.end(), [&](const auto& e) { return e.first == slot; });
+                if (!given && slot->is_same(original)) plan.emplace_back(slot, plan[i].second);
+            }
+    }
+    detail::slot_swap swap;
+    swap.lock(module);
+    for (const auto& [slot, value] : plan) swap.replace(slot, value);
+    return module.forward(input);
+}
+
+GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters, const Tensor& input) {
+    std::vector<std::pair<std::string, Tensor*>> slots;
+    detail::collect(module, [](Module& m) -> auto& { return detail_access::parameters(m); }, true, false, false, slots);
+    // Group the slots by tensor (a tied tensor fills several slots) in parameters()'s order.
+    std::vector<Tensor> distinct;
+    std::vector<std::size_t> group(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const Tensor& t = *slots[i].second;
+        const auto it = std::find_if(distinct.begin(), distinct.end(), [&](const Tensor& d) { return d.is_same(t); });
+        group[i] = static_cast<std::size_t>(it - distinct.begin());
+        if (it == distinct.end()) distinct.push_back(t);
+    }
+    graft::detail::check(parameters.size() == distinct.size(), "functional_call: ", module.type_name(), " has ",
+                         distinct.size(), " parameters, got ", parameters.size(), " tensors");
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+        graft::detail::check(parameters[i].defined(), "functional_call: parameter ", i, " is an undefined tensor");
+    detail::slot_swap swap;
+    swap.lock(module);
+    for (std::size_t i = 0; i < slots.size(); ++i) swap.replace(slots[i].second, parameters[group[i]]);
+    return module.forward(input);
+}
+
+}  // namespace graft::nn
+// ---- end graft/nn/impl/module.ipp
+#endif
+// ---- end graft/nn/module.hpp
+// ---- begin graft/nn/modules.hpp
+// graft::nn layers (torch.nn.Linear, activations, Flatten, Identity) and containers
+// (Sequential, ModuleList). Every layer calls graft::nn::functional, so autograd, capture and
+// the executor see ordinary ops. Construct them with std::make_shared (graft/nn/module.hpp
+// explains why). A new layer is a few lines, e.g. a dropout layer:
+//
+//   struct Dropout : Module {
+//       explicit Dropout(double p = 0.5) : Module("Dropout"), p(p) {}
+//       Tensor forward(const Tensor& x) override { return functional::dropout(x, p, is_training()); }
+//       double p;
+//   };
+//
+// and a layer with weights registers them in its constructor:
+// `Tensor& weight = register_parameter("weight", empty({n}, dtype::float32));`.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace graft::nn {
+
+/// y = x W^T + b (torch.nn.Linear): weight [out_features, in_features], bias [out_features]
+/// (absent when `bias` is false), initialized as PyTorch's reset_parameters:
+/// kaiming_uniform_(weight, a = sqrt(5)), bias ~ U(-1/sqrt(in), 1/sqrt(in)).
+class Linear : public Module {
+public:
+    GRAFT_INLINE Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true,
+                        dtype type = dtype::float32);
+    /// The same, drawing the initial values from `gen`.
+    GRAFT_INLINE Linear(std::int64_t in_features, std::int64_t out_features, bool bias, dtype type, generator& gen);
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    /// x [..., in_features] -> [..., out_features]; another last size is a graft::error naming Linear.
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t in_features;
+    const std::int64_t out_features;
+    Tensor& weight;
+    Tensor& bias;  // undefined without bias
+};
+
+/// Returns its input (torch.nn.Identity).
+class Identity : public Module {
+public:
+    Identity() : Module("Identity") {}
+    Tensor forward(const Tensor& input) override { return input; }
+};
+
+/// Merges dimensions start_dim..end_dim (torch.nn.Flatten; the defaults keep the batch dim).
+class Flatten : public Module {
+public:
+    explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1)
+        : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
+    Tensor forward(const Tensor& input) override { return input.flatten(start_dim, end_dim); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    std::int64_t start_dim;
+    std::int64_t end_dim;
+};
+
+class ReLU : public Module {
+public:
+    ReLU() : Module("ReLU") {}
+    Tensor forward(const Tensor& input) override { return functional::relu(input); }
+};
+
+class GELU : public Module {
+public:
+    /// approximate: "none" (exact, erf) or "tanh"; anything else is a graft::error.
+    GRAFT_INLINE explicit GELU(std::string approximate = "none");
+    Tensor forward(const Tensor& input) override { return functional::gelu(input, approximate); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    std::string approximate;
+};
+
+class SiLU : public Module {
+public:
+    SiLU() : Module("SiLU") {}
+    Tensor forward(const Tensor& input) override { return functional::silu(input); }
+};
+
+class Sigmoid : public Module {
+public:
+    Sigmoid() : Module("Sigmoid") {}
+    Tensor forward(const Tensor& input) override { return functional::sigmoid(input); }
+};
+
+class Tanh : public Module {
+public:
+    Tanh() : Module("Tanh") {}
+    Tensor forward(const Tensor& input) override { return functional::tanh(input); }
+};
+
+class Softplus : public Module {
+public:
+    explicit Softplus(double beta = 1.0, double threshold = 20.0)
+        : Module("Softplus"), beta(beta), threshold(threshold) {}
+    Tensor forward(const Tensor& input) override { return functional::softplus(input, beta, threshold); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    double beta;
+    double threshold;
+};
+
+class LeakyReLU : public Module {
+public:
+    explicit LeakyReLU(double negative_slope = 0.01) : Module("LeakyReLU"), negative_slope(negative_slope) {}
+    Tensor forward(const Tensor& input) override { return functional::leaky_relu(input, negative_slope); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    double negative_slope;
+};
+
+/// softmax along `dim` (required: PyTorch's implicit dim is deprecated).
+class Softmax : public Module {
+public:
+    explicit Softmax(std::int64_t dim) : Module("Softmax"), dim(dim) {}
+    Tensor forward(const Tensor& input) override { return functional::softmax(input, dim); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    std::int64_t dim;
+};
+
+class LogSoftmax : public Module {
+public:
+    explicit LogSoftmax(std::int64_t dim) : Module("LogSoftmax"), dim(dim) {}
+    Tensor forward(const Tensor& input) override { return functional::log_softmax(input, dim); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    std::int64_t dim;
+};
+
+namespace detail {
+/// The element list shared by Sequential and ModuleList: children named "0", "1", ...
+class module_sequence : public Module {
+public:
+    using Module::Module;
+    /// Appends a module (registered as child str(size())); null is an error.
+    GRAFT_INLINE void push_back(std::shared_ptr<Module> module);
+    void append(std::shared_ptr<Module> module) { push_back(std::move(module)); }
+    /// Element i; negative i counts from the end (as Python); out of range is an error.
+    [[nodiscard]] GRAFT_INLINE const std::shared_ptr<Module>& operator[](std::int64_t i) const;
+    /// Element i as a M (a graft::error when it is not one).
+    template <class M>
+    [[nodiscard]] std::shared_ptr<M> at(std::int64_t i) const {
+        auto r = std::dynamic_pointer_cast<M>((*this)[i]);
+        graft::detail::check(r != nullptr, type_name(), "::at(", i, "): element is a ", (*this)[i]->type_name(),
+                             ", not the requested type");
+        return r;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return items_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return items_.empty(); }
+    [[nodiscard]] auto begin() const noexcept { return items_.begin(); }
+    [[nodiscard]] auto end() const noexcept { return items_.end(); }
+
+protected:
+    std::vector<std::shared_ptr<Module>> items_;
+};
+}  // namespace detail
+
+/// Modules applied in order, each to the previous one's output (torch.nn.Sequential).
+/// Sequential(a, b, c) or Sequential({a, b, c}) with shared_ptrs to modules.
+class Sequential : public detail::module_sequence {
+public:
+    Sequential() : module_sequence("Sequential") {}
+    GRAFT_INLINE explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+    template <class... Ms>
+        requires(sizeof...(Ms) > 0 && (std::is_base_of_v<Module, Ms> && ...))
+    explicit Sequential(std::shared_ptr<Ms>... modules) : Sequential(std::vector<std::shared_ptr<Module>>{modules...}) {}
+    /// The input through every module in order (the input itself when empty).
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// A list of modules registered as children (torch.nn.ModuleList); it has no forward.
+class ModuleList : public detail::module_sequence {
+public:
+    ModuleList() : module_sequence("ModuleList") {}
+    GRAFT_INLINE explicit ModuleList(std::vector<std::shared_ptr<Module>> modules);
+    /// Appends every module of `modules`.
+    GRAFT_INLINE void extend(const std::vector<std::shared_ptr<Module>>& modules);
+};
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/modules.ipp
+// Definitions for graft/nn/modules.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <string>
+
+
+namespace graft::nn {
+namespace detail {
+inline std::int64_t checked_features(const char* what, std::int64_t n) {
+    graft::detail::check(n >= 0, "Linear: ", what, " must be non-negative, got ", n);
+    return n;
+}
+inline dtype checked_linear_dtype(dtype type) {
+    graft::detail::check(is_floating_point(type), "Linear: expected a floating-point dtype, got ", type);
+    return type;
+}
+inline std::string format_double(double v) {
+    std::string s = graft::detail::concat(v);
+    return s;
+}
+}  // namespace detail
+
+GRAFT_INLINE Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, dtype type)
+    : Linear(in, out, with_bias, type, default_generator()) {}
+
+GRAFT_INLINE Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, dtype type, generator& gen)
+    : Module("Linear"),
+      in_features(detail::checked_features("in_features", in)),
+      out_features(detail::checked_features("out_features", out)),
+      weight(register_parameter("weight", empty({out, in}, detail::checked_linear_dtype(type)))),
+      bias(register_parameter("bias", with_bias ? empty({out}, type) : Tensor{})) {
+    reset_parameters(gen);
+}
+
+GRAFT_INLINE void Linear::reset_parameters(generator& gen) {
+    init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
+    if (bias.defined()) {
+        const double bound = in_features > 0 ? 1.0 / std::sqrt(static_cast<double>(in_features)) : 0.0;
+        init::uniform_(bias, -bound, bound, gen);
+    }
+}
+
+GRAFT_INLINE Tensor Linear::forward(const Tensor& input) {
+    graft::detail::check(input.defined(), "Linear: got an undefined input");
+    graft::detail::check(input.dim() >= 1 && input.size(-1) == in_features, "Linear(in_features=", in_features,
+                         ", out_features=", out_features, "): expected an input whose last dimension is ",
+                         in_features, ", got sizes ", input.sizes());
+    return functional::linear(input, weight, bias);
+}
+
+GRAFT_INLINE std::string Linear::extra_repr() const {
+    return graft::detail::concat("in_features=", in_features, ", out_features=", out_features,
+                                 ", bias=", bias.defined() ? "True" : "False");
+}
+
+GRAFT_INLINE std::string Flatten::extra_repr() const {
+    return graft::detail::concat("start_dim=", start_dim, ", end_dim=", end_dim);
+}
+
+GRAFT_INLINE GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
+    graft::detail::check(approximate == "none" || approximate == "tanh",
+                         "GELU: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+}
+
+GRAFT_INLINE std::string GELU::extra_repr() const { return "approximate='" + approximate + "'"; }
+
+GRAFT_INLINE std::string Softplus::extra_repr() const {
+    return "beta=" + detail::format_double(beta) + ", threshold=" + detail::format_double(threshold);
+}
+
+GRAFT_INLINE std::string LeakyReLU::extra_repr() const {
+    return "negative_slope=" + detail::format_double(negative_slope);
+}
+
+GRAFT_INLINE std::string Softmax::extra_repr() const { return graft::detail::concat("dim=", dim); }
+GRAFT_INLINE std::string LogSoftmax::extra_repr() const { return graft::detail::concat("dim=", dim); }
+
+namespace detail {
+
+GRAFT_INLINE void module_sequence::push_back(std::shared_ptr<Module> module) {
+    graft::detail::check(module != nullptr, type_name(), "::push_back: the module is null");
+    register_module(std::to_string(items_.size()), module);
+    items_.push_back(std::move(module));
+}
+
+GRAFT_INLINE const std::shared_ptr<Module>& module_sequence::operator[](std::int64_t i) const {
+    const auto n = static_cast<std::int64_t>(items_.size());
+    graft::detail::check(i >= -n && i < n, type_name(), ": index ", i, " is out of range for ", n, " modules");
+    return items_[static_cast<std::size_t>(i < 0 ? i + n : i)];
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : module_sequence("Sequential") {
+    for (auto& m : modules) push_back(std::move(m));
+}
+
+GRAFT_INLINE Tensor Sequential::forward(const Tensor& input) {
+    Tensor x = input;
+    for (const auto& m : items_) x = m->forward(x);
+    return x;
+}
+
+GRAFT_INLINE ModuleList::ModuleList(std::vector<std::shared_ptr<Module>> modules) : module_sequence("ModuleList") {
+    extend(modules);
+}
+
+GRAFT_INLINE void ModuleList::extend(const std::vector<std::shared_ptr<Module>>& modules) {
+    for (const auto& m : modules) push_back(m);
+}
+
+}  // namespace graft::nn
+// ---- end graft/nn/impl/modules.ipp
+#endif
+// ---- end graft/nn/modules.hpp
+// ---- begin graft/nn/serialize.hpp
+// A module's state_dict to and from a safetensors file (graft/io.hpp): the format PyTorch's
+// safetensors.torch.save_model / load_model read and write, so weights move between graft
+// and PyTorch by name ("0.weight", "fc1.bias"). Manual: docs/nn.md.
+#include <filesystem>
+
+
+namespace graft::nn {
+
+/// Writes module.state_dict() to `path` (metadata {"format": "pt"}, as save_model writes).
+GRAFT_INLINE void save_state_dict(const Module& module, const std::filesystem::path& path);
+
+/// Reads a safetensors file and loads it with module.load_state_dict(dict, strict): a file
+/// that cannot be read, or whose names, shapes or dtypes do not fit the module, is a
+/// graft::error and leaves the module unchanged.
+GRAFT_INLINE load_state_dict_result load_state_dict(Module& module, const std::filesystem::path& path,
+                                                    bool strict = true);
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/serialize.ipp
+// Definitions for graft/nn/serialize.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+namespace graft::nn {
+
+GRAFT_INLINE void save_state_dict(const Module& module, const std::filesystem::path& path) {
+    io::save_file(module.state_dict(), path, {{"format", "pt"}});
+}
+
+GRAFT_INLINE load_state_dict_result load_state_dict(Module& module, const std::filesystem::path& path, bool strict) {
+    return module.load_state_dict(io::load_file(path), strict);
+}
+
+}  // namespace graft::nn
+// ---- end graft/nn/impl/serialize.ipp
+#endif
+// ---- end graft/nn/serialize.hpp
+// ---- begin graft/nn/utils.hpp
+// graft::nn::utils: gradient utilities of torch.nn.utils (clip_grad_norm_). Manual:
+// docs/optim.md (they belong to the training loop, next to the optimizers).
+#include <vector>
+
+
+namespace graft::nn::utils {
+
+/// Scales the gradients of `parameters` in place so that their total norm is at most
+/// max_norm (torch.nn.utils.clip_grad_norm_), and returns the total norm before clipping as
+/// a 0-d tensor. The total norm is the norm_type-norm of the per-gradient norm_type-norms
+/// (any p > 0, inf for the largest |g|; also -inf and 0 as torch.linalg.vector_norm), each
+/// gradient is multiplied by min(max_norm / (total + 1e-6), 1) as PyTorch does. Parameters
+/// without a gradient are skipped; with none at all the result is 0. A non-finite total norm
+/// is a graft::error when error_if_nonfinite (PyTorch's message), otherwise the gradients are
+/// scaled by it anyway (NaN in, NaN out). Sums accumulate in double (PyTorch: in the
+/// gradient's dtype). The result is float64 if any gradient is float64, else float32.
+GRAFT_INLINE Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
+                                    bool error_if_nonfinite = false);
+/// The same for one parameter.
+GRAFT_INLINE Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0,
+                                    bool error_if_nonfinite = false);
+
+}  // namespace graft::nn::utils
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/utils.ipp
+// Definitions for graft/nn/utils.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+
+namespace graft::nn::utils {
+namespace detail {
+
+/// Running vector norm of order p over values fed one by one (torch.linalg.vector_norm's
+/// orders: inf, -inf, 0, any other p via sum |x|^p), accumulated in double.
+struct norm_acc {
+    double p;
+    double acc;
+    explicit norm_acc(double order)
+        : p(order), acc(std::isinf(order) && order < 0 ? std::numeric_limits<double>::infinity() : 0.0) {}
+    void add(double x) {
+        const double a = std::fabs(x);
+        if (std::isinf(p)) {
+            if (a != a || acc != acc)
+                acc = std::numeric_limits<double>::quiet_NaN();
+            else
+                acc = p > 0 ? (a > acc ? a : acc) : (a < acc ? a : acc);
+        } else if (p == 0) {
+            acc += x != 0 ? 1.0 : 0.0;  // NaN counts as nonzero
+        } else if (p == 1) {
+            acc += a;
+        } else if (p == 2) {
+            acc += a * a;
+        } else {
+            acc += std::pow(a, p);
+        }
+    }
+    [[nodiscard]] double result() const {
+        if (std::isinf(p) || p == 0 || p == 1) return acc;
+        if (p == 2) return std::sqrt(acc);
+        return std::pow(acc, 1.0 / p);
+    }
+};
+
+template <class T>
+double grad_norm(const Tensor& g, double p) {
+    const Tensor c = g.is_contiguous() ? g : g.contiguous();
+    const T* x = c.data_ptr<T>();
+    norm_acc acc(p);
+    for (std::int64_t i = 0, n = c.numel(); i < n; ++i) acc.add(static_cast<double>(x[i]));
+    return acc.result();
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+                                    bool error_if_nonfinite) {
+    using graft::detail::check;
+    constexpr const char* op = "clip_grad_norm_";
+    check(norm_type == norm_type, op, ": norm_type is NaN");
+    check(max_norm == max_norm, op, ": max_norm is NaN");
+    std::vector<Tensor> grads;
+    bool any_f64 = false;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+        check(parameters[i].defined(), op, ": parameter ", i, " is an undefined tensor");
+        Tensor g = parameters[i].grad();
+        if (!g.defined()) continue;
+        check(g.type() == dtype::float32 || g.type() == dtype::float64, op, ": the gradient of parameter ", i,
+              " has dtype ", g.type(), "; expected float32 or float64");
+        any_f64 = any_f64 || g.type() == dtype::float64;
+        grads.push_back(g);
+    }
+    const dtype out = any_f64 ? dtype::float64 : dtype::float32;
+    if (grads.empty()) return full({}, 0.0, out);
+    detail::norm_acc total(norm_type);
+    for (const Tensor& g : grads) {
+        double n = g.type() == dtype::float32 ? detail::grad_norm<float>(g, norm_type)
+                                              : detail::grad_norm<double>(g, norm_type);
+        if (g.type() == dtype::float32) n = static_cast<double>(static_cast<float>(n));  // the norm in g's dtype
+        total.add(n);
+    }
+    double t = total.result();
+    if (out == dtype::float32) t = static_cast<double>(static_cast<float>(t));
+    if (error_if_nonfinite)
+        check(std::isfinite(t), op, ": The total norm of order ", norm_type,
+              " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and "
+              "scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");
+    // clip_coef = max_norm / (total + 1e-6), clamped to at most 1 (NaN stays NaN), in the
+    // total norm's dtype.
+    double coef;
+    if (out == dtype::float32) {
+        const float c = static_cast<float>(max_norm) / (static_cast<float>(t) + 1e-6f);
+        coef = c > 1.0f ? 1.0 : static_cast<double>(c);
+    } else {
+        const double c = max_norm / (t + 1e-6);
+        coef = c > 1.0 ? 1.0 : c;
+    }
+    {
+        autograd::no_grad guard;
+        for (Tensor& g : grads) g.mul_(coef);
+    }
+    return full({}, t, out);
+}
+
+GRAFT_INLINE Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type,
+                                    bool error_if_nonfinite) {
+    return clip_grad_norm_(std::vector<Tensor>{parameter}, max_norm, norm_type, error_if_nonfinite);
+}
+
+}  // namespace graft::nn::utils
+// ---- end graft/nn/impl/utils.ipp
+#endif
+// ---- end graft/nn/utils.hpp
 // ---- end graft/nn.hpp
+// ---- begin graft/optim.hpp
+// graft/optim.hpp: the optimizers (graft::optim: SGD, Adam, AdamW with fused SIMD steps,
+// param groups, state_dict) and the learning-rate schedulers (graft::optim::lr_scheduler:
+// StepLR, CosineAnnealingLR), as torch.optim. Built on tensors and autograd only.
+// Manual: docs/optim.md. Gradient clipping (nn::utils::clip_grad_norm_) is in graft/nn.hpp.
+// ---- begin graft/optim/optimizer.hpp
+// graft::optim::Optimizer: the base of graft's optimizers (torch.optim.Optimizer): parameter
+// groups with per-group options over the optimizer's defaults, zero_grad, step (with an
+// optional closure) and state_dict / load_state_dict. SGD, Adam and AdamW derive from it
+// (graft/optim/sgd.hpp, graft/optim/adam.hpp). Manual: docs/optim.md.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace graft::optim {
+
+/// Options of a parameter group or an optimizer's defaults, by PyTorch's key ("lr",
+/// "momentum", "weight_decay", ...). Booleans (nesterov, maximize, amsgrad) are 0 or 1, and
+/// Adam's `betas` pair is the two keys "beta1" and "beta2".
+using options_map = std::map<std::string, double, std::less<>>;
+
+/// One parameter group (an entry of PyTorch's optimizer.param_groups): its parameters and
+/// its options. Options left out when the group is added take the optimizer's defaults.
+struct ParamGroup {
+    std::vector<Tensor> params;
+    options_map options;
+
+    ParamGroup() = default;
+    ParamGroup(std::vector<Tensor> p, options_map o = {}) : params(std::move(p)), options(std::move(o)) {}
+
+    /// The option `key` (PyTorch's group["lr"]); graft::error if the group has no such option.
+    /// Assigning through it changes the option for the following steps (as schedulers do).
+    [[nodiscard]] double& operator[](std::string_view key);
+    [[nodiscard]] double operator[](std::string_view key) const;
+};
+
+/// An optimizer's state as plain data (PyTorch's optimizer.state_dict()): per parameter index
+/// (counted over all groups in order) its state tensors by PyTorch's names ("step",
+/// "momentum_buffer", "exp_avg", ...), and per group its options and parameter indices.
+/// Parameters that have no state yet (never stepped) have no entry, as in PyTorch.
+struct OptimizerStateDict {
+    struct Group {
+        options_map options;
+        std::vector<std::int64_t> params;
+    };
+    std::map<std::int64_t, std::map<std::string, Tensor>> state;
+    std::vector<Group> param_groups;
+};
+
+/// The base class of graft's optimizers (torch.optim.Optimizer). Not copyable (its state
+/// tensors would be shared); movable.
+class Optimizer {
+public:
+    virtual ~Optimizer() = default;
+    Optimizer(const Optimizer&) = delete;
+    Optimizer& operator=(const Optimizer&) = delete;
+    Optimizer(Optimizer&&) = default;
+    Optimizer& operator=(Optimizer&&) = default;
+
+    /// The parameter groups; their options may be changed in place (an unknown key cannot be
+    /// added: ParamGroup::operator[] throws), their parameter lists must not be (use
+    /// add_param_group).
+    [[nodiscard]] std::vector<ParamGroup>& param_groups() noexcept { return groups_; }
+    [[nodiscard]] const std::vector<ParamGroup>& param_groups() const noexcept { return groups_; }
+    /// The defaults given to the constructor (PyTorch's optimizer.defaults).
+    [[nodiscard]] const options_map& defaults() const noexcept { return defaults_; }
+
+    /// Adds a group (PyTorch's add_param_group): missing options take the defaults; unknown
+    /// options, invalid values, parameters that are not float32/float64 leaves requiring grad,
+    /// and parameters already in a group are errors (the optimizer is left unchanged).
+    GRAFT_INLINE void add_param_group(ParamGroup group);
+
+    /// Clears every parameter's gradient: set_to_none (the default, as PyTorch) makes it
+    /// undefined; otherwise it is detached and filled with zeros.
+    GRAFT_INLINE void zero_grad(bool set_to_none = true);
+
+    /// One optimization step over every parameter that has a gradient (parameters without
+    /// one are skipped, as in PyTorch). Runs under no_grad, updates the parameters in place
+    /// (bumping their version counters) and records no autograd history.
+    GRAFT_INLINE void step();
+    /// Calls `closure` (which should zero the gradients, compute the loss and call backward)
+    /// with gradients enabled, then steps; returns the closure's loss.
+    GRAFT_INLINE Tensor step(const std::function<Tensor()>& closure);
+
+    /// A snapshot of the state (the tensors are copies) and the groups' options.
+    [[nodiscard]] GRAFT_INLINE OptimizerStateDict state_dict() const;
+    /// Restores a state_dict of an optimizer of the same kind over parameters of the same
+    /// shapes: the groups' options are replaced, the state tensors copied (converted to each
+    /// parameter's dtype). A different number of groups or of parameters in a group, an
+    /// unknown state key, a state tensor of another shape, or an index out of range is a
+    /// graft::error, and the optimizer is left unchanged.
+    GRAFT_INLINE void load_state_dict(const OptimizerStateDict& state_dict);
+
+    /// The optimizer's name as in PyTorch ("SGD", "Adam", "AdamW"); used in error messages.
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+protected:
+    /// One parameter's state: the step count and the state tensors (contiguous, the
+    /// parameter's dtype and shape; "step" is kept as step).
+    struct ParamState {
+        std::int64_t step = 0;
+        bool has_step = false;  // whether "step" is part of this optimizer's state
+        std::map<std::string, Tensor> buffers;
+        [[nodiscard]] bool empty() const noexcept { return !has_step && buffers.empty(); }
+    };
+
+    GRAFT_INLINE Optimizer(std::string name, options_map defaults);
+
+    /// Validates a group's options (all keys present); throws graft::error.
+    virtual void check_options(const options_map& options) const = 0;
+    /// The state keys this optimizer stores (besides "step" when uses_step()).
+    [[nodiscard]] virtual std::vector<std::string> state_keys() const = 0;
+    [[nodiscard]] virtual bool uses_step() const = 0;
+    /// Updates one parameter from its gradient (contiguous, same dtype and shape) and its state.
+    virtual void update(const options_map& options, Tensor& param, const Tensor& grad, ParamState& state) = 0;
+
+    /// Adds the constructor's parameters as one group, or checks that some were given.
+    GRAFT_INLINE void init_groups(std::vector<ParamGroup> groups);
+
+private:
+    std::string name_;
+    options_map defaults_;
+    std::vector<ParamGroup> groups_;
+    std::vector<std::vector<ParamState>> state_;  // parallel to groups_[g].params
+};
+
+}  // namespace graft::optim
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/optim/impl/optimizer.ipp
+// Definitions for graft/optim/optimizer.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstddef>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace graft::optim {
+
+GRAFT_INLINE double& ParamGroup::operator[](std::string_view key) {
+    auto it = options.find(key);
+    graft::detail::check(it != options.end(), "optim: the parameter group has no option '", key, "'");
+    return it->second;
+}
+
+GRAFT_INLINE double ParamGroup::operator[](std::string_view key) const {
+    auto it = options.find(key);
+    graft::detail::check(it != options.end(), "optim: the parameter group has no option '", key, "'");
+    return it->second;
+}
+
+GRAFT_INLINE Optimizer::Optimizer(std::string name, options_map defaults)
+    : name_(std::move(name)), defaults_(std::move(defaults)) {}
+
+GRAFT_INLINE void Optimizer::init_groups(std::vector<ParamGroup> groups) {
+    graft::detail::check(!groups.empty(), name_, ": optimizer got an empty parameter list");
+    std::size_t total = 0;
+    for (const auto& g : groups) total += g.params.size();
+    graft::detail::check(total > 0, name_, ": optimizer got an empty parameter list");
+    for (auto& g : groups) add_param_group(std::move(g));
+}
+
+GRAFT_INLINE void Optimizer::add_param_group(ParamGroup group) {
+    using graft::detail::check;
+    const std::string& op = name_;
+    // Options: known keys only ("initial_lr" is the schedulers' own, as in PyTorch), the
+    // rest from the defaults.
+    for (const auto& [key, value] : group.options)
+        check(defaults_.count(key) != 0 || key == "initial_lr", op, ": add_param_group: unknown option '", key,
+              "' (this optimizer's options: ",
+              [&] {
+                  std::string s;
+                  for (const auto& [k, v] : defaults_) s += (s.empty() ? "" : ", ") + k;
+                  return s;
+              }(),
+              ")");
+    for (const auto& [key, value] : defaults_) group.options.emplace(key, value);
+    check_options(group.options);
+    // Parameters: float leaves requiring grad, each in one group only.
+    for (std::size_t i = 0; i < group.params.size(); ++i) {
+        const Tensor& p = group.params[i];
+        check(p.defined(), op, ": parameter ", i, " of the group is an undefined tensor");
+        check(p.type() == dtype::float32 || p.type() == dtype::float64, op, ": parameter ", i,
+              " has dtype ", p.type(), "; only float32 and float64 parameters can be optimized");
+        check(p.requires_grad(), op, ": parameter ", i,
+              " does not require grad; only tensors that require grad can be optimized");
+        check(p.is_leaf(), op, ": can't optimize a non-leaf Tensor (parameter ", i, " of the group)");
+        for (std::size_t j = 0; j < i; ++j)
+            check(!group.params[j].is_same(p), op, ": the parameter group contains parameter ", i,
+                  " more than once");
+        for (const auto& other : groups_)
+            for (const auto& q : other.params)
+                check(!q.is_same(p), op, ": some parameters appear in more than one parameter group");
+    }
+    state_.emplace_back(group.params.size());
+    groups_.push_back(std::move(group));
+}
+
+GRAFT_INLINE void Optimizer::zero_grad(bool set_to_none) {
+    autograd::no_grad guard;
+    for (auto& g : groups_)
+        for (auto& p : g.params) {
+            Tensor grad = p.grad();
+            if (!grad.defined()) continue;
+            if (set_to_none) {
+                p.set_grad(Tensor{});
+            } else {
+                if (grad.requires_grad() || grad.grad_fn()) {
+                    grad = grad.detach();
+                    p.set_grad(grad);
+                }
+                grad.zero_();
+            }
+        }
+}
+
+GRAFT_INLINE void Optimizer::step() {
+    autograd::no_grad guard;
+    // Check everything first, so that a bad gradient leaves every parameter unchanged.
+    struct item {
+        std::size_t group, index;
+        Tensor grad;
+    };
+    std::vector<item> todo;
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        const ParamGroup& group = groups_[gi];
+        check_options(group.options);  // options may have been changed through param_groups()
+        for (std::size_t i = 0; i < group.params.size(); ++i) {
+            const Tensor& p = group.params[i];
+            Tensor grad = p.grad();
+            if (!grad.defined()) continue;
+            graft::detail::check(grad.type() == p.type(), name_, ": step: the gradient of parameter ", i,
+                                 " of group ", gi, " has dtype ", grad.type(), " but the parameter has dtype ",
+                                 p.type());
+            graft::detail::check(grad.sizes() == p.sizes(), name_, ": step: the gradient of parameter ", i,
+                                 " of group ", gi, " has shape ", grad.sizes(), " but the parameter has shape ",
+                                 p.sizes());
+            todo.push_back({gi, i, grad.is_contiguous() ? grad : grad.contiguous()});
+        }
+    }
+    for (auto& [gi, i, grad] : todo) {
+        Tensor& p = groups_[gi].params[i];
+        ParamState& st = state_[gi][i];
+        st.has_step = uses_step();
+        if (p.is_contiguous()) {
+            update(groups_[gi].options, p, grad, st);
+        } else {
+            // The kernels need contiguous memory: update a contiguous copy, write it back.
+            Tensor c = p.contiguous();
+            update(groups_[gi].options, c, grad, st);
+            p.copy_(c);
+        }
+        p.bump_version();
+    }
+}
+
+GRAFT_INLINE Tensor Optimizer::step(const std::function<Tensor()>& closure) {
+    graft::detail::check(static_cast<bool>(closure), name_, ": step: the closure is empty");
+    Tensor loss;
+    {
+        autograd::enable_grad guard;
+        loss = closure();
+    }
+    step();
+    return loss;
+}
+
+GRAFT_INLINE OptimizerStateDict Optimizer::state_dict() const {
+    OptimizerStateDict sd;
+    std::int64_t index = 0;
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        OptimizerStateDict::Group g;
+        g.options = groups_[gi].options;
+        for (std::size_t i = 0; i < groups_[gi].params.size(); ++i, ++index) {
+            g.params.push_back(index);
+            const ParamState& st = state_[gi][i];
+            if (st.empty()) continue;
+            auto& entry = sd.state[index];
+            // "step" as PyTorch keeps it: a 0-d float32 tensor.
+            if (st.has_step) entry["step"] = full({}, static_cast<double>(st.step), dtype::float32);
+            for (const auto& [key, t] : st.buffers) entry[key] = t.clone();
+        }
+        sd.param_groups.push_back(std::move(g));
+    }
+    return sd;
+}
+
+GRAFT_INLINE void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
+    using graft::detail::check;
+    const std::string op = name_ + ": load_state_dict";
+    check(sd.param_groups.size() == groups_.size(), op,
+          ": loaded state dict has a different number of parameter groups (", sd.param_groups.size(),
+          ") than the optimizer (", groups_.size(), ")");
+    // Map parameter indices to (group, position), checking the groups' sizes.
+    std::vector<std::pair<std::size_t, std::size_t>> where;
+    std::map<std::int64_t, std::size_t> index_of;  // saved index -> flat position
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        const auto& saved = sd.param_groups[gi];
+        check(saved.params.size() == groups_[gi].params.size(), op, ": loaded state dict contains a parameter group (",
+              gi, ") of ", saved.params.size(), " parameters that doesn't match the size of optimizer's group (",
+              groups_[gi].params.size(), ")");
+        for (std::size_t i = 0; i < saved.params.size(); ++i) {
+            check(index_of.emplace(saved.params[i], where.size()).second, op, ": parameter index ", saved.params[i],
+                  " appears more than once in the loaded param_groups");
+            where.emplace_back(gi, i);
+        }
+        options_map opts = saved.options;
+        for (const auto& [key, value] : opts)
+            check(defaults_.count(key) != 0 || key == "initial_lr", op, ": unknown option '", key,
+                  "' in parameter group ", gi);
+        for (const auto& [key, value] : defaults_)
+            check(opts.count(key) != 0, op, ": parameter group ", gi, " lacks the option '", key, "'");
+        check_options(opts);
+    }
+    // Build the new state completely before replacing anything.
+    std::vector<std::vector<ParamState>> fresh;
+    for (const auto& g : groups_) fresh.emplace_back(g.params.size());
+    const std::vector<std::string> keys = state_keys();
+    for (const auto& [index, entry] : sd.state) {
+        auto it = index_of.find(index);
+        check(it != index_of.end(), op, ": state for parameter index ", index,
+              " which is not in the loaded param_groups");
+        const auto [gi, i] = where[it->second];
+        const Tensor& p = groups_[gi].params[i];
+        ParamState& st = fresh[gi][i];
+        for (const auto& [key, t] : entry) {
+            check(t.defined(), op, ": state '", key, "' of parameter ", index, " is an undefined tensor");
+            if (key == "step") {
+                check(uses_step(), op, ": ", name_, " keeps no 'step' state (parameter ", index, ")");
+                check(t.numel() == 1, op, ": state 'step' of parameter ", index, " must have one element, got shape ",
+                      t.sizes());
+                const double s = t.item<double>();
+                check(s >= 0 && s < 9.0e15 && s == std::floor(s), op, ": state 'step' of parameter ", index,
+                      " must be a non-negative integer, got ", s);
+                st.step = static_cast<std::int64_t>(s);
+                st.has_step = true;
+                continue;
+            }
+            bool known = false;
+            for (const auto& k : keys) known = known || k == key;
+            check(known, op, ": unknown state '", key, "' for parameter ", index);
+            check(t.sizes() == p.sizes(), op, ": state '", key, "' of parameter ", index, " has shape ", t.sizes(),
+                  " but the parameter has shape ", p.sizes());
+            check(is_floating_point(t.type()), op, ": state '", key, "' of parameter ", index,
+                  " must be floating point, got dtype ", t.type());
+            st.buffers[key] = t.to(p.type()).clone().contiguous();
+        }
+        if (uses_step() && !st.buffers.empty())
+            check(st.has_step, op, ": the state of parameter ", index, " has no 'step'");
+    }
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        options_map opts = sd.param_groups[gi].options;
+        groups_[gi].options = std::move(opts);
+    }
+    state_ = std::move(fresh);
+}
+
+}  // namespace graft::optim
+// ---- end graft/optim/impl/optimizer.ipp
+#endif
+// ---- end graft/optim/optimizer.hpp
+// ---- begin graft/optim/sgd.hpp
+// graft::optim::SGD (torch.optim.SGD): stochastic gradient descent with optional momentum,
+// dampening, Nesterov momentum, L2 weight decay and maximize. Each step is one fused pass per
+// parameter (graft/kernels/optim-inl.hpp). Manual: docs/optim.md.
+#include <vector>
+
+
+namespace graft::optim {
+
+/// PyTorch's SGD. Per parameter with a gradient g (PyTorch's update, written out):
+///   g = maximize ? -g : g;  g += weight_decay * p;
+///   momentum != 0: buf = (first step) ? g : momentum * buf + (1 - dampening) * g;
+///                  g = nesterov ? g + momentum * buf : buf;
+///   p -= lr * g.
+/// Options (group keys): "lr", "momentum", "dampening", "weight_decay", "nesterov",
+/// "maximize". State: "momentum_buffer" (only when momentum != 0).
+/// Errors (PyTorch's checks): negative lr, momentum or weight_decay; nesterov without a
+/// positive momentum or with nonzero dampening.
+class SGD : public Optimizer {
+public:
+    GRAFT_INLINE explicit SGD(std::vector<Tensor> params, double lr = 1e-3, double momentum = 0, double dampening = 0,
+                              double weight_decay = 0, bool nesterov = false, bool maximize = false);
+    /// Several parameter groups; options missing from a group take these defaults.
+    GRAFT_INLINE explicit SGD(std::vector<ParamGroup> groups, double lr = 1e-3, double momentum = 0,
+                              double dampening = 0, double weight_decay = 0, bool nesterov = false,
+                              bool maximize = false);
+
+protected:
+    GRAFT_INLINE void check_options(const options_map& o) const override;
+    [[nodiscard]] GRAFT_INLINE std::vector<std::string> state_keys() const override;
+    [[nodiscard]] bool uses_step() const override { return false; }
+    GRAFT_INLINE void update(const options_map& o, Tensor& param, const Tensor& grad, ParamState& state) override;
+};
+
+}  // namespace graft::optim
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/optim/impl/sgd.ipp
+// Definitions for graft/optim/sgd.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace graft::optim {
+namespace detail {
+
+inline options_map sgd_defaults(double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                                bool maximize) {
+    return {{"lr", lr},
+            {"momentum", momentum},
+            {"dampening", dampening},
+            {"weight_decay", weight_decay},
+            {"nesterov", nesterov ? 1.0 : 0.0},
+            {"maximize", maximize ? 1.0 : 0.0}};
+}
+
+inline void check_flag(const char* op, const options_map& o, const char* key) {
+    const double v = o.find(key)->second;
+    graft::detail::check(v == 0 || v == 1, op, ": option '", key, "' is a flag and must be 0 or 1, got ", v);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampening, double weight_decay,
+                      bool nesterov, bool maximize)
+    : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, lr, momentum, dampening, weight_decay, nesterov,
+          maximize) {}
+
+GRAFT_INLINE SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double dampening,
+                      double weight_decay, bool nesterov, bool maximize)
+    : Optimizer("SGD", detail::sgd_defaults(lr, momentum, dampening, weight_decay, nesterov, maximize)) {
+    check_options(defaults());
+    init_groups(std::move(groups));
+}
+
+GRAFT_INLINE void SGD::check_options(const options_map& o) const {
+    using graft::detail::check;
+    const double lr = o.find("lr")->second, momentum = o.find("momentum")->second;
+    const double dampening = o.find("dampening")->second, wd = o.find("weight_decay")->second;
+    check(lr >= 0, "SGD: Invalid learning rate: ", lr);
+    check(momentum >= 0, "SGD: Invalid momentum value: ", momentum);
+    check(wd >= 0, "SGD: Invalid weight_decay value: ", wd);
+    check(dampening == dampening, "SGD: Invalid dampening value: ", dampening);
+    detail::check_flag("SGD", o, "nesterov");
+    detail::check_flag("SGD", o, "maximize");
+    if (o.find("nesterov")->second != 0)
+        check(momentum > 0 && dampening == 0, "SGD: Nesterov momentum requires a momentum and zero dampening");
+}
+
+GRAFT_INLINE std::vector<std::string> SGD::state_keys() const { return {"momentum_buffer"}; }
+
+GRAFT_INLINE void SGD::update(const options_map& o, Tensor& param, const Tensor& grad, ParamState& state) {
+    kernels::sgd_args a;
+    a.lr = o.find("lr")->second;
+    a.momentum = o.find("momentum")->second;
+    a.dampening = o.find("dampening")->second;
+    a.weight_decay = o.find("weight_decay")->second;
+    a.nesterov = o.find("nesterov")->second != 0;
+    a.maximize = o.find("maximize")->second != 0;
+    Tensor buf;
+    if (a.momentum != 0) {
+        auto it = state.buffers.find("momentum_buffer");
+        a.first = it == state.buffers.end();
+        if (a.first) {
+            buf = empty(param.sizes(), param.type());  // set to the gradient by the kernel
+            state.buffers["momentum_buffer"] = buf;
+        } else {
+            buf = it->second;
+        }
+    }
+    const auto n = static_cast<std::size_t>(param.numel());
+    if (param.type() == dtype::float32)
+        kernels::sgd_step(a, param.data_ptr<float>(), grad.data_ptr<float>(),
+                          buf.defined() ? buf.data_ptr<float>() : nullptr, n);
+    else
+        kernels::sgd_step(a, param.data_ptr<double>(), grad.data_ptr<double>(),
+                          buf.defined() ? buf.data_ptr<double>() : nullptr, n);
+}
+
+}  // namespace graft::optim
+// ---- end graft/optim/impl/sgd.ipp
+#endif
+// ---- end graft/optim/sgd.hpp
+// ---- begin graft/optim/adam.hpp
+// graft::optim::Adam and AdamW (torch.optim.Adam, torch.optim.AdamW): Adam with bias
+// correction, optional AMSGrad and maximize; Adam's weight decay is L2 (added to the
+// gradient), AdamW's is decoupled (the parameter is scaled by 1 - lr * weight_decay). Each
+// step is one fused pass per parameter (graft/kernels/optim-inl.hpp). Manual: docs/optim.md.
+#include <utility>
+#include <vector>
+
+
+namespace graft::optim {
+
+/// PyTorch's Adam. Per parameter with a gradient g, at step t (PyTorch's update, written out):
+///   g = maximize ? -g : g;  g += weight_decay * p   (AdamW instead: p *= 1 - lr * weight_decay)
+///   m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+///   amsgrad: vmax = max(vmax, v), used for v below
+///   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
+/// Options (group keys): "lr", "beta1", "beta2" (PyTorch's betas pair), "eps",
+/// "weight_decay", "amsgrad", "maximize". State: "step", "exp_avg", "exp_avg_sq" and, with
+/// amsgrad, "max_exp_avg_sq".
+/// Errors (PyTorch's checks): negative lr, eps or weight_decay; a beta outside [0, 1).
+class Adam : public Optimizer {
+public:
+    GRAFT_INLINE explicit Adam(std::vector<Tensor> params, double lr = 1e-3,
+                               std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                               double weight_decay = 0, bool amsgrad = false, bool maximize = false);
+    /// Several parameter groups; options missing from a group take these defaults.
+    GRAFT_INLINE explicit Adam(std::vector<ParamGroup> groups, double lr = 1e-3,
+                               std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                               double weight_decay = 0, bool amsgrad = false, bool maximize = false);
+
+protected:
+    /// For AdamW: the same optimizer with decoupled weight decay.
+    GRAFT_INLINE Adam(const char* name, bool decoupled, double lr, std::pair<double, double> betas, double eps,
+                      double weight_decay, bool amsgrad, bool maximize);
+
+    GRAFT_INLINE void check_options(const options_map& o) const override;
+    [[nodiscard]] GRAFT_INLINE std::vector<std::string> state_keys() const override;
+    [[nodiscard]] bool uses_step() const override { return true; }
+    GRAFT_INLINE void update(const options_map& o, Tensor& param, const Tensor& grad, ParamState& state) override;
+
+private:
+    bool decoupled_ = false;
+};
+
+/// PyTorch's AdamW: Adam with decoupled weight decay (default 1e-2): before the moments,
+/// p *= 1 - lr * weight_decay, and the gradient is not changed. Same options, state and
+/// errors as Adam.
+class AdamW : public Adam {
+public:
+    GRAFT_INLINE explicit AdamW(std::vector<Tensor> params, double lr = 1e-3,
+                                std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                                double weight_decay = 1e-2, bool amsgrad = false, bool maximize = false);
+    GRAFT_INLINE explicit AdamW(std::vector<ParamGroup> groups, double lr = 1e-3,
+                                std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                                double weight_decay = 1e-2, bool amsgrad = false, bool maximize = false);
+};
+
+}  // namespace graft::optim
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/optim/impl/adam.ipp
+// Definitions for graft/optim/adam.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace graft::optim {
+namespace detail {
+
+inline options_map adam_defaults(double lr, std::pair<double, double> betas, double eps, double weight_decay,
+                                 bool amsgrad, bool maximize) {
+    return {{"lr", lr},
+            {"beta1", betas.first},
+            {"beta2", betas.second},
+            {"eps", eps},
+            {"weight_decay", weight_decay},
+            {"amsgrad", amsgrad ? 1.0 : 0.0},
+            {"maximize", maximize ? 1.0 : 0.0}};
+}
+
+inline void check_adam_flag(const std::string& op, const options_map& o, const char* key) {
+    const double v = o.find(key)->second;
+    graft::detail::check(v == 0 || v == 1, op, ": option '", key, "' is a flag and must be 0 or 1, got ", v);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Adam::Adam(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps,
+                        double weight_decay, bool amsgrad, bool maximize)
+    : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, lr, betas, eps, weight_decay, amsgrad, maximize) {}
+
+GRAFT_INLINE Adam::Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
+                        double weight_decay, bool amsgrad, bool maximize)
+    : Adam("Adam", false, lr, betas, eps, weight_decay, amsgrad, maximize) {
+    init_groups(std::move(groups));
+}
+
+GRAFT_INLINE Adam::Adam(const char* name, bool decoupled, double lr, std::pair<double, double> betas, double eps,
+                        double weight_decay, bool amsgrad, bool maximize)
+    : Optimizer(name, detail::adam_defaults(lr, betas, eps, weight_decay, amsgrad, maximize)), decoupled_(decoupled) {
+    check_options(defaults());
+}
+
+GRAFT_INLINE AdamW::AdamW(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps,
+                          double weight_decay, bool amsgrad, bool maximize)
+    : AdamW(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, lr, betas, eps, weight_decay, amsgrad,
+            maximize) {}
+
+GRAFT_INLINE AdamW::AdamW(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
+                          double weight_decay, bool amsgrad, bool maximize)
+    : Adam("AdamW", true, lr, betas, eps, weight_decay, amsgrad, maximize) {
+    init_groups(std::move(groups));
+}
+
+GRAFT_INLINE void Adam::check_options(const options_map& o) const {
+    using graft::detail::check;
+    const std::string& op = name();
+    const double lr = o.find("lr")->second, eps = o.find("eps")->second;
+    const double b1 = o.find("beta1")->second, b2 = o.find("beta2")->second, wd = o.find("weight_decay")->second;
+    check(lr >= 0, op, ": Invalid learning rate: ", lr);
+    check(eps >= 0, op, ": Invalid epsilon value: ", eps);
+    check(b1 >= 0 && b1 < 1, op, ": Invalid beta parameter at index 0: ", b1);
+    check(b2 >= 0 && b2 < 1, op, ": Invalid beta parameter at index 1: ", b2);
+    check(wd >= 0, op, ": Invalid weight_decay value: ", wd);
+    detail::check_adam_flag(op, o, "amsgrad");
+    detail::check_adam_flag(op, o, "maximize");
+}
+
+GRAFT_INLINE std::vector<std::string> Adam::state_keys() const { return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}; }
+
+GRAFT_INLINE void Adam::update(const options_map& o, Tensor& param, const Tensor& grad, ParamState& state) {
+    kernels::adam_args a;
+    a.lr = o.find("lr")->second;
+    a.beta1 = o.find("beta1")->second;
+    a.beta2 = o.find("beta2")->second;
+    a.eps = o.find("eps")->second;
+    a.weight_decay = o.find("weight_decay")->second;
+    a.amsgrad = o.find("amsgrad")->second != 0;
+    a.maximize = o.find("maximize")->second != 0;
+    a.decoupled = decoupled_;
+    // Lazy state, zero-initialized on first use (as PyTorch's _init_group).
+    auto buffer = [&](const char* key) -> Tensor& {
+        Tensor& t = state.buffers[key];
+        if (!t.defined()) t = zeros(param.sizes(), param.type());
+        return t;
+    };
+    Tensor& m = buffer("exp_avg");
+    Tensor& v = buffer("exp_avg_sq");
+    Tensor vmax;
+    if (a.amsgrad) vmax = buffer("max_exp_avg_sq");
+    state.step += 1;
+    const auto t = static_cast<double>(state.step);
+    a.step_size = a.lr / (1 - std::pow(a.beta1, t));
+    a.bias_correction2_sqrt = std::sqrt(1 - std::pow(a.beta2, t));
+    const auto n = static_cast<std::size_t>(param.numel());
+    if (param.type() == dtype::float32)
+        kernels::adam_step(a, param.data_ptr<float>(), grad.data_ptr<float>(), m.data_ptr<float>(),
+                           v.data_ptr<float>(), vmax.defined() ? vmax.data_ptr<float>() : nullptr, n);
+    else
+        kernels::adam_step(a, param.data_ptr<double>(), grad.data_ptr<double>(), m.data_ptr<double>(),
+                           v.data_ptr<double>(), vmax.defined() ? vmax.data_ptr<double>() : nullptr, n);
+}
+
+}  // namespace graft::optim
+// ---- end graft/optim/impl/adam.ipp
+#endif
+// ---- end graft/optim/adam.hpp
+// ---- begin graft/optim/lr_scheduler.hpp
+// graft::optim::lr_scheduler (torch.optim.lr_scheduler): StepLR and CosineAnnealingLR, which
+// set each parameter group's "lr" at every step() as PyTorch's do (same recursive formulas,
+// so manual changes of a group's lr carry on as in PyTorch). Manual: docs/optim.md.
+#include <cstdint>
+#include <vector>
+
+
+namespace graft::optim::lr_scheduler {
+
+/// The base of the schedulers (torch.optim.lr_scheduler.LRScheduler). It keeps a reference
+/// to the optimizer, which must outlive it (and not be moved). Construction stores each
+/// group's "initial_lr" (when last_epoch == -1) and takes the first step, as PyTorch does.
+class LRScheduler {
+public:
+    virtual ~LRScheduler() = default;
+    LRScheduler(const LRScheduler&) = delete;
+    LRScheduler& operator=(const LRScheduler&) = delete;
+
+    /// Advances one epoch and sets every group's lr.
+    GRAFT_INLINE void step();
+    /// The learning rates set by the last step(), one per group.
+    [[nodiscard]] const std::vector<double>& get_last_lr() const noexcept { return last_lr_; }
+    /// The initial learning rates (each group's "initial_lr").
+    [[nodiscard]] const std::vector<double>& base_lrs() const noexcept { return base_lrs_; }
+    [[nodiscard]] std::int64_t last_epoch() const noexcept { return last_epoch_; }
+
+protected:
+    /// Checks last_epoch and the groups' "initial_lr" (not the first step: derived classes
+    /// call initial_step() once their own members are set).
+    GRAFT_INLINE LRScheduler(Optimizer& optimizer, std::int64_t last_epoch, const char* name);
+    GRAFT_INLINE void initial_step();
+    /// The groups' new learning rates for last_epoch() (PyTorch's get_lr).
+    [[nodiscard]] virtual std::vector<double> get_lr() const = 0;
+
+    Optimizer* optimizer_;
+    std::vector<double> base_lrs_;
+    std::vector<double> last_lr_;
+    std::int64_t last_epoch_;
+    std::int64_t step_count_ = 0;
+};
+
+/// Multiplies each group's lr by gamma every step_size epochs: lr = base_lr *
+/// gamma^(epoch / step_size) when nothing else changes the lr. step_size must be positive.
+class StepLR : public LRScheduler {
+public:
+    GRAFT_INLINE StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1,
+                        std::int64_t last_epoch = -1);
+
+protected:
+    [[nodiscard]] GRAFT_INLINE std::vector<double> get_lr() const override;
+
+private:
+    std::int64_t step_size_;
+    double gamma_;
+};
+
+/// Cosine annealing from base_lr to eta_min over T_max epochs (then back up, periodically):
+/// lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2 when nothing else
+/// changes the lr, computed with PyTorch's recursive form. T_max must be positive.
+class CosineAnnealingLR : public LRScheduler {
+public:
+    GRAFT_INLINE CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min = 0,
+                                   std::int64_t last_epoch = -1);
+
+protected:
+    [[nodiscard]] GRAFT_INLINE std::vector<double> get_lr() const override;
+
+private:
+    std::int64_t T_max_;
+    double eta_min_;
+};
+
+}  // namespace graft::optim::lr_scheduler
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/optim/impl/lr_scheduler.ipp
+// Definitions for graft/optim/lr_scheduler.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+#include <cstddef>
+#include <numbers>
+#include <vector>
+
+
+namespace graft::optim::lr_scheduler {
+
+GRAFT_INLINE LRScheduler::LRScheduler(Optimizer& optimizer, std::int64_t last_epoch, const char* name)
+    : optimizer_(&optimizer), last_epoch_(last_epoch) {
+    using graft::detail::check;
+    check(last_epoch >= -1, name, ": last_epoch must be -1 (a new schedule) or a completed epoch, got ", last_epoch);
+    auto& groups = optimizer.param_groups();
+    if (last_epoch == -1) {
+        for (auto& g : groups) g.options["initial_lr"] = g["lr"];
+    } else {
+        for (std::size_t i = 0; i < groups.size(); ++i)
+            check(groups[i].options.count("initial_lr") != 0, name,
+                  ": param 'initial_lr' is not specified in param_groups[", i, "] when resuming an optimizer");
+    }
+    for (auto& g : groups) base_lrs_.push_back(g["initial_lr"]);
+}
+
+GRAFT_INLINE void LRScheduler::initial_step() {
+    step_count_ = 0;
+    step();
+}
+
+GRAFT_INLINE void LRScheduler::step() {
+    auto& groups = optimizer_->param_groups();
+    graft::detail::check(groups.size() == base_lrs_.size(), "lr_scheduler: step: the optimizer has ", groups.size(),
+                         " parameter groups but the scheduler was made for ", base_lrs_.size());
+    ++step_count_;
+    ++last_epoch_;
+    const std::vector<double> lrs = get_lr();
+    for (std::size_t i = 0; i < groups.size(); ++i) groups[i]["lr"] = lrs[i];
+    last_lr_ = lrs;
+}
+
+GRAFT_INLINE StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma, std::int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch, "StepLR"), step_size_(step_size), gamma_(gamma) {
+    graft::detail::check(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+    initial_step();
+}
+
+GRAFT_INLINE std::vector<double> StepLR::get_lr() const {
+    // PyTorch's recursive form: the current lr, times gamma at every multiple of step_size.
+    std::vector<double> r;
+    for (const auto& g : optimizer_->param_groups()) {
+        const double lr = g["lr"];
+        r.push_back(last_epoch_ == 0 || last_epoch_ % step_size_ != 0 ? lr : lr * gamma_);
+    }
+    return r;
+}
+
+GRAFT_INLINE CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min,
+                                                  std::int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch, "CosineAnnealingLR"), T_max_(T_max), eta_min_(eta_min) {
+    graft::detail::check(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
+    initial_step();
+}
+
+GRAFT_INLINE std::vector<double> CosineAnnealingLR::get_lr() const {
+    constexpr double pi = std::numbers::pi;
+    const auto& groups = optimizer_->param_groups();
+    const auto e = static_cast<double>(last_epoch_), T = static_cast<double>(T_max_);
+    std::vector<double> r;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const double lr = groups[i]["lr"], base = base_lrs_[i];
+        if (last_epoch_ == 0) {
+            r.push_back(lr);
+        } else if (step_count_ == 1 && last_epoch_ > 0) {
+            // Resuming (constructed with last_epoch): the closed form.
+            r.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(e * pi / T)) / 2);
+        } else {
+            // Python's (last_epoch - 1 - T_max) % (2 T_max) == 0 (a non-negative remainder).
+            std::int64_t k = (last_epoch_ - 1 - T_max_) % (2 * T_max_);
+            if (k < 0) k += 2 * T_max_;
+            if (k == 0)
+                r.push_back(lr + (base - eta_min_) * (1 - std::cos(pi / T)) / 2);
+            else
+                r.push_back((1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lr - eta_min_) + eta_min_);
+        }
+    }
+    return r;
+}
+
+}  // namespace graft::optim::lr_scheduler
+// ---- end graft/optim/impl/lr_scheduler.ipp
+#endif
+// ---- end graft/optim/lr_scheduler.hpp
+// ---- end graft/optim.hpp
+// ---- begin graft/nn/script.hpp
+// Modules under jit::script and capture::aot, with the parameters as graph inputs.
+//
+// A lambda that calls `model->forward(x)` captures the parameters as tensors the graph does
+// not take as inputs: they are recorded as constants (docs/nn.md#modules-under-jitscript-and-captureaot
+// says what that gives). nn::script(model) and nn::aot(model, example) instead trace
+// functional_call(model, {p0, p1, ...}, x), with the module's current parameters passed as
+// graph inputs on every call: the graph holds no copy of them, an optimizer's in-place update
+// is seen by the next call, and backward fills p.grad() of the module's parameters through the
+// compiled graph's autograd node. This header bridges nn and the graph layers; <graft/nn.hpp>
+// does not include it (<graft/graft.hpp> does).
+#include <memory>
+#include <optional>
+#include <vector>
+
+
+namespace graft::nn {
+
+namespace detail {
+/// forward(in[0]) with in[1..] as the module's parameters (in parameters() order).
+struct module_forward {
+    Module* module = nullptr;
+    GRAFT_INLINE Tensor operator()(const std::vector<Tensor>& in) const;
+};
+/// {input, p0, p1, ...}: the graph's inputs for one call.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input);
+/// is_training() of the module and each descendant: a capture holds the path one mode takes.
+[[nodiscard]] GRAFT_INLINE std::vector<bool> training_flags(Module& module);
+}  // namespace detail
+
+/// jit::script of a module's forward, parameters as graph inputs. Keeps the module alive.
+class scripted_module {
+public:
+    scripted_module(std::shared_ptr<Module> module, std::optional<jit::options> o)
+        : module_(std::move(module)), fn_(detail::module_forward{checked(module_)}, std::move(o)) {}
+    /// forward(input) through the profiling executor. After train()/eval() changed a mode
+    /// (which layers such as Dropout read while traced), or parameters were registered, the
+    /// captures are flushed and made again.
+    Tensor operator()(const Tensor& input) {
+        std::vector<Tensor> in = detail::graph_inputs(*module_, input);
+        if (auto flags = detail::training_flags(*module_); flags != modes_ || in.size() != inputs_) {
+            if (!modes_.empty()) fn_.flush_compilation_cache();
+            modes_ = std::move(flags);
+            inputs_ = in.size();
+        }
+        return fn_(in).at(0);
+    }
+    [[nodiscard]] Module& module() const { return *module_; }
+    /// The script function (debug_state(), graph(), flush_compilation_cache()); its inputs are
+    /// {input, parameters()...}.
+    [[nodiscard]] jit::script_function<detail::module_forward>& function() { return fn_; }
+
+private:
+    static Module* checked(const std::shared_ptr<Module>& m) {
+        graft::detail::check(m != nullptr, "nn::script: the module is null");
+        return m.get();
+    }
+    std::shared_ptr<Module> module_;
+    jit::script_function<detail::module_forward> fn_;
+    std::vector<bool> modes_;  // the training flags the current captures were made under
+    std::size_t inputs_ = 0;   // and the number of graph inputs (1 + parameters)
+};
+
+/// The module's forward as a profiling executor (jit::script) with the process-wide options,
+/// or with `o`.
+[[nodiscard]] inline scripted_module script(std::shared_ptr<Module> module) {
+    return scripted_module(std::move(module), std::nullopt);
+}
+[[nodiscard]] inline scripted_module script(std::shared_ptr<Module> module, jit::options o) {
+    return scripted_module(std::move(module), std::move(o));
+}
+
+/// capture::aot of a module's forward at `example_input`, parameters as graph inputs: calls
+/// run the forward graph and record one CompiledFunctionBackward node whose backward fills the
+/// parameters' grads. A call with another input signature captures again (as capture::aot).
+/// options.dynamic_dims index the graph's inputs: input 0 is the module's input. The graphs
+/// hold the train/eval mode of the capture: a call after a mode change is a graft::error.
+class aot_module {
+public:
+    GRAFT_INLINE aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
+                            capture::aot_options options = {});
+    GRAFT_INLINE Tensor operator()(const Tensor& input) const;
+    [[nodiscard]] Module& module() const { return *module_; }
+    /// The forward and backward graphs (inputs {input, parameters()...}).
+    [[nodiscard]] const capture::aot_function& function() const { return fn_; }
+
+private:
+    std::shared_ptr<Module> module_;
+    capture::aot_function fn_;
+    std::vector<bool> modes_;
+};
+
+[[nodiscard]] inline aot_module aot(std::shared_ptr<Module> module, const Tensor& example_input,
+                                    capture::aot_options options = {}) {
+    return aot_module(std::move(module), example_input, std::move(options));
+}
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_GRAPH_CODE
+// ---- begin graft/nn/impl/script.ipp
+// Definitions for graft/nn/script.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <span>
+
+namespace graft::nn {
+namespace detail {
+
+GRAFT_INLINE Tensor module_forward::operator()(const std::vector<Tensor>& in) const {
+    graft::detail::check(!in.empty(), "nn::script: expected the module's input first");
+    return functional_call(*module, std::span<const Tensor>(in).subspan(1), in[0]);
+}
+
+GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input) {
+    std::vector<Tensor> in = module.parameters();
+    in.insert(in.begin(), input);
+    return in;
+}
+
+GRAFT_INLINE std::vector<bool> training_flags(Module& module) {
+    std::vector<bool> r;
+    for (const Module* m : module.modules()) r.push_back(m->is_training());
+    return r;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE aot_module::aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
+                                    capture::aot_options options)
+    : module_(std::move(module)),
+      fn_((graft::detail::check(module_ != nullptr, "nn::aot: the module is null"),
+           capture::aot(detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input),
+                        std::move(options)))),
+      modes_(detail::training_flags(*module_)) {}
+
+GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) const {
+    graft::detail::check(detail::training_flags(*module_) == modes_, "nn::aot: the train/eval mode of ",
+                         module_->type_name(), " or a submodule changed since the capture; capture it again "
+                         "with nn::aot");
+    return fn_(detail::graph_inputs(*module_, input)).at(0);
+}
+
+}  // namespace graft::nn
+// ---- end graft/nn/impl/script.ipp
+#endif
+// ---- end graft/nn/script.hpp
 // ---- end graft/graft.hpp
 #endif  // GRAFT_SINGLE_HEADER_ONCE_
 #endif  // HWY_ONCE
