@@ -7,6 +7,7 @@
 #include "graft/tensor.hpp"
 #include "graft/nn/functional.hpp"
 #include "graft/nn/init.hpp"
+#include "graft/nn/layers.hpp"
 #include "graft/nn/module.hpp"
 #include "graft/nn/modules.hpp"
 #include "graft/nn/serialize.hpp"

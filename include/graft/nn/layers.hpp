@@ -1,0 +1,120 @@
+#pragma once
+// graft::nn layers over the convolution, pooling, normalization, embedding and dropout
+// functions (torch.nn.Conv2d, MaxPool2d, AvgPool2d, LayerNorm, Embedding, Dropout), with
+// PyTorch's arguments, defaults and initializations. Each forward calls graft::nn::functional,
+// so autograd, capture and the executor see ordinary ops. Construct them with std::make_shared.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "graft/core/factories.hpp"
+#include "graft/nn/functional.hpp"
+#include "graft/nn/module.hpp"
+
+namespace graft::nn {
+
+/// 2-D convolution (torch.nn.Conv2d): weight [out_channels, in_channels / groups, kh, kw], bias
+/// [out_channels]; initialized as PyTorch's reset_parameters (kaiming_uniform_ with a = sqrt(5),
+/// bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * kh * kw).
+/// `padding` is sizes or "valid" / "same" (stride 1 only, as PyTorch).
+class Conv2d : public Module {
+public:
+    GRAFT_INLINE Conv2d(std::int64_t in_channels, std::int64_t out_channels, functional::int_pair kernel_size,
+                        functional::int_pair stride = 1, functional::conv_padding padding = 0,
+                        functional::int_pair dilation = 1, std::int64_t groups = 1, bool bias = true,
+                        dtype type = dtype::float32, generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t in_channels, out_channels;
+    const functional::int_pair kernel_size, stride, dilation;
+    const functional::int_pair padding;  // when padding_mode is empty
+    const std::string padding_mode;      // "", "valid" or "same"
+    const std::int64_t groups;
+    Tensor& weight;
+    Tensor& bias;  // undefined without bias
+};
+
+/// torch.nn.MaxPool2d: stride defaults to kernel_size.
+class MaxPool2d : public Module {
+public:
+    MaxPool2d(functional::int_pair kernel_size, functional::optional_int_pair stride = {},
+              functional::int_pair padding = 0, functional::int_pair dilation = 1, bool ceil_mode = false)
+        : Module("MaxPool2d"), kernel_size(kernel_size), stride(stride.value.value_or(kernel_size)), padding(padding),
+          dilation(dilation), ceil_mode(ceil_mode) {}
+    Tensor forward(const Tensor& input) override {
+        return functional::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::int_pair kernel_size, stride, padding, dilation;
+    bool ceil_mode;
+};
+
+/// torch.nn.AvgPool2d: stride defaults to kernel_size.
+class AvgPool2d : public Module {
+public:
+    AvgPool2d(functional::int_pair kernel_size, functional::optional_int_pair stride = {},
+              functional::int_pair padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+              std::optional<std::int64_t> divisor_override = std::nullopt)
+        : Module("AvgPool2d"), kernel_size(kernel_size), stride(stride.value.value_or(kernel_size)), padding(padding),
+          ceil_mode(ceil_mode), count_include_pad(count_include_pad), divisor_override(divisor_override) {}
+    Tensor forward(const Tensor& input) override {
+        return functional::avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                      divisor_override);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::int_pair kernel_size, stride, padding;
+    bool ceil_mode, count_include_pad;
+    std::optional<std::int64_t> divisor_override;
+};
+
+/// torch.nn.LayerNorm over the trailing `normalized_shape`: weight ones and bias zeros of that
+/// shape when elementwise_affine (bias only with `bias`).
+class LayerNorm : public Module {
+public:
+    GRAFT_INLINE explicit LayerNorm(int_list normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                                    bool bias = true, dtype type = dtype::float32);
+    Tensor forward(const Tensor& input) override {
+        return functional::layer_norm(input, normalized_shape, weight, bias, eps);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const int_list normalized_shape;
+    const double eps;
+    Tensor& weight;  // undefined without elementwise_affine
+    Tensor& bias;    // undefined without elementwise_affine or bias
+};
+
+/// torch.nn.Embedding: weight [num_embeddings, embedding_dim] ~ N(0, 1), the padding_idx row
+/// zero (and without gradient); a negative padding_idx counts from the end.
+class Embedding : public Module {
+public:
+    GRAFT_INLINE Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
+                           std::optional<std::int64_t> padding_idx = std::nullopt, dtype type = dtype::float32,
+                           generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    Tensor forward(const Tensor& input) override { return functional::embedding(input, weight, padding_idx); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const std::int64_t num_embeddings, embedding_dim;
+    const std::optional<std::int64_t> padding_idx;  // normalized to [0, num_embeddings)
+    Tensor& weight;
+};
+
+/// torch.nn.Dropout: functional::dropout(x, p, is_training(), inplace) with graft's default
+/// generator (seed it with graft::manual_seed); identity in eval mode.
+class Dropout : public Module {
+public:
+    GRAFT_INLINE explicit Dropout(double p = 0.5, bool inplace = false);
+    Tensor forward(const Tensor& input) override { return functional::dropout(input, p, is_training(), inplace); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const double p;
+    const bool inplace;
+};
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_CODE
+#include "graft/nn/impl/layers.ipp"
+#endif
