@@ -2,10 +2,12 @@
 # Installs what graft needs to build, test and benchmark on Debian 12 / Ubuntu.
 # Idempotent: calls apt-get only if a package is missing. Uses sudo only when
 # not root and sudo exists. Extra Debian packages may be named as arguments, e.g.
-# `./scripts/setup.sh clang-19` (what CI's clang stage adds).
+# `./scripts/setup.sh clang-19` (what CI's clang stage adds). Open MPI is for graft::distributed's
+# tests, python3-sklearn for the digits data of examples/train_cnn_digits.cpp.
 set -euo pipefail
 
-packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3 libopenmpi-dev openmpi-bin "$@")
+packages=(cmake g++ make libboost-dev libhwy-dev catch2 libbenchmark-dev python3 libopenmpi-dev openmpi-bin
+  python3-sklearn "$@")
 
 missing=()
 for p in "${packages[@]}"; do
