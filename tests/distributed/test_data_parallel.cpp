@@ -1,0 +1,128 @@
+// nn::parallel::DistributedDataParallel under mpirun (-np 2 and -np 3): gradients against one
+// process on the concatenated batch (computed on every rank from the same data), parameters
+// identical across ranks over 50 steps, no_sync accumulation, buckets, unused parameters.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <vector>
+
+#include <graft/distributed.hpp>
+#include <graft/graft.hpp>
+
+using namespace graft;
+namespace dist = graft::distributed;
+namespace F = graft::nn::functional;
+
+namespace {
+std::shared_ptr<nn::Sequential> mlp() {
+    return std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(3, 5, true, dtype::float64),
+                                            std::make_shared<nn::Tanh>(),
+                                            std::make_shared<nn::Linear>(5, 2, true, dtype::float64));
+}
+/// The gradients of mean((model(x) - y)^2) on a model with the given parameters.
+std::vector<Tensor> reference_grads(const std::vector<Tensor>& params, const std::vector<std::pair<Tensor, Tensor>>& batches) {
+    auto ref = mlp();
+    {
+        autograd::no_grad guard;
+        auto rp = ref->parameters();
+        for (std::size_t i = 0; i < rp.size(); ++i) rp[i].copy_(params[i]);
+    }
+    for (const auto& [x, y] : batches) F::mse_loss((*ref)(x), y).backward();
+    std::vector<Tensor> g;
+    for (const Tensor& p : ref->parameters()) g.push_back(p.grad());
+    return g;
+}
+}  // namespace
+
+TEST_CASE("DDP: gradients equal one process's on the concatenated batch, any bucket size", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    for (double cap_mb : {25.0, 1e-6}) {  // one bucket, or one per parameter (each alone passes the cap)
+        manual_seed(100 + static_cast<std::uint64_t>(r));  // different initial values per rank: DDP broadcasts rank 0's
+        auto model = mlp();
+        nn::parallel::DistributedDataParallel ddp(model, {.bucket_cap_mb = cap_mb});
+        const auto buckets = ddp.bucket_indices();
+        CHECK(buckets.front().front() == model->parameters().size() - 1);  // reverse registration order
+        CHECK(buckets.size() == (cap_mb > 1 ? 1u : model->parameters().size()));
+        manual_seed(1);  // the same global batch everywhere
+        const Tensor x = randn({4 * p, 3}, dtype::float64), y = randn({4 * p, 2}, dtype::float64);
+        const Tensor xs = x.narrow(0, 4 * r, 4), ys = y.narrow(0, 4 * r, 4);
+        F::mse_loss(ddp(xs), ys).backward();
+        const auto ref = reference_grads(model->parameters(), {{x, y}});
+        const auto params = model->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i) CHECK(allclose(params[i].grad(), ref[i], 1e-10, 1e-12));
+    }
+}
+
+TEST_CASE("DDP: parameters stay identical across ranks over 50 SGD steps", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    manual_seed(7 + static_cast<std::uint64_t>(r));
+    auto model = mlp();
+    nn::parallel::DistributedDataParallel ddp(model);
+    optim::SGD opt(model->parameters(), 0.05, 0.9);
+    for (int step = 0; step < 50; ++step) {
+        const Tensor x = randn({6, 3}, dtype::float64), y = randn({6, 2}, dtype::float64);  // each rank its own
+        opt.zero_grad();
+        F::mse_loss(ddp(x), y).backward();
+        opt.step();
+    }
+    for (Tensor w : model->parameters()) {
+        Tensor flat = w.detach().reshape({w.numel()}).clone();
+        std::vector<Tensor> all;
+        for (int i = 0; i < p; ++i) all.push_back(zeros({w.numel()}, dtype::float64));
+        dist::all_gather(all, flat);
+        for (int i = 0; i < p; ++i) CHECK(equal(all[static_cast<std::size_t>(i)], flat));
+    }
+}
+
+TEST_CASE("DDP: no_sync accumulates locally; the next backward averages the sum", "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    manual_seed(3);
+    auto model = mlp();
+    nn::parallel::DistributedDataParallel ddp(model);
+    manual_seed(4);
+    const Tensor x1 = randn({2 * p, 3}, dtype::float64), y1 = randn({2 * p, 2}, dtype::float64);
+    const Tensor x2 = randn({2 * p, 3}, dtype::float64), y2 = randn({2 * p, 2}, dtype::float64);
+    {
+        auto guard = ddp.no_sync();
+        F::mse_loss(ddp(x1.narrow(0, 2 * r, 2)), y1.narrow(0, 2 * r, 2)).backward();
+    }
+    F::mse_loss(ddp(x2.narrow(0, 2 * r, 2)), y2.narrow(0, 2 * r, 2)).backward();
+    // Two global micro-batches, each a mean over all ranks' rows: the gradients add up.
+    const auto ref = reference_grads(model->parameters(), {{x1, y1}, {x2, y2}});
+    const auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) CHECK(allclose(params[i].grad(), ref[i], 1e-10, 1e-12));
+}
+
+namespace {
+struct half_used : nn::Module {
+    half_used() : Module("half_used") {
+        a = register_module("a", std::make_shared<nn::Linear>(3, 2, true, dtype::float64));
+        b = register_module("b", std::make_shared<nn::Linear>(3, 2, true, dtype::float64));
+    }
+    Tensor forward(const Tensor& x) override { return (*a)(x); }  // b takes no part
+    std::shared_ptr<nn::Linear> a, b;
+};
+}  // namespace
+
+TEST_CASE("DDP: a parameter without gradient is refused at the next forward, on every rank", "[distributed]") {
+    auto model = std::make_shared<half_used>();
+    nn::parallel::DistributedDataParallel ddp(model);
+    const Tensor x = randn({4, 3}, dtype::float64);
+    ddp(x).sum().backward();
+    CHECK_THROWS_WITH(ddp(x), Catch::Contains("received no gradient"));
+    // The group and the wrapper stay usable.
+    Tensor z = full({2}, 1.0);
+    dist::all_reduce(z);
+    CHECK(z[0].item<double>() == Approx(double(dist::get_world_size())));
+    CHECK_THROWS_WITH(nn::parallel::DistributedDataParallel(nullptr), Catch::Contains("null"));
+}
+
+int main(int argc, char** argv) {
+    dist::init_process_group();
+    const int result = Catch::Session().run(argc, argv);
+    int worst = result;
+    MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    dist::destroy_process_group();
+    return worst;
+}
