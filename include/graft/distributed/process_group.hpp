@@ -10,6 +10,13 @@
 // errors become graft::error naming the call. Collectives are not differentiable: they write
 // tensors in place (bumping their version) and refuse tensors that require grad while grad
 // mode is on.
+// graft uses MPI's C API only: skip the deprecated C++ bindings (they warn and cost compile time).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <chrono>
