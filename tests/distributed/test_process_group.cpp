@@ -3,6 +3,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -105,6 +106,44 @@ TEST_CASE("distributed: bad input is a graft::error on every rank and the group 
     Tensor z = full({2}, 1.0);
     dist::all_reduce(z);
     CHECK(z[0].item<double>() == Approx(double(p)));
+}
+
+TEST_CASE("distributed: DistributedSampler gives disjoint, equal shards of one permutation", "[distributed]") {
+    // Five simulated ranks over 23 samples: 5 each, the 2 missing padded from the start.
+    std::vector<int> seen(23, 0);
+    std::vector<std::int64_t> first_epoch;
+    for (int r = 0; r < 5; ++r) {
+        dist::DistributedSampler s(23, 5, r, true, 7);
+        CHECK(s.num_samples() == 5);
+        const auto idx = s.indices();
+        REQUIRE(idx.size() == 5);
+        for (auto i : idx) ++seen[static_cast<std::size_t>(i)];
+        if (r == 0) first_epoch = idx;
+        s.set_epoch(1);
+        if (r == 0) CHECK(s.indices() != first_epoch);  // another permutation per epoch
+    }
+    int twice = 0;
+    for (int c : seen) {
+        CHECK(c >= 1);
+        twice += c == 2;
+    }
+    CHECK(twice == 2);
+    // drop_last: 4 each, 3 samples left out; no shuffle: rank r takes r, r + 5, ...
+    dist::DistributedSampler plain(23, 5, 2, false, 0, true);
+    CHECK(plain.indices() == std::vector<std::int64_t>{2, 7, 12, 17});
+    // The default process group's rank and size; the same permutation on every rank.
+    const int p = dist::get_world_size();
+    dist::DistributedSampler mine(10);
+    const Tensor idx = from_vector(mine.indices());
+    REQUIRE(idx.numel() == (10 + p - 1) / p);
+    std::vector<Tensor> all;
+    for (int i = 0; i < p; ++i) all.push_back(zeros({idx.numel()}, dtype::int64));
+    dist::all_gather(all, idx);
+    std::vector<int> covered(10, 0);
+    for (const Tensor& shard : all)
+        for (std::int64_t k = 0; k < shard.numel(); ++k) covered[static_cast<std::size_t>(shard[k].item<std::int64_t>())] = 1;
+    CHECK(std::count(covered.begin(), covered.end(), 1) == 10);  // the ranks' shards cover the data set
+    CHECK_THROWS_WITH(dist::DistributedSampler(10, 2, 2), Catch::Contains("Invalid rank"));
 }
 
 int main(int argc, char** argv) {
