@@ -29339,6 +29339,15 @@ GRAFT_INLINE Tensor kaiming_normal_(const Tensor& tensor, double a, std::string_
 // ---- end graft/nn/impl/init.ipp
 #endif
 // ---- end graft/nn/init.hpp
+// ---- begin graft/nn/layers.hpp
+// graft::nn layers over the convolution, pooling, normalization, embedding and dropout
+// functions (torch.nn.Conv2d, MaxPool2d, AvgPool2d, LayerNorm, Embedding, Dropout), with
+// PyTorch's arguments, defaults and initializations. Each forward calls graft::nn::functional,
+// so autograd, capture and the executor see ordinary ops. Construct them with std::make_shared.
+#include <cstdint>
+#include <optional>
+#include <string>
+
 // ---- begin graft/nn/module.hpp
 // graft::nn::Module: the base of every layer (torch.nn.Module). A module owns named
 // parameters, buffers and child modules in registration order; everything that walks them
@@ -29951,6 +29960,260 @@ GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> para
 // ---- end graft/nn/impl/module.ipp
 #endif
 // ---- end graft/nn/module.hpp
+
+namespace graft::nn {
+
+/// 2-D convolution (torch.nn.Conv2d): weight [out_channels, in_channels / groups, kh, kw], bias
+/// [out_channels]; initialized as PyTorch's reset_parameters (kaiming_uniform_ with a = sqrt(5),
+/// bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * kh * kw).
+/// `padding` is sizes or "valid" / "same" (stride 1 only, as PyTorch).
+class Conv2d : public Module {
+public:
+    GRAFT_INLINE Conv2d(std::int64_t in_channels, std::int64_t out_channels, functional::int_pair kernel_size,
+                        functional::int_pair stride = 1, functional::conv_padding padding = 0,
+                        functional::int_pair dilation = 1, std::int64_t groups = 1, bool bias = true,
+                        dtype type = dtype::float32, generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t in_channels, out_channels;
+    const functional::int_pair kernel_size, stride, dilation;
+    const functional::int_pair padding;  // when padding_mode is empty
+    const std::string padding_mode;      // "", "valid" or "same"
+    const std::int64_t groups;
+    Tensor& weight;
+    Tensor& bias;  // undefined without bias
+};
+
+/// torch.nn.MaxPool2d: stride defaults to kernel_size.
+class MaxPool2d : public Module {
+public:
+    MaxPool2d(functional::int_pair kernel_size, functional::optional_int_pair stride = {},
+              functional::int_pair padding = 0, functional::int_pair dilation = 1, bool ceil_mode = false)
+        : Module("MaxPool2d"), kernel_size(kernel_size), stride(stride.value.value_or(kernel_size)), padding(padding),
+          dilation(dilation), ceil_mode(ceil_mode) {}
+    Tensor forward(const Tensor& input) override {
+        return functional::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::int_pair kernel_size, stride, padding, dilation;
+    bool ceil_mode;
+};
+
+/// torch.nn.AvgPool2d: stride defaults to kernel_size.
+class AvgPool2d : public Module {
+public:
+    AvgPool2d(functional::int_pair kernel_size, functional::optional_int_pair stride = {},
+              functional::int_pair padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+              std::optional<std::int64_t> divisor_override = std::nullopt)
+        : Module("AvgPool2d"), kernel_size(kernel_size), stride(stride.value.value_or(kernel_size)), padding(padding),
+          ceil_mode(ceil_mode), count_include_pad(count_include_pad), divisor_override(divisor_override) {}
+    Tensor forward(const Tensor& input) override {
+        return functional::avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                      divisor_override);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::int_pair kernel_size, stride, padding;
+    bool ceil_mode, count_include_pad;
+    std::optional<std::int64_t> divisor_override;
+};
+
+/// torch.nn.LayerNorm over the trailing `normalized_shape`: weight ones and bias zeros of that
+/// shape when elementwise_affine (bias only with `bias`).
+class LayerNorm : public Module {
+public:
+    GRAFT_INLINE explicit LayerNorm(int_list normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                                    bool bias = true, dtype type = dtype::float32);
+    Tensor forward(const Tensor& input) override {
+        return functional::layer_norm(input, normalized_shape, weight, bias, eps);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const int_list normalized_shape;
+    const double eps;
+    Tensor& weight;  // undefined without elementwise_affine
+    Tensor& bias;    // undefined without elementwise_affine or bias
+};
+
+/// torch.nn.Embedding: weight [num_embeddings, embedding_dim] ~ N(0, 1), the padding_idx row
+/// zero (and without gradient); a negative padding_idx counts from the end.
+class Embedding : public Module {
+public:
+    GRAFT_INLINE Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
+                           std::optional<std::int64_t> padding_idx = std::nullopt, dtype type = dtype::float32,
+                           generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    Tensor forward(const Tensor& input) override { return functional::embedding(input, weight, padding_idx); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const std::int64_t num_embeddings, embedding_dim;
+    const std::optional<std::int64_t> padding_idx;  // normalized to [0, num_embeddings)
+    Tensor& weight;
+};
+
+/// torch.nn.Dropout: functional::dropout(x, p, is_training(), inplace) with graft's default
+/// generator (seed it with graft::manual_seed); identity in eval mode.
+class Dropout : public Module {
+public:
+    GRAFT_INLINE explicit Dropout(double p = 0.5, bool inplace = false);
+    Tensor forward(const Tensor& input) override { return functional::dropout(input, p, is_training(), inplace); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const double p;
+    const bool inplace;
+};
+
+}  // namespace graft::nn
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/nn/impl/layers.ipp
+// Definitions for graft/nn/layers.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <cmath>
+
+
+namespace graft::nn {
+
+namespace detail {
+inline std::string pair_text(functional::int_pair p) { return graft::detail::concat("(", p.h, ", ", p.w, ")"); }
+inline std::int64_t checked_positive(const char* layer, const char* what, std::int64_t n) {
+    graft::detail::check(n > 0, layer, ": ", what, " must be positive, got ", n);
+    return n;
+}
+inline dtype checked_float(const char* layer, dtype type) {
+    graft::detail::check(is_floating_point(type), layer, ": expected a floating-point dtype, got ", type);
+    return type;
+}
+inline std::string padding_mode_of(const char* layer, const functional::conv_padding& p, functional::int_pair stride) {
+    const std::string mode(p.mode);
+    graft::detail::check(mode.empty() || mode == "valid" || mode == "same", layer,
+                         ": Invalid padding string '", mode, "', should be one of {'valid', 'same'}");
+    graft::detail::check(mode != "same" || (stride.h == 1 && stride.w == 1), layer,
+                         ": padding='same' is not supported for strided convolutions");
+    return mode;
+}
+}  // namespace detail
+
+GRAFT_INLINE Conv2d::Conv2d(std::int64_t in, std::int64_t out, functional::int_pair k, functional::int_pair s,
+                            functional::conv_padding p, functional::int_pair d, std::int64_t g, bool with_bias,
+                            dtype type, generator& gen)
+    : Module("Conv2d"),
+      in_channels(detail::checked_positive("Conv2d", "in_channels", in)),
+      out_channels(detail::checked_positive("Conv2d", "out_channels", out)),
+      kernel_size(k),
+      stride(s),
+      dilation(d),
+      padding(p.mode.empty() ? p.size : functional::int_pair{0}),
+      padding_mode(detail::padding_mode_of("Conv2d", p, s)),
+      groups(detail::checked_positive("Conv2d", "groups", g)),
+      weight(register_parameter(
+          "weight", (graft::detail::check(in % g == 0, "Conv2d: in_channels must be divisible by groups"),
+                     graft::detail::check(out % g == 0, "Conv2d: out_channels must be divisible by groups"),
+                     graft::detail::check(k.h > 0 && k.w > 0, "Conv2d: kernel_size must be positive, got ",
+                                          detail::pair_text(k)),
+                     empty({out, in / g, k.h, k.w}, detail::checked_float("Conv2d", type))))),
+      bias(register_parameter("bias", with_bias ? empty({out}, type) : Tensor{})) {
+    reset_parameters(gen);
+}
+
+GRAFT_INLINE void Conv2d::reset_parameters(generator& gen) {
+    init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
+    if (bias.defined()) {
+        const double fan_in = static_cast<double>(in_channels / groups * kernel_size.h * kernel_size.w);
+        const double bound = 1.0 / std::sqrt(fan_in);
+        init::uniform_(bias, -bound, bound, gen);
+    }
+}
+
+GRAFT_INLINE Tensor Conv2d::forward(const Tensor& input) {
+    const functional::conv_padding p = padding_mode.empty() ? functional::conv_padding(padding)
+                                                            : functional::conv_padding(padding_mode.c_str());
+    return functional::conv2d(input, weight, bias, stride, p, dilation, groups);
+}
+
+GRAFT_INLINE std::string Conv2d::extra_repr() const {
+    std::string s = graft::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", detail::pair_text(kernel_size),
+                                          ", stride=", detail::pair_text(stride));
+    if (!padding_mode.empty()) s += ", padding=" + padding_mode;
+    else if (padding.h != 0 || padding.w != 0) s += ", padding=" + detail::pair_text(padding);
+    if (dilation.h != 1 || dilation.w != 1) s += ", dilation=" + detail::pair_text(dilation);
+    if (groups != 1) s += graft::detail::concat(", groups=", groups);
+    if (!bias.defined()) s += ", bias=False";
+    return s;
+}
+
+GRAFT_INLINE std::string MaxPool2d::extra_repr() const {
+    return graft::detail::concat("kernel_size=", detail::pair_text(kernel_size), ", stride=", detail::pair_text(stride),
+                                 ", padding=", detail::pair_text(padding), ", dilation=", detail::pair_text(dilation),
+                                 ", ceil_mode=", ceil_mode ? "True" : "False");
+}
+
+GRAFT_INLINE std::string AvgPool2d::extra_repr() const {
+    return graft::detail::concat("kernel_size=", detail::pair_text(kernel_size), ", stride=", detail::pair_text(stride),
+                                 ", padding=", detail::pair_text(padding));
+}
+
+GRAFT_INLINE LayerNorm::LayerNorm(int_list shape, double eps_, bool affine, bool with_bias, dtype type)
+    : Module("LayerNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      weight(register_parameter("weight", affine ? ones(normalized_shape, detail::checked_float("LayerNorm", type))
+                                                 : Tensor{})),
+      bias(register_parameter("bias", affine && with_bias ? zeros(normalized_shape, type) : Tensor{})) {
+    graft::detail::check(!normalized_shape.empty(), "LayerNorm: normalized_shape must not be empty");
+    for (std::int64_t s : normalized_shape)
+        graft::detail::check(s > 0, "LayerNorm: normalized_shape ", normalized_shape, " must be positive");
+}
+
+GRAFT_INLINE std::string LayerNorm::extra_repr() const {
+    return graft::detail::concat(normalized_shape, ", eps=", eps, ", elementwise_affine=", weight.defined() ? "True" : "False");
+}
+
+namespace detail {
+inline std::optional<std::int64_t> normalized_padding_idx(std::optional<std::int64_t> idx, std::int64_t num) {
+    if (!idx) return idx;
+    graft::detail::check(*idx < num && *idx >= -num, "Embedding: Padding_idx must be within num_embeddings (got ",
+                         *idx, " for ", num, " embeddings)");
+    return *idx < 0 ? *idx + num : *idx;
+}
+}  // namespace detail
+
+GRAFT_INLINE Embedding::Embedding(std::int64_t num, std::int64_t dim, std::optional<std::int64_t> pad, dtype type,
+                                  generator& gen)
+    : Module("Embedding"),
+      num_embeddings(detail::checked_positive("Embedding", "num_embeddings", num)),
+      embedding_dim(detail::checked_positive("Embedding", "embedding_dim", dim)),
+      padding_idx(detail::normalized_padding_idx(pad, num)),
+      weight(register_parameter("weight", empty({num, dim}, detail::checked_float("Embedding", type)))) {
+    reset_parameters(gen);
+}
+
+GRAFT_INLINE void Embedding::reset_parameters(generator& gen) {
+    init::normal_(weight, 0.0, 1.0, gen);
+    if (padding_idx) {
+        autograd::no_grad guard;
+        weight.select(0, *padding_idx).zero_();
+    }
+}
+
+GRAFT_INLINE std::string Embedding::extra_repr() const {
+    std::string s = graft::detail::concat(num_embeddings, ", ", embedding_dim);
+    if (padding_idx) s += graft::detail::concat(", padding_idx=", *padding_idx);
+    return s;
+}
+
+GRAFT_INLINE Dropout::Dropout(double p_, bool inplace_) : Module("Dropout"), p(p_), inplace(inplace_) {
+    graft::detail::check(p >= 0.0 && p <= 1.0, "Dropout: dropout probability has to be between 0 and 1, but got ", p);
+}
+
+GRAFT_INLINE std::string Dropout::extra_repr() const {
+    return graft::detail::concat("p=", p, ", inplace=", inplace ? "True" : "False");
+}
+
+}  // namespace graft::nn
+// ---- end graft/nn/impl/layers.ipp
+#endif
+// ---- end graft/nn/layers.hpp
 // ---- begin graft/nn/modules.hpp
 // graft::nn layers (torch.nn.Linear, activations, Flatten, Identity) and containers
 // (Sequential, ModuleList). Every layer calls graft::nn::functional, so autograd, capture and
