@@ -1,17 +1,21 @@
-// graft's main example: train a small MLP with a jit-scripted training step.
+// graft's main example: train a small MLP with nn modules, Adam and a jit-scripted loss.
 //
-// The data: two interleaved spirals of 2-D points that graft generates. The model:
-// 2 -> 32 -> 32 -> 1 with tanh hidden layers and a logistic output, trained with
-// binary cross-entropy and plain SGD in mini-batches. The loss function is
-// jit::script'ed: its first call captures it into a graph and profiles it, the
-// next calls run a specialized plan (a differentiable graph whose forward and
-// backward are fused into SIMD tile loops). The last mini-batch of each epoch is
-// smaller: its guard fails, a fallback executor specializes for that shape too.
-// At the end the executor's debug state shows the plans, guards and counters.
+// The data: two interleaved spirals of 2-D points that graft generates. The model: an
+// nn::Sequential 2 -> 32 -> 32 -> 1 with tanh hidden layers and one logit out, trained with
+// binary_cross_entropy_with_logits and optim::Adam in mini-batches, as one writes it with
+// torch.nn and torch.optim. The loss is jit::script'ed over nn::functional_call, with the
+// parameters as graph inputs: the first call captures it into a graph and profiles it, the
+// next calls run a specialized plan (a differentiable graph whose forward and backward are
+// fused into SIMD tile loops) and backward() fills every parameter's grad as eager autograd
+// would. The last mini-batch of each epoch is smaller: its guard fails, a fallback executor
+// specializes for that shape too. At the end the executor's debug state shows the plans,
+// guards and counters.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <numbers>
 #include <vector>
 
@@ -23,33 +27,24 @@ namespace {
 
 /// n points on two spirals (label 0 and 1) with a little noise.
 void make_spirals(std::int64_t n, Tensor& points, Tensor& labels) {
-    points = empty({n, 2});
-    labels = empty({n, 1});
-    const Tensor noise = randn({n, 2}) * 0.05;
+    std::vector<float> xy(static_cast<std::size_t>(2 * n)), lab(static_cast<std::size_t>(n));
+    const Tensor noise = (randn({n, 2}) * 0.05).contiguous();
+    const float* e = noise.data_ptr<float>();
     for (std::int64_t i = 0; i < n; ++i) {
         const int label = static_cast<int>(i % 2);
         const double t = 0.1 + 0.9 * static_cast<double>(i / 2) / static_cast<double>(n / 2);  // radius
         const double angle = 1.5 * std::numbers::pi * t + (label ? std::numbers::pi : 0.0);     // 3/4 of a turn
-        points.select(0, i).select(0, 0).fill_(t * std::cos(angle) + noise.select(0, i).select(0, 0).item<double>());
-        points.select(0, i).select(0, 1).fill_(t * std::sin(angle) + noise.select(0, i).select(0, 1).item<double>());
-        labels.select(0, i).select(0, 0).fill_(label);
+        xy[2 * i] = static_cast<float>(t * std::cos(angle) + e[2 * i]);
+        xy[2 * i + 1] = static_cast<float>(t * std::sin(angle) + e[2 * i + 1]);
+        lab[i] = static_cast<float>(label);
     }
+    points = from_vector(xy, {n, 2});
+    labels = from_vector(lab, {n, 1});
 }
 
-/// Binary cross-entropy of the MLP's output on a batch.
-Tensor loss_fn(Tensor x, Tensor y, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3, Tensor b3) {
-    Tensor h1 = tanh(matmul(x, w1) + b1);
-    Tensor h2 = tanh(matmul(h1, w2) + b2);
-    Tensor p = sigmoid(matmul(h2, w3) + b3);
-    return -(y * log(p + 1e-7) + (1.0 - y) * log(1.0 - p + 1e-7)).mean();
-}
-
-double accuracy(const Tensor& x, const Tensor& y, const std::vector<Tensor>& params) {
+double accuracy(nn::Module& model, const Tensor& x, const Tensor& y) {
     autograd::no_grad guard;
-    Tensor h1 = tanh(matmul(x, params[0]) + params[1]);
-    Tensor h2 = tanh(matmul(h1, params[2]) + params[3]);
-    Tensor p = sigmoid(matmul(h2, params[4]) + params[5]);
-    const Tensor right = eq(gt(p, 0.5), gt(y, 0.5));
+    const Tensor right = eq(gt(model.forward(x), 0.0), gt(y, 0.5));  // logit > 0 <=> p > 0.5
     return right.to(dtype::float64).mean().item<double>();
 }
 
@@ -57,23 +52,33 @@ double accuracy(const Tensor& x, const Tensor& y, const std::vector<Tensor>& par
 
 int main() {
     manual_seed(7);
-    const std::int64_t n = 1000, batch = 128, epochs = 300;
-    const double lr = 0.5;
+    const std::int64_t n = 1000, batch = 128, epochs = 150;
     Tensor points, labels;
     make_spirals(n, points, labels);
 
-    const auto init = [](std::int64_t in, std::int64_t out) {
-        return (randn({in, out}) * (1.0 / std::sqrt(static_cast<double>(in)))).requires_grad_();
-    };
-    std::vector<Tensor> params{init(2, 32), zeros({32}).requires_grad_(), init(32, 32), zeros({32}).requires_grad_(),
-                               init(32, 1),  zeros({1}).requires_grad_()};
+    auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 32), std::make_shared<nn::Tanh>(),
+                                                  std::make_shared<nn::Linear>(32, 32), std::make_shared<nn::Tanh>(),
+                                                  std::make_shared<nn::Linear>(32, 1));
+    std::vector<Tensor> params = model->parameters();  // handles sharing the module's tensors
+    optim::Adam opt(params, /*lr=*/0.02);
 
-    // The training step's loss, compiled by the profiling executor.
-    auto step = jit::script(loss_fn, jit::fusion_strategy<jit::static_<2>, jit::dynamic_<10>>{});
+    // The loss of a batch, eager: {x, y, parameters...} -> loss.
+    const auto loss_fn = [&model](const std::vector<Tensor>& in) {
+        const std::span<const Tensor> ps(in.begin() + 2, in.end());
+        return nn::functional::binary_cross_entropy_with_logits(nn::functional_call(*model, ps, in[0]), in[1]);
+    };
+    // The same loss compiled by the profiling executor; the parameters are graph inputs, so
+    // Adam's in-place updates are seen by the next call and backward() reaches them.
+    auto scripted = jit::script(loss_fn, jit::fusion_strategy<jit::static_<2>, jit::dynamic_<10>>{});
+    const auto inputs = [&params](const Tensor& x, const Tensor& y) {
+        std::vector<Tensor> in{x, y};
+        in.insert(in.end(), params.begin(), params.end());
+        return in;
+    };
 
     std::cout << "graft " << version_string << " (SIMD: " << kernels::target_name(kernels::current_target())
-              << "): training a 2-32-32-1 MLP on " << n << " spiral points, batch " << batch << ", " << epochs
-              << " epochs, jit-scripted loss\n";
+              << "): training a 2-32-32-1 MLP (nn::Sequential, Adam) on " << n << " spiral points, batch " << batch
+              << ", " << epochs << " epochs, jit-scripted loss\n";
     double last = 0;
     for (std::int64_t epoch = 1; epoch <= epochs; ++epoch) {
         double total = 0;
@@ -81,48 +86,82 @@ int main() {
             const std::int64_t len = std::min(batch, n - start);
             const Tensor x = points.narrow(0, start, len).contiguous();
             const Tensor y = labels.narrow(0, start, len).contiguous();
-            Tensor loss = step(x, y, params[0], params[1], params[2], params[3], params[4], params[5]);
+            opt.zero_grad();
+            Tensor loss = scripted(inputs(x, y)).at(0);
             loss.backward();
-            {
-                autograd::no_grad guard;
-                for (Tensor& p : params) {
-                    p.sub_(p.grad() * lr);
-                    p.set_grad(Tensor{});
-                }
-            }
+            opt.step();
             total += loss.item<double>() * static_cast<double>(len);
         }
         last = total / static_cast<double>(n);
         if (epoch % 10 == 0 || epoch == 1) {
             std::printf("\repoch %4lld/%lld  loss %.4f  accuracy %.3f", static_cast<long long>(epoch),
-                        static_cast<long long>(epochs), last, accuracy(points, labels, params));
+                        static_cast<long long>(epochs), last, accuracy(*model, points, labels));
             std::fflush(stdout);
         }
     }
     std::printf("\n");
+    const double acc = accuracy(*model, points, labels);
 
-    // The compiled step computes what the eager function computes.
+    // The compiled loss computes what the eager function computes, and the same gradients.
     const Tensor x = points.narrow(0, 0, batch).contiguous(), y = labels.narrow(0, 0, batch).contiguous();
-    const double eager = loss_fn(x, y, params[0], params[1], params[2], params[3], params[4], params[5]).item<double>();
-    const double compiled = step(x, y, params[0], params[1], params[2], params[3], params[4], params[5]).item<double>();
-    std::printf("final loss %.4f, accuracy %.3f; eager and jit loss on one batch: %.7f / %.7f\n\n", last,
-                accuracy(points, labels, params), eager, compiled);
-    // Time per training step (forward + backward), compiled vs eager, on full batches.
-    const auto time_steps = [&](auto&& f) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 200; ++i) {
-            Tensor l = f(x, y, params[0], params[1], params[2], params[3], params[4], params[5]);
-            l.backward();
-            for (Tensor& p : params) p.set_grad(Tensor{});
-        }
-        return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
+    const auto loss_and_grads = [&](auto&& f) {
+        opt.zero_grad();
+        Tensor l = f(inputs(x, y));
+        l.backward();
+        std::vector<Tensor> g{l.detach()};
+        for (const Tensor& p : params) g.push_back(p.grad().clone());
+        return g;
     };
-    const double t_jit = time_steps(step), t_eager = time_steps(loss_fn);
-    std::printf("forward + backward per batch of %lld: jit %.1f us, eager %.1f us (jit %.2fx eager's speed)\n\n",
-                static_cast<long long>(batch), t_jit, t_eager, t_eager / t_jit);
-    std::cout << step.debug_string();
-    if (!(last < 0.3) || std::abs(eager - compiled) > 1e-5 * std::max(1.0, std::abs(eager))) {
-        std::cerr << "training did not converge or the compiled step disagrees with eager\n";
+    const std::vector<Tensor> eager = loss_and_grads(loss_fn);
+    const std::vector<Tensor> compiled = loss_and_grads([&](const std::vector<Tensor>& in) { return scripted(in).at(0); });
+    double max_diff = 0;
+    for (std::size_t i = 0; i < eager.size(); ++i)
+        max_diff = std::max(max_diff, (eager[i] - compiled[i]).abs().max().item<double>());
+    std::printf("final loss %.4f, accuracy %.3f; eager and jit on one batch: loss %.7f / %.7f, "
+                "largest difference of loss and gradients %.2e\n\n",
+                last, acc, eager[0].item<double>(), compiled[0].item<double>(), max_diff);
+
+    // Time per training step (zero_grad, forward, backward, Adam step) and per forward +
+    // backward alone, compiled vs eager, on full batches. The parameters are restored after
+    // the timed Adam steps.
+    const auto time_per_call = [](auto&& body) {
+        for (int i = 0; i < 20; ++i) body();  // warm up
+        const auto t0 = std::chrono::steady_clock::now();
+        const int reps = 300;
+        for (int i = 0; i < reps; ++i) body();
+        return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+    };
+    const std::vector<Tensor> in = inputs(x, y);
+    const auto fwd_bwd = [&](auto&& f) {
+        return [&] {
+            for (const Tensor& p : params) p.set_grad(Tensor{});
+            f(in).backward();
+        };
+    };
+    const auto eager_loss = [&](const std::vector<Tensor>& v) { return loss_fn(v); };
+    const auto jit_loss = [&](const std::vector<Tensor>& v) { return scripted(v).at(0); };
+    const double fb_jit = time_per_call(fwd_bwd(jit_loss)), fb_eager = time_per_call(fwd_bwd(eager_loss));
+    std::vector<Tensor> trained;  // the trained values: the timed steps change them
+    for (const Tensor& p : params) trained.push_back(p.detach().clone());
+    const auto train_step = [&](auto&& f) {
+        return [&] {
+            opt.zero_grad();
+            f(in).backward();
+            opt.step();
+        };
+    };
+    const double st_jit = time_per_call(train_step(jit_loss)), st_eager = time_per_call(train_step(eager_loss));
+    {
+        autograd::no_grad guard;
+        for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(trained[i]);
+    }
+    std::printf("per batch of %lld: forward + backward jit %.1f us, eager %.1f us (jit %.2fx eager's speed); "
+                "training step with Adam jit %.1f us, eager %.1f us (%.2fx)\n\n",
+                static_cast<long long>(batch), fb_jit, fb_eager, fb_eager / fb_jit, st_jit, st_eager,
+                st_eager / st_jit);
+    std::cout << scripted.debug_string();
+    if (!(acc > 0.97) || max_diff > 1e-5) {
+        std::cerr << "training did not converge or the compiled loss disagrees with eager\n";
         return 1;
     }
     return 0;

@@ -72,6 +72,26 @@ TEST_CASE("ir: floats print as the shortest text that reads back to the same val
     }
 }
 
+TEST_CASE("ir: print_options abbreviate long tensor constants for reading; the default prints all", "[ir]") {
+    const auto text_of = [](const Tensor& t, std::int64_t limit) {
+        ir::Graph g;
+        g.append<ir::kinds::constant>()->set_attr("value", t)->add_output(ir::Type::tensor_type());
+        return ir::to_string(g, {.max_tensor_elements = limit});
+    };
+    const Tensor ten = arange(0, 10, 1, dtype::int64);
+    CHECK_THAT(text_of(ten, 4), Catch::Contains("tensor(Long(10), [0, 1, ..., 8, 9])"));
+    CHECK_THAT(text_of(ten, 5), Catch::Contains("tensor(Long(10), [0, 1, 2, ..., 8, 9])"));
+    CHECK_THAT(text_of(ten, 1), Catch::Contains("[0, ...]"));
+    CHECK_THAT(text_of(ten, 0), Catch::Contains("[...]"));
+    CHECK_THAT(text_of(ten, 10), Catch::Contains("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"));
+    const std::string all = text_of(ten, -1);
+    CHECK_THAT(all, Catch::Contains("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"));
+    ir::Graph g;
+    g.append<ir::kinds::constant>()->set_attr("value", ten)->add_output(ir::Type::tensor_type());
+    CHECK(ir::to_string(g) == all);  // the parseable form
+    CHECK_THROWS_AS(ir::parse(text_of(ten, 4)), graft::error);
+}
+
 TEST_CASE("ir: the parser reports the line and what it expected", "[ir]") {
     CHECK_THROWS_WITH(ir::parse("graph(%x : Float):\n  %1 : Float = frobnicate(%x)\n  return (%1)\n"),
                       Catch::Contains("line 2") && Catch::Contains("unknown node kind 'frobnicate'"));

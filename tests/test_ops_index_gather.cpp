@@ -135,6 +135,20 @@ TEST_CASE("max/min over a dim: (values, indices), keepdim, the gradient at the i
     CHECK(si.item<std::int64_t>() == 0);
 }
 
+TEST_CASE("max()/min() of every element: 0-dim values, NaN wins, ties share the gradient evenly",
+          "[autograd][index_gather][argmax]") {
+    const Tensor x = tensor({3.0, 7.0, 7.0, 1.0, -2.0, 9.0}).view({2, 3}).to(dtype::float64);
+    CHECK(x.max().dim() == 0);
+    CHECK(x.max().item<double>() == 9.0);
+    CHECK(min(x).item<double>() == -2.0);
+    CHECK(std::isnan(max(tensor({1.0, std::nan(""), 3.0})).item<double>()));
+    // torch.max(t)'s backward divides the gradient among tied maxima (evenly_distribute_backward).
+    Tensor w = tensor({7.0, 2.0, 7.0, 7.0}).to(dtype::float64).requires_grad_();
+    CHECK(dvec(autograd::grad({w.max() * 3.0}, {w})[0]) == std::vector<double>{1.0, 0.0, 1.0, 1.0});
+    CHECK(dvec(autograd::grad({w.min()}, {w})[0]) == std::vector<double>{0.0, 1.0, 0.0, 0.0});
+    CHECK_THROWS_AS(zeros({0}).max(), graft::error);
+}
+
 // ---------------------------------------------------------------- logsumexp
 
 TEST_CASE("logsumexp: hand values, stability, infinities and NaN, empty reductions", "[ops][index_gather][logsumexp]") {

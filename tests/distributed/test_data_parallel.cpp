@@ -35,12 +35,16 @@ std::vector<Tensor> reference_grads(const std::vector<Tensor>& params, const std
 }
 }  // namespace
 
-TEST_CASE("DDP: gradients equal one process's on the concatenated batch, any bucket size", "[distributed]") {
+TEST_CASE("DDP: gradients equal one process's on the concatenated batch, any bucket size, with and without overlap",
+          "[distributed]") {
     const int r = dist::get_rank(), p = dist::get_world_size();
-    for (double cap_mb : {25.0, 1e-6}) {  // one bucket, or one per parameter (each alone passes the cap)
+    // One bucket, or one per parameter (each alone passes the cap); buckets launched from the
+    // hooks during backward, or all after it.
+    for (const auto& [cap_mb, overlap] : {std::pair{25.0, true}, std::pair{1e-6, true}, std::pair{1e-6, false}}) {
+        CAPTURE(cap_mb, overlap);
         manual_seed(100 + static_cast<std::uint64_t>(r));  // different initial values per rank: DDP broadcasts rank 0's
         auto model = mlp();
-        nn::parallel::DistributedDataParallel ddp(model, {.bucket_cap_mb = cap_mb});
+        nn::parallel::DistributedDataParallel ddp(model, {.bucket_cap_mb = cap_mb, .overlap = overlap});
         const auto buckets = ddp.bucket_indices();
         CHECK(buckets.front().front() == model->parameters().size() - 1);  // reverse registration order
         CHECK(buckets.size() == (cap_mb > 1 ? 1u : model->parameters().size()));

@@ -52,6 +52,12 @@ namespace graft {
 /// (values, indices) of the minima along `dim` (torch.min(t, dim, keepdim); MinBackward0).
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, bool keepdim = false);
 
+/// The largest / smallest element of `t` as a 0-dim tensor (torch.max(t) / torch.min(t)): the
+/// same as amax(t) / amin(t) over every dimension, so NaN wins and the gradient is shared evenly
+/// among tied extremes, as PyTorch's full reductions do. An empty tensor is an error.
+[[nodiscard]] inline Tensor max(const Tensor& t) { return amax(t); }
+[[nodiscard]] inline Tensor min(const Tensor& t) { return amin(t); }
+
 /// log(sum(exp(t))) over `dims` (all when empty), with the maximum shifted out so that large
 /// and very negative inputs neither overflow nor underflow (torch.logsumexp). Integer inputs
 /// give float32. Differentiable (LogsumexpBackward0: g * exp(t - result), softmax times g).

@@ -163,6 +163,8 @@ inline Tensor Tensor::sum(const int_list& dims, bool keepdim) const { return gra
 inline Tensor Tensor::mean() const { return graft::mean(*this); }
 inline Tensor Tensor::mean(const int_list& dims, bool keepdim) const { return graft::mean(*this, dims, keepdim); }
 inline Tensor Tensor::amax(const int_list& dims, bool keepdim) const { return graft::amax(*this, dims, keepdim); }
+inline Tensor Tensor::max() const { return graft::amax(*this); }
+inline Tensor Tensor::min() const { return graft::amin(*this); }
 inline Tensor Tensor::amin(const int_list& dims, bool keepdim) const { return graft::amin(*this, dims, keepdim); }
 inline Tensor Tensor::exp() const { return graft::exp(*this); }
 inline Tensor Tensor::log() const { return graft::log(*this); }

@@ -252,6 +252,9 @@ public:
     [[nodiscard]] Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
     [[nodiscard]] std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
     [[nodiscard]] std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+    /// The largest / smallest element as a 0-dim tensor (torch's x.max() / x.min()): amax() / amin().
+    [[nodiscard]] Tensor max() const;
+    [[nodiscard]] Tensor min() const;
     [[nodiscard]] Tensor logsumexp(const int_list& dims, bool keepdim = false) const;
     [[nodiscard]] Tensor var(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
     [[nodiscard]] Tensor std(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;

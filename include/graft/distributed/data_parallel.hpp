@@ -21,6 +21,10 @@ namespace graft::nn::parallel {
 struct ddp_options {
     double bucket_cap_mb = 25.0;  // PyTorch's default bucket size
     bool broadcast_parameters = true;  // from rank 0 at construction (PyTorch always does)
+    /// Launch each bucket's all-reduce from the backward hooks as soon as its gradients are in
+    /// (PyTorch's behaviour). false: launch every bucket after the last gradient arrived, so
+    /// nothing overlaps with backward (for measuring what the overlap hides; bench/bench_ddp.cpp).
+    bool overlap = true;
 };
 
 class DistributedDataParallel : public Module {
@@ -79,6 +83,7 @@ private:
     std::size_t arrived_ = 0;  // parameters ready this iteration
     bool sync_ = true;
     bool reducing_ = false;  // an iteration started reducing (some gradients arrived)
+    bool overlap_ = true;
     std::vector<autograd::hook_handle> hooks_;
 };
 
@@ -92,6 +97,7 @@ inline DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> 
                          "distributed::init_process_group() first");
     graft::detail::check(options.bucket_cap_mb > 0, name, ": bucket_cap_mb must be positive");
     register_module("module", module_);
+    overlap_ = options.overlap;
     params_ = module_->parameters();
     for (const Tensor& p : params_)
         graft::detail::check(p.requires_grad() && p.is_leaf(), name, ": every parameter must be a leaf that requires grad");
@@ -171,7 +177,13 @@ inline void DistributedDataParallel::on_grad(std::size_t k) {
     ready_[k] = true;
     ++arrived_;
     bucket& b = buckets_[bucket_of_[k]];
-    if (--b.pending == 0) launch(b);
+    if (--b.pending == 0 && overlap_) launch(b);
+    // MPI moves a non-blocking collective's data only inside MPI calls (Open MPI has no progress
+    // thread over shared memory): testing the buckets in flight at each gradient lets their
+    // reduction advance while backward computes the next ones.
+    if (overlap_)
+        for (bucket& other : buckets_)
+            if (other.launched) (void)other.work.is_completed();
     if (arrived_ == params_.size()) finish();
 }
 
@@ -187,6 +199,8 @@ inline void DistributedDataParallel::launch(bucket& b) {
 
 inline void DistributedDataParallel::finish() {
     autograd::no_grad guard;
+    if (!overlap_)
+        for (bucket& b : buckets_) launch(b);
     for (bucket& b : buckets_) {
         b.work.wait();
         for (std::size_t i = 0; i < b.params.size(); ++i) {

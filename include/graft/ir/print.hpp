@@ -41,12 +41,25 @@ GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent);
 
 GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent);
 
+/// The stream slot (std::ios_base::iword) holding print_options::max_tensor_elements + 1 while
+/// to_string(g, options) prints (0: every element).
+GRAFT_INLINE int tensor_elements_slot();
+
 }  // namespace detail
+
+/// How to_string(graph, options) prints. The default is the parseable text form.
+struct print_options {
+    /// Tensor constants with more elements print their first and last few values around
+    /// "..." (for reading: ir::parse refuses the result). Negative: every element.
+    std::int64_t max_tensor_elements = -1;
+};
 
 /// The text form of `g` (see the top of this header).
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g);
 
 [[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g);
+/// The text form with options, e.g. {.max_tensor_elements = 8} for logs and debug output.
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g, const print_options& options);
 
 /// Graphviz DOT: one box per node (kind and attributes), graph inputs and
 /// outputs as ellipses, edges labelled with the value's name and type.

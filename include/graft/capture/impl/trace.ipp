@@ -716,6 +716,44 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
         n->add_input(b.value);
         return n->add_output(value_type(t));
     }
+    // The base with its dimensions permuted (w.t() saved for matmul's backward): a transpose or
+    // permute view, not an index constant as large as the tensor.
+    if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 1 &&
+        t.storage_offset() == b.base.storage_offset() && t.numel() == b.base.numel() && t.numel() > 0) {
+        const std::size_t rank = static_cast<std::size_t>(t.dim());
+        std::vector<std::int64_t> perm(rank, -1);
+        std::vector<bool> used(rank, false);
+        bool ok = true;
+        // Dimensions of size > 1 by their stride (unique in a contiguous base), then the size-1
+        // dimensions (any stride) in order.
+        for (int pass = 0; pass < 2 && ok; ++pass)
+            for (std::size_t d = 0; d < rank && ok; ++d) {
+                if ((t.sizes()[d] > 1) != (pass == 0)) continue;
+                ok = false;
+                for (std::size_t e = 0; e < rank && !ok; ++e)
+                    if (!used[e] && b.base.sizes()[e] == t.sizes()[d] &&
+                        (t.sizes()[d] == 1 || b.base.strides()[e] == t.strides()[d])) {
+                        perm[d] = static_cast<std::int64_t>(e);
+                        used[e] = ok = true;
+                    }
+            }
+        std::vector<std::size_t> moved;
+        for (std::size_t d = 0; ok && d < rank; ++d)
+            if (perm[d] != static_cast<std::int64_t>(d)) moved.push_back(d);
+        if (ok && !moved.empty()) {
+            ir::Node* n;
+            if (moved.size() == 2) {
+                n = cur_->append<ir::kinds::transpose>();
+                n->set_attr("dim0", static_cast<std::int64_t>(moved[0]));
+                n->set_attr("dim1", static_cast<std::int64_t>(moved[1]));
+            } else {
+                n = cur_->append<ir::kinds::permute>();
+                n->set_attr("dims", perm);
+            }
+            n->add_input(b.value);
+            return n->add_output(value_type(t));
+        }
+    }
     // A box of the base (its strides, each dimension a window): narrows, whose starts and
     // lengths a symbolic graph can compute (x.narrow(1, 1, n - 2) saved for the backward).
     if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 0 &&

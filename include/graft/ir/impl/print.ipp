@@ -60,6 +60,10 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
             } else {
                 // tensor(<type>, [values in row-major order])
                 const Tensor t = v.contiguous();
+                // print_options::max_tensor_elements (+1 in the slot; 0: all).
+                const long limit = os.iword(tensor_elements_slot()) - 1;
+                const bool cut = limit >= 0 && t.numel() > limit;
+                const std::int64_t head = cut ? (limit + 1) / 2 : t.numel(), tail = cut ? limit / 2 : 0;
                 TensorType tt;
                 tt.scalar_type = t.type();
                 tt.sizes.emplace();
@@ -69,6 +73,11 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
                     using T = decltype(z);
                     const T* p = t.data_ptr<T>();
                     for (std::int64_t i = 0; i < t.numel(); ++i) {
+                        if (cut && i == head) {
+                            os << (i ? ", ..." : "...");
+                            i = t.numel() - tail;
+                            if (i == t.numel()) break;
+                        }
                         if (i) os << ", ";
                         if constexpr (std::is_same_v<T, float>) print_float32(os, p[i]);
                         else if constexpr (std::is_same_v<T, double>) print_float(os, p[i]);
@@ -128,6 +137,11 @@ GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent) {
     for (const Node* n : b.nodes()) print_node(os, *n, indent);
 }
 
+GRAFT_INLINE int tensor_elements_slot() {
+    static const int slot = std::ios_base::xalloc();
+    return slot;
+}
+
 }  // namespace detail
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
@@ -142,6 +156,13 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
 
 GRAFT_INLINE std::string to_string(const Graph& g) {
     std::ostringstream os;
+    os << g;
+    return os.str();
+}
+
+GRAFT_INLINE std::string to_string(const Graph& g, const print_options& options) {
+    std::ostringstream os;
+    if (options.max_tensor_elements >= 0) os.iword(detail::tensor_elements_slot()) = static_cast<long>(options.max_tensor_elements) + 1;
     os << g;
     return os.str();
 }

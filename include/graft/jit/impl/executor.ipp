@@ -11,6 +11,12 @@
 
 namespace graft::jit {
 
+namespace detail {
+/// How plans' graphs print in debug_state(): long tensor constants abbreviated.
+inline constexpr ir::print_options readable{.max_tensor_elements = 8};
+}  // namespace detail
+
+
 GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
     switch (k) {
         case plan_kind::fused: return "fused";
@@ -434,8 +440,8 @@ GRAFT_INLINE std::map<std::string, ir::Type> executor_state::profiled_types() co
 
 GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
     if (kind == plan_kind::differentiable && diff)
-        return "forward:\n" + ir::to_string(*diff->forward) + forward_plan->describe() + "backward:\n" +
-               ir::to_string(*diff->backward) + backward_plan->describe();
+        return "forward:\n" + ir::to_string(*diff->forward, detail::readable) + forward_plan->describe() + "backward:\n" +
+               ir::to_string(*diff->backward, detail::readable) + backward_plan->describe();
     auto copy = g.copy();
     // copy() keeps value names: map types by name.
     const std::map<std::string, ir::Type>& types = profiled_types;
@@ -449,7 +455,7 @@ GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
         }
     };
     apply(*copy->block(), apply);
-    std::string text = ir::to_string(*copy);
+    std::string text = ir::to_string(*copy, detail::readable);
     if (kind == plan_kind::fused && run_plan) text += run_plan->describe();
     return text + graph_suffix;
 }
@@ -806,8 +812,8 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
         const auto [fp, bp] = plug_fused_plans(*f, bo, bo);
         text += "differentiable subgraph " + std::to_string(regions.size()) + " (" + std::to_string(run.size()) +
                 " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
-                "):\n  forward:\n" + ir::to_string(*f->forward) + fp->describe() + "  backward:\n" +
-                ir::to_string(*f->backward) + bp->describe();
+                "):\n  forward:\n" + ir::to_string(*f->forward, detail::readable) + fp->describe() + "  backward:\n" +
+                ir::to_string(*f->backward, detail::readable) + bp->describe();
         // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
         reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
             std::vector<Tensor> t;
