@@ -122,6 +122,19 @@ TEST_CASE("DDP: a parameter without gradient is refused at the next forward, on 
     CHECK_THROWS_WITH(nn::parallel::DistributedDataParallel(nullptr), Catch::Contains("null"));
 }
 
+TEST_CASE("DDP: ranks whose models differ are refused at construction, on every rank", "[distributed]") {
+    // Rank 0 has one more output feature: its buckets hold other element counts, so the
+    // unchecked all-reduces of backward would read past the others' buffers.
+    const int r = dist::get_rank();
+    auto model = std::make_shared<nn::Linear>(3, r == 0 ? 3 : 2, true, dtype::float64);
+    CHECK_THROWS_WITH(nn::parallel::DistributedDataParallel(model, {.broadcast_parameters = false}),
+                      Catch::Contains("DistributedDataParallel") && Catch::Contains("disagree"));
+    // The group stays usable.
+    Tensor z = full({1}, 1.0);
+    dist::all_reduce(z);
+    CHECK(z.item<double>() == Approx(double(dist::get_world_size())));
+}
+
 int main(int argc, char** argv) {
     dist::init_process_group();
     const int result = Catch::Session().run(argc, argv);

@@ -129,6 +129,19 @@ inline DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> 
         bucket_of_[k] = buckets_.size() - 1;
     }
     for (bucket& b : buckets_) b.flat = zeros({b.offsets.back()}, params_[b.params.front()].type());
+    // Every rank must build the same buckets (the same parameters' sizes and dtypes): checked
+    // here once, so the backward hooks can start the buckets' all-reduces without the
+    // per-call agreement check, which would wait for the slowest rank in every hook.
+    std::uint64_t layout = 1469598103934665603ull;  // FNV-1a over the buckets' element counts and dtypes
+    std::int64_t total = 0;
+    for (const bucket& b : buckets_) {
+        for (const std::uint64_t v : {static_cast<std::uint64_t>(b.offsets.back()),
+                                      static_cast<std::uint64_t>(b.flat.type())})
+            layout = (layout ^ v) * 1099511628211ull;
+        total += b.offsets.back();
+    }
+    distributed::detail::check_same_everywhere(name, total, params_.empty() ? dtype::float32 : params_[0].type(),
+                                               static_cast<std::int64_t>(layout >> 1));
     reset();
     for (std::size_t k = 0; k < params_.size(); ++k)
         hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](Tensor&) { on_grad(k); }));
@@ -193,7 +206,9 @@ inline void DistributedDataParallel::launch(bucket& b) {
         const Tensor g = params_[b.params[i]].grad();
         b.flat.narrow(0, b.offsets[i], g.numel()).copy_(g.reshape({g.numel()}));
     }
-    b.work = distributed::all_reduce(b.flat, distributed::reduce_op::avg, /*async_op=*/true);
+    b.work = distributed::detail::start_all_reduce("nn::parallel::DistributedDataParallel",
+                                                   distributed::detail::checked_group("nn::parallel::DistributedDataParallel"),
+                                                   b.flat, distributed::reduce_op::avg, /*async_op=*/true);
     b.launched = true;
 }
 

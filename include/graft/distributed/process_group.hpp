@@ -319,6 +319,10 @@ inline void barrier() {
     work(op, req, {}, nullptr).wait();
 }
 
+namespace detail {
+inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, reduce_op op, bool async_op);
+}  // namespace detail
+
 /// Reduces `tensor` across all ranks in place: every rank ends with the sum (or the average)
 /// of all ranks' values (torch.distributed.all_reduce). float32, float64 (avg: floating point
 /// only) and int64; contiguous; every rank must pass the same element count and dtype (checked:
@@ -330,6 +334,14 @@ inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async
     graft::detail::check(op == reduce_op::sum || tensor.type() != dtype::int64, name,
                          ": reduce_op::avg needs a floating-point tensor");
     detail::check_same_everywhere(name, tensor.numel(), tensor.type(), static_cast<std::int64_t>(op));
+    return detail::start_all_reduce(name, g, tensor, op, async_op);
+}
+
+namespace detail {
+/// all_reduce without the agreement check (which waits for every rank): for callers that
+/// checked once for many calls (DistributedDataParallel checks its bucket layout at
+/// construction), so that an async_op call returns at once.
+inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, reduce_op op, bool async_op) {
     MPI_Request req = MPI_REQUEST_NULL;
     {
         auto lock = detail::mpi_lock();
@@ -350,6 +362,7 @@ inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async
     if (!async_op) w.wait();
     return w;
 }
+}  // namespace detail
 
 /// Copies `tensor` of rank `src` into `tensor` of every rank (torch.distributed.broadcast).
 inline work broadcast(Tensor& tensor, int src, bool async_op = false) {
