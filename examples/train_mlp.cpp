@@ -11,7 +11,7 @@
 // specializes for that shape too. At the end the executor's debug state shows the plans,
 // guards and counters.
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -122,40 +122,50 @@ int main() {
                 last, acc, eager[0].item<double>(), compiled[0].item<double>(), max_diff);
 
     // Time per training step (zero_grad, forward, backward, Adam step) and per forward +
-    // backward alone, compiled vs eager, on full batches. The parameters are restored after
-    // the timed Adam steps.
-    const auto time_per_call = [](auto&& body) {
-        for (int i = 0; i < 20; ++i) body();  // warm up
-        const auto t0 = std::chrono::steady_clock::now();
-        const int reps = 300;
-        for (int i = 0; i < reps; ++i) body();
-        return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+    // backward alone, compiled vs eager, on full batches: rounds of 100 calls, jit and eager
+    // alternating, the median round of each, in processor time (std::clock: a shared
+    // machine's other load moves wall time a lot).
+    // The parameters are restored after the timed Adam steps.
+    const auto compare = [](auto&& jit_body, auto&& eager_body) {
+        const auto round = [](auto& body) {
+            const std::clock_t t0 = std::clock();
+            for (int i = 0; i < 100; ++i) body();
+            return 1e6 * static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC / 100;
+        };
+        std::vector<double> tj, te;
+        for (int r = 0; r < 15; ++r) {
+            tj.push_back(round(jit_body));
+            te.push_back(round(eager_body));
+        }
+        std::sort(tj.begin(), tj.end());
+        std::sort(te.begin(), te.end());
+        return std::pair{tj[tj.size() / 2], te[te.size() / 2]};
     };
     const std::vector<Tensor> in = inputs(x, y);
-    const auto fwd_bwd = [&](auto&& f) {
-        return [&] {
+    const auto eager_loss = [&](const std::vector<Tensor>& v) { return loss_fn(v); };
+    const auto jit_loss = [&](const std::vector<Tensor>& v) { return scripted(v).at(0); };
+    const auto fwd_bwd = [&](auto f) {
+        return [&, f] {
             for (const Tensor& p : params) p.set_grad(Tensor{});
             f(in).backward();
         };
     };
-    const auto eager_loss = [&](const std::vector<Tensor>& v) { return loss_fn(v); };
-    const auto jit_loss = [&](const std::vector<Tensor>& v) { return scripted(v).at(0); };
-    const double fb_jit = time_per_call(fwd_bwd(jit_loss)), fb_eager = time_per_call(fwd_bwd(eager_loss));
+    const auto [fb_jit, fb_eager] = compare(fwd_bwd(jit_loss), fwd_bwd(eager_loss));
     std::vector<Tensor> trained;  // the trained values: the timed steps change them
     for (const Tensor& p : params) trained.push_back(p.detach().clone());
-    const auto train_step = [&](auto&& f) {
-        return [&] {
+    const auto train_step = [&](auto f) {
+        return [&, f] {
             opt.zero_grad();
             f(in).backward();
             opt.step();
         };
     };
-    const double st_jit = time_per_call(train_step(jit_loss)), st_eager = time_per_call(train_step(eager_loss));
+    const auto [st_jit, st_eager] = compare(train_step(jit_loss), train_step(eager_loss));
     {
         autograd::no_grad guard;
         for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(trained[i]);
     }
-    std::printf("per batch of %lld: forward + backward jit %.1f us, eager %.1f us (jit %.2fx eager's speed); "
+    std::printf("per batch of %lld: forward + backward jit %.1f us, eager %.1f us (jit %.2fx eager's speed, CPU time); "
                 "training step with Adam jit %.1f us, eager %.1f us (%.2fx)\n\n",
                 static_cast<long long>(batch), fb_jit, fb_eager, fb_eager / fb_jit, st_jit, st_eager,
                 st_eager / st_jit);

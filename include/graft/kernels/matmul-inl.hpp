@@ -50,9 +50,13 @@ inline constexpr std::size_t kGemmNV = 2;
 #endif
 inline constexpr std::size_t kGemmKC = 256;
 
-template <std::size_t MR, std::size_t NV, class D>
-HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
-                           const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
+// The MR x NV register block: C[MR x NV vectors] (+)= A-block * B-sliver over kc.
+// A's element (r, p) is pa[r * rs + p * step]: the packed sliver (rs 1, step MR), or A read in
+// place (RowStrided: rows rs apart, columns step apart; without RowStrided rs is 1, A's
+// columns contiguous, a transposed operand). The sums are the same in every form.
+template <std::size_t MR, std::size_t NV, bool RowStrided = false, class D>
+HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa, std::ptrdiff_t rs,
+                           std::ptrdiff_t step, const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
                            std::ptrdiff_t ldc, bool accumulate) {
     using V = hn::Vec<D>;
     const std::size_t N = hn::Lanes(d);
@@ -67,11 +71,11 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
         for (std::size_t v = 0; v < NV; ++v) b[v] = hn::Load(d, pb + v * N);
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            const V a = hn::Set(d, pa[r]);
+            const V a = hn::Set(d, RowStrided ? pa[static_cast<std::ptrdiff_t>(r) * rs] : pa[r]);
 #pragma GCC unroll 4
             for (std::size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
         }
-        pa += MR;
+        pa += step;
         pb += NV * N;
     }
 #pragma GCC unroll 16
@@ -90,15 +94,16 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
 
 // The last B sliver's micro-kernel: MR x nv vectors, 0 < nv < NV (run time), out of line
 // (one call per MR x kc block; keeps the full-width kernel's inlined loop as it was).
-template <std::size_t MR, std::size_t NV, class D>
+template <std::size_t MR, std::size_t NV, bool RowStrided = false, class D>
 HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
-                                    const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
-                                    std::ptrdiff_t ldc, bool accumulate) {
+                                    std::ptrdiff_t rs, std::ptrdiff_t step, const hn::TFromD<D>* HWY_RESTRICT pb,
+                                    hn::TFromD<D>* HWY_RESTRICT c, std::ptrdiff_t ldc, bool accumulate) {
     if constexpr (NV > 1) {
-        if (nv == NV - 1) return gemm_micro<MR, NV - 1>(d, kc, pa, pb, c, ldc, accumulate);
+        if (nv == NV - 1) return gemm_micro<MR, NV - 1, RowStrided>(d, kc, pa, rs, step, pb, c, ldc, accumulate);
         if constexpr (NV > 2) {
-            if (nv == NV - 2) return gemm_micro<MR, NV - 2>(d, kc, pa, pb, c, ldc, accumulate);
-            if constexpr (NV > 3) gemm_micro_narrow<MR, NV - 2>(d, nv, kc, pa, pb, c, ldc, accumulate);
+            if (nv == NV - 2) return gemm_micro<MR, NV - 2, RowStrided>(d, kc, pa, rs, step, pb, c, ldc, accumulate);
+            if constexpr (NV > 3)
+                gemm_micro_narrow<MR, NV - 2, RowStrided>(d, nv, kc, pa, rs, step, pb, c, ldc, accumulate);
         }
     }
 }
@@ -134,9 +139,11 @@ HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const
             const T* col = base;  // element (o + r, pc + p) at col[p * step + r]
             std::ptrdiff_t step = mp;
             if (packed) {
-                for (std::size_t p = 0; p < kc; ++p)
-                    for (std::size_t r = 0; r < N; ++r)
-                        packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                {
+                    for (std::size_t p = 0; p < kc; ++p)
+                        for (std::size_t r = 0; r < N; ++r)
+                            packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                }
                 col = packed;
                 step = static_cast<std::ptrdiff_t>(N);
             }
@@ -186,6 +193,7 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
 
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = n - jc < NC ? n - jc : NC;
+        const bool direct = (nc + NR - 1) / NR <= 4;  // few B slivers: A read in place (see below)
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = k - pc < KC ? k - pc : KC;
             const bool accumulate = pc != 0;
@@ -219,8 +227,12 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
             for (std::size_t ic = 0; ic < m; ic += MC) {
                 const std::size_t mc = m - ic < MC ? m - ic : MC;
                 // Pack A[ic:ic+mc, pc:pc+kc] into MR-row slivers: sliver holds kc columns of MR.
+                // With few B slivers per panel the packing would not pay for itself (each
+                // packed element is read once per sliver): full MR-row slivers are then read in
+                // place, only a last partial one is packed (its rows past m padded with zeros).
                 for (std::size_t is = 0; is < mc; is += MR) {
                     const std::size_t h = mc - is < MR ? mc - is : MR;
+                    if (direct && h == MR) continue;  // read in place by the micro-kernel
                     T* dst = pa_buf + is * kc;
                     const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
                     if (csa == 1) {
@@ -244,20 +256,29 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
                     const T* pb = pb_buf + jr * kc;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
                         const std::size_t h = mc - ir < MR ? mc - ir : MR;
-                        const T* pa = pa_buf + ir * kc;
                         T* cc = c + static_cast<std::ptrdiff_t>(ic + ir) * ldc + static_cast<std::ptrdiff_t>(jc + jr);
+                        // The block into dst (C itself, or the stack tile for edges).
+                        const auto block = [&](T* dst, std::ptrdiff_t ldd, bool acc) {
+                            if (direct && h == MR) {
+                                const T* pa = a + static_cast<std::ptrdiff_t>(ic + ir) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
+                                if (lda == 1) {  // A's columns contiguous (a transposed operand)
+                                    if (nv == NV) gemm_micro<MR, NV>(d, kc, pa, 1, csa, pb, dst, ldd, acc);
+                                    else gemm_micro_narrow<MR, NV>(d, nv, kc, pa, 1, csa, pb, dst, ldd, acc);
+                                } else {
+                                    if (nv == NV) gemm_micro<MR, NV, true>(d, kc, pa, lda, csa, pb, dst, ldd, acc);
+                                    else gemm_micro_narrow<MR, NV, true>(d, nv, kc, pa, lda, csa, pb, dst, ldd, acc);
+                                }
+                            } else {
+                                const T* pa = pa_buf + ir * kc;
+                                const auto step = static_cast<std::ptrdiff_t>(MR);
+                                if (nv == NV) gemm_micro<MR, NV>(d, kc, pa, 1, step, pb, dst, ldd, acc);
+                                else gemm_micro_narrow<MR, NV>(d, nv, kc, pa, 1, step, pb, dst, ldd, acc);
+                            }
+                        };
                         if (h == MR && w == wr) {
-                            if (nv == NV) {
-                                gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
-                            } else {
-                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, cc, ldc, accumulate);
-                            }
+                            block(cc, ldc, accumulate);
                         } else {
-                            if (nv == NV) {
-                                gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
-                            } else {
-                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
-                            }
+                            block(tile, static_cast<std::ptrdiff_t>(wr), false);
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
                                 const T* trow = tile + r * wr;
@@ -291,12 +312,19 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa
         return;
     }
     if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    // A few rows (the [2 x 128] x [128 x 32] weight gradient of a 2-input layer): a 4-row
+    // register block, not 8 or 12 rows mostly padding. Same sums in the same order.
+    if (m <= 4) return matmul_blocked<T, 4, kGemmNV>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks (12 x 1 for
     // n <= 1 vector) instead of one 8 x 2 (8 x 1) sliver: more accumulators per broadcast of B.
     // Same sums in the same order.
     const hn::ScalableTag<T> d;
-    if (n <= 2 * hn::Lanes(d)) return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    // Row counts that 8 divides and 12 does not (32, 128) take 8-row blocks: no padded tile.
+    if (n <= 2 * hn::Lanes(d)) {
+        if (m % 8 == 0 && m % 12 != 0) return matmul_blocked<T, 8, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+        return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    }
 #endif
     matmul_blocked<T, kGemmMR, kGemmNV>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
