@@ -446,6 +446,40 @@ TEST_CASE("capture::aot: the joint graph is cleaned before partitioning, so equa
     CHECK(allclose(got, want, 1e-12, 1e-12));
 }
 
+TEST_CASE("capture::aot: a linear layer's gradients are plain tensors, clamps are lowered, masks recomputed",
+          "[capture]") {
+    // x @ w.t() + b, then a clamp and a relu-like mask: the weight gradient would be a transpose
+    // and the bias gradient a reshape of a keepdim sum (views AccumulateGrad copies); the
+    // backward instead computes both as plain results. clamp runs as maximum/minimum, and the
+    // bool mask `h > 0` is recomputed in the backward from the saved h, not saved.
+    const auto f = [](Tensor x, Tensor w, Tensor b) {
+        const Tensor h = matmul(x, w.t()) + b;
+        return (where(h > 0.0, h * h, h).clamp(-1.0, 2.0)).sum();
+    };
+    manual_seed(5);
+    const Tensor x = randn({6, 3}, dtype::float64), w = randn({4, 3}, dtype::float64).requires_grad_(),
+                 b = randn({4}, dtype::float64).requires_grad_();
+    const auto a = capture::aot(f, {x, w, b});
+    for (const ir::Value* v : a.backward->outputs()) {
+        INFO(ir::to_string(*a.backward));
+        REQUIRE(v->node() != nullptr);
+        CHECK_FALSE(v->node()->kind().is_view);  // matmul and sum, not transpose and reshape
+    }
+    for (const ir::Graph* g : {a.forward.get(), a.backward.get()})
+        for (const ir::Node* n : g->block()->nodes()) CHECK(n->kind().name != "clamp");
+    for (const ir::Value* v : a.forward->outputs())  // the saved values hold no bool mask
+        CHECK(v->type().tensor.scalar_type != std::optional<dtype>(dtype::bool_));
+    // The gradients are eager autograd's, bit for bit (the same kernels in the same order), and
+    // AccumulateGrad keeps the backward's tensors without a copy: contiguous, not views.
+    Tensor w1 = w.detach().requires_grad_(), b1 = b.detach().requires_grad_();
+    Tensor w2 = w.detach().requires_grad_(), b2 = b.detach().requires_grad_();
+    a({x, w1, b1})[0].backward();
+    f(x, w2, b2).backward();
+    CHECK(equal(w1.grad(), w2.grad()));
+    CHECK(equal(b1.grad(), b2.grad()));
+    CHECK((w1.grad().is_contiguous() && !w1.grad().is_view() && !b1.grad().is_view()));
+}
+
 TEST_CASE("capture::aot: a call with another signature captures again (one capture per signature)",
           "[capture]") {
     const auto f = [](Tensor x, Tensor w) { return tanh(matmul(x, w)).mean(); };

@@ -727,6 +727,31 @@ TEST_CASE("jit: a compile-time expression runs through the executor", "[jit]") {
     CHECK(d.levels[0].plan->graph.find("FusionGroup_0 (6 ops") != std::string::npos);
 }
 
+TEST_CASE("jit: views of inputs between elementwise ops do not split a fusion group", "[jit]") {
+    // In node order the reshape and transpose of inputs sit between the muls and adds; the plan
+    // makes them first (straight-line pure code), so the elementwise ops form one group.
+    auto g = ir::parse(R"(graph(%x : Tensor, %y : Tensor, %z : Tensor):
+  %a : Tensor = mul(%x, %x)
+  %r : Tensor = reshape[sizes=[64, 32]](%y)
+  %b : Tensor = add(%a, %r)
+  %t : Tensor = transpose[dim0=0, dim1=1](%z)
+  %c : Tensor = mul(%b, %t)
+  %d : Tensor = tanh(%c)
+  return (%d)
+)");
+    jit::executor ex(std::move(g), opts());
+    manual_seed(9);
+    for (int i = 0; i < 3; ++i) {
+        const std::vector<Tensor> in{randn({64, 32}), randn({2048}), randn({32, 64})};
+        const Tensor want = tanh((in[0] * in[0] + in[1].reshape({64, 32})) * in[2].t());
+        CHECK(bitwise_equal(ex(in)[0], want));
+    }
+    const jit::debug_state d = ex.debug_state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->fusion_groups == 1);
+    CHECK(d.levels[0].plan->graph.find("FusionGroup_0 (4 ops") != std::string::npos);
+}
+
 TEST_CASE("jit: an executor over a hand-written graph with numbers and If", "[jit]") {
     auto g = ir::parse(R"(graph(%x : Tensor, %k : float, %c : bool):
   %y : Tensor = prim::If(%c)

@@ -120,6 +120,26 @@ private:
     static bool is_noop(const Node* n);
 };
 
+/// Rewrites that give consumers fresh contiguous results instead of views, exactly (the same
+/// products and sums in the same order: the same bits): transpose(matmul(a, b)) of 2-D
+/// operands becomes matmul(transpose(b), transpose(a)) (a transpose of a transposed value is
+/// that value), and reshape(sum(x, dims, keepdim = true)) that only drops the summed
+/// dimensions becomes sum(x, dims, keepdim = false). The matmul or sum must have no other use.
+/// A linear layer's weight and bias gradients then leave a backward graph as contiguous tensors
+/// of their own, which AccumulateGrad takes without a copy (it copies views).
+struct contiguous_results {
+    static constexpr std::string_view name = "contiguous_results";
+    static bool run(Graph& g);
+};
+
+/// clamp[min=a, max=b](x) of a float tensor becomes minimum(maximum(x, a), b): the same
+/// kernels in the same order as graft::clamp runs them (the same bits), as elementwise ops a
+/// jit fusion group can hold (clamp, with its bounds as attributes, would end the group).
+struct lower_clamp {
+    static constexpr std::string_view name = "lower_clamp";
+    static bool run(Graph& g);
+};
+
 /// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
 /// condition, and every carried value it depends on, start from constants and are computed
 /// in the body by pure ops, so the pass runs that part of the body on the constants to count

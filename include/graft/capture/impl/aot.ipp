@@ -244,7 +244,16 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
             continue;
         }
         const bool elementwise = v->node() && v->node()->kind().elementwise && v->node()->owning_block() == &top;
-        if (policy == partition_policy::recompute_elementwise && elementwise) {
+        // A bool mask computed elementwise from values the backward reads anyway, or constants
+        // (relu's or clamp's `x > 0` of a saved x): recomputed rather than saved, which costs
+        // one comparison and lets the backward's fusion group compute the mask in registers
+        // (a bool input would end the group).
+        const bool cheap_mask = elementwise && v->type().is_tensor() &&
+                                v->type().tensor.scalar_type == std::optional<dtype>(dtype::bool_) &&
+                                std::all_of(v->node()->inputs().begin(), v->node()->inputs().end(), [&](const ir::Value* in) {
+                                    return is_constant(in) || std::find(needed.begin(), needed.end(), in) != needed.end();
+                                });
+        if ((policy == partition_policy::recompute_elementwise && elementwise) || cheap_mask) {
             if (recompute.insert(v->node()).second)
                 for (const ir::Value* in : v->node()->inputs()) work.push_back(in);
             continue;
@@ -466,8 +475,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     }
     // The IR's clean-up before partitioning, so that equal values are computed and saved once
     // ((p - y) * (p - y) traces two subs) and views that change nothing (the backward's
-    // reshape to the same sizes) are gone. Values are unchanged bit for bit.
-    ir::pipeline<ir::cse, ir::remove_noop_views, ir::dce>::run(*joint);
+    // reshape to the same sizes) are gone. Values are unchanged bit for bit;
+    // contiguous_results: a linear layer's weight and bias gradients come out as fresh
+    // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
+    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::cse, ir::dce>::run(*joint);
     joint->lint();
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);

@@ -272,6 +272,140 @@ GRAFT_INLINE bool peephole::rewrite(Node* n) {
     return false;
 }
 
+namespace detail {
+/// v's type with its two dimensions swapped (a rank-2 tensor), strides forgotten.
+inline Type transposed_2d(const Type& t) {
+    Type r = t;
+    if (r.is_tensor() && r.tensor.sizes && r.tensor.sizes->size() == 2) std::swap((*r.tensor.sizes)[0], (*r.tensor.sizes)[1]);
+    if (r.is_tensor()) r.tensor.strides.reset();
+    return r;
+}
+/// Is n a transpose of a rank-2 value that swaps its two dimensions?
+inline bool swaps_2d(const Node* n) {
+    if (!n || !n->is<kinds::transpose>()) return false;
+    const Type& t = n->input(0)->type();
+    if (!t.is_tensor() || t.tensor.rank() != std::optional<std::size_t>(2)) return false;
+    std::int64_t d0 = n->i("dim0"), d1 = n->i("dim1");
+    if (d0 < 0) d0 += 2;
+    if (d1 < 0) d1 += 2;
+    return std::min(d0, d1) == 0 && std::max(d0, d1) == 1;
+}
+}  // namespace detail
+
+GRAFT_INLINE bool contiguous_results::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto rank_is = [](const Value* v, std::size_t r) {
+        return v->type().is_tensor() && v->type().tensor.rank() == std::optional<std::size_t>(r);
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            if (detail::swaps_2d(n)) {
+                Node* mm = n->input(0)->node();
+                if (!mm || !mm->is<kinds::matmul>() || mm->owning_block() != b || mm->output()->uses().size() != 1 ||
+                    !rank_is(mm->input(0), 2) || !rank_is(mm->input(1), 2))
+                    continue;
+                const auto transposed = [&](Value* v) -> Value* {
+                    if (Node* p = v->node(); detail::swaps_2d(p)) return p->input(0);
+                    Node* t = b->insert_before(n, kind_v<kinds::transpose>);
+                    t->set_attr("dim0", std::int64_t{0});
+                    t->set_attr("dim1", std::int64_t{1});
+                    t->add_input(v);
+                    return t->add_output(detail::transposed_2d(v->type()));
+                };
+                Value* bt = transposed(mm->input(1));
+                Value* at = transposed(mm->input(0));
+                Node* product = b->insert_before(n, kind_v<kinds::matmul>);
+                product->add_input(bt);
+                product->add_input(at);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                n->output()->replace_all_uses_with(product->add_output(std::move(out)));
+                n->destroy();
+                mm->destroy();
+                changed = true;
+            } else if (n->is<kinds::reshape>()) {
+                Node* s = n->input(0)->node();
+                if (!s || !s->is<kinds::sum>() || s->owning_block() != b || s->output()->uses().size() != 1 ||
+                    !s->has_attr("keepdim") || !std::holds_alternative<bool>(s->attr("keepdim")) ||
+                    !std::get<bool>(s->attr("keepdim")))
+                    continue;
+                const Type& in = s->input(0)->type();
+                if (!in.is_tensor() || !in.tensor.sizes) continue;
+                const std::size_t rank = in.tensor.sizes->size();
+                std::vector<bool> summed(rank, !s->has_attr("dims") || s->is("dims").empty());
+                bool ok = true;
+                if (s->has_attr("dims"))
+                    for (std::int64_t d : s->is("dims")) {
+                        if (d < 0) d += static_cast<std::int64_t>(rank);
+                        ok = ok && d >= 0 && d < static_cast<std::int64_t>(rank);
+                        if (ok) summed[static_cast<std::size_t>(d)] = true;
+                    }
+                std::vector<std::int64_t> kept;
+                for (std::size_t d = 0; ok && d < rank; ++d) {
+                    if (summed[d]) continue;
+                    const auto& size = (*in.tensor.sizes)[d];
+                    ok = size.has_value();
+                    if (ok) kept.push_back(*size);
+                }
+                if (!ok || n->is("sizes") != kept) continue;
+                s->set_attr("keepdim", false);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                s->output()->set_type(std::move(out));
+                n->output()->replace_all_uses_with(s->output());
+                n->destroy();
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool lower_clamp::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            if (!n->is<kinds::clamp>() || n->inputs().size() != 1) continue;
+            const Type& t = n->input(0)->type();
+            if (!t.is_tensor() || !t.tensor.scalar_type ||
+                (*t.tensor.scalar_type != dtype::float32 && *t.tensor.scalar_type != dtype::float64))
+                continue;
+            const auto number = [&](const char* name) -> const attribute* {
+                if (!n->has_attr(name)) return nullptr;
+                const attribute& a = n->attr(name);
+                return std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a) ? &a : nullptr;
+            };
+            const attribute* lo = number("min");
+            const attribute* hi = number("max");
+            if ((!lo && n->has_attr("min")) || (!hi && n->has_attr("max")) || (!lo && !hi)) continue;
+            Value* v = n->input(0);
+            const auto apply = [&](const kind_info& op, const attribute& bound) {
+                Node* c = b->insert_before(n, kind_v<kinds::constant>);
+                c->set_attr("value", bound);
+                Value* cv = c->add_output(std::holds_alternative<double>(bound) ? Type::float_type() : Type::int_type());
+                Node* m = b->insert_before(n, op);
+                m->add_input(v);
+                m->add_input(cv);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                v = m->add_output(std::move(out));
+            };
+            if (lo) apply(op_kind_v<ops::def::maximum_op>, *lo);  // graft::clamp: maximum first
+            if (hi) apply(op_kind_v<ops::def::minimum_op>, *hi);
+            n->output()->replace_all_uses_with(v);
+            n->destroy();
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
     bool changed = false;
     std::vector<Block*> blocks;

@@ -515,12 +515,26 @@ GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::No
 
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
     block_plan bp;
-    // Constants first (they read nothing), so they do not split runs of fusable ops.
+    // Constants first (they read nothing), so they do not split runs of fusable ops; in
+    // straight-line pure code also the views of the block's inputs (a backward's reshape and
+    // expand of its incoming gradient, the transposed weights), which would split them as well.
     std::vector<const ir::Node*> nodes;
+    bool straight_pure = true;
+    for (const ir::Node* n : b.nodes()) straight_pure = straight_pure && n->kind().pure && n->blocks().empty();
+    std::set<const ir::Value*> early(b.inputs().begin(), b.inputs().end());
+    std::set<const ir::Node*> hoisted;
+    for (const ir::Node* n : b.nodes()) {
+        const bool view_of_early = straight_pure && n->kind().is_view && n->outputs().size() == 1 &&
+                                   std::all_of(n->inputs().begin(), n->inputs().end(),
+                                               [&](const ir::Value* v) { return early.count(v) != 0; });
+        if (n->is<ir::kinds::constant>() || view_of_early) {
+            nodes.push_back(n);
+            hoisted.insert(n);
+            for (const ir::Value* v : n->outputs()) early.insert(v);
+        }
+    }
     for (const ir::Node* n : b.nodes())
-        if (n->is<ir::kinds::constant>()) nodes.push_back(n);
-    for (const ir::Node* n : b.nodes())
-        if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
+        if (!hoisted.count(n)) nodes.push_back(n);
     if (options_.fuse && options_.regions.empty()) sink_matmuls_to_their_epilogues(nodes);
     // Values used at or after node i (and block outputs), for group outputs and releases.
     std::map<const ir::Value*, std::size_t> last_use;
