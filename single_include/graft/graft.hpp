@@ -1774,6 +1774,9 @@ public:
     [[nodiscard]] Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
     [[nodiscard]] std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
     [[nodiscard]] std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+    /// The largest / smallest element as a 0-dim tensor (torch's x.max() / x.min()): amax() / amin().
+    [[nodiscard]] Tensor max() const;
+    [[nodiscard]] Tensor min() const;
     [[nodiscard]] Tensor logsumexp(const int_list& dims, bool keepdim = false) const;
     [[nodiscard]] Tensor var(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
     [[nodiscard]] Tensor std(const int_list& dims = {}, double correction = 1.0, bool keepdim = false) const;
@@ -4274,9 +4277,13 @@ inline constexpr std::size_t kGemmNV = 2;
 #endif
 inline constexpr std::size_t kGemmKC = 256;
 
-template <std::size_t MR, std::size_t NV, class D>
-HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
-                           const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
+// The MR x NV register block: C[MR x NV vectors] (+)= A-block * B-sliver over kc.
+// A's element (r, p) is pa[r * rs + p * step]: the packed sliver (rs 1, step MR), or A read in
+// place (RowStrided: rows rs apart, columns step apart; without RowStrided rs is 1, A's
+// columns contiguous, a transposed operand). The sums are the same in every form.
+template <std::size_t MR, std::size_t NV, bool RowStrided = false, class D>
+HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa, std::ptrdiff_t rs,
+                           std::ptrdiff_t step, const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
                            std::ptrdiff_t ldc, bool accumulate) {
     using V = hn::Vec<D>;
     const std::size_t N = hn::Lanes(d);
@@ -4291,11 +4298,11 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
         for (std::size_t v = 0; v < NV; ++v) b[v] = hn::Load(d, pb + v * N);
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            const V a = hn::Set(d, pa[r]);
+            const V a = hn::Set(d, RowStrided ? pa[static_cast<std::ptrdiff_t>(r) * rs] : pa[r]);
 #pragma GCC unroll 4
             for (std::size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
         }
-        pa += MR;
+        pa += step;
         pb += NV * N;
     }
 #pragma GCC unroll 16
@@ -4314,17 +4321,54 @@ HWY_INLINE void gemm_micro(D d, std::size_t kc, const hn::TFromD<D>* HWY_RESTRIC
 
 // The last B sliver's micro-kernel: MR x nv vectors, 0 < nv < NV (run time), out of line
 // (one call per MR x kc block; keeps the full-width kernel's inlined loop as it was).
-template <std::size_t MR, std::size_t NV, class D>
+template <std::size_t MR, std::size_t NV, bool RowStrided = false, class D>
 HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const hn::TFromD<D>* HWY_RESTRICT pa,
-                                    const hn::TFromD<D>* HWY_RESTRICT pb, hn::TFromD<D>* HWY_RESTRICT c,
-                                    std::ptrdiff_t ldc, bool accumulate) {
+                                    std::ptrdiff_t rs, std::ptrdiff_t step, const hn::TFromD<D>* HWY_RESTRICT pb,
+                                    hn::TFromD<D>* HWY_RESTRICT c, std::ptrdiff_t ldc, bool accumulate) {
     if constexpr (NV > 1) {
-        if (nv == NV - 1) return gemm_micro<MR, NV - 1>(d, kc, pa, pb, c, ldc, accumulate);
+        if (nv == NV - 1) return gemm_micro<MR, NV - 1, RowStrided>(d, kc, pa, rs, step, pb, c, ldc, accumulate);
         if constexpr (NV > 2) {
-            if (nv == NV - 2) return gemm_micro<MR, NV - 2>(d, kc, pa, pb, c, ldc, accumulate);
-            if constexpr (NV > 3) gemm_micro_narrow<MR, NV - 2>(d, nv, kc, pa, pb, c, ldc, accumulate);
+            if (nv == NV - 2) return gemm_micro<MR, NV - 2, RowStrided>(d, kc, pa, rs, step, pb, c, ldc, accumulate);
+            if constexpr (NV > 3)
+                gemm_micro_narrow<MR, NV - 2, RowStrided>(d, nv, kc, pa, rs, step, pb, c, ldc, accumulate);
         }
     }
+}
+
+// Transposes the N x N block whose row r is the N contiguous elements at src + r * rs into dst
+// (row p: column p of the block, N contiguous elements), N = Lanes(d): log2(N) rounds, each
+// swapping the off-diagonal s x s sub-blocks of the row pairs (r, r + s) with one lane
+// permutation and one blend per row. Only moves values.
+template <class D>
+HWY_INLINE void transpose_square(D d, const hn::TFromD<D>* HWY_RESTRICT src, std::ptrdiff_t rs,
+                                 hn::TFromD<D>* HWY_RESTRICT dst) {
+    using T = hn::TFromD<D>;
+    using V = hn::Vec<D>;
+    const hn::RebindToSigned<D> di;
+    using TI = hn::TFromD<decltype(di)>;
+    const std::size_t N = hn::Lanes(d);
+    V rows[kMaxLanes<T>];  // fully unrolled below, so the rows stay in registers
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < N; ++r) rows[r] = hn::LoadU(d, src + static_cast<std::ptrdiff_t>(r) * rs);
+    const auto lane = hn::Iota(di, 0);
+#pragma GCC unroll 8
+    for (std::size_t s = N / 2; s >= 1; s /= 2) {
+        const auto bit = hn::Set(di, static_cast<TI>(s));
+        const auto has_bit = hn::Ne(hn::And(lane, bit), hn::Zero(di));  // lanes with bit s set
+        const auto upper = hn::RebindMask(d, has_bit);
+        // Lanes the blend does not take read a valid lane of their own.
+        const auto down = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, hn::Sub(lane, bit), lane));
+        const auto up = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, lane, hn::Add(lane, bit)));
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < N; ++i) {
+            if (i & s) continue;
+            const V a = rows[i], b = rows[i + s];
+            rows[i] = hn::IfThenElse(upper, hn::TableLookupLanes(b, down), a);     // low halves of a and b
+            rows[i + s] = hn::IfThenElse(upper, b, hn::TableLookupLanes(a, up));  // high halves of a and b
+        }
+    }
+#pragma GCC unroll 16
+    for (std::size_t p = 0; p < N; ++p) hn::StoreU(rows[p], d, dst + p * N);
 }
 
 // Matrix-vector shapes (n == 1 or m == 1): the blocked path would pad its NR- or MR-wide
@@ -4348,37 +4392,54 @@ HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const
     const std::ptrdiff_t vp = column ? rsb : csa;
     const std::ptrdiff_t co = column ? ldc : 1;  // C's stride along the outputs
     const std::size_t kc_max = k < kGemmKC ? k : kGemmKC;
-    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kc_max * N * sizeof(T) + 64));
+    // Up to kGroup blocks of N outputs at a time: independent FMA chains, one per block.
+    constexpr std::size_t kGroup = 4;
+    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kGroup * kc_max * N * sizeof(T) + 64));
     HWY_ALIGN T lanes[kMaxLanes<T>];
     for (std::size_t pc = 0; pc < k; pc += kGemmKC) {
         const std::size_t kc = k - pc < kGemmKC ? k - pc : kGemmKC;
         std::size_t o = 0;
-        for (; o + N <= outs; o += N) {
-            const T* base = mat + static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
-            const T* col = base;  // element (o + r, pc + p) at col[p * step + r]
+        // G blocks starting at output o: element (o + j N + r, pc + p) at cols[j][p * step + r].
+        const auto blocks = [&]<std::size_t G>() {
+            const T* cols[G];
             std::ptrdiff_t step = mp;
-            if (packed) {
-                for (std::size_t p = 0; p < kc; ++p)
+            for (std::size_t j = 0; j < G; ++j) {
+                const T* base = mat + static_cast<std::ptrdiff_t>(o + j * N) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
+                cols[j] = base;
+                if (!packed) continue;
+                T* dst = packed + j * kc * N;
+                std::size_t p = 0;
+                if (mp == 1)  // rows contiguous along k (a row-major A for n == 1): N x N blocks in registers
+                    for (; p + N <= kc && N > 1; p += N) transpose_square(d, base + static_cast<std::ptrdiff_t>(p), mo, dst + p * N);
+                for (; p < kc; ++p)
                     for (std::size_t r = 0; r < N; ++r)
-                        packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
-                col = packed;
-                step = static_cast<std::ptrdiff_t>(N);
+                        dst[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                cols[j] = dst;
             }
-            auto acc = hn::Zero(d);
-            for (std::size_t p = 0; p < kc; ++p)
-                acc = hn::MulAdd(hn::LoadU(d, col + static_cast<std::ptrdiff_t>(p) * step),
-                                 hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]), acc);
-            T* out = c + static_cast<std::ptrdiff_t>(o) * co;
-            if (co == 1) {
-                hn::StoreU(pc == 0 ? acc : hn::Add(hn::LoadU(d, out), acc), d, out);
-            } else {
-                hn::Store(acc, d, lanes);
-                for (std::size_t r = 0; r < N; ++r) {
-                    T& x = out[static_cast<std::ptrdiff_t>(r) * co];
-                    x = pc == 0 ? lanes[r] : x + lanes[r];
+            if (packed) step = static_cast<std::ptrdiff_t>(N);
+            hn::Vec<decltype(d)> acc[G];
+            for (std::size_t j = 0; j < G; ++j) acc[j] = hn::Zero(d);
+            for (std::size_t p = 0; p < kc; ++p) {
+                const auto v = hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]);
+                for (std::size_t j = 0; j < G; ++j)
+                    acc[j] = hn::MulAdd(hn::LoadU(d, cols[j] + static_cast<std::ptrdiff_t>(p) * step), v, acc[j]);
+            }
+            for (std::size_t j = 0; j < G; ++j) {
+                T* out = c + static_cast<std::ptrdiff_t>(o + j * N) * co;
+                if (co == 1) {
+                    hn::StoreU(pc == 0 ? acc[j] : hn::Add(hn::LoadU(d, out), acc[j]), d, out);
+                } else {
+                    hn::Store(acc[j], d, lanes);
+                    for (std::size_t r = 0; r < N; ++r) {
+                        T& x = out[static_cast<std::ptrdiff_t>(r) * co];
+                        x = pc == 0 ? lanes[r] : x + lanes[r];
+                    }
                 }
             }
-        }
+            o += G * N;
+        };
+        while (o + kGroup * N <= outs) blocks.template operator()<kGroup>();
+        while (o + N <= outs) blocks.template operator()<1>();
         for (; o < outs; ++o) {  // the last outputs, one FMA chain each
             auto acc = hn::Zero(d1);
             for (std::size_t p = pc; p < pc + kc; ++p)
@@ -4410,6 +4471,7 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
 
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = n - jc < NC ? n - jc : NC;
+        const bool direct = (nc + NR - 1) / NR <= 4;  // few B slivers: A read in place (see below)
         for (std::size_t pc = 0; pc < k; pc += KC) {
             const std::size_t kc = k - pc < KC ? k - pc : KC;
             const bool accumulate = pc != 0;
@@ -4443,8 +4505,12 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
             for (std::size_t ic = 0; ic < m; ic += MC) {
                 const std::size_t mc = m - ic < MC ? m - ic : MC;
                 // Pack A[ic:ic+mc, pc:pc+kc] into MR-row slivers: sliver holds kc columns of MR.
+                // With few B slivers per panel the packing would not pay for itself (each
+                // packed element is read once per sliver): full MR-row slivers are then read in
+                // place, only a last partial one is packed (its rows past m padded with zeros).
                 for (std::size_t is = 0; is < mc; is += MR) {
                     const std::size_t h = mc - is < MR ? mc - is : MR;
+                    if (direct && h == MR) continue;  // read in place by the micro-kernel
                     T* dst = pa_buf + is * kc;
                     const T* src = a + static_cast<std::ptrdiff_t>(ic + is) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
                     if (csa == 1) {
@@ -4468,20 +4534,29 @@ HWY_INLINE void matmul_blocked(const T* a, std::ptrdiff_t lda, std::ptrdiff_t cs
                     const T* pb = pb_buf + jr * kc;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
                         const std::size_t h = mc - ir < MR ? mc - ir : MR;
-                        const T* pa = pa_buf + ir * kc;
                         T* cc = c + static_cast<std::ptrdiff_t>(ic + ir) * ldc + static_cast<std::ptrdiff_t>(jc + jr);
+                        // The block into dst (C itself, or the stack tile for edges).
+                        const auto block = [&](T* dst, std::ptrdiff_t ldd, bool acc) {
+                            if (direct && h == MR) {
+                                const T* pa = a + static_cast<std::ptrdiff_t>(ic + ir) * lda + static_cast<std::ptrdiff_t>(pc) * csa;
+                                if (lda == 1) {  // A's columns contiguous (a transposed operand)
+                                    if (nv == NV) gemm_micro<MR, NV>(d, kc, pa, 1, csa, pb, dst, ldd, acc);
+                                    else gemm_micro_narrow<MR, NV>(d, nv, kc, pa, 1, csa, pb, dst, ldd, acc);
+                                } else {
+                                    if (nv == NV) gemm_micro<MR, NV, true>(d, kc, pa, lda, csa, pb, dst, ldd, acc);
+                                    else gemm_micro_narrow<MR, NV, true>(d, nv, kc, pa, lda, csa, pb, dst, ldd, acc);
+                                }
+                            } else {
+                                const T* pa = pa_buf + ir * kc;
+                                const auto step = static_cast<std::ptrdiff_t>(MR);
+                                if (nv == NV) gemm_micro<MR, NV>(d, kc, pa, 1, step, pb, dst, ldd, acc);
+                                else gemm_micro_narrow<MR, NV>(d, nv, kc, pa, 1, step, pb, dst, ldd, acc);
+                            }
+                        };
                         if (h == MR && w == wr) {
-                            if (nv == NV) {
-                                gemm_micro<MR, NV>(d, kc, pa, pb, cc, ldc, accumulate);
-                            } else {
-                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, cc, ldc, accumulate);
-                            }
+                            block(cc, ldc, accumulate);
                         } else {
-                            if (nv == NV) {
-                                gemm_micro<MR, NV>(d, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
-                            } else {
-                                gemm_micro_narrow<MR, NV>(d, nv, kc, pa, pb, tile, static_cast<std::ptrdiff_t>(wr), false);
-                            }
+                            block(tile, static_cast<std::ptrdiff_t>(wr), false);
                             for (std::size_t r = 0; r < h; ++r) {
                                 T* crow = cc + static_cast<std::ptrdiff_t>(r) * ldc;
                                 const T* trow = tile + r * wr;
@@ -4515,12 +4590,19 @@ HWY_NOINLINE void matmul_impl(const T* a, std::ptrdiff_t lda, std::ptrdiff_t csa
         return;
     }
     if (m == 1 || n == 1) return matvec<T>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    // A few rows (the [2 x 128] x [128 x 32] weight gradient of a 2-input layer): a 4-row
+    // register block, not 8 or 12 rows mostly padding. Same sums in the same order.
+    if (m <= 4) return matmul_blocked<T, 4, kGemmNV>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     // Narrow B (n <= 2 vectors, an MLP's hidden width of 32 floats): 12 x 2 blocks (12 x 1 for
     // n <= 1 vector) instead of one 8 x 2 (8 x 1) sliver: more accumulators per broadcast of B.
     // Same sums in the same order.
     const hn::ScalableTag<T> d;
-    if (n <= 2 * hn::Lanes(d)) return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    // Row counts that 8 divides and 12 does not (32, 128) take 8-row blocks: no padded tile.
+    if (n <= 2 * hn::Lanes(d)) {
+        if (m % 8 == 0 && m % 12 != 0) return matmul_blocked<T, 8, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+        return matmul_blocked<T, 12, 2>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
+    }
 #endif
     matmul_blocked<T, kGemmMR, kGemmNV>(a, lda, csa, b, ldb, csb, c, ldc, m, n, k);
 }
@@ -11664,6 +11746,8 @@ inline Tensor Tensor::sum(const int_list& dims, bool keepdim) const { return gra
 inline Tensor Tensor::mean() const { return graft::mean(*this); }
 inline Tensor Tensor::mean(const int_list& dims, bool keepdim) const { return graft::mean(*this, dims, keepdim); }
 inline Tensor Tensor::amax(const int_list& dims, bool keepdim) const { return graft::amax(*this, dims, keepdim); }
+inline Tensor Tensor::max() const { return graft::amax(*this); }
+inline Tensor Tensor::min() const { return graft::amin(*this); }
 inline Tensor Tensor::amin(const int_list& dims, bool keepdim) const { return graft::amin(*this, dims, keepdim); }
 inline Tensor Tensor::exp() const { return graft::exp(*this); }
 inline Tensor Tensor::log() const { return graft::log(*this); }
@@ -13760,6 +13844,12 @@ namespace graft {
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> max(const Tensor& t, std::int64_t dim, bool keepdim = false);
 /// (values, indices) of the minima along `dim` (torch.min(t, dim, keepdim); MinBackward0).
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, bool keepdim = false);
+
+/// The largest / smallest element of `t` as a 0-dim tensor (torch.max(t) / torch.min(t)): the
+/// same as amax(t) / amin(t) over every dimension, so NaN wins and the gradient is shared evenly
+/// among tied extremes, as PyTorch's full reductions do. An empty tensor is an error.
+[[nodiscard]] inline Tensor max(const Tensor& t) { return amax(t); }
+[[nodiscard]] inline Tensor min(const Tensor& t) { return amin(t); }
 
 /// log(sum(exp(t))) over `dims` (all when empty), with the maximum shifted out so that large
 /// and very negative inputs neither overflow nor underflow (torch.logsumexp). Integer inputs
@@ -19464,12 +19554,25 @@ GRAFT_INLINE void print_node(std::ostream& os, const Node& n, int indent);
 
 GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent);
 
+/// The stream slot (std::ios_base::iword) holding print_options::max_tensor_elements + 1 while
+/// to_string(g, options) prints (0: every element).
+GRAFT_INLINE int tensor_elements_slot();
+
 }  // namespace detail
+
+/// How to_string(graph, options) prints. The default is the parseable text form.
+struct print_options {
+    /// Tensor constants with more elements print their first and last few values around
+    /// "..." (for reading: ir::parse refuses the result). Negative: every element.
+    std::int64_t max_tensor_elements = -1;
+};
 
 /// The text form of `g` (see the top of this header).
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g);
 
 [[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g);
+/// The text form with options, e.g. {.max_tensor_elements = 8} for logs and debug output.
+[[nodiscard]] GRAFT_INLINE std::string to_string(const Graph& g, const print_options& options);
 
 /// Graphviz DOT: one box per node (kind and attributes), graph inputs and
 /// outputs as ellipses, edges labelled with the value's name and type.
@@ -19539,6 +19642,10 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
             } else {
                 // tensor(<type>, [values in row-major order])
                 const Tensor t = v.contiguous();
+                // print_options::max_tensor_elements (+1 in the slot; 0: all).
+                const long limit = os.iword(tensor_elements_slot()) - 1;
+                const bool cut = limit >= 0 && t.numel() > limit;
+                const std::int64_t head = cut ? (limit + 1) / 2 : t.numel(), tail = cut ? limit / 2 : 0;
                 TensorType tt;
                 tt.scalar_type = t.type();
                 tt.sizes.emplace();
@@ -19548,6 +19655,11 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
                     using T = decltype(z);
                     const T* p = t.data_ptr<T>();
                     for (std::int64_t i = 0; i < t.numel(); ++i) {
+                        if (cut && i == head) {
+                            os << (i ? ", ..." : "...");
+                            i = t.numel() - tail;
+                            if (i == t.numel()) break;
+                        }
                         if (i) os << ", ";
                         if constexpr (std::is_same_v<T, float>) print_float32(os, p[i]);
                         else if constexpr (std::is_same_v<T, double>) print_float(os, p[i]);
@@ -19607,6 +19719,11 @@ GRAFT_INLINE void print_block(std::ostream& os, const Block& b, int indent) {
     for (const Node* n : b.nodes()) print_node(os, *n, indent);
 }
 
+GRAFT_INLINE int tensor_elements_slot() {
+    static const int slot = std::ios_base::xalloc();
+    return slot;
+}
+
 }  // namespace detail
 
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
@@ -19621,6 +19738,13 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Graph& g) {
 
 GRAFT_INLINE std::string to_string(const Graph& g) {
     std::ostringstream os;
+    os << g;
+    return os.str();
+}
+
+GRAFT_INLINE std::string to_string(const Graph& g, const print_options& options) {
+    std::ostringstream os;
+    if (options.max_tensor_elements >= 0) os.iword(detail::tensor_elements_slot()) = static_cast<long>(options.max_tensor_elements) + 1;
     os << g;
     return os.str();
 }
@@ -20936,6 +21060,26 @@ private:
     static bool is_noop(const Node* n);
 };
 
+/// Rewrites that give consumers fresh contiguous results instead of views, exactly (the same
+/// products and sums in the same order: the same bits): transpose(matmul(a, b)) of 2-D
+/// operands becomes matmul(transpose(b), transpose(a)) (a transpose of a transposed value is
+/// that value), and reshape(sum(x, dims, keepdim = true)) that only drops the summed
+/// dimensions becomes sum(x, dims, keepdim = false). The matmul or sum must have no other use.
+/// A linear layer's weight and bias gradients then leave a backward graph as contiguous tensors
+/// of their own, which AccumulateGrad takes without a copy (it copies views).
+struct contiguous_results {
+    static constexpr std::string_view name = "contiguous_results";
+    static bool run(Graph& g);
+};
+
+/// clamp[min=a, max=b](x) of a float tensor becomes minimum(maximum(x, a), b): the same
+/// kernels in the same order as graft::clamp runs them (the same bits), as elementwise ops a
+/// jit fusion group can hold (clamp, with its bounds as attributes, would end the group).
+struct lower_clamp {
+    static constexpr std::string_view name = "lower_clamp";
+    static bool run(Graph& g);
+};
+
 /// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
 /// condition, and every carried value it depends on, start from constants and are computed
 /// in the body by pure ops, so the pass runs that part of the body on the constants to count
@@ -21291,6 +21435,140 @@ GRAFT_INLINE bool peephole::rewrite(Node* n) {
         }
     }
     return false;
+}
+
+namespace detail {
+/// v's type with its two dimensions swapped (a rank-2 tensor), strides forgotten.
+inline Type transposed_2d(const Type& t) {
+    Type r = t;
+    if (r.is_tensor() && r.tensor.sizes && r.tensor.sizes->size() == 2) std::swap((*r.tensor.sizes)[0], (*r.tensor.sizes)[1]);
+    if (r.is_tensor()) r.tensor.strides.reset();
+    return r;
+}
+/// Is n a transpose of a rank-2 value that swaps its two dimensions?
+inline bool swaps_2d(const Node* n) {
+    if (!n || !n->is<kinds::transpose>()) return false;
+    const Type& t = n->input(0)->type();
+    if (!t.is_tensor() || t.tensor.rank() != std::optional<std::size_t>(2)) return false;
+    std::int64_t d0 = n->i("dim0"), d1 = n->i("dim1");
+    if (d0 < 0) d0 += 2;
+    if (d1 < 0) d1 += 2;
+    return std::min(d0, d1) == 0 && std::max(d0, d1) == 1;
+}
+}  // namespace detail
+
+GRAFT_INLINE bool contiguous_results::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto rank_is = [](const Value* v, std::size_t r) {
+        return v->type().is_tensor() && v->type().tensor.rank() == std::optional<std::size_t>(r);
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            if (detail::swaps_2d(n)) {
+                Node* mm = n->input(0)->node();
+                if (!mm || !mm->is<kinds::matmul>() || mm->owning_block() != b || mm->output()->uses().size() != 1 ||
+                    !rank_is(mm->input(0), 2) || !rank_is(mm->input(1), 2))
+                    continue;
+                const auto transposed = [&](Value* v) -> Value* {
+                    if (Node* p = v->node(); detail::swaps_2d(p)) return p->input(0);
+                    Node* t = b->insert_before(n, kind_v<kinds::transpose>);
+                    t->set_attr("dim0", std::int64_t{0});
+                    t->set_attr("dim1", std::int64_t{1});
+                    t->add_input(v);
+                    return t->add_output(detail::transposed_2d(v->type()));
+                };
+                Value* bt = transposed(mm->input(1));
+                Value* at = transposed(mm->input(0));
+                Node* product = b->insert_before(n, kind_v<kinds::matmul>);
+                product->add_input(bt);
+                product->add_input(at);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                n->output()->replace_all_uses_with(product->add_output(std::move(out)));
+                n->destroy();
+                mm->destroy();
+                changed = true;
+            } else if (n->is<kinds::reshape>()) {
+                Node* s = n->input(0)->node();
+                if (!s || !s->is<kinds::sum>() || s->owning_block() != b || s->output()->uses().size() != 1 ||
+                    !s->has_attr("keepdim") || !std::holds_alternative<bool>(s->attr("keepdim")) ||
+                    !std::get<bool>(s->attr("keepdim")))
+                    continue;
+                const Type& in = s->input(0)->type();
+                if (!in.is_tensor() || !in.tensor.sizes) continue;
+                const std::size_t rank = in.tensor.sizes->size();
+                std::vector<bool> summed(rank, !s->has_attr("dims") || s->is("dims").empty());
+                bool ok = true;
+                if (s->has_attr("dims"))
+                    for (std::int64_t d : s->is("dims")) {
+                        if (d < 0) d += static_cast<std::int64_t>(rank);
+                        ok = ok && d >= 0 && d < static_cast<std::int64_t>(rank);
+                        if (ok) summed[static_cast<std::size_t>(d)] = true;
+                    }
+                std::vector<std::int64_t> kept;
+                for (std::size_t d = 0; ok && d < rank; ++d) {
+                    if (summed[d]) continue;
+                    const auto& size = (*in.tensor.sizes)[d];
+                    ok = size.has_value();
+                    if (ok) kept.push_back(*size);
+                }
+                if (!ok || n->is("sizes") != kept) continue;
+                s->set_attr("keepdim", false);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                s->output()->set_type(std::move(out));
+                n->output()->replace_all_uses_with(s->output());
+                n->destroy();
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool lower_clamp::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            if (!n->is<kinds::clamp>() || n->inputs().size() != 1) continue;
+            const Type& t = n->input(0)->type();
+            if (!t.is_tensor() || !t.tensor.scalar_type ||
+                (*t.tensor.scalar_type != dtype::float32 && *t.tensor.scalar_type != dtype::float64))
+                continue;
+            const auto number = [&](const char* name) -> const attribute* {
+                if (!n->has_attr(name)) return nullptr;
+                const attribute& a = n->attr(name);
+                return std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a) ? &a : nullptr;
+            };
+            const attribute* lo = number("min");
+            const attribute* hi = number("max");
+            if ((!lo && n->has_attr("min")) || (!hi && n->has_attr("max")) || (!lo && !hi)) continue;
+            Value* v = n->input(0);
+            const auto apply = [&](const kind_info& op, const attribute& bound) {
+                Node* c = b->insert_before(n, kind_v<kinds::constant>);
+                c->set_attr("value", bound);
+                Value* cv = c->add_output(std::holds_alternative<double>(bound) ? Type::float_type() : Type::int_type());
+                Node* m = b->insert_before(n, op);
+                m->add_input(v);
+                m->add_input(cv);
+                Type out = n->output()->type();
+                if (out.is_tensor()) out.tensor.strides.reset();
+                v = m->add_output(std::move(out));
+            };
+            if (lo) apply(op_kind_v<ops::def::maximum_op>, *lo);  // graft::clamp: maximum first
+            if (hi) apply(op_kind_v<ops::def::minimum_op>, *hi);
+            n->output()->replace_all_uses_with(v);
+            n->destroy();
+            changed = true;
+        }
+    }
+    return changed;
 }
 
 GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
@@ -22658,6 +22936,44 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
         n->add_input(b.value);
         return n->add_output(value_type(t));
     }
+    // The base with its dimensions permuted (w.t() saved for matmul's backward): a transpose or
+    // permute view, not an index constant as large as the tensor.
+    if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 1 &&
+        t.storage_offset() == b.base.storage_offset() && t.numel() == b.base.numel() && t.numel() > 0) {
+        const std::size_t rank = static_cast<std::size_t>(t.dim());
+        std::vector<std::int64_t> perm(rank, -1);
+        std::vector<bool> used(rank, false);
+        bool ok = true;
+        // Dimensions of size > 1 by their stride (unique in a contiguous base), then the size-1
+        // dimensions (any stride) in order.
+        for (int pass = 0; pass < 2 && ok; ++pass)
+            for (std::size_t d = 0; d < rank && ok; ++d) {
+                if ((t.sizes()[d] > 1) != (pass == 0)) continue;
+                ok = false;
+                for (std::size_t e = 0; e < rank && !ok; ++e)
+                    if (!used[e] && b.base.sizes()[e] == t.sizes()[d] &&
+                        (t.sizes()[d] == 1 || b.base.strides()[e] == t.strides()[d])) {
+                        perm[d] = static_cast<std::int64_t>(e);
+                        used[e] = ok = true;
+                    }
+            }
+        std::vector<std::size_t> moved;
+        for (std::size_t d = 0; ok && d < rank; ++d)
+            if (perm[d] != static_cast<std::int64_t>(d)) moved.push_back(d);
+        if (ok && !moved.empty()) {
+            ir::Node* n;
+            if (moved.size() == 2) {
+                n = cur_->append<ir::kinds::transpose>();
+                n->set_attr("dim0", static_cast<std::int64_t>(moved[0]));
+                n->set_attr("dim1", static_cast<std::int64_t>(moved[1]));
+            } else {
+                n = cur_->append<ir::kinds::permute>();
+                n->set_attr("dims", perm);
+            }
+            n->add_input(b.value);
+            return n->add_output(value_type(t));
+        }
+    }
     // A box of the base (its strides, each dimension a window): narrows, whose starts and
     // lengths a symbolic graph can compute (x.narrow(1, 1, n - 2) saved for the backward).
     if (t.type() == b.base.type() && b.base.is_contiguous() && t.dim() == b.base.dim() && t.dim() > 0 &&
@@ -23367,7 +23683,16 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
             continue;
         }
         const bool elementwise = v->node() && v->node()->kind().elementwise && v->node()->owning_block() == &top;
-        if (policy == partition_policy::recompute_elementwise && elementwise) {
+        // A bool mask computed elementwise from values the backward reads anyway, or constants
+        // (relu's or clamp's `x > 0` of a saved x): recomputed rather than saved, which costs
+        // one comparison and lets the backward's fusion group compute the mask in registers
+        // (a bool input would end the group).
+        const bool cheap_mask = elementwise && v->type().is_tensor() &&
+                                v->type().tensor.scalar_type == std::optional<dtype>(dtype::bool_) &&
+                                std::all_of(v->node()->inputs().begin(), v->node()->inputs().end(), [&](const ir::Value* in) {
+                                    return is_constant(in) || std::find(needed.begin(), needed.end(), in) != needed.end();
+                                });
+        if ((policy == partition_policy::recompute_elementwise && elementwise) || cheap_mask) {
             if (recompute.insert(v->node()).second)
                 for (const ir::Value* in : v->node()->inputs()) work.push_back(in);
             continue;
@@ -23589,8 +23914,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     }
     // The IR's clean-up before partitioning, so that equal values are computed and saved once
     // ((p - y) * (p - y) traces two subs) and views that change nothing (the backward's
-    // reshape to the same sizes) are gone. Values are unchanged bit for bit.
-    ir::pipeline<ir::cse, ir::remove_noop_views, ir::dce>::run(*joint);
+    // reshape to the same sizes) are gone. Values are unchanged bit for bit;
+    // contiguous_results: a linear layer's weight and bias gradients come out as fresh
+    // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
+    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::cse, ir::dce>::run(*joint);
     joint->lint();
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
@@ -25090,12 +25418,26 @@ GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::No
 
 GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& type_of) {
     block_plan bp;
-    // Constants first (they read nothing), so they do not split runs of fusable ops.
+    // Constants first (they read nothing), so they do not split runs of fusable ops; in
+    // straight-line pure code also the views of the block's inputs (a backward's reshape and
+    // expand of its incoming gradient, the transposed weights), which would split them as well.
     std::vector<const ir::Node*> nodes;
+    bool straight_pure = true;
+    for (const ir::Node* n : b.nodes()) straight_pure = straight_pure && n->kind().pure && n->blocks().empty();
+    std::set<const ir::Value*> early(b.inputs().begin(), b.inputs().end());
+    std::set<const ir::Node*> hoisted;
+    for (const ir::Node* n : b.nodes()) {
+        const bool view_of_early = straight_pure && n->kind().is_view && n->outputs().size() == 1 &&
+                                   std::all_of(n->inputs().begin(), n->inputs().end(),
+                                               [&](const ir::Value* v) { return early.count(v) != 0; });
+        if (n->is<ir::kinds::constant>() || view_of_early) {
+            nodes.push_back(n);
+            hoisted.insert(n);
+            for (const ir::Value* v : n->outputs()) early.insert(v);
+        }
+    }
     for (const ir::Node* n : b.nodes())
-        if (n->is<ir::kinds::constant>()) nodes.push_back(n);
-    for (const ir::Node* n : b.nodes())
-        if (!n->is<ir::kinds::constant>()) nodes.push_back(n);
+        if (!hoisted.count(n)) nodes.push_back(n);
     if (options_.fuse && options_.regions.empty()) sink_matmuls_to_their_epilogues(nodes);
     // Values used at or after node i (and block outputs), for group outputs and releases.
     std::map<const ir::Value*, std::size_t> last_use;
@@ -25846,6 +26188,12 @@ private:
 
 namespace graft::jit {
 
+namespace detail {
+/// How plans' graphs print in debug_state(): long tensor constants abbreviated.
+inline constexpr ir::print_options readable{.max_tensor_elements = 8};
+}  // namespace detail
+
+
 GRAFT_INLINE const char* to_string(plan_kind k) noexcept {
     switch (k) {
         case plan_kind::fused: return "fused";
@@ -26269,8 +26617,8 @@ GRAFT_INLINE std::map<std::string, ir::Type> executor_state::profiled_types() co
 
 GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
     if (kind == plan_kind::differentiable && diff)
-        return "forward:\n" + ir::to_string(*diff->forward) + forward_plan->describe() + "backward:\n" +
-               ir::to_string(*diff->backward) + backward_plan->describe();
+        return "forward:\n" + ir::to_string(*diff->forward, detail::readable) + forward_plan->describe() + "backward:\n" +
+               ir::to_string(*diff->backward, detail::readable) + backward_plan->describe();
     auto copy = g.copy();
     // copy() keeps value names: map types by name.
     const std::map<std::string, ir::Type>& types = profiled_types;
@@ -26284,7 +26632,7 @@ GRAFT_INLINE std::string specialization::graph_text(const ir::Graph& g) const {
         }
     };
     apply(*copy->block(), apply);
-    std::string text = ir::to_string(*copy);
+    std::string text = ir::to_string(*copy, detail::readable);
     if (kind == plan_kind::fused && run_plan) text += run_plan->describe();
     return text + graph_suffix;
 }
@@ -26641,8 +26989,8 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
         const auto [fp, bp] = plug_fused_plans(*f, bo, bo);
         text += "differentiable subgraph " + std::to_string(regions.size()) + " (" + std::to_string(run.size()) +
                 " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
-                "):\n  forward:\n" + ir::to_string(*f->forward) + fp->describe() + "  backward:\n" +
-                ir::to_string(*f->backward) + bp->describe();
+                "):\n  forward:\n" + ir::to_string(*f->forward, detail::readable) + fp->describe() + "  backward:\n" +
+                ir::to_string(*f->backward, detail::readable) + bp->describe();
         // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
         reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
             std::vector<Tensor> t;

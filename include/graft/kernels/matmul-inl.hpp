@@ -108,6 +108,42 @@ HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const h
     }
 }
 
+// Transposes the N x N block whose row r is the N contiguous elements at src + r * rs into dst
+// (row p: column p of the block, N contiguous elements), N = Lanes(d): log2(N) rounds, each
+// swapping the off-diagonal s x s sub-blocks of the row pairs (r, r + s) with one lane
+// permutation and one blend per row. Only moves values.
+template <class D>
+HWY_INLINE void transpose_square(D d, const hn::TFromD<D>* HWY_RESTRICT src, std::ptrdiff_t rs,
+                                 hn::TFromD<D>* HWY_RESTRICT dst) {
+    using T = hn::TFromD<D>;
+    using V = hn::Vec<D>;
+    const hn::RebindToSigned<D> di;
+    using TI = hn::TFromD<decltype(di)>;
+    const std::size_t N = hn::Lanes(d);
+    V rows[kMaxLanes<T>];  // fully unrolled below, so the rows stay in registers
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < N; ++r) rows[r] = hn::LoadU(d, src + static_cast<std::ptrdiff_t>(r) * rs);
+    const auto lane = hn::Iota(di, 0);
+#pragma GCC unroll 8
+    for (std::size_t s = N / 2; s >= 1; s /= 2) {
+        const auto bit = hn::Set(di, static_cast<TI>(s));
+        const auto has_bit = hn::Ne(hn::And(lane, bit), hn::Zero(di));  // lanes with bit s set
+        const auto upper = hn::RebindMask(d, has_bit);
+        // Lanes the blend does not take read a valid lane of their own.
+        const auto down = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, hn::Sub(lane, bit), lane));
+        const auto up = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, lane, hn::Add(lane, bit)));
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < N; ++i) {
+            if (i & s) continue;
+            const V a = rows[i], b = rows[i + s];
+            rows[i] = hn::IfThenElse(upper, hn::TableLookupLanes(b, down), a);     // low halves of a and b
+            rows[i + s] = hn::IfThenElse(upper, b, hn::TableLookupLanes(a, up));  // high halves of a and b
+        }
+    }
+#pragma GCC unroll 16
+    for (std::size_t p = 0; p < N; ++p) hn::StoreU(rows[p], d, dst + p * N);
+}
+
 // Matrix-vector shapes (n == 1 or m == 1): the blocked path would pad its NR- or MR-wide
 // panels with zeros (up to 48x the work). Outputs are computed a vector at a time: the matrix
 // operand's block of N outputs x KC is read in place when it is contiguous along the outputs
@@ -129,39 +165,54 @@ HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const
     const std::ptrdiff_t vp = column ? rsb : csa;
     const std::ptrdiff_t co = column ? ldc : 1;  // C's stride along the outputs
     const std::size_t kc_max = k < kGemmKC ? k : kGemmKC;
-    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kc_max * N * sizeof(T) + 64));
+    // Up to kGroup blocks of N outputs at a time: independent FMA chains, one per block.
+    constexpr std::size_t kGroup = 4;
+    T* packed = mo == 1 ? nullptr : static_cast<T*>(detail::scratch(kGroup * kc_max * N * sizeof(T) + 64));
     HWY_ALIGN T lanes[kMaxLanes<T>];
     for (std::size_t pc = 0; pc < k; pc += kGemmKC) {
         const std::size_t kc = k - pc < kGemmKC ? k - pc : kGemmKC;
         std::size_t o = 0;
-        for (; o + N <= outs; o += N) {
-            const T* base = mat + static_cast<std::ptrdiff_t>(o) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
-            const T* col = base;  // element (o + r, pc + p) at col[p * step + r]
+        // G blocks starting at output o: element (o + j N + r, pc + p) at cols[j][p * step + r].
+        const auto blocks = [&]<std::size_t G>() {
+            const T* cols[G];
             std::ptrdiff_t step = mp;
-            if (packed) {
-                {
-                    for (std::size_t p = 0; p < kc; ++p)
-                        for (std::size_t r = 0; r < N; ++r)
-                            packed[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
-                }
-                col = packed;
-                step = static_cast<std::ptrdiff_t>(N);
+            for (std::size_t j = 0; j < G; ++j) {
+                const T* base = mat + static_cast<std::ptrdiff_t>(o + j * N) * mo + static_cast<std::ptrdiff_t>(pc) * mp;
+                cols[j] = base;
+                if (!packed) continue;
+                T* dst = packed + j * kc * N;
+                std::size_t p = 0;
+                if (mp == 1)  // rows contiguous along k (a row-major A for n == 1): N x N blocks in registers
+                    for (; p + N <= kc && N > 1; p += N) transpose_square(d, base + static_cast<std::ptrdiff_t>(p), mo, dst + p * N);
+                for (; p < kc; ++p)
+                    for (std::size_t r = 0; r < N; ++r)
+                        dst[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
+                cols[j] = dst;
             }
-            auto acc = hn::Zero(d);
-            for (std::size_t p = 0; p < kc; ++p)
-                acc = hn::MulAdd(hn::LoadU(d, col + static_cast<std::ptrdiff_t>(p) * step),
-                                 hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]), acc);
-            T* out = c + static_cast<std::ptrdiff_t>(o) * co;
-            if (co == 1) {
-                hn::StoreU(pc == 0 ? acc : hn::Add(hn::LoadU(d, out), acc), d, out);
-            } else {
-                hn::Store(acc, d, lanes);
-                for (std::size_t r = 0; r < N; ++r) {
-                    T& x = out[static_cast<std::ptrdiff_t>(r) * co];
-                    x = pc == 0 ? lanes[r] : x + lanes[r];
+            if (packed) step = static_cast<std::ptrdiff_t>(N);
+            hn::Vec<decltype(d)> acc[G];
+            for (std::size_t j = 0; j < G; ++j) acc[j] = hn::Zero(d);
+            for (std::size_t p = 0; p < kc; ++p) {
+                const auto v = hn::Set(d, vec[static_cast<std::ptrdiff_t>(pc + p) * vp]);
+                for (std::size_t j = 0; j < G; ++j)
+                    acc[j] = hn::MulAdd(hn::LoadU(d, cols[j] + static_cast<std::ptrdiff_t>(p) * step), v, acc[j]);
+            }
+            for (std::size_t j = 0; j < G; ++j) {
+                T* out = c + static_cast<std::ptrdiff_t>(o + j * N) * co;
+                if (co == 1) {
+                    hn::StoreU(pc == 0 ? acc[j] : hn::Add(hn::LoadU(d, out), acc[j]), d, out);
+                } else {
+                    hn::Store(acc[j], d, lanes);
+                    for (std::size_t r = 0; r < N; ++r) {
+                        T& x = out[static_cast<std::ptrdiff_t>(r) * co];
+                        x = pc == 0 ? lanes[r] : x + lanes[r];
+                    }
                 }
             }
-        }
+            o += G * N;
+        };
+        while (o + kGroup * N <= outs) blocks.template operator()<kGroup>();
+        while (o + N <= outs) blocks.template operator()<1>();
         for (; o < outs; ++o) {  // the last outputs, one FMA chain each
             auto acc = hn::Zero(d1);
             for (std::size_t p = pc; p < pc + kc; ++p)
