@@ -4335,41 +4335,51 @@ HWY_NOINLINE void gemm_micro_narrow(D d, std::size_t nv, std::size_t kc, const h
     }
 }
 
+#if HWY_TARGET != HWY_SCALAR
 // Transposes the N x N block whose row r is the N contiguous elements at src + r * rs into dst
-// (row p: column p of the block, N contiguous elements), N = Lanes(d): log2(N) rounds, each
-// swapping the off-diagonal s x s sub-blocks of the row pairs (r, r + s) with one lane
-// permutation and one blend per row. Only moves values.
+// (row p: column p of the block, N contiguous elements), N = Lanes(d): log2(N) rounds, round s
+// swapping the off-diagonal s x s sub-blocks of the row pairs (r, r + s): halves (s = N/2),
+// 128-bit blocks, 64-bit pairs, then single lanes, each with fixed shuffles (no index tables:
+// Highway's table lookups assert in debug builds, which would need libhwy). Only moves values.
 template <class D>
 HWY_INLINE void transpose_square(D d, const hn::TFromD<D>* HWY_RESTRICT src, std::ptrdiff_t rs,
                                  hn::TFromD<D>* HWY_RESTRICT dst) {
     using T = hn::TFromD<D>;
     using V = hn::Vec<D>;
-    const hn::RebindToSigned<D> di;
-    using TI = hn::TFromD<decltype(di)>;
     const std::size_t N = hn::Lanes(d);
+    constexpr std::size_t kBlock = 16 / sizeof(T);  // lanes per 128-bit block
+    const hn::Repartition<std::uint64_t, D> d64;
     V rows[kMaxLanes<T>];  // fully unrolled below, so the rows stay in registers
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < N; ++r) rows[r] = hn::LoadU(d, src + static_cast<std::ptrdiff_t>(r) * rs);
-    const auto lane = hn::Iota(di, 0);
 #pragma GCC unroll 8
     for (std::size_t s = N / 2; s >= 1; s /= 2) {
-        const auto bit = hn::Set(di, static_cast<TI>(s));
-        const auto has_bit = hn::Ne(hn::And(lane, bit), hn::Zero(di));  // lanes with bit s set
-        const auto upper = hn::RebindMask(d, has_bit);
-        // Lanes the blend does not take read a valid lane of their own.
-        const auto down = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, hn::Sub(lane, bit), lane));
-        const auto up = hn::IndicesFromVec(d, hn::IfThenElse(has_bit, lane, hn::Add(lane, bit)));
 #pragma GCC unroll 16
         for (std::size_t i = 0; i < N; ++i) {
             if (i & s) continue;
             const V a = rows[i], b = rows[i + s];
-            rows[i] = hn::IfThenElse(upper, hn::TableLookupLanes(b, down), a);     // low halves of a and b
-            rows[i + s] = hn::IfThenElse(upper, b, hn::TableLookupLanes(a, up));  // high halves of a and b
+            V lo, hi;  // lanes with bit s set come from b (lo: b's lane - s; hi: b's own)
+            if (s == N / 2) {
+                lo = hn::ConcatLowerLower(d, b, a);
+                hi = hn::ConcatUpperUpper(d, b, a);
+            } else if (s == kBlock) {
+                lo = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(b), a);
+                hi = hn::OddEvenBlocks(b, hn::SwapAdjacentBlocks(a));
+            } else if (s == 2 && sizeof(T) == 4) {
+                lo = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+                hi = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+            } else {  // s == 1
+                lo = hn::OddEven(hn::DupEven(b), a);
+                hi = hn::OddEven(b, hn::DupOdd(a));
+            }
+            rows[i] = lo;
+            rows[i + s] = hi;
         }
     }
 #pragma GCC unroll 16
     for (std::size_t p = 0; p < N; ++p) hn::StoreU(rows[p], d, dst + p * N);
 }
+#endif
 
 // Matrix-vector shapes (n == 1 or m == 1): the blocked path would pad its NR- or MR-wide
 // panels with zeros (up to 48x the work). Outputs are computed a vector at a time: the matrix
@@ -4409,8 +4419,10 @@ HWY_INLINE void matvec(const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const
                 if (!packed) continue;
                 T* dst = packed + j * kc * N;
                 std::size_t p = 0;
+#if HWY_TARGET != HWY_SCALAR
                 if (mp == 1)  // rows contiguous along k (a row-major A for n == 1): N x N blocks in registers
                     for (; p + N <= kc && N > 1; p += N) transpose_square(d, base + static_cast<std::ptrdiff_t>(p), mo, dst + p * N);
+#endif
                 for (; p < kc; ++p)
                     for (std::size_t r = 0; r < N; ++r)
                         dst[p * N + r] = base[static_cast<std::ptrdiff_t>(p) * mp + static_cast<std::ptrdiff_t>(r) * mo];
