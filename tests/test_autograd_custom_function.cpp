@@ -14,7 +14,10 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
 using autograd::FunctionCtx;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
@@ -23,10 +26,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-Tensor leaf(const int_list& sizes, std::uint64_t seed, double lo = -1.5, double hi = 1.5) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * (hi - lo) + lo).detach().requires_grad_();
-}
 std::vector<double> dvec(const Tensor& t) { return t.to_vector<double>(); }
 bool close(const std::vector<double>& a, const std::vector<double>& b, double tol = 1e-12) {
     if (a.size() != b.size()) return false;

@@ -15,7 +15,11 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
+using gt::check_grads;
 namespace F = graft::nn::functional;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
@@ -24,16 +28,6 @@ using autograd::tensor_list;
 namespace {
 
 using i64 = std::int64_t;
-
-Tensor leaf(const int_list& sizes, std::uint64_t seed, dtype type = dtype::float64, double lo = -1.5, double hi = 1.5) {
-    generator g(seed);
-    return (rand(sizes, type, g) * (hi - lo) + lo).detach().requires_grad_();
-}
-
-void check_grads(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& in) {
-    REQUIRE(gradcheck(f, in));
-    REQUIRE(gradgradcheck(f, in));
-}
 
 std::vector<double> dvec(const Tensor& t) { return t.detach().to(dtype::float64).to_vector<double>(); }
 

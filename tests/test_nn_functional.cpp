@@ -12,7 +12,11 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
+using gt::check_grads;
 namespace F = graft::nn::functional;
 using F::reduction;
 using autograd::gradcheck;
@@ -20,16 +24,6 @@ using autograd::gradgradcheck;
 using autograd::tensor_list;
 
 namespace {
-
-Tensor leaf(const int_list& sizes, std::uint64_t seed, double lo = -1.5, double hi = 1.5) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * (hi - lo) + lo).detach().requires_grad_();
-}
-
-void check_grads(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& in) {
-    REQUIRE(gradcheck(f, in));
-    REQUIRE(gradgradcheck(f, in));
-}
 
 std::vector<double> dvec(const Tensor& t) { return t.to_vector<double>(); }
 Tensor d64(std::initializer_list<double> v) { return tensor(v, {-1}, dtype::float64); }

@@ -11,7 +11,10 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
 using autograd::tensor_list;
@@ -19,10 +22,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-Tensor leaf(const int_list& sizes, std::uint64_t seed) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * 3.0 - 1.5).detach().requires_grad_();
-}
 Tensor idx(std::vector<std::int64_t> v, int_list sizes = {-1}) { return from_vector(v, std::move(sizes)); }
 std::vector<double> dvec(const Tensor& t) { return t.to_vector<double>(); }
 bool close(const std::vector<double>& a, const std::vector<double>& b, double tol = 1e-12) {

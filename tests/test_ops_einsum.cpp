@@ -11,18 +11,16 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
 using autograd::tensor_list;
 using Catch::Matchers::Contains;
 
 namespace {
-
-Tensor leaf(const int_list& sizes, std::uint64_t seed) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * 3.0 - 1.5).detach().requires_grad_();
-}
 
 /// The einsum of "A,B->O" by brute force: every assignment of values to the letters, the
 /// product of the two elements added to the output element.

@@ -12,22 +12,16 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
+using gt::check_grads;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
 using autograd::tensor_list;
 
 namespace {
-
-Tensor leaf(const int_list& sizes, std::uint64_t seed, double lo = -1.5, double hi = 1.5) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * (hi - lo) + lo).detach().requires_grad_();
-}
-
-void check_grads(const std::function<tensor_list(const tensor_list&)>& f, const tensor_list& in) {
-    REQUIRE(gradcheck(f, in));
-    REQUIRE(gradgradcheck(f, in));
-}
 
 /// Scalar reference for tril (lower) / triu over the last two dims of a contiguous tensor.
 std::vector<double> triangle_reference(const Tensor& t, std::int64_t diagonal, bool lower) {

@@ -12,17 +12,15 @@
 
 #include <graft/graft.hpp>
 
+#include "grad_test_common.hpp"
+
 using namespace graft;
+using gt::leaf;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
 using autograd::tensor_list;
 
 namespace {
-
-Tensor leaf(const int_list& sizes, std::uint64_t seed, double lo = -1.5, double hi = 1.5) {
-    generator g(seed);
-    return (rand(sizes, dtype::float64, g) * (hi - lo) + lo).detach().requires_grad_();
-}
 
 /// Row-major sizes -> strides of a contiguous tensor.
 std::vector<std::int64_t> contiguous_strides(const int_list& s) {
