@@ -338,6 +338,19 @@ inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async
 }
 
 namespace detail {
+/// What completes a sum into `result` once MPI has written it: reduce_op::avg divides by the
+/// group's size; reduce_op::sum bumps the version (the tensor changed under autograd's eyes).
+inline std::function<void()> finish_reduction(const Tensor& result, reduce_op op, int size) {
+    return [t = result, op, size] {
+        if (op == reduce_op::avg) {
+            autograd::no_grad guard;
+            Tensor(t).div_(static_cast<double>(size));
+        } else {
+            t.bump_version();
+        }
+    };
+}
+
 /// all_reduce without the agreement check (which waits for every rank): for callers that
 /// checked once for many calls (DistributedDataParallel checks its bucket layout at
 /// construction), so that an async_op call returns at once.
@@ -349,16 +362,7 @@ inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, r
                                          detail::mpi_type(name, tensor.type()), MPI_SUM, g.comm, &req),
                           name, "MPI_Iallreduce");
     }
-    Tensor t = tensor;
-    std::function<void()> done = [t, op, size = g.size] {
-        if (op == reduce_op::avg) {
-            autograd::no_grad guard;
-            Tensor(t).div_(static_cast<double>(size));
-        } else {
-            t.bump_version();
-        }
-    };
-    work w(name, req, {tensor}, std::move(done));
+    work w(name, req, {tensor}, finish_reduction(tensor, op, g.size));
     if (!async_op) w.wait();
     return w;
 }
@@ -453,16 +457,7 @@ inline work reduce_scatter(Tensor& output, const std::vector<Tensor>& input, red
                                                     detail::mpi_type(name, output.type()), MPI_SUM, g.comm, &req),
                           name, "MPI_Ireduce_scatter_block");
     }
-    Tensor t = output;
-    std::function<void()> done = [t, op, size = g.size] {
-        if (op == reduce_op::avg) {
-            autograd::no_grad guard;
-            Tensor(t).div_(static_cast<double>(size));
-        } else {
-            t.bump_version();
-        }
-    };
-    work w(name, req, {output, staging}, std::move(done));
+    work w(name, req, {output, staging}, detail::finish_reduction(output, op, g.size));
     if (!async_op) w.wait();
     return w;
 }
