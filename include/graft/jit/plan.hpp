@@ -15,6 +15,7 @@
 // not fit at all (undefined, another dtype, shapes that do not broadcast), the
 // group runs its nodes unfused, so the eager op reports the error.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -451,16 +452,22 @@ private:
         const std::size_t threads =
             split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
-            // Split on tile boundaries; each thread has its own scratch tiles.
+            // Split on tile boundaries into chunks (16 per thread) that the threads take in
+            // turn from a counter, rather than one fixed share each: a thread that wakes late or
+            // shares its core with another program takes fewer chunks, so the loop ends when
+            // the work does. Elementwise only (no sums here), so every split gives the same bits.
+            // Each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
             const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);
             const std::size_t parts = std::min(threads, pool.size() + 1);
-            const std::size_t per_part = (tiles + parts - 1) / parts;
-            pool.run(parts, [&, per = per_part](std::size_t part) {
-                const std::size_t b = std::min(end, begin + part * per * tile);
-                const std::size_t e = std::min(end, begin + (part + 1) * per * tile);
-                if (b < e) kernels::run_program(prog, base, program_scratch<T>(nregs), b, e);
+            const std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            std::atomic<std::size_t> next{0};
+            pool.run(parts, [&](std::size_t) {
+                T* scratch = program_scratch<T>(nregs);
+                for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c * chunk < n;
+                     c = next.fetch_add(1, std::memory_order_relaxed))
+                    kernels::run_program(prog, base, scratch, begin + c * chunk, begin + std::min(n, (c + 1) * chunk));
             });
         } else if (n > 0) {
             kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);

@@ -128,7 +128,7 @@ HWY_INLINE void transpose_square(D d, const hn::TFromD<D>* HWY_RESTRICT src, std
 #pragma GCC unroll 8
     for (std::size_t s = N / 2; s >= 1; s /= 2) {
 #pragma GCC unroll 16
-        for (std::size_t i = 0; i < N; ++i) {
+        for (std::size_t i = 0; i + s < N; ++i) {  // (i + s < N: the same rows, and g++ sees the bound)
             if (i & s) continue;
             const V a = rows[i], b = rows[i + s];
             V lo, hi;  // lanes with bit s set come from b (lo: b's lane - s; hi: b's own)

@@ -226,8 +226,9 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
         return true;
     }
     reg_vector<Tensor> results;
+    const std::size_t bytes = graft::detail::checked_bytes("jit", g.static_numel, sizeof(T));
     for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
-        results.push_back(empty(sizes, g.type));
+        results.push_back(graft::detail::empty_of_bytes(sizes, g.type, bytes));
         const auto r = static_cast<std::size_t>(g.output_regs[k]);
         base[r] = static_cast<T*>(results.back().raw_data());
         mode[r] = kernels::operand_mode::output;
