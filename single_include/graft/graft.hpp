@@ -4355,7 +4355,7 @@ HWY_INLINE void transpose_square(D d, const hn::TFromD<D>* HWY_RESTRICT src, std
 #pragma GCC unroll 8
     for (std::size_t s = N / 2; s >= 1; s /= 2) {
 #pragma GCC unroll 16
-        for (std::size_t i = 0; i < N; ++i) {
+        for (std::size_t i = 0; i + s < N; ++i) {  // (i + s < N: the same rows, and g++ sees the bound)
             if (i & s) continue;
             const V a = rows[i], b = rows[i + s];
             V lo, hi;  // lanes with bit s set come from b (lo: b's lane - s; hi: b's own)
@@ -4651,6 +4651,7 @@ HWY_AFTER_NAMESPACE();
 
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include <hwy/highway.h>
@@ -4800,17 +4801,27 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     T* cur[max_regs];
     // Broadcast values fill as much of their tile as any sweep reads.
     const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
-    bool rows = false;
+    // The registers that move with the loop, listed once: arrays read or written in place
+    // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
+    std::uint16_t in_place[max_regs], row_regs[max_regs];
+    std::size_t n_in_place = 0, n_rows = 0;
     for (std::size_t r = 0; r < p.num_registers; ++r) {
         T* mine = scratch + r * program_scratch_stride<T>;
         if (p.mode[r] == operand_mode::broadcast) {
             const T v = base[r][0];
             for (std::size_t j = 0; j < span; ++j) mine[j] = v;
         }
-        rows |= p.mode[r] == operand_mode::row;
+        const bool moves = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output;
+        if (moves) in_place[n_in_place++] = static_cast<std::uint16_t>(r);
+        if (p.mode[r] == operand_mode::row) row_regs[n_rows++] = static_cast<std::uint16_t>(r);
         // In place from `begin` (used as is when everything is one run of whole vectors, below).
-        cur[r] = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output ? base[r] + begin : mine;
+        cur[r] = moves ? base[r] + begin : mine;
     }
+    const bool rows = n_rows > 0;
+    const auto move_to = [&](std::size_t i) {
+        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
+        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
+    };
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
     const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
@@ -4836,9 +4847,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     }
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
-        for (std::size_t r = 0; r < p.num_registers; ++r)
-            if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
-            else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
+        move_to(i);
         run_tile(i, tile, tile);
     }
     if (i < end) {
@@ -4846,9 +4855,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         // through the registers' scratch tiles, padded with ones (padding lanes are never stored).
         const std::size_t whole = (end - i) / N * N;
         if (whole > 0) {
-            for (std::size_t r = 0; r < p.num_registers; ++r)
-                if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output) cur[r] = base[r] + i;
-                else if (p.mode[r] == operand_mode::row) cur[r] = base[r] + i % p.period[r];
+            move_to(i);
             run_tile(i, whole, whole);
             i += whole;
         }
@@ -24302,6 +24309,7 @@ GRAFT_INLINE options set_default_options(options o) {
 // not fit at all (undefined, another dtype, shapes that do not broadcast), the
 // group runs its nodes unfused, so the eager op reports the error.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -24848,16 +24856,22 @@ private:
         const std::size_t threads =
             split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
-            // Split on tile boundaries; each thread has its own scratch tiles.
+            // Split on tile boundaries into chunks (16 per thread) that the threads take in
+            // turn from a counter, rather than one fixed share each: a thread that wakes late or
+            // shares its core with another program takes fewer chunks, so the loop ends when
+            // the work does. Elementwise only (no sums here), so every split gives the same bits.
+            // Each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
             const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);
             const std::size_t parts = std::min(threads, pool.size() + 1);
-            const std::size_t per_part = (tiles + parts - 1) / parts;
-            pool.run(parts, [&, per = per_part](std::size_t part) {
-                const std::size_t b = std::min(end, begin + part * per * tile);
-                const std::size_t e = std::min(end, begin + (part + 1) * per * tile);
-                if (b < e) kernels::run_program(prog, base, program_scratch<T>(nregs), b, e);
+            const std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            std::atomic<std::size_t> next{0};
+            pool.run(parts, [&](std::size_t) {
+                T* scratch = program_scratch<T>(nregs);
+                for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c * chunk < n;
+                     c = next.fetch_add(1, std::memory_order_relaxed))
+                    kernels::run_program(prog, base, scratch, begin + c * chunk, begin + std::min(n, (c + 1) * chunk));
             });
         } else if (n > 0) {
             kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);
@@ -25141,8 +25155,9 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
         return true;
     }
     reg_vector<Tensor> results;
+    const std::size_t bytes = graft::detail::checked_bytes("jit", g.static_numel, sizeof(T));
     for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
-        results.push_back(empty(sizes, g.type));
+        results.push_back(graft::detail::empty_of_bytes(sizes, g.type, bytes));
         const auto r = static_cast<std::size_t>(g.output_regs[k]);
         base[r] = static_cast<T*>(results.back().raw_data());
         mode[r] = kernels::operand_mode::output;
