@@ -11,6 +11,9 @@ function(graft_add_compile_fail_test name source)
   string(MAKE_C_IDENTIFIER "graft_compile_fail_${name}" target)
   add_library(${target} OBJECT EXCLUDE_FROM_ALL "${source}")
   target_link_libraries(${target} PRIVATE graft::graft graft::build_options)
+  # Compiled mode (declarations only): the static_asserts under test are in templates, which
+  # both modes compile alike, and the TU skips parsing every non-template definition.
+  target_compile_definitions(${target} PRIVATE GRAFT_COMPILED_LIB)
   if(ARG_DEFINITIONS)
     target_compile_definitions(${target} PRIVATE ${ARG_DEFINITIONS})
   endif()

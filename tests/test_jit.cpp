@@ -425,6 +425,36 @@ TEST_CASE("jit: the per-call path of one-group plans: eager's bits, fresh output
     for (int i = 0; i < 3; ++i) CHECK(bitwise_equal(inner(p), tanh(p) * 2.0));
 }
 
+TEST_CASE("jit: a script's hot path (the executor's exact guards alone) serves only calls its capture serves",
+          "[jit]") {
+    // A capture whose graph takes f's own inputs and gives fresh outputs skips the script's own
+    // checks when the executor's STATIC guards admit a call. Every other kind of call, interleaved
+    // with those, must still reach its own plan: other sizes, dtypes, aliased inputs, inputs that
+    // require grad (a differentiable plan: gradients as eager's).
+    const auto f = [](Tensor x, Tensor w) { return tanh(x * w) + w; };
+    auto fn = jit::script(f, opts());
+    const Tensor x16 = randn({16}), w16 = randn({16}), x32 = randn({32}), w32 = randn({32});
+    const Tensor x16d = randn({16}, dtype::float64), w16d = randn({16}, dtype::float64);
+    std::uint64_t hits_before = 0;
+    for (int round = 0; round < 4; ++round) {
+        CHECK(bitwise_equal(fn(x16, w16), f(x16, w16)));
+        CHECK(bitwise_equal(fn(x32, w32), f(x32, w32)));
+        CHECK(bitwise_equal(fn(x16d, w16d), f(x16d, w16d)));
+        CHECK(bitwise_equal(fn(x16, x16), f(x16, x16)));  // f writes nothing: aliasing changes nothing
+        Tensor xg = x16.clone().requires_grad_();
+        const Tensor y = fn(xg, w16);
+        REQUIRE(y.requires_grad());
+        CHECK(bitwise_equal(y.detach(), f(x16, w16)));
+        y.sum().backward();
+        const Tensor t = tanh(x16 * w16);
+        CHECK(allclose(xg.grad(), (t * t * -1.0 + 1.0) * w16, 1e-5, 1e-6));  // (1 - tanh^2(xw)) w
+        if (round == 1) hits_before = fn.debug_state().levels[0].plan ? fn.debug_state().levels[0].plan->hits : 0;
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->hits > hits_before);  // the optimized plan kept serving
+}
+
 TEST_CASE("jit: a run longer than a group may hold splits into several groups, same bits", "[jit]") {
     // 300 fusable nodes; a group holds at most max_group_nodes (its registers are bounded).
     const auto f = [](Tensor x, Tensor w, Tensor b) {

@@ -4801,27 +4801,24 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     T* cur[max_regs];
     // Broadcast values fill as much of their tile as any sweep reads.
     const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
-    // The registers that move with the loop, listed once: arrays read or written in place
-    // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
-    std::uint16_t in_place[max_regs], row_regs[max_regs];
-    std::size_t n_in_place = 0, n_rows = 0;
+    // Arrays (contiguous, output) in place from `begin` (used as is when everything is one run
+    // of whole vectors, below); the others on their scratch tile.
+    bool rows = false;
     for (std::size_t r = 0; r < p.num_registers; ++r) {
         T* mine = scratch + r * program_scratch_stride<T>;
-        if (p.mode[r] == operand_mode::broadcast) {
-            const T v = base[r][0];
-            for (std::size_t j = 0; j < span; ++j) mine[j] = v;
+        switch (p.mode[r]) {
+            case operand_mode::contiguous:
+            case operand_mode::output: cur[r] = base[r] + begin; break;
+            case operand_mode::broadcast: {
+                const T v = base[r][0];
+                for (std::size_t j = 0; j < span; ++j) mine[j] = v;
+                cur[r] = mine;
+                break;
+            }
+            case operand_mode::row: rows = true; cur[r] = mine; break;
+            case operand_mode::temp: cur[r] = mine; break;
         }
-        const bool moves = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output;
-        if (moves) in_place[n_in_place++] = static_cast<std::uint16_t>(r);
-        if (p.mode[r] == operand_mode::row) row_regs[n_rows++] = static_cast<std::uint16_t>(r);
-        // In place from `begin` (used as is when everything is one run of whole vectors, below).
-        cur[r] = moves ? base[r] + begin : mine;
     }
-    const bool rows = n_rows > 0;
-    const auto move_to = [&](std::size_t i) {
-        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
-        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
-    };
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
     const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
@@ -4845,6 +4842,20 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         if (end > begin) run_tile(begin, end - begin, end - begin);
         return;
     }
+    // The registers that move with the loop, listed once: arrays read or written in place
+    // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
+    std::uint16_t in_place[max_regs], row_regs[max_regs];
+    std::size_t n_in_place = 0, n_rows = 0;
+    for (std::size_t r = 0; r < p.num_registers; ++r) {
+        if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output)
+            in_place[n_in_place++] = static_cast<std::uint16_t>(r);
+        else if (p.mode[r] == operand_mode::row)
+            row_regs[n_rows++] = static_cast<std::uint16_t>(r);
+    }
+    const auto move_to = [&](std::size_t i) {
+        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
+        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
+    };
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
         move_to(i);
@@ -25903,6 +25914,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s);
 namespace detail {
 
 using clock = std::chrono::steady_clock;
+class script_state;
 
 [[nodiscard]] inline double ms_since(clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -26011,6 +26023,7 @@ struct specialization {
     std::string symbolic_text;  // the symbols and the attributes computed from them
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
+    bool exact_guards = false;  // every guard is exact (input_guard::exact)
 
     [[nodiscard]] bool admits(std::span<const ir::ivalue> in) const;
 
@@ -26032,7 +26045,10 @@ public:
     /// The per-call shortcut of the top level: when the current specialization is a fused
     /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
     /// returns true; otherwise false with nothing run or counted (the caller takes run()).
-    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out);
+    /// `exact_only`: only a plan whose guards are all exact (STATIC: dtype, sizes, strides,
+    /// requires_grad), for jit::script's hot path, which skips its own size checks when such a
+    /// guard admits the call (those sizes passed them when they were profiled).
+    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out, bool exact_only = false);
 
     /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
@@ -26182,6 +26198,13 @@ public:
     [[nodiscard]] const ir::symbolic_sizes* symbolic_sizes() const noexcept { return symbolic_.get(); }
 
 private:
+    friend class detail::script_state;
+    /// call_into() when the current plan is fused with a direct loop and its exact guards admit
+    /// `inputs`; false (and nothing run) otherwise. `out` must be empty.
+    bool call_exact_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+        return top_->try_direct(inputs, out, true);
+    }
+
     /// run() without the copy: checks the inputs' kinds, then runs the top-level executor.
     [[nodiscard]] std::vector<ir::ivalue> run_checked(std::span<const ir::ivalue> inputs) const;
 
@@ -26452,12 +26475,12 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::span<const ir::iva
     return run_level(in);
 }
 
-GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out) {
+GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out, bool exact_only) {
     if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
     const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
     const specialization* s = current_.load(std::memory_order_seq_cst);
     if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
-        !s->symbol_occurrences.empty() || in.size() != s->guards.size())
+        !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
         return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
@@ -26735,6 +26758,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     compilations_->fetch_add(1, std::memory_order_relaxed);
     log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
 
+    s->exact_guards = std::all_of(s->guards.begin(), s->guards.end(), [](const input_guard& g) { return g.exact; });
     owned_ = std::move(s);
     current_.store(owned_.get(), std::memory_order_release);
     free_retired_if_quiescent(level_ == 0);  // plans flushed while calls were running
@@ -27446,6 +27470,11 @@ private:
         const ir::symbolic_sizes* symbolic = nullptr;
         /// `sizes` and `free` as one list per input for the hot path: the exact size, or -1 (free).
         std::vector<std::vector<std::int64_t>> want;
+        /// The graph's inputs and outputs are f's own (no alias groups, no written inputs, every
+        /// output fresh, no symbolic sizes): a call that the executor's exact guards admit needs
+        /// none of serves()'s checks (the executor profiled only calls that passed them) and no
+        /// finishing (call_into's fast path).
+        bool plain = false;
 
         /// Fills `want` from `sizes` and `free`.
         void index_sizes();
@@ -27551,6 +27580,7 @@ template <class F, class... Steps>
 // ---- begin graft/jit/impl/script.ipp
 // Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -27575,6 +27605,13 @@ GRAFT_INLINE std::vector<Tensor> script_state::call(std::span<const Tensor> inpu
 GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f,
                                           std::vector<Tensor>& out) {
     const active_calls::guard g(calls_.mine());
+    if (const compiled* first = compiled_.load(std::memory_order_seq_cst);
+        first != nullptr && first->plain && inputs.size() == first->cap.meta().num_inputs) {
+        // The hot path: one guard check (the executor's) for the whole call.
+        out.clear();
+        if (first->exec.call_exact_into(inputs, out)) return;
+        out.clear();
+    }
     const compiled* c = get(inputs, f);
     if (c == nullptr) {
         out = f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
@@ -27631,6 +27668,10 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
 }
 
 GRAFT_INLINE void script_state::compiled::index_sizes() {
+    const capture::graph_meta& m = cap.meta();
+    plain = m.graph_inputs.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
+            std::all_of(m.outputs.begin(), m.outputs.end(),
+                        [](const capture::output_info& o) { return o.kind == capture::output_kind::fresh; });
     want.clear();
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         want.emplace_back(sizes[i].begin(), sizes[i].end());

@@ -137,6 +137,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s);
 namespace detail {
 
 using clock = std::chrono::steady_clock;
+class script_state;
 
 [[nodiscard]] inline double ms_since(clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -245,6 +246,7 @@ struct specialization {
     std::string symbolic_text;  // the symbols and the attributes computed from them
     std::shared_ptr<executor_state> fallback_executor;  // the same executor, for debug_state()
     mutable std::atomic<std::uint64_t> hits{0}, guard_failures{0}, timed_runs{0}, run_ns{0};
+    bool exact_guards = false;  // every guard is exact (input_guard::exact)
 
     [[nodiscard]] bool admits(std::span<const ir::ivalue> in) const;
 
@@ -266,7 +268,10 @@ public:
     /// The per-call shortcut of the top level: when the current specialization is a fused
     /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
     /// returns true; otherwise false with nothing run or counted (the caller takes run()).
-    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out);
+    /// `exact_only`: only a plan whose guards are all exact (STATIC: dtype, sizes, strides,
+    /// requires_grad), for jit::script's hot path, which skips its own size checks when such a
+    /// guard admits the call (those sizes passed them when they were profiled).
+    bool try_direct(std::span<const Tensor> in, std::vector<Tensor>& out, bool exact_only = false);
 
     /// Unpublishes every plan; they are freed once no call still runs them.
     void flush();
@@ -416,6 +421,13 @@ public:
     [[nodiscard]] const ir::symbolic_sizes* symbolic_sizes() const noexcept { return symbolic_.get(); }
 
 private:
+    friend class detail::script_state;
+    /// call_into() when the current plan is fused with a direct loop and its exact guards admit
+    /// `inputs`; false (and nothing run) otherwise. `out` must be empty.
+    bool call_exact_into(std::span<const Tensor> inputs, std::vector<Tensor>& out) const {
+        return top_->try_direct(inputs, out, true);
+    }
+
     /// run() without the copy: checks the inputs' kinds, then runs the top-level executor.
     [[nodiscard]] std::vector<ir::ivalue> run_checked(std::span<const ir::ivalue> inputs) const;
 

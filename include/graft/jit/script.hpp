@@ -63,6 +63,11 @@ private:
         const ir::symbolic_sizes* symbolic = nullptr;
         /// `sizes` and `free` as one list per input for the hot path: the exact size, or -1 (free).
         std::vector<std::vector<std::int64_t>> want;
+        /// The graph's inputs and outputs are f's own (no alias groups, no written inputs, every
+        /// output fresh, no symbolic sizes): a call that the executor's exact guards admit needs
+        /// none of serves()'s checks (the executor profiled only calls that passed them) and no
+        /// finishing (call_into's fast path).
+        bool plain = false;
 
         /// Fills `want` from `sizes` and `free`.
         void index_sizes();

@@ -164,27 +164,24 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     T* cur[max_regs];
     // Broadcast values fill as much of their tile as any sweep reads.
     const std::size_t span = end - begin < tile ? (end - begin + N - 1) / N * N : tile;
-    // The registers that move with the loop, listed once: arrays read or written in place
-    // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
-    std::uint16_t in_place[max_regs], row_regs[max_regs];
-    std::size_t n_in_place = 0, n_rows = 0;
+    // Arrays (contiguous, output) in place from `begin` (used as is when everything is one run
+    // of whole vectors, below); the others on their scratch tile.
+    bool rows = false;
     for (std::size_t r = 0; r < p.num_registers; ++r) {
         T* mine = scratch + r * program_scratch_stride<T>;
-        if (p.mode[r] == operand_mode::broadcast) {
-            const T v = base[r][0];
-            for (std::size_t j = 0; j < span; ++j) mine[j] = v;
+        switch (p.mode[r]) {
+            case operand_mode::contiguous:
+            case operand_mode::output: cur[r] = base[r] + begin; break;
+            case operand_mode::broadcast: {
+                const T v = base[r][0];
+                for (std::size_t j = 0; j < span; ++j) mine[j] = v;
+                cur[r] = mine;
+                break;
+            }
+            case operand_mode::row: rows = true; cur[r] = mine; break;
+            case operand_mode::temp: cur[r] = mine; break;
         }
-        const bool moves = p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output;
-        if (moves) in_place[n_in_place++] = static_cast<std::uint16_t>(r);
-        if (p.mode[r] == operand_mode::row) row_regs[n_rows++] = static_cast<std::uint16_t>(r);
-        // In place from `begin` (used as is when everything is one run of whole vectors, below).
-        cur[r] = moves ? base[r] + begin : mine;
     }
-    const bool rows = n_rows > 0;
-    const auto move_to = [&](std::size_t i) {
-        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
-        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
-    };
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
     const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
@@ -208,6 +205,20 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         if (end > begin) run_tile(begin, end - begin, end - begin);
         return;
     }
+    // The registers that move with the loop, listed once: arrays read or written in place
+    // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
+    std::uint16_t in_place[max_regs], row_regs[max_regs];
+    std::size_t n_in_place = 0, n_rows = 0;
+    for (std::size_t r = 0; r < p.num_registers; ++r) {
+        if (p.mode[r] == operand_mode::contiguous || p.mode[r] == operand_mode::output)
+            in_place[n_in_place++] = static_cast<std::uint16_t>(r);
+        else if (p.mode[r] == operand_mode::row)
+            row_regs[n_rows++] = static_cast<std::uint16_t>(r);
+    }
+    const auto move_to = [&](std::size_t i) {
+        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
+        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
+    };
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
         move_to(i);

@@ -248,12 +248,12 @@ GRAFT_INLINE std::vector<ir::ivalue> executor_state::run(std::span<const ir::iva
     return run_level(in);
 }
 
-GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out) {
+GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::vector<Tensor>& out, bool exact_only) {
     if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
     const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
     const specialization* s = current_.load(std::memory_order_seq_cst);
     if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
-        !s->symbol_occurrences.empty() || in.size() != s->guards.size())
+        !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
         return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
@@ -531,6 +531,7 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
     compilations_->fetch_add(1, std::memory_order_relaxed);
     log_->add(std::string("compile ") + to_string(behavior) + ' ' + to_string(s->kind), "compile", t0, level_);
 
+    s->exact_guards = std::all_of(s->guards.begin(), s->guards.end(), [](const input_guard& g) { return g.exact; });
     owned_ = std::move(s);
     current_.store(owned_.get(), std::memory_order_release);
     free_retired_if_quiescent(level_ == 0);  // plans flushed while calls were running

@@ -2,6 +2,7 @@
 // Definitions for graft/jit/script.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/jit/script.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -26,6 +27,13 @@ GRAFT_INLINE std::vector<Tensor> script_state::call(std::span<const Tensor> inpu
 GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, capture::detail::traced_fn f,
                                           std::vector<Tensor>& out) {
     const active_calls::guard g(calls_.mine());
+    if (const compiled* first = compiled_.load(std::memory_order_seq_cst);
+        first != nullptr && first->plain && inputs.size() == first->cap.meta().num_inputs) {
+        // The hot path: one guard check (the executor's) for the whole call.
+        out.clear();
+        if (first->exec.call_exact_into(inputs, out)) return;
+        out.clear();
+    }
     const compiled* c = get(inputs, f);
     if (c == nullptr) {
         out = f(std::vector<Tensor>(inputs.begin(), inputs.end()));  // a pattern past max_patterns: eager
@@ -82,6 +90,10 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
 }
 
 GRAFT_INLINE void script_state::compiled::index_sizes() {
+    const capture::graph_meta& m = cap.meta();
+    plain = m.graph_inputs.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
+            std::all_of(m.outputs.begin(), m.outputs.end(),
+                        [](const capture::output_info& o) { return o.kind == capture::output_kind::fresh; });
     want.clear();
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         want.emplace_back(sizes[i].begin(), sizes[i].end());

@@ -1,0 +1,68 @@
+// Issue 15's per-call floor by instruction count: the chain tanh(x*w + b) * sigmoid(x) at
+// N elements (default 16), one path per run, measured under callgrind between
+// CALLGRIND_START_INSTRUMENTATION and CALLGRIND_STOP_INSTRUMENTATION:
+//   callgrind_chain jit|expr_into [N] [calls]
+//   - jit: jit::script's optimized plan (after three warm-up calls), one thread;
+//   - expr_into: ex::evaluate_into of the same chain into a preallocated y (the compile-time
+//     fused kernel).
+// bench/callgrind_chain.sh runs both under valgrind and prints instructions per call and
+// their ratio. Outside valgrind the markers do nothing and the program only runs the calls.
+#include <graft/graft.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#endif
+
+using graft::Tensor;
+namespace ex = graft::expr;
+
+namespace {
+
+Tensor chain(Tensor x, Tensor w, Tensor b) { return graft::tanh(x * w + b) * graft::sigmoid(x); }
+
+const auto chain_expr = ex::trace<3>([](auto x, auto w, auto b) { return tanh(x * w + b) * sigmoid(x); });
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* path = argc > 1 ? argv[1] : "jit";
+    const std::int64_t n = argc > 2 ? std::atoll(argv[2]) : 16;
+    const int calls = argc > 3 ? std::atoi(argv[3]) : 1000;
+    if (n <= 0 || calls <= 0) {
+        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into [N > 0] [calls > 0]\n");
+        return 2;
+    }
+    const Tensor x = graft::randn({n}), w = graft::randn({n}), b = graft::randn({n});
+    double check = 0;
+    if (std::strcmp(path, "jit") == 0) {
+        graft::jit::options o;
+        o.num_threads = 1;
+        auto fn = graft::jit::script(chain, o);
+        for (int i = 0; i < 3; ++i) (void)fn(x, w, b);  // profiling run, compile, first optimized run
+        CALLGRIND_START_INSTRUMENTATION;
+        for (int i = 0; i < calls; ++i) {
+            const Tensor y = fn(x, w, b);
+            if (i == 0) check = static_cast<double>(y.data_ptr<float>()[0]);
+        }
+        CALLGRIND_STOP_INSTRUMENTATION;
+    } else if (std::strcmp(path, "expr_into") == 0) {
+        Tensor y = graft::zeros({n});
+        for (int i = 0; i < 3; ++i) ex::evaluate_into(y, chain_expr, x, w, b);
+        CALLGRIND_START_INSTRUMENTATION;
+        for (int i = 0; i < calls; ++i) ex::evaluate_into(y, chain_expr, x, w, b);
+        CALLGRIND_STOP_INSTRUMENTATION;
+        check = static_cast<double>(y.data_ptr<float>()[0]);
+    } else {
+        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit or expr_into)\n", path);
+        return 2;
+    }
+    std::printf("%s N=%lld calls=%d y[0]=%g\n", path, static_cast<long long>(n), calls, check);
+    return 0;
+}
