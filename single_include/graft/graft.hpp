@@ -8340,10 +8340,12 @@ GRAFT_INLINE Tensor masked_fill(const Tensor& t, const Tensor& mask, const scala
                          mask.type());
     // The value takes t's dtype (PyTorch's masked_fill never promotes).
     Tensor out = where_unobserved(mask, graft::detail::as_tensor(value, t.type()), t);
-    const graft::detail::op_attr v = value.is_floating_point()       ? graft::detail::op_attr(value.to_double())
-                                     : value.kind() == dtype::bool_ ? graft::detail::op_attr(value.to_double() != 0.0)
-                                                                    : graft::detail::op_attr(value.to_int64());
-    return obs.done(out, "masked_fill", {t, mask}, {{"value", v}});
+    // One variant alternative per branch, each constructed in place (a ?: of three variants
+    // made g++ 12 -O1 warn that the copied variant may be uninitialized).
+    if (value.is_floating_point()) return obs.done(out, "masked_fill", {t, mask}, {{"value", value.to_double()}});
+    if (value.kind() == dtype::bool_)
+        return obs.done(out, "masked_fill", {t, mask}, {{"value", value.to_double() != 0.0}});
+    return obs.done(out, "masked_fill", {t, mask}, {{"value", value.to_int64()}});
 }
 
 }  // namespace ops
