@@ -1,13 +1,16 @@
 // Issue 15's per-call floor by instruction count: the chain tanh(x*w + b) * sigmoid(x) at
 // N elements (default 16), one path per run, measured under callgrind between
 // CALLGRIND_START_INSTRUMENTATION and CALLGRIND_STOP_INSTRUMENTATION:
-//   callgrind_chain jit|expr_into [N] [calls]
+//   callgrind_chain jit|expr_into|hand [N] [calls]
 //   - jit: jit::script's optimized plan (after three warm-up calls), one thread;
 //   - expr_into: ex::evaluate_into of the same chain into a preallocated y (the compile-time
-//     fused kernel).
-// bench/callgrind_chain.sh runs both under valgrind and prints instructions per call and
-// their ratio. Outside valgrind the markers do nothing and the program only runs the calls.
+//     fused kernel);
+//   - hand: the same-math Highway hand loop of bench/chain_hand.hpp into a preallocated y.
+// bench/callgrind_chain.sh runs them under valgrind and prints instructions per call and
+// their ratios. Outside valgrind the markers do nothing and the program only runs the calls.
 #include <graft/graft.hpp>
+
+#include "chain_hand.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
     const std::int64_t n = argc > 2 ? std::atoll(argv[2]) : 16;
     const int calls = argc > 3 ? std::atoi(argv[3]) : 1000;
     if (n <= 0 || calls <= 0) {
-        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into [N > 0] [calls > 0]\n");
+        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into|hand [N > 0] [calls > 0]\n");
         return 2;
     }
     const Tensor x = graft::randn({n}), w = graft::randn({n}), b = graft::randn({n});
@@ -59,8 +62,24 @@ int main(int argc, char** argv) {
         for (int i = 0; i < calls; ++i) ex::evaluate_into(y, chain_expr, x, w, b);
         CALLGRIND_STOP_INSTRUMENTATION;
         check = static_cast<double>(y.data_ptr<float>()[0]);
+    } else if (std::strcmp(path, "hand") == 0) {
+        const chain_hand::fwd_fn hand = chain_hand::hand_for_current_target().fwd;
+        if (hand == nullptr) {
+            std::fprintf(stderr, "callgrind_chain: no hand loop for this target\n");
+            return 2;
+        }
+        Tensor y = graft::zeros({n});
+        const auto run = [&] {
+            hand(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(),
+                 static_cast<std::size_t>(n));
+        };
+        for (int i = 0; i < 3; ++i) run();
+        CALLGRIND_START_INSTRUMENTATION;
+        for (int i = 0; i < calls; ++i) run();
+        CALLGRIND_STOP_INSTRUMENTATION;
+        check = static_cast<double>(y.data_ptr<float>()[0]);
     } else {
-        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit or expr_into)\n", path);
+        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit, expr_into or hand)\n", path);
         return 2;
     }
     std::printf("%s N=%lld calls=%d y[0]=%g\n", path, static_cast<long long>(n), calls, check);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per call of the chain at N elements (default 16) through jit::script's optimized
-# plan and through ex::evaluate_into, under callgrind (repeatable where time is not), and their
-# ratio: issue 15's "jit per call <= 2.5x evaluate_into" floor.
+# plan, through ex::evaluate_into and through the same-math Highway hand loop, under callgrind
+# (repeatable where time is not), and their ratios: issue 15's "jit per call <= 2.5x
+# evaluate_into" floor (at N=16) and the instruction side of "hand loop / jit >= 0.9" (at 1M).
 #   bench/callgrind_chain.sh [build dir (default build)] [N] [calls]
 set -euo pipefail
 build="${1:-build}"
@@ -24,6 +25,9 @@ per_call() {
 }
 jit="$(per_call jit)"
 expr="$(per_call expr_into)"
-printf 'N=%s, %s calls: jit %s instructions per call, evaluate_into %s: ratio %s (load %s)\n' \
-  "$n" "$calls" "$jit" "$expr" "$(awk -v a="$jit" -v b="$expr" 'BEGIN { printf "%.2f", a / b }')" \
-  "$(cut -d' ' -f1-3 /proc/loadavg)"
+hand="$(per_call hand)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+printf 'N=%s, %s calls, instructions per call: jit %s, evaluate_into %s, hand loop %s\n' \
+  "$n" "$calls" "$jit" "$expr" "$hand"
+printf '  jit / evaluate_into %s, hand / jit %s, hand / evaluate_into %s (load %s)\n' \
+  "$(ratio "$jit" "$expr")" "$(ratio "$hand" "$jit")" "$(ratio "$hand" "$expr")" "$(cut -d' ' -f1-3 /proc/loadavg)"
