@@ -215,6 +215,16 @@ GRAFT_INLINE void lint_block(const Block& b, std::vector<const Value*>& visible,
 
 GRAFT_INLINE void copy_block(const Block& from, Block& to, std::map<const Value*, Value*>& map, Graph& g);
 
+/// Lints a graph that graft itself just built (a capture, a partition, a pass pipeline's
+/// result) in debug builds only: a violation there is a bug in graft, which the test suite's
+/// debug builds catch. Graphs from outside (parsed text, a user's Graph handed to an
+/// executor or a pipeline) are always linted.
+inline void lint_own_graph([[maybe_unused]] const Graph& g) {
+#ifndef NDEBUG
+    g.lint();
+#endif
+}
+
 }  // namespace detail
 
 }  // namespace graft::ir

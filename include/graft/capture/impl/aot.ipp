@@ -299,7 +299,7 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
     for (std::size_t i = 0; i < n_fwd_out; ++i) fwd->register_output(fmap.at(joint.outputs()[i]));
     for (const ir::Value* v : saved) fwd->register_output(fmap.at(v));
     ir::dce::run(*fwd);
-    fwd->lint();
+    ir::detail::lint_own_graph(*fwd);
 
     // Backward graph: saved + tangents -> input gradients.
     auto bwd = std::make_shared<ir::Graph>();
@@ -312,7 +312,7 @@ GRAFT_INLINE void partition(const ir::Graph& joint, std::size_t n_in, std::size_
             copy_node(*bwd, n, bmap);
     for (std::size_t i = n_fwd_out; i < joint.outputs().size(); ++i) bwd->register_output(bmap.at(joint.outputs()[i]));
     ir::dce::run(*bwd);
-    bwd->lint();
+    ir::detail::lint_own_graph(*bwd);
 
     r.forward = std::move(fwd);
     r.backward = std::move(bwd);
@@ -480,7 +480,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
     // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
     ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::cse, ir::dce>::run(*joint);
-    joint->lint();
+    ir::detail::lint_own_graph(*joint);
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
     r.size_hints = tr.take_size_hints();

@@ -1062,7 +1062,7 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
         }
     }
     ir::dce::run(*g);
-    g->lint();
+    ir::detail::lint_own_graph(*g);
     return captured(std::move(g), std::move(meta), tr.take_size_hints());
 }
 

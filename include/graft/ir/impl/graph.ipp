@@ -182,8 +182,11 @@ GRAFT_INLINE Value* Graph::new_value(Type t) {
     v->type_ = std::move(t);
     Value* raw = v.get();
     values_.emplace(raw, std::move(v));
-    while (names_.count(std::to_string(next_id_))) ++next_id_;
-    set_name(raw, std::to_string(next_id_++));
+    // The next free number (a name given with set_name may have taken it), named once.
+    std::string id = std::to_string(next_id_++);
+    while (names_.count(id)) id = std::to_string(next_id_++);
+    names_.insert(id);
+    raw->name_ = std::move(id);
     return raw;
 }
 

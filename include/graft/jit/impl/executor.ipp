@@ -875,10 +875,12 @@ GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
         }
     };
     forget(*g.block(), forget);
-    ir::default_pipeline::run(g);
+    ir::pipeline_options checked;
+    checked.lint_input = false;  // linted above
+    ir::default_pipeline::run(g, checked);
     if (keep_input_types)
         for (std::size_t i = 0; i < g.inputs().size(); ++i) g.inputs()[i]->set_type(input_types[i]);
-    g.lint();
+    ir::detail::lint_own_graph(g);
 }
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
