@@ -1,11 +1,13 @@
 // Issue 15's per-call floor by instruction count: the chain tanh(x*w + b) * sigmoid(x) at
 // N elements (default 16), one path per run, measured under callgrind between
 // CALLGRIND_START_INSTRUMENTATION and CALLGRIND_STOP_INSTRUMENTATION:
-//   callgrind_chain jit|expr_into|hand [N] [calls]
+//   callgrind_chain jit|expr_into|hand|first_calls [N] [calls]
 //   - jit: jit::script's optimized plan (after three warm-up calls), one thread;
 //   - expr_into: ex::evaluate_into of the same chain into a preallocated y (the compile-time
 //     fused kernel);
-//   - hand: the same-math Highway hand loop of bench/chain_hand.hpp into a preallocated y.
+//   - hand: the same-math Highway hand loop of bench/chain_hand.hpp into a preallocated y;
+//   - first_calls: a fresh jit::script of the chain called twice (capture and profile, then
+//     compile and run) and destroyed, per "call" (issue 15's first-two-calls floor).
 // bench/callgrind_chain.sh runs them under valgrind and prints instructions per call and
 // their ratios. Outside valgrind the markers do nothing and the program only runs the calls.
 #include <graft/graft.hpp>
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
     const std::int64_t n = argc > 2 ? std::atoll(argv[2]) : 16;
     const int calls = argc > 3 ? std::atoi(argv[3]) : 1000;
     if (n <= 0 || calls <= 0) {
-        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into|hand [N > 0] [calls > 0]\n");
+        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into|hand|first_calls [N > 0] [calls > 0]\n");
         return 2;
     }
     const Tensor x = graft::randn({n}), w = graft::randn({n}), b = graft::randn({n});
@@ -62,6 +64,19 @@ int main(int argc, char** argv) {
         for (int i = 0; i < calls; ++i) ex::evaluate_into(y, chain_expr, x, w, b);
         CALLGRIND_STOP_INSTRUMENTATION;
         check = static_cast<double>(y.data_ptr<float>()[0]);
+    } else if (std::strcmp(path, "first_calls") == 0) {
+        graft::jit::options o;
+        o.num_threads = 1;
+        const auto fresh = [&] {
+            auto fn = graft::jit::script(chain, o);
+            (void)fn(x, w, b);
+            const Tensor y = fn(x, w, b);
+            return static_cast<double>(y.data_ptr<float>()[0]);
+        };
+        check = fresh();  // the first script of the process (thread-local caches, lint memo)
+        CALLGRIND_START_INSTRUMENTATION;
+        for (int i = 0; i < calls; ++i) (void)fresh();
+        CALLGRIND_STOP_INSTRUMENTATION;
     } else if (std::strcmp(path, "hand") == 0) {
         const chain_hand::fwd_fn hand = chain_hand::hand_for_current_target().fwd;
         if (hand == nullptr) {
@@ -79,7 +94,7 @@ int main(int argc, char** argv) {
         CALLGRIND_STOP_INSTRUMENTATION;
         check = static_cast<double>(y.data_ptr<float>()[0]);
     } else {
-        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit, expr_into or hand)\n", path);
+        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit, expr_into, hand or first_calls)\n", path);
         return 2;
     }
     std::printf("%s N=%lld calls=%d y[0]=%g\n", path, static_cast<long long>(n), calls, check);

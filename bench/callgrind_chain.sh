@@ -2,7 +2,9 @@
 # Instructions per call of the chain at N elements (default 16) through jit::script's optimized
 # plan, through ex::evaluate_into and through the same-math Highway hand loop, under callgrind
 # (repeatable where time is not), and their ratios: issue 15's "jit per call <= 2.5x
-# evaluate_into" floor (at N=16) and the instruction side of "hand loop / jit >= 0.9" (at 1M).
+# evaluate_into" floor (at N=16) and the instruction side of "hand loop / jit >= 0.9" (at 1M);
+# then the instructions of a fresh script's first two calls (issue 15's first-calls floor),
+# over calls / 10 fresh scripts.
 #   bench/callgrind_chain.sh [build dir (default build)] [N] [calls]
 set -euo pipefail
 build="${1:-build}"
@@ -17,11 +19,12 @@ command -v valgrind >/dev/null || { echo "callgrind_chain.sh: valgrind not found
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 per_call() {
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/$1.out" "$bin" "$1" "$n" "$calls" \
+  local count="${2:-$calls}"
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/$1.out" "$bin" "$1" "$n" "$count" \
     >/dev/null 2>"$out/$1.log"
   local total
   total="$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/$1.log")"
-  echo $((total / calls))
+  echo $((total / count))
 }
 jit="$(per_call jit)"
 expr="$(per_call expr_into)"
@@ -31,3 +34,5 @@ printf 'N=%s, %s calls, instructions per call: jit %s, evaluate_into %s, hand lo
   "$n" "$calls" "$jit" "$expr" "$hand"
 printf '  jit / evaluate_into %s, hand / jit %s, hand / evaluate_into %s (load %s)\n' \
   "$(ratio "$jit" "$expr")" "$(ratio "$hand" "$jit")" "$(ratio "$hand" "$expr")" "$(cut -d' ' -f1-3 /proc/loadavg)"
+fresh=$(( calls / 10 > 0 ? calls / 10 : 1 ))
+printf '  a fresh script'"'"'s first two calls: %s instructions (mean of %s scripts)\n' "$(per_call first_calls "$fresh")" "$fresh"
