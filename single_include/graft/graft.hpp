@@ -22218,6 +22218,8 @@ public:
         : graph_(std::move(g)), meta_(std::move(m)), hints_(std::move(hints)) {}
     [[nodiscard]] const ir::Graph& graph() const { return *graph_; }
     [[nodiscard]] ir::Graph& graph() { return *graph_; }
+    /// The graph's shared owner (jit::script hands it to its executor instead of a copy).
+    [[nodiscard]] std::shared_ptr<ir::Graph> shared_graph() { return graph_; }
     [[nodiscard]] const graph_meta& meta() const { return meta_; }
     /// The sizes f computed with SymInts (Tensor::sym_size), as expressions of the sizes it read
     /// (ir::size_hint): jit::script uses them to make the graph's sizes symbolic.
@@ -24024,6 +24026,7 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // ---- begin graft/jit/options.hpp
@@ -26228,9 +26231,13 @@ private:
     /// run() without the copy: checks the inputs' kinds, then runs the top-level executor.
     [[nodiscard]] std::vector<ir::ivalue> run_checked(std::span<const ir::ivalue> inputs) const;
 
+    /// jit::script's executor for its capture's graph, taken without a copy: the passes
+    /// rewrite it in place (the capture keeps only its meta() in use afterwards).
+    executor(std::shared_ptr<ir::Graph> g, options o, std::true_type adopt);
+
     /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
     static void prepare(ir::Graph& g, bool keep_input_types);
-    void start(std::unique_ptr<ir::Graph> g, options o);
+    void start(std::shared_ptr<ir::Graph> g, options o);
 
     void init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes, options o,
                      const std::vector<ir::size_hint>& hints);
@@ -27218,7 +27225,13 @@ GRAFT_INLINE void executor::init_traced(std::unique_ptr<ir::Graph> g, std::vecto
     start(std::move(g), std::move(o));
 }
 
-GRAFT_INLINE void executor::start(std::unique_ptr<ir::Graph> g, options o) {
+GRAFT_INLINE executor::executor(std::shared_ptr<ir::Graph> g, options o, std::true_type) {
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    prepare(*g, false);
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE void executor::start(std::shared_ptr<ir::Graph> g, options o) {
     graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
     depth_ = bailout_depth(o.fusion);
     strategy_ = o.fusion;
@@ -27825,7 +27838,8 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             return c;
         }
         if (!probe) free = {};
-        executor exec(cap.graph(), options_);
+        // The executor takes the capture's graph (no copy; only cap.meta() is used from here on).
+        executor exec(cap.shared_graph(), options_, std::true_type{});
         auto c = std::make_unique<compiled>(
             compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
         c->index_sizes();

@@ -314,6 +314,8 @@ public:
         : graph_(std::move(g)), meta_(std::move(m)), hints_(std::move(hints)) {}
     [[nodiscard]] const ir::Graph& graph() const { return *graph_; }
     [[nodiscard]] ir::Graph& graph() { return *graph_; }
+    /// The graph's shared owner (jit::script hands it to its executor instead of a copy).
+    [[nodiscard]] std::shared_ptr<ir::Graph> shared_graph() { return graph_; }
     [[nodiscard]] const graph_meta& meta() const { return meta_; }
     /// The sizes f computed with SymInts (Tensor::sym_size), as expressions of the sizes it read
     /// (ir::size_hint): jit::script uses them to make the graph's sizes symbolic.

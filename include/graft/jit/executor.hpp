@@ -31,6 +31,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "graft/autograd/grad_mode.hpp"
@@ -431,9 +432,13 @@ private:
     /// run() without the copy: checks the inputs' kinds, then runs the top-level executor.
     [[nodiscard]] std::vector<ir::ivalue> run_checked(std::span<const ir::ivalue> inputs) const;
 
+    /// jit::script's executor for its capture's graph, taken without a copy: the passes
+    /// rewrite it in place (the capture keeps only its meta() in use afterwards).
+    executor(std::shared_ptr<ir::Graph> g, options o, std::true_type adopt);
+
     /// Runs the profiling-insensitive passes on g, leaves its input types to the profile.
     static void prepare(ir::Graph& g, bool keep_input_types);
-    void start(std::unique_ptr<ir::Graph> g, options o);
+    void start(std::shared_ptr<ir::Graph> g, options o);
 
     void init_traced(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes, options o,
                      const std::vector<ir::size_hint>& hints);

@@ -971,7 +971,13 @@ GRAFT_INLINE void executor::init_traced(std::unique_ptr<ir::Graph> g, std::vecto
     start(std::move(g), std::move(o));
 }
 
-GRAFT_INLINE void executor::start(std::unique_ptr<ir::Graph> g, options o) {
+GRAFT_INLINE executor::executor(std::shared_ptr<ir::Graph> g, options o, std::true_type) {
+    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
+    prepare(*g, false);
+    start(std::move(g), std::move(o));
+}
+
+GRAFT_INLINE void executor::start(std::shared_ptr<ir::Graph> g, options o) {
     graft::detail::check(!o.fusion.empty(), "jit::executor: the fusion strategy is empty");
     depth_ = bailout_depth(o.fusion);
     strategy_ = o.fusion;

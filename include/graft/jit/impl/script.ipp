@@ -225,7 +225,8 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             return c;
         }
         if (!probe) free = {};
-        executor exec(cap.graph(), options_);
+        // The executor takes the capture's graph (no copy; only cap.meta() is used from here on).
+        executor exec(cap.shared_graph(), options_, std::true_type{});
         auto c = std::make_unique<compiled>(
             compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
         c->index_sizes();
