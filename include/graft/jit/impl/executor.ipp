@@ -883,11 +883,8 @@ GRAFT_INLINE void executor::prepare(ir::Graph& g, bool keep_input_types) {
     ir::detail::lint_own_graph(g);
 }
 
-GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o) {
-    graft::detail::check(g != nullptr, "jit::executor: the graph is null");
-    prepare(*g, false);
-    start(std::move(g), std::move(o));
-}
+GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, options o)
+    : executor(std::shared_ptr<ir::Graph>(std::move(g)), std::move(o), std::true_type{}) {}
 
 GRAFT_INLINE executor::executor(std::unique_ptr<ir::Graph> g, std::vector<std::unique_ptr<ir::Graph>> at_other_sizes,
                                 options o, std::vector<ir::size_hint> hints) {
