@@ -138,6 +138,7 @@ TEST_CASE("bad input: a graph with a use before its definition (a cycle) is refu
                       Catch::Contains("is used before it is defined"));
     CHECK_THROWS_WITH(jit::executor(*g), Catch::Contains("before it is defined"));
     CHECK_THROWS_WITH(jit::executor(g->copy()), Catch::Contains("before it is defined"));
+    CHECK_THROWS_WITH(jit::executor(std::unique_ptr<ir::Graph>()), Catch::Contains("the graph is null"));
     still_usable();
 }
 
