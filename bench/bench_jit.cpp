@@ -300,6 +300,20 @@ void bm_fwdbwd_jit(benchmark::State& s) {
     set_bytes(s, n, 32);
 }
 
+// The same with the backward recomputing the elementwise chain (options::recompute_elementwise_in_backward):
+// the forward saves only its inputs, so it writes one array instead of three.
+void bm_fwdbwd_jit_recompute(benchmark::State& s) {
+    const std::int64_t n = s.range(0);
+    auto& d = data(n);
+    const Tensor x = d.x.detach().requires_grad_(), w = d.w.detach().requires_grad_(), b = d.b.detach().requires_grad_();
+    auto o = bench_options();
+    o.recompute_elementwise_in_backward = true;
+    auto fn = jit::script(chain, o);
+    for (int i = 0; i < 2; ++i) benchmark::DoNotOptimize(graft::autograd::grad({fn(x, w, b)}, {x, w, b}, {d.g}));
+    for (auto _ : s) benchmark::DoNotOptimize(graft::autograd::grad({fn(x, w, b)}, {x, w, b}, {d.g}));
+    set_bytes(s, n, 32);
+}
+
 void bm_fwdbwd_eager(benchmark::State& s) {
     const std::int64_t n = s.range(0);
     auto& d = data(n);
@@ -464,6 +478,7 @@ void register_all() {
     benchmark::RegisterBenchmark("fwd/expr_into", bm_fwd_expr_into)->Apply(all_sizes);
     benchmark::RegisterBenchmark("fwd/hand", bm_fwd_hand)->Apply(all_sizes);
     benchmark::RegisterBenchmark("fwdbwd/jit", bm_fwdbwd_jit)->Apply(fb_sizes);
+    benchmark::RegisterBenchmark("fwdbwd/jit_recompute", bm_fwdbwd_jit_recompute)->Apply(fb_sizes);
     benchmark::RegisterBenchmark("fwdbwd/eager", bm_fwdbwd_eager)->Apply(fb_sizes);
     const auto relu_sizes = [](benchmark::internal::Benchmark* b) {
         b->Arg(1024)->Arg(std::int64_t{1} << 20)->Unit(benchmark::kMicrosecond);

@@ -4643,16 +4643,19 @@ HWY_AFTER_NAMESPACE();
 // directly (use graft/kernels/dispatch.hpp).
 //
 // A program is a list of unary/binary instructions over registers. The loop runs tile by
-// tile (program_tile_bytes of each register); every instruction sweeps the tile with the
+// tile (program_tile_elements of each register, 512 bytes); every instruction sweeps the tile with the
 // same lane functors the eager kernels apply (lanes-inl.hpp), so every element gets the
-// bits the unfused ops give it. The whole program runs inside one per-target function:
-// no dispatch, no stride checks and no call per instruction and tile (what made the
-// executor's first fusion groups 1.6x slower than the compile-time fused kernel).
+// bits the unfused ops give it. The whole program runs inside one per-target function: no
+// dispatch through the target table and no stride checks per instruction and tile (what made
+// the executor's first fusion groups 1.6x slower than the compile-time fused kernel), one
+// direct call per instruction and tile to a function made for its op.
 
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -4683,47 +4686,6 @@ HWY_INLINE void sweep_binary(D d, const F& f, const hn::TFromD<D>* a, const hn::
     for (std::size_t j = 0; j < m; j += N) hn::StoreU(f(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)), d, out + j);
 }
 
-template <class T>
-HWY_INLINE void program_unary(unary_op op, const T* a, T* out, std::size_t m) {
-    const hn::ScalableTag<T> d;
-    switch (op) {
-        case unary_op::neg: return sweep_unary_u(d, u_neg{}, a, out, m);
-        case unary_op::abs: return sweep_unary_u(d, u_abs{}, a, out, m);
-        case unary_op::exp: return sweep_unary_u(d, u_exp{}, a, out, m);
-        case unary_op::log: return sweep_unary_u(d, u_log{}, a, out, m);
-        case unary_op::sqrt: return sweep_unary_u(d, u_sqrt{}, a, out, m);
-        case unary_op::rsqrt: return sweep_unary_u(d, u_rsqrt{}, a, out, m);
-        case unary_op::tanh: return sweep_unary_u(d, u_tanh{}, a, out, m);
-        case unary_op::sigmoid: return sweep_unary_u(d, u_sigmoid{}, a, out, m);
-        case unary_op::relu: return sweep_unary_u(d, u_relu{}, a, out, m);
-        case unary_op::gelu:
-            if constexpr (sizeof(T) == 4) {
-                return sweep_unary_u(d, u_gelu_f32{}, a, out, m);
-            } else {
-                return sweep_unary_u(d, u_gelu_f64{}, a, out, m);
-            }
-        case unary_op::gelu_tanh: return sweep_unary_u(d, u_gelu_tanh{}, a, out, m);
-        case unary_op::sin: return sweep_unary_u(d, u_sin{}, a, out, m);
-        case unary_op::cos: return sweep_unary_u(d, u_cos{}, a, out, m);
-    }
-}
-
-template <class T>
-HWY_INLINE void program_binary(binary_op op, const T* a, const T* b, T* out, std::size_t m) {
-    const hn::ScalableTag<T> d;
-    switch (op) {
-        case binary_op::add: return sweep_binary(d, b_add{}, a, b, out, m);
-        case binary_op::sub: return sweep_binary(d, b_sub{}, a, b, out, m);
-        case binary_op::mul: return sweep_binary(d, b_mul{}, a, b, out, m);
-        case binary_op::div: return sweep_binary(d, b_div{}, a, b, out, m);
-        case binary_op::pow:  // scalar libm, as the eager kernel
-            for (std::size_t j = 0; j < m; ++j) out[j] = std::pow(a[j], b[j]);
-            return;
-        case binary_op::maximum: return sweep_binary(d, b_max{}, a, b, out, m);
-        case binary_op::minimum: return sweep_binary(d, b_min{}, a, b, out, m);
-    }
-}
-
 template <class D, class F>
 HWY_INLINE void sweep_compare(D d, const F& f, const hn::TFromD<D>* a, const hn::TFromD<D>* b, hn::TFromD<D>* out,
                               std::size_t m) {
@@ -4731,19 +4693,6 @@ HWY_INLINE void sweep_compare(D d, const F& f, const hn::TFromD<D>* a, const hn:
     const std::size_t N = hn::Lanes(d);
     const auto one = hn::Set(d, T(1));
     for (std::size_t j = 0; j < m; j += N) hn::StoreU(hn::IfThenElseZero(f(hn::LoadU(d, a + j), hn::LoadU(d, b + j)), one), d, out + j);
-}
-
-template <class T>
-HWY_INLINE void program_compare(compare_op op, const T* a, const T* b, T* out, std::size_t m) {
-    const hn::ScalableTag<T> d;
-    switch (op) {
-        case compare_op::eq: return sweep_compare(d, c_eq{}, a, b, out, m);
-        case compare_op::ne: return sweep_compare(d, c_ne{}, a, b, out, m);
-        case compare_op::lt: return sweep_compare(d, c_lt{}, a, b, out, m);
-        case compare_op::le: return sweep_compare(d, c_le{}, a, b, out, m);
-        case compare_op::gt: return sweep_compare(d, c_gt{}, a, b, out, m);
-        case compare_op::ge: return sweep_compare(d, c_ge{}, a, b, out, m);
-    }
 }
 
 // out = cond != 0 ? a : b, a bitwise select (as the eager where kernel). != as in C++ (a NaN
@@ -4790,6 +4739,100 @@ HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t po
     }
 }
 
+// Each instruction runs through a function made for its op, chosen once per run (one
+// indirect call per instruction and tile instead of a switch on its kind and op). Cheap ops
+// have their full-tile sweep fully unrolled (a constant trip count) besides the general one.
+template <class T>
+using program_step = void (*)(T* const* cur, const program_instr& in, std::size_t m);
+
+template <class F>
+inline constexpr bool unroll_full_tiles = false;
+template <> inline constexpr bool unroll_full_tiles<u_neg> = true;
+template <> inline constexpr bool unroll_full_tiles<u_abs> = true;
+template <> inline constexpr bool unroll_full_tiles<u_relu> = true;
+template <> inline constexpr bool unroll_full_tiles<b_add> = true;
+template <> inline constexpr bool unroll_full_tiles<b_sub> = true;
+template <> inline constexpr bool unroll_full_tiles<b_mul> = true;
+template <> inline constexpr bool unroll_full_tiles<b_max> = true;
+template <> inline constexpr bool unroll_full_tiles<b_min> = true;
+
+template <class T, class F>
+HWY_NOINLINE void step_unary(T* const* cur, const program_instr& in, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    if constexpr (unroll_full_tiles<F>) {
+        if (m == program_tile_elements<T>) return sweep_unary_u(d, F{}, cur[in.a], cur[in.out], program_tile_elements<T>);
+    }
+    sweep_unary_u(d, F{}, cur[in.a], cur[in.out], m);
+}
+template <class T, class F>
+HWY_NOINLINE void step_binary(T* const* cur, const program_instr& in, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    if constexpr (unroll_full_tiles<F>) {
+        if (m == program_tile_elements<T>)
+            return sweep_binary(d, F{}, cur[in.a], cur[in.b], cur[in.out], program_tile_elements<T>);
+    }
+    sweep_binary(d, F{}, cur[in.a], cur[in.b], cur[in.out], m);
+}
+template <class T>
+HWY_NOINLINE void step_pow(T* const* cur, const program_instr& in, std::size_t m) {  // scalar libm, as the eager kernel
+    const T* a = cur[in.a];
+    const T* b = cur[in.b];
+    T* out = cur[in.out];
+    for (std::size_t j = 0; j < m; ++j) out[j] = std::pow(a[j], b[j]);
+}
+template <class T, class F>
+HWY_NOINLINE void step_compare(T* const* cur, const program_instr& in, std::size_t m) {
+    const hn::ScalableTag<T> d;
+    if (m == program_tile_elements<T>)
+        return sweep_compare(d, F{}, cur[in.a], cur[in.b], cur[in.out], program_tile_elements<T>);
+    sweep_compare(d, F{}, cur[in.a], cur[in.b], cur[in.out], m);
+}
+template <class T>
+HWY_NOINLINE void step_where(T* const* cur, const program_instr& in, std::size_t m) {
+    if (m == program_tile_elements<T>)
+        return program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], program_tile_elements<T>);
+    program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m);
+}
+
+template <class T>
+HWY_NOINLINE void step_none(T* const*, const program_instr&, std::size_t) {}  // an op out of range
+
+// The functions by kind, indexed by op (the enums' order, api.hpp).
+template <class T>
+using gelu_lanes = std::conditional_t<sizeof(T) == 4, u_gelu_f32, u_gelu_f64>;
+template <class T>
+inline constexpr program_step<T> unary_steps[] = {
+    &step_unary<T, u_neg>,  &step_unary<T, u_abs>,     &step_unary<T, u_exp>,       &step_unary<T, u_log>,
+    &step_unary<T, u_sqrt>, &step_unary<T, u_rsqrt>,   &step_unary<T, u_tanh>,      &step_unary<T, u_sigmoid>,
+    &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>, &step_unary<T, u_sin>,
+    &step_unary<T, u_cos>};
+template <class T>
+inline constexpr program_step<T> binary_steps[] = {&step_binary<T, b_add>, &step_binary<T, b_sub>, &step_binary<T, b_mul>,
+                                                   &step_binary<T, b_div>, &step_pow<T>,           &step_binary<T, b_max>,
+                                                   &step_binary<T, b_min>};
+template <class T>
+inline constexpr program_step<T> compare_steps[] = {&step_compare<T, c_eq>, &step_compare<T, c_ne>, &step_compare<T, c_lt>,
+                                                    &step_compare<T, c_le>, &step_compare<T, c_gt>, &step_compare<T, c_ge>};
+static_assert(std::size(unary_steps<float>) == static_cast<std::size_t>(unary_op::cos) + 1);
+static_assert(std::size(binary_steps<float>) == static_cast<std::size_t>(binary_op::minimum) + 1);
+static_assert(std::size(compare_steps<float>) == static_cast<std::size_t>(compare_op::ge) + 1);
+
+// The function of an instruction; null for sum_rows (which needs the tile's position).
+template <class T>
+HWY_INLINE program_step<T> step_of(const program_instr& in) {
+    const auto pick = [&in](const auto& steps) {
+        return in.op < std::size(steps) ? steps[in.op] : &step_none<T>;
+    };
+    switch (in.kind) {
+        case instr_kind::unary: return pick(unary_steps<T>);
+        case instr_kind::binary: return pick(binary_steps<T>);
+        case instr_kind::compare: return pick(compare_steps<T>);
+        case instr_kind::where: return &step_where<T>;
+        case instr_kind::sum_rows: return nullptr;
+    }
+    return &step_none<T>;
+}
+
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     const hn::ScalableTag<T> d;
@@ -4819,22 +4862,26 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             case operand_mode::temp: cur[r] = mine; break;
         }
     }
+    // Each instruction's function (null: sum_rows), for the first max_steps instructions
+    // (a longer program decodes the rest at every tile).
+    constexpr std::size_t max_steps = 64;
+    program_step<T> steps[max_steps];
+    const std::size_t n_steps = std::min(p.num_instructions, max_steps);
+    bool plain = n_steps == p.num_instructions;  // no sum_rows and all decoded
+    for (std::size_t k = 0; k < n_steps; ++k)
+        if (!(steps[k] = step_of<T>(p.code[k]))) plain = false;
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
     const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
+        if (plain) {
+            for (std::size_t k = 0; k < n_steps; ++k) steps[k](cur, p.code[k], m);
+            return;
+        }
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
-            switch (in.kind) {
-                case instr_kind::unary: program_unary<T>(static_cast<unary_op>(in.op), cur[in.a], cur[in.out], m); break;
-                case instr_kind::binary:
-                    program_binary<T>(static_cast<binary_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
-                    break;
-                case instr_kind::compare:
-                    program_compare<T>(static_cast<compare_op>(in.op), cur[in.a], cur[in.b], cur[in.out], m);
-                    break;
-                case instr_kind::where: program_where<T>(cur[in.a], cur[in.b], cur[in.c], cur[in.out], m); break;
-                case instr_kind::sum_rows: program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid); break;
-            }
+            const program_step<T> f = k < n_steps ? steps[k] : step_of<T>(in);
+            if (f) f(cur, in, m);
+            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
         }
     };
     if (!rows && end - begin <= tile && (end - begin) % N == 0) {
@@ -4852,9 +4899,21 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         else if (p.mode[r] == operand_mode::row)
             row_regs[n_rows++] = static_cast<std::uint16_t>(r);
     }
+    // Rows: the offset i % period kept up to date as i moves by whole tiles (no division per tile).
+    std::size_t row_offset[max_regs], row_advance[max_regs];
+    for (std::size_t k = 0; k < n_rows; ++k) {
+        row_offset[k] = begin % p.period[row_regs[k]];
+        row_advance[k] = tile % p.period[row_regs[k]];
+    }
+    // Called for i = begin, begin + tile, begin + 2 * tile, ... in order.
     const auto move_to = [&](std::size_t i) {
         for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
-        for (std::size_t k = 0; k < n_rows; ++k) cur[row_regs[k]] = base[row_regs[k]] + i % p.period[row_regs[k]];
+        for (std::size_t k = 0; k < n_rows; ++k) {
+            const std::size_t r = row_regs[k];
+            cur[r] = base[r] + row_offset[k];
+            row_offset[k] += row_advance[k];
+            if (row_offset[k] >= p.period[r]) row_offset[k] -= p.period[r];
+        }
     };
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
