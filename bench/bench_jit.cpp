@@ -421,10 +421,11 @@ public:
             const std::string sz(n);
             const double jit1 = t("fwd/jit/" + sz), jit2 = t("fwd/jit_2threads/" + sz), eag = t("fwd/eager/" + sz),
                          exf = t("fwd/expr/" + sz), hand = t("fwd/hand/" + sz), fbj = t("fwdbwd/jit/" + sz),
-                         fbe = t("fwdbwd/eager/" + sz);
+                         fbe = t("fwdbwd/eager/" + sz), fbr = t("fwdbwd/jit_recompute/" + sz);
             std::printf("  N=%s fwd: hand/jit %.2f (floor >= 0.9), expr/jit %.2f, eager/jit %.2fx; 2 threads: "
-                        "jit1/jit2 %.2fx (floor >= 1.7 at 16M, idle machine); fwd+bwd eager/jit %.2fx (floor >= 4)\n",
-                        n, hand / jit1, exf / jit1, eag / jit1, jit1 / jit2, fbe / fbj);
+                        "jit1/jit2 %.2fx (floor >= 1.7 at 16M, idle machine); fwd+bwd eager/jit %.2fx (floor >= 4), "
+                        "recomputing %.2fx\n",
+                        n, hand / jit1, exf / jit1, eag / jit1, jit1 / jit2, fbe / fbj, fbe / fbr);
             if (counters_.count("fwd/jit/" + sz) && counters_.count("memcpy/" + sz))
                 std::printf("           fwd jit %.2f GB/s, 2 threads %.2f GB/s, memcpy %.2f GB/s\n",
                             counters_.at("fwd/jit/" + sz).at("bandwidth") / 1e9,

@@ -4762,7 +4762,20 @@ HWY_NOINLINE void step_unary(T* const* cur, const program_instr& in, std::size_t
     if constexpr (unroll_full_tiles<F>) {
         if (m == program_tile_elements<T>) return sweep_unary_u(d, F{}, cur[in.a], cur[in.out], program_tile_elements<T>);
     }
-    sweep_unary_u(d, F{}, cur[in.a], cur[in.out], m);
+    // Two independent vectors per iteration: the long lane math of two vectors overlaps, and
+    // the loop's own instructions are paid once per two vectors.
+    const std::size_t N = hn::Lanes(d);
+    const T* a = cur[in.a];
+    T* out = cur[in.out];
+    const F f{};
+    std::size_t j = 0;
+    for (; j + 2 * N <= m; j += 2 * N) {
+        const auto v0 = f(d, hn::LoadU(d, a + j));
+        const auto v1 = f(d, hn::LoadU(d, a + j + N));
+        hn::StoreU(v0, d, out + j);
+        hn::StoreU(v1, d, out + j + N);
+    }
+    if (j < m) hn::StoreU(f(d, hn::LoadU(d, a + j)), d, out + j);
 }
 template <class T, class F>
 HWY_NOINLINE void step_binary(T* const* cur, const program_instr& in, std::size_t m) {
