@@ -281,9 +281,13 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         row_offset[k] = begin % p.period[row_regs[k]];
         row_advance[k] = tile % p.period[row_regs[k]];
     }
-    // Called for i = begin, begin + tile, begin + 2 * tile, ... in order.
-    const auto move_to = [&](std::size_t i) {
-        for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] = base[in_place[k]] + i;
+    // Points the moving registers at the next tile (i = begin, begin + tile, ... in order):
+    // arrays in place start at `begin` (above) and step by a tile after the first.
+    bool first_tile = true;
+    const auto next_tile = [&] {
+        if (!first_tile)
+            for (std::size_t k = 0; k < n_in_place; ++k) cur[in_place[k]] += tile;
+        first_tile = false;
         for (std::size_t k = 0; k < n_rows; ++k) {
             const std::size_t r = row_regs[k];
             cur[r] = base[r] + row_offset[k];
@@ -293,7 +297,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     };
     std::size_t i = begin;
     for (; i + tile <= end; i += tile) {
-        move_to(i);
+        next_tile();
         run_tile(i, tile, tile);
     }
     if (i < end) {
@@ -301,7 +305,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         // through the registers' scratch tiles, padded with ones (padding lanes are never stored).
         const std::size_t whole = (end - i) / N * N;
         if (whole > 0) {
-            move_to(i);
+            next_tile();
             run_tile(i, whole, whole);
             i += whole;
         }
