@@ -3,6 +3,7 @@
 #include "test_kernels_common.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 using namespace kt;
@@ -651,7 +652,83 @@ void check_programs_bitwise() {
     }
 }
 
+// Two adjacent add/sub/mul instructions whose intermediate only the second reads run as one
+// sweep (the intermediate in a register): every first op, second op and side of the
+// intermediate, over runs of whole tiles, tails and thread-like splits, must give the bits of
+// the two ops run one by one (no FMA contraction, operands in their order). Intermediates
+// that are read twice, read by both operands or written out are not paired, and give the same.
+template <class T>
+void check_paired_arithmetic_bitwise() {
+    using namespace kt;
+    target_guard restore;
+    const binary_op arith[] = {binary_op::add, binary_op::sub, binary_op::mul};
+    enum class use { left, right, both, twice, output };
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        for (binary_op op1 : arith)
+            for (binary_op op2 : arith)
+                for (use u : {use::left, use::right, use::both, use::twice, use::output})
+                    for (std::size_t n : {std::size_t{128}, std::size_t{300}, std::size_t{1000}, std::size_t{4101}}) {
+                        // r0, r1, r2 inputs; r3 = op1(r0, r1); r4 = op2(...); r5 = r3 * r2 (twice only).
+                        std::vector<gk::program_instr> code(2);
+                        code[0].kind = code[1].kind = gk::instr_kind::binary;
+                        code[0].op = static_cast<std::uint8_t>(op1);
+                        code[0].a = 0;
+                        code[0].b = 1;
+                        code[0].out = 3;
+                        code[1].op = static_cast<std::uint8_t>(op2);
+                        code[1].a = u == use::right ? 2 : 3;
+                        code[1].b = u == use::right ? 3 : u == use::both ? 3 : 2;
+                        code[1].out = 4;
+                        if (u == use::twice) {
+                            gk::program_instr extra = code[0];
+                            extra.op = static_cast<std::uint8_t>(binary_op::mul);
+                            extra.a = 3;
+                            extra.b = 2;
+                            extra.out = 5;
+                            code.push_back(extra);
+                        }
+                        const std::size_t nregs = u == use::twice ? 6 : 5;
+                        std::vector<gk::operand_mode> mode(nregs, gk::operand_mode::temp);
+                        mode[0] = mode[1] = mode[2] = gk::operand_mode::contiguous;
+                        mode[4] = gk::operand_mode::output;
+                        if (u == use::twice) mode[5] = gk::operand_mode::output;
+                        if (u == use::output) mode[3] = gk::operand_mode::output;
+                        std::vector<std::vector<T>> reg(nregs);
+                        for (std::size_t r = 0; r < 3; ++r)
+                            reg[r] = make_data<T>(n, -3, 3, static_cast<std::uint32_t>(n * 7 + r), false);
+                        for (std::size_t r = 3; r < nregs; ++r) reg[r].assign(n, T(0));
+                        for (const auto& in : code)  // one by one
+                            gk::binary(static_cast<binary_op>(in.op), reg[in.a].data(), 1, reg[in.b].data(), 1,
+                                       reg[in.out].data(), n);
+                        std::vector<std::vector<T>> got(nregs, std::vector<T>(n, T(-7)));
+                        std::vector<T*> base(nregs, nullptr);
+                        for (std::size_t r = 0; r < 3; ++r) base[r] = reg[r].data();
+                        for (std::size_t r = 3; r < nregs; ++r)
+                            if (mode[r] == gk::operand_mode::output) base[r] = got[r].data();
+                        std::vector<T> scratch(nregs * gk::program_scratch_stride<T> + 64);
+                        const std::vector<std::size_t> periods(nregs, 0);
+                        const gk::program prog{code.data(), code.size(), mode.data(), nregs, periods.data()};
+                        const std::size_t mid = n / 256 * 128;  // a tile boundary
+                        gk::run_program(prog, base.data(), scratch.data(), 0, mid);
+                        gk::run_program(prog, base.data(), scratch.data(), mid, n);
+                        INFO("target " << gk::target_name(t) << " op1 " << static_cast<int>(op1) << " op2 "
+                                       << static_cast<int>(op2) << " use " << static_cast<int>(u) << " n " << n);
+                        for (std::size_t r = 3; r < nregs; ++r)
+                            if (mode[r] == gk::operand_mode::output)
+                                CHECK(std::memcmp(got[r].data(), reg[r].data(), n * sizeof(T)) == 0);
+                    }
+    }
+}
+
 }  // namespace
+
+TEST_CASE("kernels: adjacent add/sub/mul fused in one sweep keep each op's rounding (float32)", "[kernels][program]") {
+    check_paired_arithmetic_bitwise<float>();
+}
+TEST_CASE("kernels: adjacent add/sub/mul fused in one sweep keep each op's rounding (float64)", "[kernels][program]") {
+    check_paired_arithmetic_bitwise<double>();
+}
 
 TEST_CASE("kernels: fused programs are bitwise the op-by-op kernels (float32)", "[kernels][program]") {
     check_programs_bitwise<float>();

@@ -193,6 +193,59 @@ static_assert(std::size(unary_steps<float>) == static_cast<std::size_t>(unary_op
 static_assert(std::size(binary_steps<float>) == static_cast<std::size_t>(binary_op::minimum) + 1);
 static_assert(std::size(compare_steps<float>) == static_cast<std::size_t>(compare_op::ge) + 1);
 
+// Two adjacent arithmetic instructions run as one sweep when the first one's result is a
+// temporary that only the second reads: out = op2(op1(a, b), c) (or op2(c, op1(a, b))), the
+// intermediate kept in a register instead of a tile. The bits are the two ops' own: the
+// empty asm keeps the compiler from contracting a multiply and an add into an FMA (which
+// separate sweeps never do). Only where that barrier is written (x86, GCC and clang).
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+inline constexpr bool can_pair_steps = true;
+template <class V>
+HWY_INLINE V keep_rounded(V v) {
+    asm("" : "+x"(v.raw));
+    return v;
+}
+#else
+inline constexpr bool can_pair_steps = false;
+template <class V>
+HWY_INLINE V keep_rounded(V v) {
+    return v;
+}
+#endif
+
+template <class T, class F1, class F2, bool intermediate_left>
+HWY_NOINLINE void step_pair(T* const* cur, const program_instr& first, std::size_t m) {
+    const program_instr& second = (&first)[1];
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const T* a = cur[first.a];
+    const T* b = cur[first.b];
+    const T* c = cur[intermediate_left ? second.b : second.a];
+    T* out = cur[second.out];
+    const auto one = [&](std::size_t j) {
+        const auto v = keep_rounded(F1{}(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)));
+        const auto o = hn::LoadU(d, c + j);
+        hn::StoreU(intermediate_left ? F2{}(d, v, o) : F2{}(d, o, v), d, out + j);
+    };
+    if (m == program_tile_elements<T>) {
+        for (std::size_t j = 0; j < program_tile_elements<T>; j += N) one(j);
+    } else {
+        for (std::size_t j = 0; j < m; j += N) one(j);
+    }
+}
+
+// By first op, second op (add, sub, mul: binary_op's first three) and the intermediate's side.
+template <class T, class F1>
+inline constexpr program_step<T> pair_steps_after[3][2] = {
+    {&step_pair<T, F1, b_add, false>, &step_pair<T, F1, b_add, true>},
+    {&step_pair<T, F1, b_sub, false>, &step_pair<T, F1, b_sub, true>},
+    {&step_pair<T, F1, b_mul, false>, &step_pair<T, F1, b_mul, true>}};
+template <class T>
+inline constexpr const program_step<T> (*pair_steps[3])[2] = {pair_steps_after<T, b_add>, pair_steps_after<T, b_sub>,
+                                                               pair_steps_after<T, b_mul>};
+static_assert(static_cast<int>(binary_op::add) == 0 && static_cast<int>(binary_op::sub) == 1 &&
+              static_cast<int>(binary_op::mul) == 2);
+
 // The function of an instruction; null for sum_rows (which needs the tile's position).
 template <class T>
 HWY_INLINE program_step<T> step_of(const program_instr& in) {
@@ -238,29 +291,68 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             case operand_mode::temp: cur[r] = mine; break;
         }
     }
-    // Each instruction's function (null: sum_rows), for the first max_steps instructions
-    // (a longer program decodes the rest at every tile).
+    // The run's steps: each instruction's function (null: sum_rows, run with the tile's
+    // position) and its instruction; with more than max_steps instructions every tile decodes
+    // them one by one instead.
+    const bool small = !rows && end - begin <= tile && (end - begin) % N == 0;
     constexpr std::size_t max_steps = 64;
-    program_step<T> steps[max_steps];
-    const std::size_t n_steps = std::min(p.num_instructions, max_steps);
-    bool plain = n_steps == p.num_instructions;  // no sum_rows and all decoded
-    for (std::size_t k = 0; k < n_steps; ++k)
-        if (!(steps[k] = step_of<T>(p.code[k]))) plain = false;
+    program_step<T> step_fn[max_steps];
+    const program_instr* step_in[max_steps];
+    std::size_t n_steps = 0;
+    bool plain = p.num_instructions <= max_steps;  // every step decoded, no sum_rows
+    if (plain) {
+        // Registers read once (for pairs; tiled runs only: a small run decodes faster alone).
+        std::uint8_t reads[max_regs];
+        const bool pairs = can_pair_steps && !small;
+        if (pairs) {
+            std::fill(reads, reads + p.num_registers, std::uint8_t{0});
+            const auto read = [&reads](std::uint16_t r) { reads[r] = static_cast<std::uint8_t>(reads[r] < 2 ? reads[r] + 1 : 2); };
+            for (std::size_t k = 0; k < p.num_instructions; ++k) {
+                const program_instr& in = p.code[k];
+                read(in.a);
+                if (in.kind == instr_kind::binary || in.kind == instr_kind::compare || in.kind == instr_kind::where) read(in.b);
+                if (in.kind == instr_kind::where) read(in.c);
+            }
+        }
+        const auto arithmetic = [](const program_instr& in) {
+            return in.kind == instr_kind::binary && in.op <= static_cast<std::uint8_t>(binary_op::mul);
+        };
+        for (std::size_t k = 0; k < p.num_instructions; ++k) {
+            const program_instr& in = p.code[k];
+            step_in[n_steps] = &in;
+            if (pairs && k + 1 < p.num_instructions && arithmetic(in) && arithmetic(p.code[k + 1]) &&
+                p.mode[in.out] == operand_mode::temp && reads[in.out] == 1 &&
+                (p.code[k + 1].a == in.out) != (p.code[k + 1].b == in.out)) {
+                step_fn[n_steps++] = pair_steps<T>[in.op][p.code[k + 1].op][p.code[k + 1].a == in.out ? 1 : 0];
+                ++k;
+                continue;
+            }
+            if (!(step_fn[n_steps++] = step_of<T>(in))) plain = false;
+        }
+    }
     // m elements (a multiple of N) of every register from element `pos` on, of which `valid`
     // are real (the last partial vector's padding lanes are never stored or summed).
     const auto run_tile = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         if (plain) {
-            for (std::size_t k = 0; k < n_steps; ++k) steps[k](cur, p.code[k], m);
+            for (std::size_t k = 0; k < n_steps; ++k) step_fn[k](cur, *step_in[k], m);
+            return;
+        }
+        if (n_steps > 0) {  // decoded, with sum_rows
+            for (std::size_t k = 0; k < n_steps; ++k) {
+                const program_instr& in = *step_in[k];
+                if (step_fn[k]) step_fn[k](cur, in, m);
+                else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+            }
             return;
         }
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
-            const program_step<T> f = k < n_steps ? steps[k] : step_of<T>(in);
+            const program_step<T> f = step_of<T>(in);
             if (f) f(cur, in, m);
             else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
         }
     };
-    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
+    if (small) {
         // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place.
         if (end > begin) run_tile(begin, end - begin, end - begin);
         return;
