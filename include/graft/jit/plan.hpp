@@ -244,6 +244,11 @@ private:
     bool summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
                   fusion_group::leading_sum& out) const;
 
+    /// The group's nodes with each value read by one node only moved right before its reader
+    /// (adjacent arithmetic runs as one sweep in kernels::run_program); still topological.
+    static std::vector<const ir::Node*> producers_before_consumers(const std::vector<const ir::Node*>& nodes,
+                                                                   const std::set<const ir::Value*>& used_later);
+
     std::unique_ptr<fusion_group> make_group(const std::vector<const ir::Node*>& nodes, dtype type,
                                              const std::set<const ir::Value*>& used_later,
                                              const type_of_fn& type_of);

@@ -371,9 +371,41 @@ GRAFT_INLINE bool plan::summable(const ir::Node* n, dtype type, const std::set<c
     return true;
 }
 
-GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<const ir::Node*>& nodes, dtype type,
+GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const std::vector<const ir::Node*>& nodes,
+                                                                          const std::set<const ir::Value*>& used_later) {
+    // A node whose value only one node of the group reads (and nothing after it) is emitted
+    // right before that reader, so that run_program can sweep the two together; the order
+    // stays topological, and elementwise nodes of one group compute each element alone, so
+    // the bits do not change.
+    std::map<const ir::Value*, int> readers;
+    for (const ir::Node* n : nodes)
+        for (const ir::Value* v : n->inputs()) ++readers[v];
+    std::set<const ir::Node*> in_group(nodes.begin(), nodes.end()), deferred, emitted;
+    for (const ir::Node* n : nodes) {
+        const ir::Value* o = n->output();
+        const auto r = readers.find(o);
+        if (r != readers.end() && r->second == 1 && !used_later.count(o) && !n->is<ir::kinds::sum>()) deferred.insert(n);
+    }
+    std::vector<const ir::Node*> order;
+    order.reserve(nodes.size());
+    const auto emit = [&](const ir::Node* n, const auto& self) -> void {
+        for (const ir::Value* v : n->inputs())
+            if (in_group.count(v->node()) && deferred.count(v->node()) && !emitted.count(v->node())) self(v->node(), self);
+        emitted.insert(n);
+        order.push_back(n);
+    };
+    for (const ir::Node* n : nodes)
+        if (!deferred.count(n)) emit(n, emit);
+    // Every deferred node has its one reader in the group, so following readers ends at a
+    // node that is not deferred: every node is emitted.
+    graft::detail::check(order.size() == nodes.size(), "jit: reordering a fusion group lost a node (internal error)");
+    return order;
+}
+
+GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<const ir::Node*>& group_nodes, dtype type,
                                                             const std::set<const ir::Value*>& used_later,
                                                             const type_of_fn& type_of) {
+    const std::vector<const ir::Node*> nodes = producers_before_consumers(group_nodes, used_later);
     auto g = std::make_unique<fusion_group>();
     g->type = type;
     g->nodes = nodes;
