@@ -471,6 +471,36 @@ TEST_CASE("jit: a run longer than a group may hold splits into several groups, s
     CHECK(fn.debug_state().levels[0].plan->fusion_groups >= 300 / jit::detail::max_group_nodes);
 }
 
+TEST_CASE("jit: a value one node reads is computed right before it in its group, same bits", "[jit]") {
+    // Traced in the order a (mul), b (add), d (sub), e (mul); a and d each have one reader, b
+    // has two: the group runs b, a, d, e, so that a sweeps together with d; no element changes.
+    const auto f = [](Tensor x, Tensor y) {
+        const Tensor a = x * y;
+        const Tensor b = x + 1.0;
+        const Tensor d = b - a;
+        return d * b;
+    };
+    for (std::int64_t n : {std::int64_t{16}, std::int64_t{1000}, std::int64_t{70001}}) {
+        auto fn = jit::script(f, opts());
+        for (int i = 0; i < 3; ++i) {
+            const Tensor x = randn({n}), y = randn({n});
+            CHECK(bitwise_equal(fn(x, y), f(x, y)));
+        }
+        const std::string text = fn.debug_string();
+        INFO(text);
+        const auto group = text.find("FusionGroup_0 (4 ops");
+        REQUIRE(group != std::string::npos);
+        const std::string ops = text.substr(text.find(':', group));
+        const auto add = ops.find("= add;"), mul = ops.find("= mul;"), sub = ops.find("= sub;");
+        REQUIRE(add != std::string::npos);
+        REQUIRE(mul != std::string::npos);
+        REQUIRE(sub != std::string::npos);
+        CHECK(add < mul);
+        CHECK(mul < sub);
+        CHECK(sub < ops.find("= mul;", mul + 1));
+    }
+}
+
 TEST_CASE("jit: comparisons and where fuse (relu's backward), bitwise as eager", "[jit]") {
     // Differentiable: relu's backward is where(y <= 0, 0, g); it joins the backward's group.
     const auto f = [](Tensor x, Tensor w) { return relu(x * w + 0.25) * x; };
