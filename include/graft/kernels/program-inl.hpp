@@ -294,16 +294,27 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     // The run's steps: each instruction's function (null: sum_rows, run with the tile's
     // position) and its instruction; with more than max_steps instructions every tile decodes
     // them one by one instead.
-    const bool small = !rows && end - begin <= tile && (end - begin) % N == 0;
+    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
+        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place,
+        // each instruction decoded as it runs.
+        const std::size_t m = end - begin;
+        if (m == 0) return;
+        for (std::size_t k = 0; k < p.num_instructions; ++k) {
+            const program_instr& in = p.code[k];
+            if (const program_step<T> f = step_of<T>(in)) f(cur, in, m);
+            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], begin, m);
+        }
+        return;
+    }
     constexpr std::size_t max_steps = 64;
     program_step<T> step_fn[max_steps];
     const program_instr* step_in[max_steps];
     std::size_t n_steps = 0;
     bool plain = p.num_instructions <= max_steps;  // every step decoded, no sum_rows
     if (plain) {
-        // Registers read once (for pairs; tiled runs only: a small run decodes faster alone).
+        // How often each register is read (0, 1 or more), for pairs.
         std::uint8_t reads[max_regs];
-        const bool pairs = can_pair_steps && !small;
+        constexpr bool pairs = can_pair_steps;
         if (pairs) {
             std::fill(reads, reads + p.num_registers, std::uint8_t{0});
             const auto read = [&reads](std::uint16_t r) { reads[r] = static_cast<std::uint8_t>(reads[r] < 2 ? reads[r] + 1 : 2); };
@@ -352,11 +363,6 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
         }
     };
-    if (small) {
-        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place.
-        if (end > begin) run_tile(begin, end - begin, end - begin);
-        return;
-    }
     // The registers that move with the loop, listed once: arrays read or written in place
     // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
     std::uint16_t in_place[max_regs], row_regs[max_regs];

@@ -376,29 +376,32 @@ GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const
     // A node whose value only one node of the group reads (and nothing after it) is emitted
     // right before that reader, so that run_program can sweep the two together; the order
     // stays topological, and elementwise nodes of one group compute each element alone, so
-    // the bits do not change.
-    std::map<const ir::Value*, int> readers;
-    for (const ir::Node* n : nodes)
-        for (const ir::Value* v : n->inputs()) ++readers[v];
-    std::set<const ir::Node*> in_group(nodes.begin(), nodes.end()), deferred, emitted;
-    for (const ir::Node* n : nodes) {
-        const ir::Value* o = n->output();
-        const auto r = readers.find(o);
-        if (r != readers.end() && r->second == 1 && !used_later.count(o) && !n->is<ir::kinds::sum>()) deferred.insert(n);
-    }
-    std::vector<const ir::Node*> order;
-    order.reserve(nodes.size());
-    const auto emit = [&](const ir::Node* n, const auto& self) -> void {
-        for (const ir::Value* v : n->inputs())
-            if (in_group.count(v->node()) && deferred.count(v->node()) && !emitted.count(v->node())) self(v->node(), self);
-        emitted.insert(n);
-        order.push_back(n);
+    // the bits do not change. Groups are small (max_group_nodes): plain vectors and scans.
+    const std::size_t n = nodes.size();
+    const auto index_of = [&nodes, n](const ir::Node* m) {
+        for (std::size_t k = 0; k < n; ++k)
+            if (nodes[k] == m) return k;
+        return n;
     };
-    for (const ir::Node* n : nodes)
-        if (!deferred.count(n)) emit(n, emit);
+    std::vector<std::uint8_t> readers(n, 0), deferred(n, 0), emitted(n, 0);
+    for (const ir::Node* m : nodes)
+        for (const ir::Value* v : m->inputs())
+            if (const std::size_t k = index_of(v->node()); k < n && readers[k] < 2) ++readers[k];
+    for (std::size_t k = 0; k < n; ++k)
+        deferred[k] = readers[k] == 1 && !used_later.count(nodes[k]->output()) && !nodes[k]->is<ir::kinds::sum>();
+    std::vector<const ir::Node*> order;
+    order.reserve(n);
+    const auto emit = [&](std::size_t k, const auto& self) -> void {
+        for (const ir::Value* v : nodes[k]->inputs())
+            if (const std::size_t j = index_of(v->node()); j < n && deferred[j] && !emitted[j]) self(j, self);
+        emitted[k] = 1;
+        order.push_back(nodes[k]);
+    };
+    for (std::size_t k = 0; k < n; ++k)
+        if (!deferred[k]) emit(k, emit);
     // Every deferred node has its one reader in the group, so following readers ends at a
     // node that is not deferred: every node is emitted.
-    graft::detail::check(order.size() == nodes.size(), "jit: reordering a fusion group lost a node (internal error)");
+    graft::detail::check(order.size() == n, "jit: reordering a fusion group lost a node (internal error)");
     return order;
 }
 
