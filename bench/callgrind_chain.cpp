@@ -1,13 +1,16 @@
 // Issue 15's per-call floor by instruction count: the chain tanh(x*w + b) * sigmoid(x) at
 // N elements (default 16), one path per run, measured under callgrind between
 // CALLGRIND_START_INSTRUMENTATION and CALLGRIND_STOP_INSTRUMENTATION:
-//   callgrind_chain jit|expr_into|hand|first_calls [N] [calls]
+//   callgrind_chain jit|expr_into|hand|first_calls|fwdbwd|fwdbwd_eager [N] [calls]
 //   - jit: jit::script's optimized plan (after three warm-up calls), one thread;
 //   - expr_into: ex::evaluate_into of the same chain into a preallocated y (the compile-time
 //     fused kernel);
 //   - hand: the same-math Highway hand loop of bench/chain_hand.hpp into a preallocated y;
 //   - first_calls: a fresh jit::script of the chain called twice (capture and profile, then
-//     compile and run) and destroyed, per "call" (issue 15's first-two-calls floor).
+//     compile and run) and destroyed, per "call" (issue 15's first-two-calls floor);
+//   - fwdbwd: the chain's forward and backward through jit::script's differentiable plan
+//     (autograd::grad of x, w and b with a given output gradient), after three warm-up
+//     calls; fwdbwd_eager: the same through eager autograd.
 // bench/callgrind_chain.sh runs them under valgrind and prints instructions per call and
 // their ratios. Outside valgrind the markers do nothing and the program only runs the calls.
 #include <graft/graft.hpp>
@@ -41,7 +44,7 @@ int main(int argc, char** argv) {
     const std::int64_t n = argc > 2 ? std::atoll(argv[2]) : 16;
     const int calls = argc > 3 ? std::atoi(argv[3]) : 1000;
     if (n <= 0 || calls <= 0) {
-        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into|hand|first_calls [N > 0] [calls > 0]\n");
+        std::fprintf(stderr, "usage: callgrind_chain jit|expr_into|hand|first_calls|fwdbwd|fwdbwd_eager [N > 0] [calls > 0]\n");
         return 2;
     }
     const Tensor x = graft::randn({n}), w = graft::randn({n}), b = graft::randn({n});
@@ -77,6 +80,24 @@ int main(int argc, char** argv) {
         CALLGRIND_START_INSTRUMENTATION;
         for (int i = 0; i < calls; ++i) (void)fresh();
         CALLGRIND_STOP_INSTRUMENTATION;
+    } else if (std::strcmp(path, "fwdbwd") == 0 || std::strcmp(path, "fwdbwd_eager") == 0) {
+        const Tensor xg = x.detach().requires_grad_(), wg = w.detach().requires_grad_(), bg = b.detach().requires_grad_();
+        const Tensor seed = graft::randn({n});
+        graft::jit::options o;
+        o.num_threads = 1;
+        auto fn = graft::jit::script(chain, o);
+        const bool use_jit = std::strcmp(path, "fwdbwd") == 0;
+        const auto step = [&] {
+            const Tensor y = use_jit ? fn(xg, wg, bg) : chain(xg, wg, bg);
+            return graft::autograd::grad({y}, {xg, wg, bg}, {seed});
+        };
+        for (int i = 0; i < 3; ++i) (void)step();
+        CALLGRIND_START_INSTRUMENTATION;
+        for (int i = 0; i < calls; ++i) {
+            const auto g = step();
+            if (i == 0) check = static_cast<double>(g[0].data_ptr<float>()[0]);
+        }
+        CALLGRIND_STOP_INSTRUMENTATION;
     } else if (std::strcmp(path, "hand") == 0) {
         const chain_hand::fwd_fn hand = chain_hand::hand_for_current_target().fwd;
         if (hand == nullptr) {
@@ -94,7 +115,7 @@ int main(int argc, char** argv) {
         CALLGRIND_STOP_INSTRUMENTATION;
         check = static_cast<double>(y.data_ptr<float>()[0]);
     } else {
-        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit, expr_into, hand or first_calls)\n", path);
+        std::fprintf(stderr, "callgrind_chain: unknown path '%s' (jit, expr_into, hand, first_calls, fwdbwd or fwdbwd_eager)\n", path);
         return 2;
     }
     std::printf("%s N=%lld calls=%d y[0]=%g\n", path, static_cast<long long>(n), calls, check);

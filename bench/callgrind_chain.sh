@@ -4,7 +4,8 @@
 # (repeatable where time is not), and their ratios: issue 15's "jit per call <= 2.5x
 # evaluate_into" floor (at N=16) and the instruction side of "hand loop / jit >= 0.9" (at 1M);
 # then the instructions of a fresh script's first two calls (issue 15's first-calls floor),
-# over calls / 10 fresh scripts.
+# over calls / 10 fresh scripts, and of the chain's forward + backward through the
+# differentiable plan and through eager autograd (the instruction side of the fwd+bwd floors).
 #   bench/callgrind_chain.sh [build dir (default build)] [N] [calls]
 set -euo pipefail
 build="${1:-build}"
@@ -36,3 +37,7 @@ printf '  jit / evaluate_into %s, hand / jit %s, hand / evaluate_into %s (load %
   "$(ratio "$jit" "$expr")" "$(ratio "$hand" "$jit")" "$(ratio "$hand" "$expr")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 fresh=$(( calls / 10 > 0 ? calls / 10 : 1 ))
 printf '  a fresh script'"'"'s first two calls: %s instructions (mean of %s scripts)\n' "$(per_call first_calls "$fresh")" "$fresh"
+fb_jit="$(per_call fwdbwd)"
+fb_eager="$(per_call fwdbwd_eager)"
+printf '  forward + backward: jit %s, eager autograd %s instructions per call: eager / jit %s\n' \
+  "$fb_jit" "$fb_eager" "$(ratio "$fb_eager" "$fb_jit")"
