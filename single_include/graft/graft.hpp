@@ -4928,9 +4928,6 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             case operand_mode::temp: cur[r] = mine; break;
         }
     }
-    // The run's steps: each instruction's function (null: sum_rows, run with the tile's
-    // position) and its instruction; with more than max_steps instructions every tile decodes
-    // them one by one instead.
     if (!rows && end - begin <= tile && (end - begin) % N == 0) {
         // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place,
         // each instruction decoded as it runs.
@@ -4943,6 +4940,9 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         }
         return;
     }
+    // The run's steps: each instruction's function (null: sum_rows, run with the tile's
+    // position) and its instruction, or a pair's function and its first instruction; with more
+    // than max_steps instructions every tile decodes them one by one instead.
     constexpr std::size_t max_steps = 64;
     program_step<T> step_fn[max_steps];
     const program_instr* step_in[max_steps];
