@@ -291,16 +291,18 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             case operand_mode::temp: cur[r] = mine; break;
         }
     }
-    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
-        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place,
-        // each instruction decoded as it runs.
-        const std::size_t m = end - begin;
-        if (m == 0) return;
+    // Every instruction over m elements from element `pos` on (`valid` of them real), each
+    // decoded as it runs.
+    const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
             if (const program_step<T> f = step_of<T>(in)) f(cur, in, m);
-            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], begin, m);
+            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
         }
+    };
+    if (!rows && end - begin <= tile && (end - begin) % N == 0) {
+        // Small runs of whole vectors (the per-call path of small graphs): one sweep, in place.
+        if (end > begin) run_undecoded(begin, end - begin, end - begin);
         return;
     }
     // The run's steps: each instruction's function (null: sum_rows, run with the tile's
@@ -356,12 +358,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             }
             return;
         }
-        for (std::size_t k = 0; k < p.num_instructions; ++k) {
-            const program_instr& in = p.code[k];
-            const program_step<T> f = step_of<T>(in);
-            if (f) f(cur, in, m);
-            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
-        }
+        run_undecoded(pos, m, valid);
     };
     // The registers that move with the loop, listed once: arrays read or written in place
     // (contiguous, output) and rows read at i % period; the others stay on their scratch tile.
