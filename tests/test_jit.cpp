@@ -631,6 +631,106 @@ TEST_CASE("jit: a sum over leading dimensions ends a fusion group (bias gradient
     }
 }
 
+TEST_CASE("jit: a full sum or mean ends a fusion group (a loss), bitwise as eager", "[jit]") {
+    // The sum is computed as the group produces its operand, in the eager sum kernel's order
+    // (blocks of 4 vectors x 32 steps, block sums combined pairwise): the same bits at every size
+    // and tail, on one thread whatever num_threads; mean divides by the count as graft::mean.
+    const auto f = [](Tensor x, Tensor y) {
+        const Tensor d = x - y;
+        return std::vector<Tensor>{mean(d * d), sum(tanh(x) * y), d * 2.0};
+    };
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        for (const int_list& sizes : std::vector<int_list>{{1}, {7}, {1000}, {1025}, {37, 29}, {3, 130, 17}, {70001}}) {
+            jit::options o = opts();
+            o.num_threads = 2;
+            o.parallel_grain = 256;
+            auto fn = jit::script(f, o);
+            for (int i = 0; i < 3; ++i) {
+                const Tensor x = randn(sizes, t), y = randn(sizes, t);
+                const auto got = fn(x, y);
+                const auto want = f(x, y);
+                INFO("sizes " << sizes << " " << t);
+                REQUIRE(got.size() == 3);
+                CHECK(got[0].dim() == 0);
+                CHECK(bitwise_equal(got[0], want[0]));
+                CHECK(bitwise_equal(got[1], want[1]));
+                CHECK(bitwise_equal(got[2], want[2]));
+                // Against a plain loop too (so that the two cannot be wrong the same way).
+                const Tensor xs = x.reshape({-1}), ys = y.reshape({-1});
+                double sq = 0;
+                for (std::int64_t k = 0; k < xs.numel(); ++k) {
+                    const double dk = xs.select(0, k).item<double>() - ys.select(0, k).item<double>();
+                    sq += dk * dk;
+                }
+                CHECK(got[0].item<double>() ==
+                      Approx(sq / static_cast<double>(xs.numel())).epsilon(t == dtype::float32 ? 1e-4 : 1e-10));
+            }
+            const std::string text = fn.debug_string();
+            INFO(text);
+            CHECK(text.find("= mean;") != std::string::npos);
+            CHECK(text.find("= sum;") != std::string::npos);
+        }
+    }
+    // The summed value must have the group's shape: v = b * 2 ([C]) summed while the group runs at
+    // [R, C] goes node by node, with eager's bits.
+    const auto g = [](Tensor x, Tensor b) {
+        const Tensor v = b * 2.0;
+        return std::vector<Tensor>{sum(v), x + v};
+    };
+    auto fg = jit::script(g, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({40, 33}), b = randn({33});
+        const auto got = fg(x, b);
+        const auto want = g(x, b);
+        CHECK(bitwise_equal(got[0], want[0]));
+        CHECK(bitwise_equal(got[1], want[1]));
+    }
+    // Empty inputs: sum 0 and mean NaN, as eagerly (the group runs node by node).
+    auto fe = jit::script(f, opts(jit::fusion_strategy<jit::dynamic_<2>>{}));
+    for (std::int64_t n : {std::int64_t{5}, std::int64_t{0}, std::int64_t{300}}) {
+        const Tensor x = randn({n}), y = randn({n});
+        const auto got = fe(x, y);
+        const auto want = f(x, y);
+        INFO("n " << n);
+        CHECK(bitwise_equal(got[0], want[0]));
+        CHECK(bitwise_equal(got[1], want[1]));
+        if (n == 0) {
+            CHECK(std::isnan(got[0].item<double>()));
+            CHECK(got[1].item<double>() == 0.0);
+        }
+    }
+    // A loss after a matmul: the whole product, then the group with its sum (not chunked).
+    const auto h = [](Tensor a, Tensor w, Tensor target) {
+        const Tensor d = relu(matmul(a, w)) - target;
+        return mean(d * d);
+    };
+    auto fh = jit::script(h, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor a = randn({300, 16}), w = randn({16, 40}), target = randn({300, 40});
+        CHECK(bitwise_equal(fh(a, w, target), h(a, w, target)));
+    }
+    CHECK(fh.debug_string().find("= mean;") != std::string::npos);
+    // An MSE loss through a differentiable plan: the loss and the gradients, bitwise as eager.
+    const auto mse = [](Tensor x, Tensor w, Tensor b, Tensor target) {
+        const Tensor d = tanh(x * w + b) - target;
+        return mean(d * d);
+    };
+    auto fm = jit::script(mse, opts());
+    for (int i = 0; i < 3; ++i) {
+        const Tensor x = randn({2000}), w = randn({2000}).requires_grad_(), b = randn({2000}).requires_grad_(),
+                     target = randn({2000});
+        const Tensor loss = fm(x, w, b, target);
+        const auto grads = autograd::grad({loss}, {w, b});
+        const Tensor we = w.detach().requires_grad_(), be = b.detach().requires_grad_();
+        const Tensor loss_e = mse(x, we, be, target);
+        const auto grads_e = autograd::grad({loss_e}, {we, be});
+        CHECK(bitwise_equal(loss.detach(), loss_e.detach()));
+        CHECK(bitwise_equal(grads[0], grads_e[0]));
+        CHECK(bitwise_equal(grads[1], grads_e[1]));
+    }
+    CHECK(fm.debug_string().find("= mean;") != std::string::npos);
+}
+
 TEST_CASE("jit: a matmul and the group reading its product run chunk by chunk, bitwise as eager", "[jit]") {
     // Rows of the product in chunks of about 64 KiB, each followed by the group (bias, activation,
     // a sum over the rows) while in cache: every element the same bits as matmul then the ops.

@@ -61,6 +61,78 @@ void check_reduce_all_targets() {
 TEST_CASE("kernels: reductions float32 on every target", "[kernels][reduce]") { check_reduce_all_targets<float>(); }
 TEST_CASE("kernels: reductions float64 on every target", "[kernels][reduce]") { check_reduce_all_targets<double>(); }
 
+// A program's full sum (instr_kind::sum_all) must give the eager sum kernel's bits: the same
+// blocks, accumulators and pairwise combination, whatever the tiles and the run's tail; the
+// mean is that sum divided by n. Checked against gk::reduce over the unfused values (and the
+// wide reference within the pairwise bound, so that both cannot be wrong the same way).
+template <class T>
+void check_program_full_sums() {
+    target_guard guard;
+    const double eps = std::numeric_limits<T>::epsilon();
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        // r2 = r0 * r1 (a temporary); totals[0] = sum(r2), totals[1] = mean(r0); r3 = r2 + r1 written out.
+        std::vector<gk::program_instr> code(4);
+        code[0].kind = gk::instr_kind::binary;
+        code[0].op = static_cast<std::uint8_t>(gk::binary_op::mul);
+        code[0].a = 0, code[0].b = 1, code[0].out = 2;
+        code[1].kind = gk::instr_kind::sum_all;
+        code[1].a = 2, code[1].out = 0;
+        code[2].kind = gk::instr_kind::sum_all;
+        code[2].a = 0, code[2].out = 1;
+        code[3].kind = gk::instr_kind::binary;
+        code[3].op = static_cast<std::uint8_t>(gk::binary_op::add);
+        code[3].a = 2, code[3].b = 1, code[3].out = 3;
+        const std::vector<gk::operand_mode> mode{gk::operand_mode::contiguous, gk::operand_mode::contiguous,
+                                                 gk::operand_mode::temp, gk::operand_mode::output};
+        for (std::size_t n : {1u, 5u, 8u, 31u, 32u, 127u, 128u, 129u, 1000u, 1001u, 1023u, 1024u, 1025u, 2048u, 2049u,
+                              4099u, 70001u, 262147u}) {
+            INFO("target " << gk::target_name(t) << " n " << n);
+            auto a = make_data<T>(n, -3, 3, static_cast<std::uint32_t>(n), false);
+            auto b = make_data<T>(n, -2, 2, static_cast<std::uint32_t>(n + 7), false);
+            std::vector<T> prod(n), y(n, T(-7)), scratch(4 * gk::program_scratch_stride<T> + 64);
+            gk::binary(gk::binary_op::mul, a.data(), 1, b.data(), 1, prod.data(), n);
+            T total = T(-1), avg = T(-1);
+            std::vector<T> blocks0(gk::full_sum_scratch_elements(n)), blocks1(gk::full_sum_scratch_elements(n));
+            std::vector<gk::full_sum> totals{{&total, blocks0.data(), n, 0.0},
+                                             {&avg, blocks1.data(), n, static_cast<double>(n)}};
+            gk::program prog{code.data(), code.size(), mode.data(), mode.size()};
+            prog.totals = totals.data();
+            std::vector<T*> base{a.data(), b.data(), nullptr, y.data()};
+            gk::run_program(prog, base.data(), scratch.data(), 0, n);
+            const T want_total = gk::reduce(reduce_op::sum, prod.data(), n);
+            const T want_avg = gk::reduce(reduce_op::sum, a.data(), n) / static_cast<T>(n);
+            CHECK(std::memcmp(&total, &want_total, sizeof(T)) == 0);
+            CHECK(std::memcmp(&avg, &want_avg, sizeof(T)) == 0);
+            long double exact = 0, abs_sum = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                exact += static_cast<long double>(a[i]) * b[i];
+                abs_sum += std::fabs(static_cast<long double>(a[i]) * b[i]);
+            }
+            const double bound = (42.0 + std::log2(static_cast<double>(n) + 1.0)) * eps * static_cast<double>(abs_sum);
+            CHECK(std::fabs(static_cast<double>(static_cast<long double>(total) - exact)) <= bound);
+            // The written output is unaffected by the sums.
+            bool y_ok = true;
+            for (std::size_t i = 0; i < n; ++i) y_ok = y_ok && y[i] == prod[i] + b[i];
+            CHECK(y_ok);
+            // A run that does not cover all n elements in one call (misuse) gives NaN, never a
+            // partial sum.
+            if (n >= 256) {
+                gk::run_program(prog, base.data(), scratch.data(), 0, 128);
+                CHECK(std::isnan(total));
+                CHECK(std::isnan(avg));
+            }
+        }
+    }
+}
+
+TEST_CASE("kernels: a program's full sum and mean are the eager sum's bits (float32)", "[kernels][program]") {
+    check_program_full_sums<float>();
+}
+TEST_CASE("kernels: a program's full sum and mean are the eager sum's bits (float64)", "[kernels][program]") {
+    check_program_full_sums<double>();
+}
+
 TEST_CASE("kernels: float32 sum of 1e7 ones is exact", "[kernels][reduce]") {
     target_guard guard;
     std::vector<float> ones(10'000'000, 1.0f);

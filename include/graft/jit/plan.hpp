@@ -113,6 +113,15 @@ struct fusion_group {
         bool keepdim = false;
     };
     std::vector<leading_sum> sums;
+    /// Full sums and means of values of the group (`v.sum()`, `v.mean()`: a loss), computed as
+    /// the program runs (kernels::instr_kind::sum_all, in the eager sum kernel's order: the same
+    /// bits); such a group runs in one call on one thread, and not as a matmul's epilogue.
+    struct full_total {
+        int source_reg = 0;
+        int out_slot = 0;
+        bool mean = false;
+    };
+    std::vector<full_total> totals;
     /// The matmul whose product the group reads as its epilogue (run chunk by chunk with it).
     const ir::Node* matmul = nullptr;
 };
@@ -244,6 +253,11 @@ private:
     bool summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
                   fusion_group::leading_sum& out) const;
 
+    /// Is n a full sum or mean (no dims, no keepdim: graft::sum(v), graft::mean(v)) of one of
+    /// the values `inside` a group of dtype `type`? Sets `mean`.
+    bool totalable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
+                   bool& mean) const;
+
     /// The group's nodes with each value read by one node only moved right before its reader
     /// (adjacent arithmetic runs as one sweep in kernels::run_program); still topological.
     static std::vector<const ir::Node*> producers_before_consumers(const std::vector<const ir::Node*>& nodes,
@@ -317,6 +331,7 @@ private:
         reg_vector<T> numbers;
         reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs, sum partials
         reg_vector<kernels::row_sum> reductions;
+        reg_vector<kernels::full_sum> totals;
         int_list computed;
         const int_list* sizes = nullptr;  // the group's (broadcast) shape
         std::size_t numel = 0;
@@ -433,6 +448,18 @@ private:
             reductions[k] = kernels::row_sum{out.raw_data(), held.back().raw_data(), inner, rows};
             frame[static_cast<std::size_t>(s.out_slot)] = std::move(out);
         }
+        auto& totals = st.totals;
+        totals.assign(g.totals.size(), kernels::full_sum{});
+        for (std::size_t k = 0; k < g.totals.size(); ++k) {
+            // The sum of every element of the group's shape (empty: node by node, as eagerly).
+            if (numel == 0) return false;
+            const auto n = static_cast<std::size_t>(numel);
+            Tensor out = empty({}, g.type);
+            held.push_back(empty({static_cast<std::int64_t>(kernels::full_sum_scratch_elements(n))}, g.type));
+            totals[k] = kernels::full_sum{out.raw_data(), held.back().raw_data(), n,
+                                          g.totals[k].mean ? static_cast<double>(numel) : 0.0};
+            frame[static_cast<std::size_t>(g.totals[k].out_slot)] = std::move(out);
+        }
         for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
             Tensor out = empty(sizes, g.type);
             const auto r = static_cast<std::size_t>(g.output_regs[k]);
@@ -446,16 +473,19 @@ private:
     }
 
     /// Runs elements [begin, end) of a bound group; `split`: across the worker pool when large
-    /// (never when the group sums: sums see the elements in order).
+    /// (never when the group sums: sums see the elements in order; a group with full sums
+    /// runs its elements in one call).
     template <class T>
     void run_bound(const fusion_group& g, bound_group<T>& st, std::size_t begin, std::size_t end, bool split) const {
         const std::size_t nregs = g.num_registers;
-        const kernels::program prog{g.code.data(),   g.code.size(),       st.mode.data(), nregs,
-                                    st.periods.data(), st.reductions.data()};
+        const kernels::program prog{g.code.data(),      g.code.size(),
+                                    st.mode.data(),      nregs,
+                                    st.periods.data(),   st.reductions.data(),
+                                    g.totals.empty() ? nullptr : st.totals.data()};
         T* const* base = st.base.data();
         const std::size_t n = end - begin;
         const std::size_t threads =
-            split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
+            split && g.sums.empty() && g.totals.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
             // Split on tile boundaries into chunks (16 per thread) that the threads take in
             // turn from a counter, rather than one fixed share each: a thread that wakes late or

@@ -58,6 +58,7 @@ enum class instr_kind : std::uint8_t {
     compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
     where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
     sum_rows, // program.reductions[out] += register a, summed over the leading dimensions
+    sum_all,  // program.totals[out] = every element of register a summed (or their mean)
 };
 
 /// Rows summed per partial sum by the column reduction (graft::sum over leading dimensions
@@ -74,6 +75,21 @@ struct row_sum {
     void* partial = nullptr;  // inner elements of scratch
     std::size_t inner = 0, rows = 0;
 };
+
+/// A full reduction computed by a program (instr_kind::sum_all): every element of a register
+/// summed in the order of the eager sum kernel (graft::sum of a contiguous tensor: blocks of
+/// 4 vectors x 32 steps, each summed with four vector accumulators, the block sums combined
+/// pairwise), so that both give the same bits; `divisor` > 0 makes it graft::mean's sum / n.
+/// A program with any runs over all its n elements in one call (one thread, no chunks).
+struct full_sum {
+    void* result = nullptr;      // one element of the program's type
+    void* block_sums = nullptr;  // full_sum_scratch_elements(n) elements of the program's type
+    std::size_t n = 0;           // the elements of the program's run
+    double divisor = 0;          // mean: the sum divided by T(divisor); 0: the sum
+};
+/// Scratch elements a full_sum over n elements needs (one per block; a block holds at least
+/// 128 elements on every target).
+[[nodiscard]] inline constexpr std::size_t full_sum_scratch_elements(std::size_t n) { return n / 128 + 1; }
 
 /// One instruction of a fused elementwise program. Conditions (compare results) live in
 /// registers as the values 1 and 0 of the program's type.
@@ -92,6 +108,7 @@ struct program {
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
     row_sum* reductions = nullptr;        // sum_rows targets (a program with any runs on one thread,
                                           // over all its elements in order)
+    full_sum* totals = nullptr;           // sum_all targets (a program with any runs in one call)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a

@@ -17,10 +17,13 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <hwy/highway.h>
 #include "graft/kernels/lanes-inl.hpp"
+#include "graft/kernels/reduce-inl.hpp"  // kSumSteps: the eager sum's block
 
 // graft-amalgamate: per-target
 #if defined(GRAFT_KERNELS_PROGRAM_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -100,6 +103,99 @@ HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t po
         }
         j += len;
     }
+}
+
+// A full_sum's running state over one run: the open block's four vector accumulators (kept
+// in memory between tiles), which block is open and how many of its elements are in.
+template <class T>
+struct total_state {
+    T* acc = nullptr;  // 4 vectors
+    std::size_t block = 0, in_block = 0;
+};
+
+// Adds elements [0, count) of v, the next ones of the run, to a full_sum in the order of the
+// eager sum (reduce-inl.hpp's sum_block and sum_pairwise): within a block of 4 * kSumSteps
+// vectors, element steps of 4 vectors go to accumulators s0..s3; in the run's last block,
+// the whole vectors after its last whole step go to s0 and its last partial vector, padded
+// with zeros, to s1; a full block's sum is (s0 + s1) + (s2 + s3) summed over its lanes.
+// count is a multiple of the vector length except at the run's end.
+template <class T>
+HWY_NOINLINE void program_sum_all(const full_sum& fs, total_state<T>& st, const T* v, std::size_t count) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const std::size_t block = 4 * kSumSteps * N;
+    T* block_sums = static_cast<T*>(fs.block_sums);
+    auto s0 = hn::LoadU(d, st.acc), s1 = hn::LoadU(d, st.acc + N), s2 = hn::LoadU(d, st.acc + 2 * N),
+         s3 = hn::LoadU(d, st.acc + 3 * N);
+    for (std::size_t j = 0; j < count;) {
+        const std::size_t size = std::min(block, fs.n - st.block * block);  // the open block's elements
+        const std::size_t steps_end = size / (4 * N) * (4 * N);
+        const std::size_t take = std::min(count - j, size - st.in_block);
+        const T* at = v + j - st.in_block;  // at[k]: the block's element k
+        std::size_t k = st.in_block;
+        const std::size_t stop = k + take;
+        while (k < stop) {
+            if (k < steps_end) {
+                if (k % (4 * N) == 0 && k + 4 * N <= stop) {
+                    s0 = hn::Add(s0, hn::LoadU(d, at + k));
+                    s1 = hn::Add(s1, hn::LoadU(d, at + k + N));
+                    s2 = hn::Add(s2, hn::LoadU(d, at + k + 2 * N));
+                    s3 = hn::Add(s3, hn::LoadU(d, at + k + 3 * N));
+                    k += 4 * N;
+                    continue;
+                }
+                // A step split between two calls (tiles shorter than a step): one vector.
+                const auto x = hn::LoadU(d, at + k);
+                switch ((k / N) % 4) {
+                    case 0: s0 = hn::Add(s0, x); break;
+                    case 1: s1 = hn::Add(s1, x); break;
+                    case 2: s2 = hn::Add(s2, x); break;
+                    default: s3 = hn::Add(s3, x); break;
+                }
+                k += N;
+            } else if (k + N <= stop) {
+                s0 = hn::Add(s0, hn::LoadU(d, at + k));
+                k += N;
+            } else {
+                HWY_ALIGN T buf[kMaxLanes<T>];
+                const std::size_t r = stop - k;
+                for (std::size_t e = 0; e < r; ++e) buf[e] = at[k + e];
+                for (std::size_t e = r; e < N; ++e) buf[e] = T(0);
+                s1 = hn::Add(s1, hn::Load(d, buf));
+                k = stop;
+            }
+        }
+        st.in_block = stop;
+        j += take;
+        if (st.in_block == size) {
+            block_sums[st.block++] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+            st.in_block = 0;
+            s0 = s1 = s2 = s3 = hn::Zero(d);
+        }
+    }
+    hn::StoreU(s0, d, st.acc);
+    hn::StoreU(s1, d, st.acc + N);
+    hn::StoreU(s2, d, st.acc + 2 * N);
+    hn::StoreU(s3, d, st.acc + 3 * N);
+}
+
+// Block sums [first, first + count) combined as sum_pairwise splits its blocks.
+template <class T>
+T combine_block_sums(const T* block_sums, std::size_t first, std::size_t count) {
+    if (count == 1) return block_sums[first];
+    const std::size_t left = count / 2;
+    return combine_block_sums(block_sums, first, left) + combine_block_sums(block_sums, first + left, count - left);
+}
+
+// A full_sum's result once every element is in (the mean's division as graft::mean's).
+template <class T>
+void finish_sum_all(const full_sum& fs) {
+    const hn::ScalableTag<T> d;
+    const std::size_t block = 4 * kSumSteps * hn::Lanes(d);
+    const std::size_t blocks = (fs.n + block - 1) / block;
+    T s = blocks == 0 ? T(0) : combine_block_sums(static_cast<const T*>(fs.block_sums), 0, blocks);
+    if (fs.divisor > 0) s = s / static_cast<T>(fs.divisor);
+    *static_cast<T*>(fs.result) = s;
 }
 
 // Each instruction runs through a function made for its op, chosen once per run (one
@@ -246,7 +342,8 @@ inline constexpr const program_step<T> (*pair_steps[3])[2] = {pair_steps_after<T
 static_assert(static_cast<int>(binary_op::add) == 0 && static_cast<int>(binary_op::sub) == 1 &&
               static_cast<int>(binary_op::mul) == 2);
 
-// The function of an instruction; null for sum_rows (which needs the tile's position).
+// The function of an instruction; null for sum_rows and sum_all (which need the tile's
+// position and the run's state).
 template <class T>
 HWY_INLINE program_step<T> step_of(const program_instr& in) {
     const auto pick = [&in](const auto& steps) {
@@ -257,13 +354,15 @@ HWY_INLINE program_step<T> step_of(const program_instr& in) {
         case instr_kind::binary: return pick(binary_steps<T>);
         case instr_kind::compare: return pick(compare_steps<T>);
         case instr_kind::where: return &step_where<T>;
-        case instr_kind::sum_rows: return nullptr;
+        case instr_kind::sum_rows:
+        case instr_kind::sum_all: return nullptr;
     }
     return &step_none<T>;
 }
 
 template <class T>
-HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end,
+                                  total_state<T>* totals) {
     const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
     constexpr std::size_t tile = program_tile_elements<T>;
@@ -293,11 +392,16 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     }
     // Every instruction over m elements from element `pos` on (`valid` of them real), each
     // decoded as it runs.
+    // The reductions (no step function): their `valid` elements of register a at element `pos`.
+    const auto reduce = [&](const program_instr& in, std::size_t pos, std::size_t valid) {
+        if (in.kind == instr_kind::sum_rows) program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+        else program_sum_all<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
+    };
     const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
             if (const program_step<T> f = step_of<T>(in)) f(cur, in, m);
-            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+            else reduce(in, pos, valid);
         }
     };
     if (!rows && end - begin <= tile && (end - begin) % N == 0) {
@@ -312,7 +416,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     program_step<T> step_fn[max_steps];
     const program_instr* step_in[max_steps];
     std::size_t n_steps = 0;
-    bool plain = p.num_instructions <= max_steps;  // every step decoded, no sum_rows
+    bool plain = p.num_instructions <= max_steps;  // every step decoded, no reductions
     if (plain) {
         // How often each register is read (0, 1 or more), for pairs.
         std::uint8_t reads[max_regs];
@@ -350,11 +454,11 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             for (std::size_t k = 0; k < n_steps; ++k) step_fn[k](cur, *step_in[k], m);
             return;
         }
-        if (n_steps > 0) {  // decoded, with sum_rows
+        if (n_steps > 0) {  // decoded, with reductions
             for (std::size_t k = 0; k < n_steps; ++k) {
                 const program_instr& in = *step_in[k];
                 if (step_fn[k]) step_fn[k](cur, in, m);
-                else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+                else reduce(in, pos, valid);
             }
             return;
         }
@@ -420,6 +524,24 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                 if (p.mode[r] == operand_mode::output)
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
         }
+    }
+}
+
+template <class T>
+HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+    if (p.totals == nullptr) return run_program_tiles<T>(p, base, scratch, begin, end, nullptr);
+    // Full sums: their accumulators live through the run, which covers all their elements.
+    std::size_t n_totals = 0;
+    for (std::size_t k = 0; k < p.num_instructions; ++k)
+        if (p.code[k].kind == instr_kind::sum_all) n_totals = std::max<std::size_t>(n_totals, p.code[k].out + 1u);
+    const std::size_t N = hn::Lanes(hn::ScalableTag<T>());
+    std::vector<T> acc(n_totals * 4 * N, T(0));
+    std::vector<total_state<T>> states(n_totals);
+    for (std::size_t t = 0; t < n_totals; ++t) states[t].acc = acc.data() + t * 4 * N;
+    run_program_tiles<T>(p, base, scratch, begin, end, states.data());
+    for (std::size_t t = 0; t < n_totals; ++t) {
+        if (begin == 0 && end == p.totals[t].n) finish_sum_all<T>(p.totals[t]);
+        else *static_cast<T*>(p.totals[t].result) = std::numeric_limits<T>::quiet_NaN();  // misuse: not one run
     }
 }
 

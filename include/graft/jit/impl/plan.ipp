@@ -123,7 +123,7 @@ GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     }
     if (!fused) return;
     const fusion_group& g = *fused->group;
-    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul || g.num_registers > direct_max_registers)
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || !g.totals.empty() || g.matmul || g.num_registers > direct_max_registers)
         return;
     std::vector<direct_source> sources;
     for (int slot_index : g.input_slots) {
@@ -371,6 +371,29 @@ GRAFT_INLINE bool plan::summable(const ir::Node* n, dtype type, const std::set<c
     return true;
 }
 
+GRAFT_INLINE bool plan::totalable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside,
+                                   const type_of_fn& type_of, bool& mean) const {
+    const bool is_sum = n->is<ir::kinds::sum>();
+    if ((!is_sum && !n->is<ir::kinds::mean>()) || n->inputs().size() != 1 || !inside.count(n->input(0))) return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;
+    // graft::sum(v) has no attributes; sum(v, {}, false) and mean(v) (dims {}, keepdim false)
+    // reduce everything the same way (the eager full reduction of a contiguous tensor).
+    if (n->has_attr("dims")) {
+        const auto* dims = std::get_if<std::vector<std::int64_t>>(&n->attr("dims"));
+        if (!dims || !dims->empty()) return false;
+    } else if (!is_sum) {
+        return false;
+    }
+    if (n->has_attr("keepdim")) {
+        const auto* k = std::get_if<bool>(&n->attr("keepdim"));
+        if (!k || *k) return false;
+    }
+    const auto t = type_of(n->input(0));
+    if (!t || !t->is_tensor() || t->tensor.scalar_type != type) return false;
+    mean = !is_sum;
+    return true;
+}
+
 GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const std::vector<const ir::Node*>& nodes,
                                                                           const std::set<const ir::Value*>& used_later) {
     // A node whose value only one node of the group reads (and nothing after it) is emitted
@@ -388,7 +411,7 @@ GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const
         for (const ir::Value* v : m->inputs())
             if (const std::size_t k = index_of(v->node()); k < n && readers[k] < 2) ++readers[k];
     for (std::size_t k = 0; k < n; ++k)
-        deferred[k] = readers[k] == 1 && !used_later.count(nodes[k]->output()) && !nodes[k]->is<ir::kinds::sum>();
+        deferred[k] = readers[k] == 1 && !used_later.count(nodes[k]->output()) && find_fusable(nodes[k]) != nullptr;
     std::vector<const ir::Node*> order;
     order.reserve(n);
     const auto emit = [&](std::size_t k, const auto& self) -> void {
@@ -433,6 +456,21 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
+        if (bool mean = false; !find_fusable(n) && totalable(n, type, inside, type_of, mean)) {
+            // A full sum or mean epilogue (build_block checked it): no register, a full_sum target.
+            fusion_group::full_total ft;
+            ft.source_reg = reg.at(n->input(0));
+            ft.out_slot = slot(o);
+            ft.mean = mean;
+            kernels::program_instr ins;
+            ins.kind = kernels::instr_kind::sum_all;
+            ins.a = static_cast<std::uint16_t>(ft.source_reg);
+            ins.out = static_cast<std::uint16_t>(g->totals.size());
+            g->code.push_back(ins);
+            g->output_deps.push_back(deps[static_cast<std::size_t>(ft.source_reg)]);
+            g->totals.push_back(ft);
+            continue;
+        }
         if (n->is<ir::kinds::sum>()) {
             // A sum epilogue (build_block checked summable): no register, a row_sum target.
             fusion_group::leading_sum ls;
@@ -486,7 +524,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         std::optional<int_list> sizes;
         bool ok = true;
         for (const ir::Node* n : nodes) {
-            if (n->is<ir::kinds::sum>()) continue;  // an epilogue: its own sizes
+            if (!find_fusable(n)) continue;  // a sum epilogue: its own sizes
             const auto t = type_of(n->output());
             if (!t || !t->is_tensor() || !t->tensor.sizes) {
                 ok = false;
@@ -655,7 +693,10 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::set<const ir::Value*> inside;
                 for (std::size_t k = i; k < j; ++k) inside.insert(nodes[k]->output());
                 fusion_group::leading_sum unused;
-                while (j < nodes.size() && j - i < max_group_nodes && summable(nodes[j], *type, inside, type_of, unused))
+                bool unused_mean = false;
+                while (j < nodes.size() && j - i < max_group_nodes &&
+                       (summable(nodes[j], *type, inside, type_of, unused) ||
+                        totalable(nodes[j], *type, inside, type_of, unused_mean)))
                     ++j;
             }
             // A matmul just before whose result the run reads: one op is enough (its epilogue).
@@ -697,8 +738,9 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::sort(rel.begin(), rel.end());
                 rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
                 s.release = std::move(rel);
-                if (after_matmul()) {
-                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed).
+                if (after_matmul() && s.group->totals.empty()) {
+                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed);
+                    // not with full sums, which take the group's elements in one run.
                     step& mm = bp.steps.back();
                     mm.what = step::kind::matmul_fused;
                     mm.group = std::move(s.group);
@@ -769,7 +811,8 @@ bool plan::run_matmul_group_typed(const step& s, frame_t& frame) const {
                         static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k));
     };
     bound_group<T> st;
-    if (!bind_group(g, frame, st) || *st.sizes != c.sizes()) {
+    // Full sums need the group's elements in one run: the whole product first.
+    if (!g.totals.empty() || !bind_group(g, frame, st) || *st.sizes != c.sizes()) {
         whole_product();
         run_group(g, frame);
         return true;
