@@ -340,6 +340,33 @@ void bm_fwdbwd_relu(benchmark::State& s, bool use_jit) {
 void bm_fwdbwd_relu_jit(benchmark::State& s) { bm_fwdbwd_relu(s, true); }
 void bm_fwdbwd_relu_eager(benchmark::State& s) { bm_fwdbwd_relu(s, false); }
 
+// A loss: mean((tanh(x*w + b) - target)^2). The jit computes the mean as its group's epilogue
+// (kernels::instr_kind::sum_all), never writing the squared differences; loss/jit_then_mean is
+// the plan without it (the script returns the squared differences, then graft::mean eagerly:
+// what the plan ran before the epilogue), loss/eager the ops one by one.
+Tensor squared_error(Tensor x, Tensor w, Tensor b, Tensor target) {
+    const Tensor d = graft::tanh(x * w + b) - target;
+    return d * d;
+}
+Tensor mse_loss(Tensor x, Tensor w, Tensor b, Tensor target) { return graft::mean(squared_error(x, w, b, target)); }
+
+void bm_loss(benchmark::State& s, int path) {
+    const std::int64_t n = s.range(0);
+    auto& d = data(n);
+    auto fn = jit::script(path == 1 ? squared_error : mse_loss, bench_options());
+    const auto step = [&] {
+        if (path == 0) return fn(d.x, d.w, d.b, d.g);
+        if (path == 1) return graft::mean(fn(d.x, d.w, d.b, d.g));
+        return mse_loss(d.x, d.w, d.b, d.g);
+    };
+    for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(step());
+    for (auto _ : s) benchmark::DoNotOptimize(step());
+    set_bytes(s, n, 16);
+}
+void bm_loss_jit(benchmark::State& s) { bm_loss(s, 0); }
+void bm_loss_jit_then_mean(benchmark::State& s) { bm_loss(s, 1); }
+void bm_loss_eager(benchmark::State& s) { bm_loss(s, 2); }
+
 void bm_memcpy(benchmark::State& s) {
     const std::int64_t n = s.range(0);
     auto& d = data(n);
@@ -434,6 +461,15 @@ public:
         }
         std::printf("  chain fwd+bwd N=16 through the differentiable plan: %.2f us per call (floor <= 2 us), eager %.2f us\n",
                     t("fwdbwd/jit/16") / 1e3, t("fwdbwd/eager/16") / 1e3);
+        if (time_.count("loss/jit/65536")) {
+            std::printf("  loss mean((tanh(x*w+b) - t)^2), the mean as the group's epilogue:");
+            for (const char* n : {"65536", "1048576", "16777216"})
+                std::printf(" N=%s jit %.0f us, jit then mean / jit %.2fx, eager / jit %.2fx;", n,
+                            t(std::string("loss/jit/") + n) / 1e3,
+                            t(std::string("loss/jit_then_mean/") + n) / t(std::string("loss/jit/") + n),
+                            t(std::string("loss/eager/") + n) / t(std::string("loss/jit/") + n));
+            std::printf("\n");
+        }
         std::printf("  relu chain fwd+bwd (relu's backward fused): eager/jit %.2fx at N=1024, %.2fx at 1M\n",
                     t("fwdbwd_relu/eager/1024") / t("fwdbwd_relu/jit/1024"),
                     t("fwdbwd_relu/eager/1048576") / t("fwdbwd_relu/jit/1048576"));
@@ -486,6 +522,12 @@ void register_all() {
     };
     benchmark::RegisterBenchmark("fwdbwd_relu/jit", bm_fwdbwd_relu_jit)->Apply(relu_sizes);
     benchmark::RegisterBenchmark("fwdbwd_relu/eager", bm_fwdbwd_relu_eager)->Apply(relu_sizes);
+    const auto loss_sizes = [](benchmark::internal::Benchmark* b) {
+        b->Arg(std::int64_t{1} << 16)->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{1} << 24)->Unit(benchmark::kMicrosecond);
+    };
+    benchmark::RegisterBenchmark("loss/jit", bm_loss_jit)->Apply(loss_sizes);
+    benchmark::RegisterBenchmark("loss/jit_then_mean", bm_loss_jit_then_mean)->Apply(loss_sizes);
+    benchmark::RegisterBenchmark("loss/eager", bm_loss_eager)->Apply(loss_sizes);
     benchmark::RegisterBenchmark("memcpy", bm_memcpy)->Apply(sizes);
 }
 

@@ -94,12 +94,18 @@ void check_program_full_sums() {
             gk::binary(gk::binary_op::mul, a.data(), 1, b.data(), 1, prod.data(), n);
             T total = T(-1), avg = T(-1);
             std::vector<T> blocks0(gk::full_sum_scratch_elements(n)), blocks1(gk::full_sum_scratch_elements(n));
-            std::vector<gk::full_sum> totals{{&total, blocks0.data(), n, 0.0},
-                                             {&avg, blocks1.data(), n, static_cast<double>(n)}};
+            const std::size_t block = gk::sum_block_elements<T>();
+            std::vector<gk::full_sum> totals{{&total, blocks0.data(), n, block, 0.0},
+                                             {&avg, blocks1.data(), n, block, static_cast<double>(n)}};
             gk::program prog{code.data(), code.size(), mode.data(), mode.size()};
             prog.totals = totals.data();
             std::vector<T*> base{a.data(), b.data(), nullptr, y.data()};
+            const auto finish = [&] {
+                gk::finish_full_sum<T>(totals[0]);
+                gk::finish_full_sum<T>(totals[1]);
+            };
             gk::run_program(prog, base.data(), scratch.data(), 0, n);
+            finish();
             const T want_total = gk::reduce(reduce_op::sum, prod.data(), n);
             const T want_avg = gk::reduce(reduce_op::sum, a.data(), n) / static_cast<T>(n);
             CHECK(std::memcmp(&total, &want_total, sizeof(T)) == 0);
@@ -115,10 +121,21 @@ void check_program_full_sums() {
             bool y_ok = true;
             for (std::size_t i = 0; i < n; ++i) y_ok = y_ok && y[i] == prod[i] + b[i];
             CHECK(y_ok);
-            // A run that does not cover all n elements in one call (misuse) gives NaN, never a
-            // partial sum.
-            if (n >= 256) {
-                gk::run_program(prog, base.data(), scratch.data(), 0, 128);
+            // Split at block boundaries (as threads take whole blocks), in any order: the same bits.
+            if (n > block) {
+                total = avg = T(-1);
+                const std::size_t mid = (n / block + 1) / 2 * block;
+                gk::run_program(prog, base.data(), scratch.data(), mid, n);
+                gk::run_program(prog, base.data(), scratch.data(), 0, mid);
+                finish();
+                CHECK(std::memcmp(&total, &want_total, sizeof(T)) == 0);
+                CHECK(std::memcmp(&avg, &want_avg, sizeof(T)) == 0);
+            }
+            // A run starting inside a block (misuse) makes the result NaN, never a wrong sum.
+            if (n > block / 2) {
+                gk::run_program(prog, base.data(), scratch.data(), 0, n);
+                gk::run_program(prog, base.data(), scratch.data(), block / 2, n);
+                finish();
                 CHECK(std::isnan(total));
                 CHECK(std::isnan(avg));
             }

@@ -2888,6 +2888,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 #include <cstddef>
 #include <iterator>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 // ---- begin graft/kernels/api.hpp
@@ -2949,6 +2950,7 @@ enum class instr_kind : std::uint8_t {
     compare,  // out = op(a, b) ? 1 : 0             (op: compare_op; a condition register)
     where,    // out = a != 0 ? b : c, bitwise      (a: a condition register)
     sum_rows, // program.reductions[out] += register a, summed over the leading dimensions
+    sum_all,  // program.totals[out] = every element of register a summed (or their mean)
 };
 
 /// Rows summed per partial sum by the column reduction (graft::sum over leading dimensions
@@ -2965,6 +2967,43 @@ struct row_sum {
     void* partial = nullptr;  // inner elements of scratch
     std::size_t inner = 0, rows = 0;
 };
+
+/// A full reduction computed by a program (instr_kind::sum_all): every element of a register
+/// summed in the order of the eager sum kernel (graft::sum of a contiguous tensor: blocks of
+/// `block` elements, 4 vectors x 32 steps, each summed with four vector accumulators, the block
+/// sums combined pairwise), so that both give the same bits. A run writes the sums of the
+/// blocks it covers; every call must start at a block boundary (threads may take whole blocks
+/// each: a misaligned call poisons its block with NaN); once all n elements are in,
+/// finish_full_sum writes the result.
+struct full_sum {
+    void* result = nullptr;      // one element of the program's type
+    void* block_sums = nullptr;  // full_sum_scratch_elements(n) elements of the program's type
+    std::size_t n = 0;           // the elements of the program's run
+    std::size_t block = 0;       // elements per block: sum_block_elements<T>() of the running target
+    double divisor = 0;          // mean: the sum divided by T(divisor) (as graft::mean); 0: the sum
+};
+/// Scratch elements a full_sum over n elements needs (one per block; a block holds at least
+/// 128 elements on every target).
+[[nodiscard]] inline constexpr std::size_t full_sum_scratch_elements(std::size_t n) { return n / 128 + 1; }
+
+namespace detail {
+template <class T>
+T combine_block_sums(const T* block_sums, std::size_t first, std::size_t count) {
+    if (count == 1) return block_sums[first];
+    const std::size_t left = count / 2;  // as the eager sum splits its blocks
+    return combine_block_sums(block_sums, first, left) + combine_block_sums(block_sums, first + left, count - left);
+}
+}  // namespace detail
+
+/// Writes a full_sum's result from its block sums (all written): combined pairwise as the
+/// eager sum does, then divided by T(divisor) for a mean.
+template <class T>
+void finish_full_sum(const full_sum& fs) {
+    const std::size_t blocks = fs.block == 0 ? 0 : (fs.n + fs.block - 1) / fs.block;
+    T s = blocks == 0 ? T(0) : detail::combine_block_sums(static_cast<const T*>(fs.block_sums), 0, blocks);
+    if (fs.divisor > 0) s = s / static_cast<T>(fs.divisor);
+    *static_cast<T*>(fs.result) = s;
+}
 
 /// One instruction of a fused elementwise program. Conditions (compare results) live in
 /// registers as the values 1 and 0 of the program's type.
@@ -2983,6 +3022,7 @@ struct program {
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
     row_sum* reductions = nullptr;        // sum_rows targets (a program with any runs on one thread,
                                           // over all its elements in order)
+    full_sum* totals = nullptr;           // sum_all targets (calls start at their block boundaries)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a
@@ -3042,6 +3082,9 @@ struct kernel_table {
     void (*sgd_f64)(const sgd_args&, double*, const double*, double*, std::size_t);
     void (*adam_f32)(const adam_args&, float*, const float*, float*, float*, float*, std::size_t);
     void (*adam_f64)(const adam_args&, double*, const double*, double*, double*, double*, std::size_t);
+    // Elements per block of the sum kernel (and of a program's full sums).
+    std::size_t (*sum_block_f32)();
+    std::size_t (*sum_block_f64)();
 };
 
 struct aligned_free {
@@ -4153,6 +4196,9 @@ HWY_INLINE T reduce_impl(reduce_op op, const T* a, std::size_t n) {
     return T(0);
 }
 
+inline std::size_t sum_block_f32() { return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<float>()); }
+inline std::size_t sum_block_f64() { return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<double>()); }
+
 inline float reduce_f32(reduce_op op, const float* a, std::size_t n) { return reduce_impl<float>(op, a, n); }
 inline double reduce_f64(reduce_op op, const double* a, std::size_t n) { return reduce_impl<double>(op, a, n); }
 
@@ -4655,7 +4701,9 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <hwy/highway.h>
 
@@ -4737,6 +4785,112 @@ HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t po
         }
         j += len;
     }
+}
+
+template <class T>
+HWY_INLINE std::size_t sum_block_elements() {
+    return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<T>());
+}
+
+// A full_sum's running state over one run: the open block's four vector accumulators (kept
+// in memory between tiles), which block is open and how many of its elements are in.
+template <class T>
+struct total_state {
+    T* acc = nullptr;  // 4 vectors
+    std::size_t block = 0, in_block = 0;
+};
+
+// Adds elements [0, count) of v, the next ones of the run, to a full_sum in the order of the
+// eager sum (reduce-inl.hpp's sum_block and sum_pairwise): within a block of 4 * kSumSteps
+// vectors, element steps of 4 vectors go to accumulators s0..s3; in the run's last block,
+// the whole vectors after its last whole step go to s0 and its last partial vector, padded
+// with zeros, to s1; a full block's sum is (s0 + s1) + (s2 + s3) summed over its lanes.
+// count is a multiple of the vector length except at the run's end.
+template <class T>
+HWY_NOINLINE void program_sum_all(const full_sum& fs, total_state<T>& st, const T* v, std::size_t count) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const std::size_t block = sum_block_elements<T>();
+    T* block_sums = static_cast<T*>(fs.block_sums);
+    auto s0 = hn::LoadU(d, st.acc), s1 = hn::LoadU(d, st.acc + N), s2 = hn::LoadU(d, st.acc + 2 * N),
+         s3 = hn::LoadU(d, st.acc + 3 * N);
+    for (std::size_t j = 0; j < count;) {
+        const std::size_t size = std::min(block, fs.n - st.block * block);  // the open block's elements
+        const std::size_t steps_end = size / (4 * N) * (4 * N);
+        const std::size_t take = std::min(count - j, size - st.in_block);
+        const T* at = v + j - st.in_block;  // at[k]: the block's element k
+        std::size_t k = st.in_block;
+        const std::size_t stop = k + take;
+        // The whole steps (every tile's elements on targets whose step fits a tile).
+        if (const std::size_t whole_end = std::min(steps_end, stop); k % (4 * N) == 0)
+            for (; k + 4 * N <= whole_end; k += 4 * N) {
+                s0 = hn::Add(s0, hn::LoadU(d, at + k));
+                s1 = hn::Add(s1, hn::LoadU(d, at + k + N));
+                s2 = hn::Add(s2, hn::LoadU(d, at + k + 2 * N));
+                s3 = hn::Add(s3, hn::LoadU(d, at + k + 3 * N));
+            }
+        while (k < stop) {
+            if (k < steps_end) {
+                // A step split between two calls (tiles shorter than a step): one vector.
+                const auto x = hn::LoadU(d, at + k);
+                switch ((k / N) % 4) {
+                    case 0: s0 = hn::Add(s0, x); break;
+                    case 1: s1 = hn::Add(s1, x); break;
+                    case 2: s2 = hn::Add(s2, x); break;
+                    default: s3 = hn::Add(s3, x); break;
+                }
+                k += N;
+            } else if (k + N <= stop) {
+                s0 = hn::Add(s0, hn::LoadU(d, at + k));
+                k += N;
+            } else {
+                HWY_ALIGN T buf[kMaxLanes<T>];
+                const std::size_t r = stop - k;
+                for (std::size_t e = 0; e < r; ++e) buf[e] = at[k + e];
+                for (std::size_t e = r; e < N; ++e) buf[e] = T(0);
+                s1 = hn::Add(s1, hn::Load(d, buf));
+                k = stop;
+            }
+        }
+        st.in_block = stop;
+        j += take;
+        if (st.in_block == size) {
+            block_sums[st.block++] = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+            st.in_block = 0;
+            s0 = s1 = s2 = s3 = hn::Zero(d);
+        }
+    }
+    hn::StoreU(s0, d, st.acc);
+    hn::StoreU(s1, d, st.acc + N);
+    hn::StoreU(s2, d, st.acc + 2 * N);
+    hn::StoreU(s3, d, st.acc + 3 * N);
+}
+
+// program_sum_all's common case inline: a tile of whole steps that does not end the open
+// block (every tile but a block's last on targets whose step fits a tile).
+template <class T>
+HWY_INLINE void program_sum_all_tile(const full_sum& fs, total_state<T>& st, const T* v, std::size_t count) {
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const std::size_t block = sum_block_elements<T>();
+    const std::size_t end = st.in_block + count;
+    if (st.in_block % (4 * N) != 0 || count % (4 * N) != 0 || end >= block || st.block * block + end >= fs.n) {
+        program_sum_all<T>(fs, st, v, count);
+        return;
+    }
+    auto s0 = hn::LoadU(d, st.acc), s1 = hn::LoadU(d, st.acc + N), s2 = hn::LoadU(d, st.acc + 2 * N),
+         s3 = hn::LoadU(d, st.acc + 3 * N);
+    for (std::size_t k = 0; k < count; k += 4 * N) {
+        s0 = hn::Add(s0, hn::LoadU(d, v + k));
+        s1 = hn::Add(s1, hn::LoadU(d, v + k + N));
+        s2 = hn::Add(s2, hn::LoadU(d, v + k + 2 * N));
+        s3 = hn::Add(s3, hn::LoadU(d, v + k + 3 * N));
+    }
+    hn::StoreU(s0, d, st.acc);
+    hn::StoreU(s1, d, st.acc + N);
+    hn::StoreU(s2, d, st.acc + 2 * N);
+    hn::StoreU(s3, d, st.acc + 3 * N);
+    st.in_block = end;
 }
 
 // Each instruction runs through a function made for its op, chosen once per run (one
@@ -4883,7 +5037,8 @@ inline constexpr const program_step<T> (*pair_steps[3])[2] = {pair_steps_after<T
 static_assert(static_cast<int>(binary_op::add) == 0 && static_cast<int>(binary_op::sub) == 1 &&
               static_cast<int>(binary_op::mul) == 2);
 
-// The function of an instruction; null for sum_rows (which needs the tile's position).
+// The function of an instruction; null for sum_rows and sum_all (which need the tile's
+// position and the run's state).
 template <class T>
 HWY_INLINE program_step<T> step_of(const program_instr& in) {
     const auto pick = [&in](const auto& steps) {
@@ -4894,13 +5049,15 @@ HWY_INLINE program_step<T> step_of(const program_instr& in) {
         case instr_kind::binary: return pick(binary_steps<T>);
         case instr_kind::compare: return pick(compare_steps<T>);
         case instr_kind::where: return &step_where<T>;
-        case instr_kind::sum_rows: return nullptr;
+        case instr_kind::sum_rows:
+        case instr_kind::sum_all: return nullptr;
     }
     return &step_none<T>;
 }
 
 template <class T>
-HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end,
+                                  total_state<T>* totals) {
     const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
     constexpr std::size_t tile = program_tile_elements<T>;
@@ -4930,11 +5087,16 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     }
     // Every instruction over m elements from element `pos` on (`valid` of them real), each
     // decoded as it runs.
+    // The reductions (no step function): their `valid` elements of register a at element `pos`.
+    const auto reduce = [&](const program_instr& in, std::size_t pos, std::size_t valid) {
+        if (in.kind == instr_kind::sum_rows) program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+        else program_sum_all_tile<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
+    };
     const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
             if (const program_step<T> f = step_of<T>(in)) f(cur, in, m);
-            else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+            else reduce(in, pos, valid);
         }
     };
     if (!rows && end - begin <= tile && (end - begin) % N == 0) {
@@ -4949,7 +5111,7 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
     program_step<T> step_fn[max_steps];
     const program_instr* step_in[max_steps];
     std::size_t n_steps = 0;
-    bool plain = p.num_instructions <= max_steps;  // every step decoded, no sum_rows
+    bool plain = p.num_instructions <= max_steps;  // every step decoded, no reductions
     if (plain) {
         // How often each register is read (0, 1 or more), for pairs.
         std::uint8_t reads[max_regs];
@@ -4987,11 +5149,11 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
             for (std::size_t k = 0; k < n_steps; ++k) step_fn[k](cur, *step_in[k], m);
             return;
         }
-        if (n_steps > 0) {  // decoded, with sum_rows
+        if (n_steps > 0) {  // decoded, with reductions
             for (std::size_t k = 0; k < n_steps; ++k) {
                 const program_instr& in = *step_in[k];
                 if (step_fn[k]) step_fn[k](cur, in, m);
-                else program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
+                else reduce(in, pos, valid);
             }
             return;
         }
@@ -5058,6 +5220,35 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
                     for (std::size_t j = 0; j < n; ++j) base[r][i + j] = cur[r][j];
         }
     }
+}
+
+template <class T>
+HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+    if (p.totals == nullptr) return run_program_tiles<T>(p, base, scratch, begin, end, nullptr);
+    // Full sums: their accumulators live through the run, which starts at a block boundary and
+    // writes the sums of the blocks it covers (finish_full_sum combines them).
+    std::size_t n_totals = 0;
+    for (std::size_t k = 0; k < p.num_instructions; ++k)
+        if (p.code[k].kind == instr_kind::sum_all) n_totals = std::max<std::size_t>(n_totals, p.code[k].out + 1u);
+    const std::size_t N = hn::Lanes(hn::ScalableTag<T>());
+    const std::size_t block = sum_block_elements<T>();
+    bool misuse = begin % block != 0;
+    for (std::size_t t = 0; t < n_totals; ++t) misuse = misuse || p.totals[t].block != block;
+    if (misuse) {
+        // Not this target's blocks, or a run starting inside one: the results are NaN.
+        for (std::size_t t = 0; t < n_totals; ++t) {
+            const std::size_t at = std::min(begin / block, full_sum_scratch_elements(p.totals[t].n) - 1);
+            static_cast<T*>(p.totals[t].block_sums)[at] = std::numeric_limits<T>::quiet_NaN();
+        }
+        return;
+    }
+    std::vector<T> acc(n_totals * 4 * N, T(0));
+    std::vector<total_state<T>> states(n_totals);
+    for (std::size_t t = 0; t < n_totals; ++t) {
+        states[t].acc = acc.data() + t * 4 * N;
+        states[t].block = begin / block;
+    }
+    run_program_tiles<T>(p, base, scratch, begin, end, states.data());
 }
 
 inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {
@@ -5243,6 +5434,7 @@ inline constexpr detail::kernel_table table = {
     &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
     &run_program_f32, &run_program_f64,
     &sgd_f32,     &sgd_f64,     &adam_f32,    &adam_f64,
+    &sum_block_f32, &sum_block_f64,
 };
 
 }  // namespace HWY_NAMESPACE
@@ -5873,6 +6065,15 @@ inline void softmax_rows(const float* in, float* out, std::size_t rows, std::siz
 }
 inline void softmax_rows(const double* in, double* out, std::size_t rows, std::size_t cols, bool log) {
     detail::active().softmax_f64(in, out, rows, cols, log);
+}
+
+/// Elements per block of the sum kernel on the active target (a program's full sums split
+/// their runs at multiples of it).
+template <class T>
+[[nodiscard]] inline std::size_t sum_block_elements() {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    if constexpr (std::is_same_v<T, float>) return detail::active().sum_block_f32();
+    else return detail::active().sum_block_f64();
 }
 
 /// Runs a fused elementwise program over elements [begin, end). base[r]: register r's
@@ -24722,6 +24923,15 @@ struct fusion_group {
         bool keepdim = false;
     };
     std::vector<leading_sum> sums;
+    /// Full sums and means of values of the group (`v.sum()`, `v.mean()`: a loss), computed as
+    /// the program runs (kernels::instr_kind::sum_all, in the eager sum kernel's order: the same
+    /// bits); threads split such a group at the sum's blocks; never a matmul's epilogue.
+    struct full_total {
+        int source_reg = 0;
+        int out_slot = 0;
+        bool mean = false;
+    };
+    std::vector<full_total> totals;
     /// The matmul whose product the group reads as its epilogue (run chunk by chunk with it).
     const ir::Node* matmul = nullptr;
 };
@@ -24853,6 +25063,11 @@ private:
     bool summable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
                   fusion_group::leading_sum& out) const;
 
+    /// Is n a full sum or mean (no dims, no keepdim: graft::sum(v), graft::mean(v)) of one of
+    /// the values `inside` a group of dtype `type`? Sets `mean`.
+    bool totalable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside, const type_of_fn& type_of,
+                   bool& mean) const;
+
     /// The group's nodes with each value read by one node only moved right before its reader
     /// (adjacent arithmetic runs as one sweep in kernels::run_program); still topological.
     static std::vector<const ir::Node*> producers_before_consumers(const std::vector<const ir::Node*>& nodes,
@@ -24926,6 +25141,7 @@ private:
         reg_vector<T> numbers;
         reg_vector<Tensor> held;  // contiguous copies of broadcast or strided inputs, sum partials
         reg_vector<kernels::row_sum> reductions;
+        reg_vector<kernels::full_sum> totals;
         int_list computed;
         const int_list* sizes = nullptr;  // the group's (broadcast) shape
         std::size_t numel = 0;
@@ -25042,6 +25258,18 @@ private:
             reductions[k] = kernels::row_sum{out.raw_data(), held.back().raw_data(), inner, rows};
             frame[static_cast<std::size_t>(s.out_slot)] = std::move(out);
         }
+        auto& totals = st.totals;
+        totals.assign(g.totals.size(), kernels::full_sum{});
+        for (std::size_t k = 0; k < g.totals.size(); ++k) {
+            // The sum of every element of the group's shape (empty: node by node, as eagerly).
+            if (numel == 0) return false;
+            const auto n = static_cast<std::size_t>(numel);
+            Tensor out = empty({}, g.type);
+            held.push_back(empty({static_cast<std::int64_t>(kernels::full_sum_scratch_elements(n))}, g.type));
+            totals[k] = kernels::full_sum{out.raw_data(), held.back().raw_data(), n, kernels::sum_block_elements<T>(),
+                                          g.totals[k].mean ? static_cast<double>(numel) : 0.0};
+            frame[static_cast<std::size_t>(g.totals[k].out_slot)] = std::move(out);
+        }
         for (std::size_t k = 0; k < g.output_regs.size(); ++k) {
             Tensor out = empty(sizes, g.type);
             const auto r = static_cast<std::size_t>(g.output_regs[k]);
@@ -25055,12 +25283,16 @@ private:
     }
 
     /// Runs elements [begin, end) of a bound group; `split`: across the worker pool when large
-    /// (never when the group sums: sums see the elements in order).
+    /// (never when the group sums over leading dimensions: such sums see the elements in order;
+    /// full sums split at their blocks, each block summed by one thread, so the bits do not
+    /// depend on the split).
     template <class T>
     void run_bound(const fusion_group& g, bound_group<T>& st, std::size_t begin, std::size_t end, bool split) const {
         const std::size_t nregs = g.num_registers;
-        const kernels::program prog{g.code.data(),   g.code.size(),       st.mode.data(), nregs,
-                                    st.periods.data(), st.reductions.data()};
+        const kernels::program prog{g.code.data(),      g.code.size(),
+                                    st.mode.data(),      nregs,
+                                    st.periods.data(),   st.reductions.data(),
+                                    g.totals.empty() ? nullptr : st.totals.data()};
         T* const* base = st.base.data();
         const std::size_t n = end - begin;
         const std::size_t threads =
@@ -25069,13 +25301,18 @@ private:
             // Split on tile boundaries into chunks (16 per thread) that the threads take in
             // turn from a counter, rather than one fixed share each: a thread that wakes late or
             // shares its core with another program takes fewer chunks, so the loop ends when
-            // the work does. Elementwise only (no sums here), so every split gives the same bits.
+            // the work does. Elementwise (full sums: whole blocks per chunk), so every split gives the same bits.
             // Each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
             const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);
             const std::size_t parts = std::min(threads, pool.size() + 1);
-            const std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            if (!st.totals.empty()) {
+                // Full sums take whole blocks of the sum kernel (a multiple of the tile) per chunk.
+                const std::size_t block = st.totals[0].block;
+                chunk = (chunk + block - 1) / block * block;
+            }
             std::atomic<std::size_t> next{0};
             pool.run(parts, [&](std::size_t) {
                 T* scratch = program_scratch<T>(nregs);
@@ -25086,6 +25323,7 @@ private:
         } else if (n > 0) {
             kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);
         }
+        for (const kernels::full_sum& fs : st.totals) kernels::finish_full_sum<T>(fs);
     }
 
     /// Runs the group fused; false when it ran node by node instead.
@@ -25262,7 +25500,7 @@ GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     }
     if (!fused) return;
     const fusion_group& g = *fused->group;
-    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || g.matmul || g.num_registers > direct_max_registers)
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || !g.totals.empty() || g.matmul || g.num_registers > direct_max_registers)
         return;
     std::vector<direct_source> sources;
     for (int slot_index : g.input_slots) {
@@ -25510,6 +25748,29 @@ GRAFT_INLINE bool plan::summable(const ir::Node* n, dtype type, const std::set<c
     return true;
 }
 
+GRAFT_INLINE bool plan::totalable(const ir::Node* n, dtype type, const std::set<const ir::Value*>& inside,
+                                   const type_of_fn& type_of, bool& mean) const {
+    const bool is_sum = n->is<ir::kinds::sum>();
+    if ((!is_sum && !n->is<ir::kinds::mean>()) || n->inputs().size() != 1 || !inside.count(n->input(0))) return false;
+    if (options_.symbolic && options_.symbolic->patches_node(n)) return false;
+    // graft::sum(v) has no attributes; sum(v, {}, false) and mean(v) (dims {}, keepdim false)
+    // reduce everything the same way (the eager full reduction of a contiguous tensor).
+    if (n->has_attr("dims")) {
+        const auto* dims = std::get_if<std::vector<std::int64_t>>(&n->attr("dims"));
+        if (!dims || !dims->empty()) return false;
+    } else if (!is_sum) {
+        return false;
+    }
+    if (n->has_attr("keepdim")) {
+        const auto* k = std::get_if<bool>(&n->attr("keepdim"));
+        if (!k || *k) return false;
+    }
+    const auto t = type_of(n->input(0));
+    if (!t || !t->is_tensor() || t->tensor.scalar_type != type) return false;
+    mean = !is_sum;
+    return true;
+}
+
 GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const std::vector<const ir::Node*>& nodes,
                                                                           const std::set<const ir::Value*>& used_later) {
     // A node whose value only one node of the group reads (and nothing after it) is emitted
@@ -25527,7 +25788,7 @@ GRAFT_INLINE std::vector<const ir::Node*> plan::producers_before_consumers(const
         for (const ir::Value* v : m->inputs())
             if (const std::size_t k = index_of(v->node()); k < n && readers[k] < 2) ++readers[k];
     for (std::size_t k = 0; k < n; ++k)
-        deferred[k] = readers[k] == 1 && !used_later.count(nodes[k]->output()) && !nodes[k]->is<ir::kinds::sum>();
+        deferred[k] = readers[k] == 1 && !used_later.count(nodes[k]->output()) && find_fusable(nodes[k]) != nullptr;
     std::vector<const ir::Node*> order;
     order.reserve(n);
     const auto emit = [&](std::size_t k, const auto& self) -> void {
@@ -25572,6 +25833,21 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
     for (std::size_t index = 0; index < nodes.size(); ++index) {
         const ir::Node* n = nodes[index];
         const ir::Value* o = n->output();
+        if (bool mean = false; !find_fusable(n) && totalable(n, type, inside, type_of, mean)) {
+            // A full sum or mean epilogue (build_block checked it): no register, a full_sum target.
+            fusion_group::full_total ft;
+            ft.source_reg = reg.at(n->input(0));
+            ft.out_slot = slot(o);
+            ft.mean = mean;
+            kernels::program_instr ins;
+            ins.kind = kernels::instr_kind::sum_all;
+            ins.a = static_cast<std::uint16_t>(ft.source_reg);
+            ins.out = static_cast<std::uint16_t>(g->totals.size());
+            g->code.push_back(ins);
+            g->output_deps.push_back(deps[static_cast<std::size_t>(ft.source_reg)]);
+            g->totals.push_back(ft);
+            continue;
+        }
         if (n->is<ir::kinds::sum>()) {
             // A sum epilogue (build_block checked summable): no register, a row_sum target.
             fusion_group::leading_sum ls;
@@ -25625,7 +25901,7 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         std::optional<int_list> sizes;
         bool ok = true;
         for (const ir::Node* n : nodes) {
-            if (n->is<ir::kinds::sum>()) continue;  // an epilogue: its own sizes
+            if (!find_fusable(n)) continue;  // a sum epilogue: its own sizes
             const auto t = type_of(n->output());
             if (!t || !t->is_tensor() || !t->tensor.sizes) {
                 ok = false;
@@ -25794,7 +26070,10 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::set<const ir::Value*> inside;
                 for (std::size_t k = i; k < j; ++k) inside.insert(nodes[k]->output());
                 fusion_group::leading_sum unused;
-                while (j < nodes.size() && j - i < max_group_nodes && summable(nodes[j], *type, inside, type_of, unused))
+                bool unused_mean = false;
+                while (j < nodes.size() && j - i < max_group_nodes &&
+                       (summable(nodes[j], *type, inside, type_of, unused) ||
+                        totalable(nodes[j], *type, inside, type_of, unused_mean)))
                     ++j;
             }
             // A matmul just before whose result the run reads: one op is enough (its epilogue).
@@ -25836,8 +26115,9 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                 std::sort(rel.begin(), rel.end());
                 rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
                 s.release = std::move(rel);
-                if (after_matmul()) {
-                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed).
+                if (after_matmul() && s.group->totals.empty()) {
+                    // The matmul's rows and the group run chunk by chunk (run_matmul_group_typed);
+                    // not with full sums, which take the group's elements in one run.
                     step& mm = bp.steps.back();
                     mm.what = step::kind::matmul_fused;
                     mm.group = std::move(s.group);
@@ -25908,7 +26188,8 @@ bool plan::run_matmul_group_typed(const step& s, frame_t& frame) const {
                         static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k));
     };
     bound_group<T> st;
-    if (!bind_group(g, frame, st) || *st.sizes != c.sizes()) {
+    // Full sums need the group's elements in one run: the whole product first.
+    if (!g.totals.empty() || !bind_group(g, frame, st) || *st.sizes != c.sizes()) {
         whole_product();
         run_group(g, frame);
         return true;

@@ -115,7 +115,7 @@ struct fusion_group {
     std::vector<leading_sum> sums;
     /// Full sums and means of values of the group (`v.sum()`, `v.mean()`: a loss), computed as
     /// the program runs (kernels::instr_kind::sum_all, in the eager sum kernel's order: the same
-    /// bits); such a group runs in one call on one thread, and not as a matmul's epilogue.
+    /// bits); threads split such a group at the sum's blocks; never a matmul's epilogue.
     struct full_total {
         int source_reg = 0;
         int out_slot = 0;
@@ -456,7 +456,7 @@ private:
             const auto n = static_cast<std::size_t>(numel);
             Tensor out = empty({}, g.type);
             held.push_back(empty({static_cast<std::int64_t>(kernels::full_sum_scratch_elements(n))}, g.type));
-            totals[k] = kernels::full_sum{out.raw_data(), held.back().raw_data(), n,
+            totals[k] = kernels::full_sum{out.raw_data(), held.back().raw_data(), n, kernels::sum_block_elements<T>(),
                                           g.totals[k].mean ? static_cast<double>(numel) : 0.0};
             frame[static_cast<std::size_t>(g.totals[k].out_slot)] = std::move(out);
         }
@@ -473,8 +473,9 @@ private:
     }
 
     /// Runs elements [begin, end) of a bound group; `split`: across the worker pool when large
-    /// (never when the group sums: sums see the elements in order; a group with full sums
-    /// runs its elements in one call).
+    /// (never when the group sums over leading dimensions: such sums see the elements in order;
+    /// full sums split at their blocks, each block summed by one thread, so the bits do not
+    /// depend on the split).
     template <class T>
     void run_bound(const fusion_group& g, bound_group<T>& st, std::size_t begin, std::size_t end, bool split) const {
         const std::size_t nregs = g.num_registers;
@@ -485,18 +486,23 @@ private:
         T* const* base = st.base.data();
         const std::size_t n = end - begin;
         const std::size_t threads =
-            split && g.sums.empty() && g.totals.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
+            split && g.sums.empty() ? std::min(options_.num_threads, n / std::max<std::size_t>(options_.parallel_grain, 1)) : 1;
         if (threads >= 2) {
             // Split on tile boundaries into chunks (16 per thread) that the threads take in
             // turn from a counter, rather than one fixed share each: a thread that wakes late or
             // shares its core with another program takes fewer chunks, so the loop ends when
-            // the work does. Elementwise only (no sums here), so every split gives the same bits.
+            // the work does. Elementwise (full sums: whole blocks per chunk), so every split gives the same bits.
             // Each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
             const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);
             const std::size_t parts = std::min(threads, pool.size() + 1);
-            const std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            std::size_t chunk = std::max<std::size_t>(1, tiles / (parts * 16)) * tile;
+            if (!st.totals.empty()) {
+                // Full sums take whole blocks of the sum kernel (a multiple of the tile) per chunk.
+                const std::size_t block = st.totals[0].block;
+                chunk = (chunk + block - 1) / block * block;
+            }
             std::atomic<std::size_t> next{0};
             pool.run(parts, [&](std::size_t) {
                 T* scratch = program_scratch<T>(nregs);
@@ -507,6 +513,7 @@ private:
         } else if (n > 0) {
             kernels::run_program(prog, base, program_scratch<T>(nregs), begin, end);
         }
+        for (const kernels::full_sum& fs : st.totals) kernels::finish_full_sum<T>(fs);
     }
 
     /// Runs the group fused; false when it ran node by node instead.

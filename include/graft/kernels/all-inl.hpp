@@ -42,6 +42,7 @@ inline constexpr detail::kernel_table table = {
     &where_f64,   &reduce_f32,  &reduce_f64,  &matmul_f32, &matmul_f64,  &softmax_f32, &softmax_f64,
     &run_program_f32, &run_program_f64,
     &sgd_f32,     &sgd_f64,     &adam_f32,    &adam_f64,
+    &sum_block_f32, &sum_block_f64,
 };
 
 }  // namespace HWY_NAMESPACE

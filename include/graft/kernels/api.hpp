@@ -78,18 +78,40 @@ struct row_sum {
 
 /// A full reduction computed by a program (instr_kind::sum_all): every element of a register
 /// summed in the order of the eager sum kernel (graft::sum of a contiguous tensor: blocks of
-/// 4 vectors x 32 steps, each summed with four vector accumulators, the block sums combined
-/// pairwise), so that both give the same bits; `divisor` > 0 makes it graft::mean's sum / n.
-/// A program with any runs over all its n elements in one call (one thread, no chunks).
+/// `block` elements, 4 vectors x 32 steps, each summed with four vector accumulators, the block
+/// sums combined pairwise), so that both give the same bits. A run writes the sums of the
+/// blocks it covers; every call must start at a block boundary (threads may take whole blocks
+/// each: a misaligned call poisons its block with NaN); once all n elements are in,
+/// finish_full_sum writes the result.
 struct full_sum {
     void* result = nullptr;      // one element of the program's type
     void* block_sums = nullptr;  // full_sum_scratch_elements(n) elements of the program's type
     std::size_t n = 0;           // the elements of the program's run
-    double divisor = 0;          // mean: the sum divided by T(divisor); 0: the sum
+    std::size_t block = 0;       // elements per block: sum_block_elements<T>() of the running target
+    double divisor = 0;          // mean: the sum divided by T(divisor) (as graft::mean); 0: the sum
 };
 /// Scratch elements a full_sum over n elements needs (one per block; a block holds at least
 /// 128 elements on every target).
 [[nodiscard]] inline constexpr std::size_t full_sum_scratch_elements(std::size_t n) { return n / 128 + 1; }
+
+namespace detail {
+template <class T>
+T combine_block_sums(const T* block_sums, std::size_t first, std::size_t count) {
+    if (count == 1) return block_sums[first];
+    const std::size_t left = count / 2;  // as the eager sum splits its blocks
+    return combine_block_sums(block_sums, first, left) + combine_block_sums(block_sums, first + left, count - left);
+}
+}  // namespace detail
+
+/// Writes a full_sum's result from its block sums (all written): combined pairwise as the
+/// eager sum does, then divided by T(divisor) for a mean.
+template <class T>
+void finish_full_sum(const full_sum& fs) {
+    const std::size_t blocks = fs.block == 0 ? 0 : (fs.n + fs.block - 1) / fs.block;
+    T s = blocks == 0 ? T(0) : detail::combine_block_sums(static_cast<const T*>(fs.block_sums), 0, blocks);
+    if (fs.divisor > 0) s = s / static_cast<T>(fs.divisor);
+    *static_cast<T*>(fs.result) = s;
+}
 
 /// One instruction of a fused elementwise program. Conditions (compare results) live in
 /// registers as the values 1 and 0 of the program's type.
@@ -108,7 +130,7 @@ struct program {
     const std::size_t* period = nullptr;  // per register: the row length (row registers only)
     row_sum* reductions = nullptr;        // sum_rows targets (a program with any runs on one thread,
                                           // over all its elements in order)
-    full_sum* totals = nullptr;           // sum_all targets (a program with any runs in one call)
+    full_sum* totals = nullptr;           // sum_all targets (calls start at their block boundaries)
 };
 
 /// Registers a program may use, and the tile each instruction sweeps: 512 bytes of a
@@ -168,6 +190,9 @@ struct kernel_table {
     void (*sgd_f64)(const sgd_args&, double*, const double*, double*, std::size_t);
     void (*adam_f32)(const adam_args&, float*, const float*, float*, float*, float*, std::size_t);
     void (*adam_f64)(const adam_args&, double*, const double*, double*, double*, double*, std::size_t);
+    // Elements per block of the sum kernel (and of a program's full sums).
+    std::size_t (*sum_block_f32)();
+    std::size_t (*sum_block_f64)();
 };
 
 struct aligned_free {

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <iterator>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "graft/core/error.hpp"
@@ -201,6 +202,15 @@ inline void softmax_rows(const float* in, float* out, std::size_t rows, std::siz
 }
 inline void softmax_rows(const double* in, double* out, std::size_t rows, std::size_t cols, bool log) {
     detail::active().softmax_f64(in, out, rows, cols, log);
+}
+
+/// Elements per block of the sum kernel on the active target (a program's full sums split
+/// their runs at multiples of it).
+template <class T>
+[[nodiscard]] inline std::size_t sum_block_elements() {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    if constexpr (std::is_same_v<T, float>) return detail::active().sum_block_f32();
+    else return detail::active().sum_block_f64();
 }
 
 /// Runs a fused elementwise program over elements [begin, end). base[r]: register r's

@@ -105,6 +105,11 @@ HWY_NOINLINE void program_sum_rows(const row_sum& rs, const T* v, std::size_t po
     }
 }
 
+template <class T>
+HWY_INLINE std::size_t sum_block_elements() {
+    return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<T>());
+}
+
 // A full_sum's running state over one run: the open block's four vector accumulators (kept
 // in memory between tiles), which block is open and how many of its elements are in.
 template <class T>
@@ -123,7 +128,7 @@ template <class T>
 HWY_NOINLINE void program_sum_all(const full_sum& fs, total_state<T>& st, const T* v, std::size_t count) {
     const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
-    const std::size_t block = 4 * kSumSteps * N;
+    const std::size_t block = sum_block_elements<T>();
     T* block_sums = static_cast<T*>(fs.block_sums);
     auto s0 = hn::LoadU(d, st.acc), s1 = hn::LoadU(d, st.acc + N), s2 = hn::LoadU(d, st.acc + 2 * N),
          s3 = hn::LoadU(d, st.acc + 3 * N);
@@ -134,16 +139,16 @@ HWY_NOINLINE void program_sum_all(const full_sum& fs, total_state<T>& st, const 
         const T* at = v + j - st.in_block;  // at[k]: the block's element k
         std::size_t k = st.in_block;
         const std::size_t stop = k + take;
+        // The whole steps (every tile's elements on targets whose step fits a tile).
+        if (const std::size_t whole_end = std::min(steps_end, stop); k % (4 * N) == 0)
+            for (; k + 4 * N <= whole_end; k += 4 * N) {
+                s0 = hn::Add(s0, hn::LoadU(d, at + k));
+                s1 = hn::Add(s1, hn::LoadU(d, at + k + N));
+                s2 = hn::Add(s2, hn::LoadU(d, at + k + 2 * N));
+                s3 = hn::Add(s3, hn::LoadU(d, at + k + 3 * N));
+            }
         while (k < stop) {
             if (k < steps_end) {
-                if (k % (4 * N) == 0 && k + 4 * N <= stop) {
-                    s0 = hn::Add(s0, hn::LoadU(d, at + k));
-                    s1 = hn::Add(s1, hn::LoadU(d, at + k + N));
-                    s2 = hn::Add(s2, hn::LoadU(d, at + k + 2 * N));
-                    s3 = hn::Add(s3, hn::LoadU(d, at + k + 3 * N));
-                    k += 4 * N;
-                    continue;
-                }
                 // A step split between two calls (tiles shorter than a step): one vector.
                 const auto x = hn::LoadU(d, at + k);
                 switch ((k / N) % 4) {
@@ -179,23 +184,31 @@ HWY_NOINLINE void program_sum_all(const full_sum& fs, total_state<T>& st, const 
     hn::StoreU(s3, d, st.acc + 3 * N);
 }
 
-// Block sums [first, first + count) combined as sum_pairwise splits its blocks.
+// program_sum_all's common case inline: a tile of whole steps that does not end the open
+// block (every tile but a block's last on targets whose step fits a tile).
 template <class T>
-T combine_block_sums(const T* block_sums, std::size_t first, std::size_t count) {
-    if (count == 1) return block_sums[first];
-    const std::size_t left = count / 2;
-    return combine_block_sums(block_sums, first, left) + combine_block_sums(block_sums, first + left, count - left);
-}
-
-// A full_sum's result once every element is in (the mean's division as graft::mean's).
-template <class T>
-void finish_sum_all(const full_sum& fs) {
+HWY_INLINE void program_sum_all_tile(const full_sum& fs, total_state<T>& st, const T* v, std::size_t count) {
     const hn::ScalableTag<T> d;
-    const std::size_t block = 4 * kSumSteps * hn::Lanes(d);
-    const std::size_t blocks = (fs.n + block - 1) / block;
-    T s = blocks == 0 ? T(0) : combine_block_sums(static_cast<const T*>(fs.block_sums), 0, blocks);
-    if (fs.divisor > 0) s = s / static_cast<T>(fs.divisor);
-    *static_cast<T*>(fs.result) = s;
+    const std::size_t N = hn::Lanes(d);
+    const std::size_t block = sum_block_elements<T>();
+    const std::size_t end = st.in_block + count;
+    if (st.in_block % (4 * N) != 0 || count % (4 * N) != 0 || end >= block || st.block * block + end >= fs.n) {
+        program_sum_all<T>(fs, st, v, count);
+        return;
+    }
+    auto s0 = hn::LoadU(d, st.acc), s1 = hn::LoadU(d, st.acc + N), s2 = hn::LoadU(d, st.acc + 2 * N),
+         s3 = hn::LoadU(d, st.acc + 3 * N);
+    for (std::size_t k = 0; k < count; k += 4 * N) {
+        s0 = hn::Add(s0, hn::LoadU(d, v + k));
+        s1 = hn::Add(s1, hn::LoadU(d, v + k + N));
+        s2 = hn::Add(s2, hn::LoadU(d, v + k + 2 * N));
+        s3 = hn::Add(s3, hn::LoadU(d, v + k + 3 * N));
+    }
+    hn::StoreU(s0, d, st.acc);
+    hn::StoreU(s1, d, st.acc + N);
+    hn::StoreU(s2, d, st.acc + 2 * N);
+    hn::StoreU(s3, d, st.acc + 3 * N);
+    st.in_block = end;
 }
 
 // Each instruction runs through a function made for its op, chosen once per run (one
@@ -395,7 +408,7 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
     // The reductions (no step function): their `valid` elements of register a at element `pos`.
     const auto reduce = [&](const program_instr& in, std::size_t pos, std::size_t valid) {
         if (in.kind == instr_kind::sum_rows) program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
-        else program_sum_all<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
+        else program_sum_all_tile<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
     };
     const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
@@ -530,19 +543,30 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
 template <class T>
 HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
     if (p.totals == nullptr) return run_program_tiles<T>(p, base, scratch, begin, end, nullptr);
-    // Full sums: their accumulators live through the run, which covers all their elements.
+    // Full sums: their accumulators live through the run, which starts at a block boundary and
+    // writes the sums of the blocks it covers (finish_full_sum combines them).
     std::size_t n_totals = 0;
     for (std::size_t k = 0; k < p.num_instructions; ++k)
         if (p.code[k].kind == instr_kind::sum_all) n_totals = std::max<std::size_t>(n_totals, p.code[k].out + 1u);
     const std::size_t N = hn::Lanes(hn::ScalableTag<T>());
+    const std::size_t block = sum_block_elements<T>();
+    bool misuse = begin % block != 0;
+    for (std::size_t t = 0; t < n_totals; ++t) misuse = misuse || p.totals[t].block != block;
+    if (misuse) {
+        // Not this target's blocks, or a run starting inside one: the results are NaN.
+        for (std::size_t t = 0; t < n_totals; ++t) {
+            const std::size_t at = std::min(begin / block, full_sum_scratch_elements(p.totals[t].n) - 1);
+            static_cast<T*>(p.totals[t].block_sums)[at] = std::numeric_limits<T>::quiet_NaN();
+        }
+        return;
+    }
     std::vector<T> acc(n_totals * 4 * N, T(0));
     std::vector<total_state<T>> states(n_totals);
-    for (std::size_t t = 0; t < n_totals; ++t) states[t].acc = acc.data() + t * 4 * N;
-    run_program_tiles<T>(p, base, scratch, begin, end, states.data());
     for (std::size_t t = 0; t < n_totals; ++t) {
-        if (begin == 0 && end == p.totals[t].n) finish_sum_all<T>(p.totals[t]);
-        else *static_cast<T*>(p.totals[t].result) = std::numeric_limits<T>::quiet_NaN();  // misuse: not one run
+        states[t].acc = acc.data() + t * 4 * N;
+        states[t].block = begin / block;
     }
+    run_program_tiles<T>(p, base, scratch, begin, end, states.data());
 }
 
 inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {

@@ -114,6 +114,9 @@ HWY_INLINE T reduce_impl(reduce_op op, const T* a, std::size_t n) {
     return T(0);
 }
 
+inline std::size_t sum_block_f32() { return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<float>()); }
+inline std::size_t sum_block_f64() { return 4 * kSumSteps * hn::Lanes(hn::ScalableTag<double>()); }
+
 inline float reduce_f32(reduce_op op, const float* a, std::size_t n) { return reduce_impl<float>(op, a, n); }
 inline double reduce_f64(reduce_op op, const double* a, std::size_t n) { return reduce_impl<double>(op, a, n); }
 
