@@ -5,7 +5,8 @@
 # evaluate_into" floor (at N=16) and the instruction side of "hand loop / jit >= 0.9" (at 1M);
 # then the instructions of a fresh script's first two calls (issue 15's first-calls floor),
 # over calls / 10 fresh scripts, and of the chain's forward + backward through the
-# differentiable plan and through eager autograd (the instruction side of the fwd+bwd floors).
+# differentiable plan and through eager autograd (the instruction side of the fwd+bwd floors),
+# and of a loss with and without its mean as the fusion group's epilogue.
 #   bench/callgrind_chain.sh [build dir (default build)] [N] [calls]
 set -euo pipefail
 build="${1:-build}"
@@ -41,3 +42,7 @@ fb_jit="$(per_call fwdbwd)"
 fb_eager="$(per_call fwdbwd_eager)"
 printf '  forward + backward: jit %s, eager autograd %s instructions per call: eager / jit %s\n' \
   "$fb_jit" "$fb_eager" "$(ratio "$fb_eager" "$fb_jit")"
+loss="$(per_call loss)"
+loss_then="$(per_call loss_then_mean)"
+printf '  loss mean((tanh(x*w+b) - t)^2): mean as the group'"'"'s epilogue %s, group then graft::mean %s instructions per call: %s\n' \
+  "$loss" "$loss_then" "$(ratio "$loss_then" "$loss")"

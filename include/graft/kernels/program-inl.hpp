@@ -367,10 +367,8 @@ HWY_INLINE program_step<T> step_of(const program_instr& in) {
         case instr_kind::binary: return pick(binary_steps<T>);
         case instr_kind::compare: return pick(compare_steps<T>);
         case instr_kind::where: return &step_where<T>;
-        case instr_kind::sum_rows:
-        case instr_kind::sum_all: return nullptr;
+        default: return nullptr;  // sum_rows, sum_all
     }
-    return &step_none<T>;
 }
 
 template <class T>
@@ -408,7 +406,9 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
     // The reductions (no step function): their `valid` elements of register a at element `pos`.
     const auto reduce = [&](const program_instr& in, std::size_t pos, std::size_t valid) {
         if (in.kind == instr_kind::sum_rows) program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
-        else program_sum_all_tile<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
+        else if (in.kind == instr_kind::sum_all && totals != nullptr)
+            program_sum_all_tile<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
+        // (any other kind, in a hand-made program, does nothing)
     };
     const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
@@ -540,9 +540,10 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
     }
 }
 
+// A program with full sums (kept apart from the plain path, whose per-call cost it would raise).
 template <class T>
-HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
-    if (p.totals == nullptr) return run_program_tiles<T>(p, base, scratch, begin, end, nullptr);
+HWY_NOINLINE void run_program_with_totals(const program& p, T* const* base, T* scratch, std::size_t begin,
+                                          std::size_t end) {
     // Full sums: their accumulators live through the run, which starts at a block boundary and
     // writes the sums of the blocks it covers (finish_full_sum combines them).
     std::size_t n_totals = 0;
@@ -567,6 +568,12 @@ HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, s
         states[t].block = begin / block;
     }
     run_program_tiles<T>(p, base, scratch, begin, end, states.data());
+}
+
+template <class T>
+HWY_INLINE void run_program_impl(const program& p, T* const* base, T* scratch, std::size_t begin, std::size_t end) {
+    if (p.totals != nullptr) return run_program_with_totals<T>(p, base, scratch, begin, end);
+    run_program_tiles<T>(p, base, scratch, begin, end, nullptr);
 }
 
 inline void run_program_f32(const program& p, float* const* base, float* scratch, std::size_t begin, std::size_t end) {
