@@ -343,17 +343,18 @@ void bm_fwdbwd_relu_eager(benchmark::State& s) { bm_fwdbwd_relu(s, false); }
 // A loss: mean((tanh(x*w + b) - target)^2). The jit computes the mean as its group's epilogue
 // (kernels::instr_kind::sum_all), never writing the squared differences; loss/jit_then_mean is
 // the plan without it (the script returns the squared differences, then graft::mean eagerly:
-// what the plan ran before the epilogue), loss/eager the ops one by one.
+// what the plan ran before the epilogue), loss/eager the ops one by one; the _2threads rows
+// split the group across two threads (wall time).
 Tensor squared_error(Tensor x, Tensor w, Tensor b, Tensor target) {
     const Tensor d = graft::tanh(x * w + b) - target;
     return d * d;
 }
 Tensor mse_loss(Tensor x, Tensor w, Tensor b, Tensor target) { return graft::mean(squared_error(x, w, b, target)); }
 
-void bm_loss(benchmark::State& s, int path) {
+void bm_loss(benchmark::State& s, int path, std::size_t threads = 1) {
     const std::int64_t n = s.range(0);
     auto& d = data(n);
-    auto fn = jit::script(path == 1 ? squared_error : mse_loss, bench_options());
+    auto fn = jit::script(path == 1 ? squared_error : mse_loss, bench_options(threads));
     const auto step = [&] {
         if (path == 0) return fn(d.x, d.w, d.b, d.g);
         if (path == 1) return graft::mean(fn(d.x, d.w, d.b, d.g));
@@ -366,6 +367,8 @@ void bm_loss(benchmark::State& s, int path) {
 void bm_loss_jit(benchmark::State& s) { bm_loss(s, 0); }
 void bm_loss_jit_then_mean(benchmark::State& s) { bm_loss(s, 1); }
 void bm_loss_eager(benchmark::State& s) { bm_loss(s, 2); }
+void bm_loss_jit_2threads(benchmark::State& s) { bm_loss(s, 0, 2); }
+void bm_loss_jit_then_mean_2threads(benchmark::State& s) { bm_loss(s, 1, 2); }
 
 void bm_memcpy(benchmark::State& s) {
     const std::int64_t n = s.range(0);
@@ -464,10 +467,11 @@ public:
         if (time_.count("loss/jit/65536")) {
             std::printf("  loss mean((tanh(x*w+b) - t)^2), the mean as the group's epilogue:");
             for (const char* n : {"65536", "1048576", "16777216"})
-                std::printf(" N=%s jit %.0f us, jit then mean / jit %.2fx, eager / jit %.2fx;", n,
-                            t(std::string("loss/jit/") + n) / 1e3,
+                std::printf(" N=%s jit %.0f us, jit then mean / jit %.2fx, eager / jit %.2fx, 2 threads: jit then "
+                            "mean / jit %.2fx;", n, t(std::string("loss/jit/") + n) / 1e3,
                             t(std::string("loss/jit_then_mean/") + n) / t(std::string("loss/jit/") + n),
-                            t(std::string("loss/eager/") + n) / t(std::string("loss/jit/") + n));
+                            t(std::string("loss/eager/") + n) / t(std::string("loss/jit/") + n),
+                            t(std::string("loss/jit_then_mean_2threads/") + n) / t(std::string("loss/jit_2threads/") + n));
             std::printf("\n");
         }
         std::printf("  relu chain fwd+bwd (relu's backward fused): eager/jit %.2fx at N=1024, %.2fx at 1M\n",
@@ -528,6 +532,8 @@ void register_all() {
     benchmark::RegisterBenchmark("loss/jit", bm_loss_jit)->Apply(loss_sizes);
     benchmark::RegisterBenchmark("loss/jit_then_mean", bm_loss_jit_then_mean)->Apply(loss_sizes);
     benchmark::RegisterBenchmark("loss/eager", bm_loss_eager)->Apply(loss_sizes);
+    benchmark::RegisterBenchmark("loss/jit_2threads", bm_loss_jit_2threads)->Apply(loss_sizes)->UseRealTime();
+    benchmark::RegisterBenchmark("loss/jit_then_mean_2threads", bm_loss_jit_then_mean_2threads)->Apply(loss_sizes)->UseRealTime();
     benchmark::RegisterBenchmark("memcpy", bm_memcpy)->Apply(sizes);
 }
 
