@@ -5243,13 +5243,27 @@ HWY_NOINLINE void run_program_with_totals(const program& p, T* const* base, T* s
         }
         return;
     }
-    std::vector<T> acc(n_totals * 4 * N, T(0));
-    std::vector<total_state<T>> states(n_totals);
-    for (std::size_t t = 0; t < n_totals; ++t) {
-        states[t].acc = acc.data() + t * 4 * N;
-        states[t].block = begin / block;
+    // Accumulators on the stack for a few sums (a run per thread chunk: no heap allocation).
+    constexpr std::size_t local_totals = 8, local_elements = 512;
+    T acc_local[local_elements];
+    total_state<T> states_local[local_totals];
+    std::vector<T> acc_heap;
+    std::vector<total_state<T>> states_heap;
+    T* acc = acc_local;
+    total_state<T>* states = states_local;
+    if (n_totals > local_totals || n_totals * 4 * N > local_elements) {
+        acc_heap.resize(n_totals * 4 * N);
+        states_heap.resize(n_totals);
+        acc = acc_heap.data();
+        states = states_heap.data();
     }
-    run_program_tiles<T>(p, base, scratch, begin, end, states.data());
+    std::fill(acc, acc + n_totals * 4 * N, T(0));
+    for (std::size_t t = 0; t < n_totals; ++t) {
+        states[t].acc = acc + t * 4 * N;
+        states[t].block = begin / block;
+        states[t].in_block = 0;
+    }
+    run_program_tiles<T>(p, base, scratch, begin, end, states);
 }
 
 template <class T>
