@@ -671,6 +671,29 @@ TEST_CASE("jit: a full sum or mean ends a fusion group (a loss), bitwise as eage
             CHECK(text.find("= sum;") != std::string::npos);
         }
     }
+    // Two full sums ending one group, one of a value also returned.
+    const auto two = [](Tensor x, Tensor y) {
+        const Tensor d = x - y;
+        const Tensor sq = d * d, th = tanh(d);
+        return std::vector<Tensor>{sum(sq), mean(th), th};
+    };
+    jit::options o2 = opts();
+    o2.num_threads = 2;
+    o2.parallel_grain = 256;
+    auto f2 = jit::script(two, o2);
+    for (std::int64_t n : {std::int64_t{3000}, std::int64_t{3000}, std::int64_t{3000}, std::int64_t{5}}) {
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            const Tensor x = randn({n}, t), y = randn({n}, t);
+            const auto got = f2(x, y);
+            const auto want = two(x, y);
+            for (std::size_t k = 0; k < 3; ++k) CHECK(bitwise_equal(got[k], want[k]));
+        }
+    }
+    {
+        const std::string text = f2.debug_string();
+        INFO(text);
+        CHECK(text.find("= sum; %") != std::string::npos);  // the sum and the mean in one group
+    }
     // The summed value must have the group's shape: v = b * 2 ([C]) summed while the group runs at
     // [R, C] goes node by node, with eager's bits.
     const auto g = [](Tensor x, Tensor b) {

@@ -491,8 +491,8 @@ private:
             // Split on tile boundaries into chunks (16 per thread) that the threads take in
             // turn from a counter, rather than one fixed share each: a thread that wakes late or
             // shares its core with another program takes fewer chunks, so the loop ends when
-            // the work does. Elementwise (full sums: whole blocks per chunk), so every split gives the same bits.
-            // Each thread has its own scratch tiles.
+            // the work does. Elementwise (full sums: whole blocks per chunk), so every split
+            // gives the same bits. Each thread has its own scratch tiles.
             constexpr std::size_t tile = kernels::program_tile_elements<T>;
             const std::size_t tiles = (n + tile - 1) / tile;
             worker_pool& pool = worker_pool::shared(threads);

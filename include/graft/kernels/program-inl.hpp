@@ -343,6 +343,30 @@ HWY_NOINLINE void step_pair(T* const* cur, const program_instr& first, std::size
     }
 }
 
+// A pair whose second op multiplies the intermediate by itself (a square: (a - b)^2 in a
+// loss, a variance); the same bits as the two ops.
+template <class T, class F1>
+HWY_NOINLINE void step_pair_square(T* const* cur, const program_instr& first, std::size_t m) {
+    const program_instr& second = (&first)[1];
+    const hn::ScalableTag<T> d;
+    const std::size_t N = hn::Lanes(d);
+    const T* a = cur[first.a];
+    const T* b = cur[first.b];
+    T* out = cur[second.out];
+    const auto one = [&](std::size_t j) {
+        const auto v = keep_rounded(F1{}(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)));
+        hn::StoreU(b_mul{}(d, v, v), d, out + j);
+    };
+    if (m == program_tile_elements<T>) {
+        for (std::size_t j = 0; j < program_tile_elements<T>; j += N) one(j);
+    } else {
+        for (std::size_t j = 0; j < m; j += N) one(j);
+    }
+}
+template <class T>
+inline constexpr program_step<T> square_steps[3] = {&step_pair_square<T, b_add>, &step_pair_square<T, b_sub>,
+                                                    &step_pair_square<T, b_mul>};
+
 // By first op, second op (add, sub, mul: binary_op's first three) and the intermediate's side.
 template <class T, class F1>
 inline constexpr program_step<T> pair_steps_after[3][2] = {
@@ -401,8 +425,6 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
             case operand_mode::temp: cur[r] = mine; break;
         }
     }
-    // Every instruction over m elements from element `pos` on (`valid` of them real), each
-    // decoded as it runs.
     // The reductions (no step function): their `valid` elements of register a at element `pos`.
     const auto reduce = [&](const program_instr& in, std::size_t pos, std::size_t valid) {
         if (in.kind == instr_kind::sum_rows) program_sum_rows<T>(p.reductions[in.out], cur[in.a], pos, valid);
@@ -410,6 +432,8 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
             program_sum_all_tile<T>(p.totals[in.out], totals[in.out], cur[in.a], valid);
         // (any other kind, in a hand-made program, does nothing)
     };
+    // Every instruction over m elements from element `pos` on (`valid` of them real), each
+    // decoded as it runs.
     const auto run_undecoded = [&](std::size_t pos, std::size_t m, std::size_t valid) {
         for (std::size_t k = 0; k < p.num_instructions; ++k) {
             const program_instr& in = p.code[k];
@@ -431,12 +455,12 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
     std::size_t n_steps = 0;
     bool plain = p.num_instructions <= max_steps;  // every step decoded, no reductions
     if (plain) {
-        // How often each register is read (0, 1 or more), for pairs.
+        // How often each register is read (0, 1, 2 or more), for pairs.
         std::uint8_t reads[max_regs];
         constexpr bool pairs = can_pair_steps;
         if (pairs) {
             std::fill(reads, reads + p.num_registers, std::uint8_t{0});
-            const auto read = [&reads](std::uint16_t r) { reads[r] = static_cast<std::uint8_t>(reads[r] < 2 ? reads[r] + 1 : 2); };
+            const auto read = [&reads](std::uint16_t r) { reads[r] = static_cast<std::uint8_t>(reads[r] < 3 ? reads[r] + 1 : 3); };
             for (std::size_t k = 0; k < p.num_instructions; ++k) {
                 const program_instr& in = p.code[k];
                 read(in.a);
@@ -451,11 +475,19 @@ HWY_INLINE void run_program_tiles(const program& p, T* const* base, T* scratch, 
             const program_instr& in = p.code[k];
             step_in[n_steps] = &in;
             if (pairs && k + 1 < p.num_instructions && arithmetic(in) && arithmetic(p.code[k + 1]) &&
-                p.mode[in.out] == operand_mode::temp && reads[in.out] == 1 &&
-                (p.code[k + 1].a == in.out) != (p.code[k + 1].b == in.out)) {
-                step_fn[n_steps++] = pair_steps<T>[in.op][p.code[k + 1].op][p.code[k + 1].a == in.out ? 1 : 0];
-                ++k;
-                continue;
+                p.mode[in.out] == operand_mode::temp) {
+                const program_instr& next = p.code[k + 1];
+                if (reads[in.out] == 1 && (next.a == in.out) != (next.b == in.out)) {
+                    step_fn[n_steps++] = pair_steps<T>[in.op][next.op][next.a == in.out ? 1 : 0];
+                    ++k;
+                    continue;
+                }
+                if (reads[in.out] == 2 && next.a == in.out && next.b == in.out &&
+                    next.op == static_cast<std::uint8_t>(binary_op::mul)) {
+                    step_fn[n_steps++] = square_steps<T>[in.op];
+                    ++k;
+                    continue;
+                }
             }
             if (!(step_fn[n_steps++] = step_of<T>(in))) plain = false;
         }

@@ -123,7 +123,8 @@ GRAFT_INLINE void plan::plan_direct(const type_of_fn& type_of) {
     }
     if (!fused) return;
     const fusion_group& g = *fused->group;
-    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || !g.totals.empty() || g.matmul || g.num_registers > direct_max_registers)
+    if (!g.static_sizes || !g.rerun.empty() || !g.sums.empty() || !g.totals.empty() || g.matmul ||
+        g.num_registers > direct_max_registers)
         return;
     std::vector<direct_source> sources;
     for (int slot_index : g.input_slots) {
