@@ -322,19 +322,27 @@ HWY_INLINE V keep_rounded(V v) {
 }
 #endif
 
-template <class T, class F1, class F2, bool intermediate_left>
+// Where the second op of a pair reads the intermediate: its left operand, its right one, or
+// both (a square such as (a - b)^2 in a loss or a variance, with F2 = mul).
+enum class pair_side { right, left, both };
+
+template <class T, class F1, class F2, pair_side side>
 HWY_NOINLINE void step_pair(T* const* cur, const program_instr& first, std::size_t m) {
     const program_instr& second = (&first)[1];
     const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
     const T* a = cur[first.a];
     const T* b = cur[first.b];
-    const T* c = cur[intermediate_left ? second.b : second.a];
+    const T* c = cur[side == pair_side::left ? second.b : second.a];  // unread for both
     T* out = cur[second.out];
     const auto one = [&](std::size_t j) {
         const auto v = keep_rounded(F1{}(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)));
-        const auto o = hn::LoadU(d, c + j);
-        hn::StoreU(intermediate_left ? F2{}(d, v, o) : F2{}(d, o, v), d, out + j);
+        if constexpr (side == pair_side::both) {
+            hn::StoreU(F2{}(d, v, v), d, out + j);
+        } else {
+            const auto o = hn::LoadU(d, c + j);
+            hn::StoreU(side == pair_side::left ? F2{}(d, v, o) : F2{}(d, o, v), d, out + j);
+        }
     };
     if (m == program_tile_elements<T>) {
         for (std::size_t j = 0; j < program_tile_elements<T>; j += N) one(j);
@@ -343,36 +351,18 @@ HWY_NOINLINE void step_pair(T* const* cur, const program_instr& first, std::size
     }
 }
 
-// A pair whose second op multiplies the intermediate by itself (a square: (a - b)^2 in a
-// loss, a variance); the same bits as the two ops.
-template <class T, class F1>
-HWY_NOINLINE void step_pair_square(T* const* cur, const program_instr& first, std::size_t m) {
-    const program_instr& second = (&first)[1];
-    const hn::ScalableTag<T> d;
-    const std::size_t N = hn::Lanes(d);
-    const T* a = cur[first.a];
-    const T* b = cur[first.b];
-    T* out = cur[second.out];
-    const auto one = [&](std::size_t j) {
-        const auto v = keep_rounded(F1{}(d, hn::LoadU(d, a + j), hn::LoadU(d, b + j)));
-        hn::StoreU(b_mul{}(d, v, v), d, out + j);
-    };
-    if (m == program_tile_elements<T>) {
-        for (std::size_t j = 0; j < program_tile_elements<T>; j += N) one(j);
-    } else {
-        for (std::size_t j = 0; j < m; j += N) one(j);
-    }
-}
+// Squares, by first op (add, sub, mul).
 template <class T>
-inline constexpr program_step<T> square_steps[3] = {&step_pair_square<T, b_add>, &step_pair_square<T, b_sub>,
-                                                    &step_pair_square<T, b_mul>};
+inline constexpr program_step<T> square_steps[3] = {&step_pair<T, b_add, b_mul, pair_side::both>,
+                                                    &step_pair<T, b_sub, b_mul, pair_side::both>,
+                                                    &step_pair<T, b_mul, b_mul, pair_side::both>};
 
 // By first op, second op (add, sub, mul: binary_op's first three) and the intermediate's side.
 template <class T, class F1>
 inline constexpr program_step<T> pair_steps_after[3][2] = {
-    {&step_pair<T, F1, b_add, false>, &step_pair<T, F1, b_add, true>},
-    {&step_pair<T, F1, b_sub, false>, &step_pair<T, F1, b_sub, true>},
-    {&step_pair<T, F1, b_mul, false>, &step_pair<T, F1, b_mul, true>}};
+    {&step_pair<T, F1, b_add, pair_side::right>, &step_pair<T, F1, b_add, pair_side::left>},
+    {&step_pair<T, F1, b_sub, pair_side::right>, &step_pair<T, F1, b_sub, pair_side::left>},
+    {&step_pair<T, F1, b_mul, pair_side::right>, &step_pair<T, F1, b_mul, pair_side::left>}};
 template <class T>
 inline constexpr const program_step<T> (*pair_steps[3])[2] = {pair_steps_after<T, b_add>, pair_steps_after<T, b_sub>,
                                                                pair_steps_after<T, b_mul>};
