@@ -462,3 +462,23 @@ TEST_CASE("autograd::grad runs only the nodes on a path to its inputs", "[autogr
     CHECK(vals(g2[0]) == std::vector<float>{10.0f});  // b + d
     CHECK(vals(g2[1]) == std::vector<float>{2.0f});   // a
 }
+
+TEST_CASE("backward through hundreds of nodes, then through a few, on one thread's reused node table",
+          "[autograd]") {
+    // The engine's per-pass node table starts at 64 slots and grows; the next pass on the
+    // thread reuses its arrays. Each step y -> 0.5 * (1.01 * y) + 0.5 * (1.01 * y) is four
+    // nodes with two paths, so dy/dx = 1.01^steps.
+    for (const int steps : {200, 3, 120, 1}) {
+        Tensor x = full({4}, 0.5, dtype::float64).requires_grad_();
+        Tensor y = x;
+        for (int k = 0; k < steps; ++k) {
+            const Tensor z = y * 1.01;
+            y = z * 0.5 + z * 0.5;
+        }
+        y.sum().backward();
+        const double want = std::pow(1.01, steps);
+        for (const double g : x.grad().to_vector<double>()) CHECK(g == Approx(want).epsilon(1e-12));
+        const auto again = autograd::grad({(x * 3.0).sum()}, {x});
+        CHECK(again[0].to_vector<double>() == std::vector<double>(4, 3.0));
+    }
+}

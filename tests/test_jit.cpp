@@ -336,6 +336,32 @@ TEST_CASE("jit: recompute_elementwise_in_backward gives eager's gradients from f
     CHECK(saved[1] < saved[0]);
 }
 
+TEST_CASE("jit: a differentiable plan on strided or one-element inputs matches eager (no direct loop)", "[jit]") {
+    // The plans' one-loop path takes contiguous inputs at the group's shape and one-element
+    // inputs; transposed leaves go through the general path of the same plans.
+    auto fn = jit::script(chain, opts());
+    for (int i = 0; i < 4; ++i) {
+        std::vector<Tensor> in{randn({3, 8}, dtype::float64).t().detach(), randn({3, 8}, dtype::float64).t().detach(),
+                               randn({1, 1}, dtype::float64)};
+        for (auto& t : in) t.requires_grad_();
+        REQUIRE_FALSE(in[0].is_contiguous());
+        Tensor y = fn(in[0], in[1], in[2]);
+        const Tensor g = randn({8, 3}, dtype::float64);
+        const auto got = autograd::grad({y}, {in[0], in[1], in[2]}, {g});
+        Tensor ye = chain(in[0], in[1], in[2]);
+        CHECK(bitwise_equal(y.detach(), ye.detach()));
+        const auto want = autograd::grad({ye}, {in[0], in[1], in[2]}, {g});
+        for (std::size_t k = 0; k < 3; ++k) {
+            REQUIRE(got[k].sizes() == in[k].sizes());
+            CHECK(allclose(got[k], want[k], 1e-12, 1e-12));
+        }
+    }
+    const jit::debug_state d = fn.debug_state();
+    REQUIRE(d.levels[0].plan);
+    CHECK(d.levels[0].plan->kind == jit::plan_kind::differentiable);
+    CHECK(d.levels[0].plan->hits == 3);
+}
+
 TEST_CASE("jit: a double backward through a differentiable plan is refused with a clear error", "[jit]") {
     auto fn = jit::script(chain, opts());
     const auto in = inputs3(10, dtype::float64, true);

@@ -9682,8 +9682,7 @@ private:
         bool requires_grad = false;
     };
 
-    Tensor data_;
-    Tensor version_source_;
+    Tensor data_;  // shares the saved tensor's version counter (checked at unpack)
     std::unique_ptr<hooked_state> hooked_;  // set only when saved through saved_tensors_hooks
     std::shared_ptr<mutation_entry> entry_;  // set only inside allow_mutation_on_saved_tensors
     int_list sizes_;
@@ -9810,25 +9809,27 @@ GRAFT_INLINE saved_variable::saved_variable(const Tensor& t, bool is_output)
         }
         return;
     }
-    // Outputs: keep storage and version counter but not the autograd metadata.
-    data_ = is_output ? graft::detail::raw::alias(t) : t;
-    if (!is_output && tracked_view(t) != nullptr) {
+    // Outputs: keep storage and version counter but not the autograd metadata. data_ shares
+    // t's version counter in every case, so it is also what unpack checks the version of.
+    if (is_output) {
+        data_ = graft::detail::raw::alias(t);
+    } else if (tracked_view(t) != nullptr) {
         // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
         // node, that is a reference cycle. Keep an alias with the view's autograd state
         // (its history at save time) and version counter, but not the base.
         data_ = graft::detail::raw::alias(t);
         data_.impl_ptr()->autograd = t.impl().autograd;
+    } else {
+        data_ = t;
     }
-    version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
     if (const auto& ctx = active_mutation_context()) {
         // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
         entry_ = std::make_shared<mutation_entry>();
-        entry_->data = std::move(data_);
-        entry_->version_source = std::move(version_source_);
+        entry_->data = data_;
+        entry_->version_source = std::move(data_);
         entry_->saved_version = saved_version_;
         entry_->context = ctx;
         data_ = Tensor{};
-        version_source_ = Tensor{};
         std::lock_guard lock(ctx->mutex);
         ctx->add(t.impl().data.get(), entry_);
     }
@@ -9861,18 +9862,22 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
             if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
         }
     } else {
-        Tensor data = data_, version_source = version_source_;
-        std::uint64_t saved_version = saved_version_;
+        // The saved tensor (or the entry's, copied under its lock) and its version now.
+        const Tensor* data = &data_;
+        Tensor entry_data;
+        std::uint64_t saved_version = saved_version_, now = 0;
         if (entry_) {
             std::lock_guard lock(entry_->context->mutex);
             graft::detail::check(entry_->context->alive, "Trying to backward outside of the "
                                  "'allow_mutation_on_saved_tensors' context in which the graph was originally "
                                  "recorded.");
-            data = entry_->data;
-            version_source = entry_->version_source;
+            entry_data = entry_->data;
+            data = &entry_data;
+            now = entry_->version_source._version();
             saved_version = entry_->saved_version;
+        } else {
+            now = data_._version();
         }
-        const std::uint64_t now = version_source._version();
         if (now != saved_version) {
             std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
             if (grad_fn_name_ != nullptr || is_output_)
@@ -9886,7 +9891,8 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
                 " instead. Hint: the tensor was saved for backward and then changed in place; clone it "
                 "before the in-place change, or use autograd::allow_mutation_on_saved_tensors."));
         }
-        value = data;
+        if (!is_output_ || !owner) return *data;
+        value = *data;
     }
     if (is_output_ && owner) {
         // Reattach to the graph so double backward flows through the node that produced it.
@@ -9900,7 +9906,6 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
 
 GRAFT_INLINE void saved_variable::release() noexcept {
     data_ = Tensor{};
-    version_source_ = Tensor{};
     if (hooked_) hooked_->packed.reset();
     entry_.reset();
     released_ = true;
@@ -9924,7 +9929,6 @@ GRAFT_INLINE void saved_variable::replace_stored(const Tensor& t) {
         return;
     }
     data_ = t;
-    version_source_ = t;
     saved_version_ = t._version();
 }
 
@@ -10116,10 +10120,10 @@ public:
     [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
     [[nodiscard]] const node_state* find(const Node* n) const { return values_.data() + index_of(n); }
     [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
+    /// Visits the entered nodes in the order they were entered.
     template <class F>
     void for_each(F&& f) {
-        for (std::size_t i = 0; i < keys_.size(); ++i)
-            if (keys_[i] != nullptr) f(keys_[i], values_[i]);
+        for (const std::uint32_t i : used_) f(keys_[i], values_[i]);
     }
 
 private:
@@ -10137,6 +10141,7 @@ private:
     struct arrays {
         std::vector<Node*> keys;
         std::vector<node_state> values;
+        std::vector<std::uint32_t> used;
     };
     static arrays& spare_arrays() {
         thread_local arrays spare;
@@ -10145,6 +10150,7 @@ private:
 
     std::vector<Node*> keys_;
     std::vector<node_state> values_;
+    std::vector<std::uint32_t> used_;  // the occupied slots, in the order entered (no scan of empty slots)
     std::size_t mask_ = 0;
     std::size_t count_ = 0;
 };
@@ -10203,6 +10209,11 @@ inline std::shared_ptr<node_logger>& logger_slot() {
 inline std::mutex& logger_mutex() {
     static std::mutex m;
     return m;
+}
+/// True while a logger is set: a backward pass takes logger_mutex only then.
+inline std::atomic<bool>& logger_set() {
+    static std::atomic<bool> set{false};
+    return set;
 }
 
 GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots);
@@ -10347,6 +10358,7 @@ GRAFT_INLINE node_table::node_table() {
     if (!spare.keys.empty()) {
         keys_.swap(spare.keys);
         values_.swap(spare.values);
+        used_.swap(spare.used);
         mask_ = keys_.size() - 1;
     } else {
         rehash(64);
@@ -10356,16 +10368,17 @@ GRAFT_INLINE node_table::node_table() {
 GRAFT_INLINE node_table::~node_table() {
     // Release the pass's references now (as destroying the arrays would), then keep
     // the emptied arrays for the next pass when they are not too large.
-    for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
-        if (keys_[i] != nullptr) {
-            keys_[i] = nullptr;
-            values_[i] = node_state{};
-            --count_;
-        }
+    for (const std::uint32_t i : used_) {
+        keys_[i] = nullptr;
+        values_[i] = node_state{};
+    }
+    used_.clear();
+    count_ = 0;
     auto& spare = spare_arrays();
     if (keys_.size() <= max_spare && spare.keys.empty()) {
         spare.keys.swap(keys_);
         spare.values.swap(values_);
+        spare.used.swap(used_);
     }
 }
 
@@ -10376,6 +10389,7 @@ GRAFT_INLINE node_state& node_table::get(Node* n, bool* fresh) {
     if (fresh) *fresh = keys_[i] == nullptr;
     if (keys_[i] == nullptr) {
         keys_[i] = n;
+        used_.push_back(static_cast<std::uint32_t>(i));
         ++count_;
     }
     return values_[i];
@@ -10390,12 +10404,14 @@ GRAFT_INLINE std::size_t node_table::index_of(const Node* n) const noexcept {
 GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
     std::vector<Node*> old_keys(capacity, nullptr);
     std::vector<node_state> old_values(capacity);
+    std::vector<std::uint32_t> old_used;
+    old_used.reserve(capacity / 2);
     old_keys.swap(keys_);
     old_values.swap(values_);
+    old_used.swap(used_);
     mask_ = capacity - 1;
     count_ = 0;
-    for (std::size_t i = 0; i < old_keys.size(); ++i)
-        if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
+    for (const std::uint32_t i : old_used) get(old_keys[i]) = std::move(old_values[i]);  // entry order kept
 }
 
 GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots) {
@@ -10539,7 +10555,7 @@ GRAFT_INLINE void execute(graph_task& task) {
         ~restore_task() { current_task() = outer; }
     } restore{outer};
     std::shared_ptr<node_logger> log;
-    {
+    if (logger_set().load(std::memory_order_acquire)) {
         std::lock_guard lock(logger_mutex());
         log = logger_slot();
     }
@@ -10649,6 +10665,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
     if (!inputs.empty()) {
         task.filter = true;
         task.captured.resize(inputs.size());
+        task.captures.reserve(inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
             task.nodes.get(inputs[i].function.get()).owner = inputs[i].function;
@@ -10677,6 +10694,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
 GRAFT_INLINE void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
     std::lock_guard lock(detail::logger_mutex());
     detail::logger_slot() = fn ? std::make_shared<detail::node_logger>(std::move(fn)) : nullptr;
+    detail::logger_set().store(detail::logger_slot() != nullptr, std::memory_order_release);
 }
 
 GRAFT_INLINE bool will_engine_execute_node(const Node& node) {
@@ -12366,6 +12384,7 @@ GRAFT_INLINE Edge grad_input::to_edge() const {
 GRAFT_INLINE void backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool retain_graph,
                            bool create_graph, const std::vector<grad_input>& inputs) {
     std::vector<Edge> edges;
+    edges.reserve(inputs.size());
     for (const auto& in : inputs) edges.push_back(in.to_edge());
     tensor_list captured = detail::run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph,
                                                 edges, true, true);
@@ -12384,6 +12403,7 @@ GRAFT_INLINE tensor_list grad(const tensor_list& outputs, const std::vector<grad
                               bool create_graph, bool allow_unused) {
     graft::detail::check(!inputs.empty(), "grad requires at least one input");
     std::vector<Edge> edges;
+    edges.reserve(inputs.size());
     for (const auto& in : inputs) edges.push_back(in.to_edge());
     return detail::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, edges,
                                 false, allow_unused);
@@ -26602,8 +26622,9 @@ public:
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in);
 
     /// The per-call shortcut of the top level: when the current specialization is a fused
-    /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
-    /// returns true; otherwise false with nothing run or counted (the caller takes run()).
+    /// plan with a direct path (one fusion group) or a differentiable plan, and `in` passes
+    /// its guards, runs it and returns true; otherwise false with nothing run or counted (the
+    /// caller takes run()).
     /// `exact_only`: only a plan whose guards are all exact (STATIC: dtype, sizes, strides,
     /// requires_grad), for jit::script's hot path, which skips its own size checks when such a
     /// guard admits the call (those sizes passed them when they were profiled).
@@ -27042,11 +27063,18 @@ GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::ve
     if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
     const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
     const specialization* s = current_.load(std::memory_order_seq_cst);
-    if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
-        !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
+    if (!s || !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
         return false;
+    const bool differentiable = s->kind == plan_kind::differentiable && s->diff;
+    if (!differentiable && (s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct())) return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
+    if (differentiable) {
+        // Tensors in, tensors out: the differentiable plan without run()'s lists of ivalues.
+        s->hits.fetch_add(1, std::memory_order_relaxed);
+        out = (*s->diff)(std::vector<Tensor>(in.begin(), in.end()));
+        return true;
+    }
     if (!s->run_plan->run_direct(in, out, s->behavior == fusion_behavior::static_)) return false;
     s->hits.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -27342,9 +27370,12 @@ GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_
     auto bp = std::make_shared<plan>(f.backward, std::move(backward), own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
+            std::vector<Tensor> r;
+            // One fusion group (the usual differentiable chain): tensors in, tensors out.
+            if (p->run_direct(std::span<const Tensor>(args.data(), args.size()), r, false)) return r;
+            r.clear();
             const boost::container::small_vector<ir::ivalue, 16> a(args.begin(), args.end());
             auto values = p->run(std::span<const ir::ivalue>(a.data(), a.size()));
-            std::vector<Tensor> r;
             r.reserve(values.size());
             for (auto& v : values) r.push_back(std::get<Tensor>(std::move(v)));
             return r;

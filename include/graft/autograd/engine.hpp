@@ -201,10 +201,10 @@ public:
     [[nodiscard]] node_state* find(const Node* n) { return values_.data() + index_of(n); }
     [[nodiscard]] const node_state* find(const Node* n) const { return values_.data() + index_of(n); }
     [[nodiscard]] bool contains(const Node* n) const { return keys_[index_of(n)] == n; }
+    /// Visits the entered nodes in the order they were entered.
     template <class F>
     void for_each(F&& f) {
-        for (std::size_t i = 0; i < keys_.size(); ++i)
-            if (keys_[i] != nullptr) f(keys_[i], values_[i]);
+        for (const std::uint32_t i : used_) f(keys_[i], values_[i]);
     }
 
 private:
@@ -222,6 +222,7 @@ private:
     struct arrays {
         std::vector<Node*> keys;
         std::vector<node_state> values;
+        std::vector<std::uint32_t> used;
     };
     static arrays& spare_arrays() {
         thread_local arrays spare;
@@ -230,6 +231,7 @@ private:
 
     std::vector<Node*> keys_;
     std::vector<node_state> values_;
+    std::vector<std::uint32_t> used_;  // the occupied slots, in the order entered (no scan of empty slots)
     std::size_t mask_ = 0;
     std::size_t count_ = 0;
 };
@@ -288,6 +290,11 @@ inline std::shared_ptr<node_logger>& logger_slot() {
 inline std::mutex& logger_mutex() {
     static std::mutex m;
     return m;
+}
+/// True while a logger is set: a backward pass takes logger_mutex only then.
+inline std::atomic<bool>& logger_set() {
+    static std::atomic<bool> set{false};
+    return set;
 }
 
 GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots);

@@ -131,8 +131,7 @@ private:
         bool requires_grad = false;
     };
 
-    Tensor data_;
-    Tensor version_source_;
+    Tensor data_;  // shares the saved tensor's version counter (checked at unpack)
     std::unique_ptr<hooked_state> hooked_;  // set only when saved through saved_tensors_hooks
     std::shared_ptr<mutation_entry> entry_;  // set only inside allow_mutation_on_saved_tensors
     int_list sizes_;

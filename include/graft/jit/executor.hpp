@@ -267,8 +267,9 @@ public:
     [[nodiscard]] std::vector<ir::ivalue> run(std::span<const ir::ivalue> in);
 
     /// The per-call shortcut of the top level: when the current specialization is a fused
-    /// plan with a direct path (one fusion group) and `in` passes its guards, runs it and
-    /// returns true; otherwise false with nothing run or counted (the caller takes run()).
+    /// plan with a direct path (one fusion group) or a differentiable plan, and `in` passes
+    /// its guards, runs it and returns true; otherwise false with nothing run or counted (the
+    /// caller takes run()).
     /// `exact_only`: only a plan whose guards are all exact (STATIC: dtype, sizes, strides,
     /// requires_grad), for jit::script's hot path, which skips its own size checks when such a
     /// guard admits the call (those sizes passed them when they were profiled).

@@ -101,6 +101,7 @@ GRAFT_INLINE node_table::node_table() {
     if (!spare.keys.empty()) {
         keys_.swap(spare.keys);
         values_.swap(spare.values);
+        used_.swap(spare.used);
         mask_ = keys_.size() - 1;
     } else {
         rehash(64);
@@ -110,16 +111,17 @@ GRAFT_INLINE node_table::node_table() {
 GRAFT_INLINE node_table::~node_table() {
     // Release the pass's references now (as destroying the arrays would), then keep
     // the emptied arrays for the next pass when they are not too large.
-    for (std::size_t i = 0; i < keys_.size() && count_ > 0; ++i)
-        if (keys_[i] != nullptr) {
-            keys_[i] = nullptr;
-            values_[i] = node_state{};
-            --count_;
-        }
+    for (const std::uint32_t i : used_) {
+        keys_[i] = nullptr;
+        values_[i] = node_state{};
+    }
+    used_.clear();
+    count_ = 0;
     auto& spare = spare_arrays();
     if (keys_.size() <= max_spare && spare.keys.empty()) {
         spare.keys.swap(keys_);
         spare.values.swap(values_);
+        spare.used.swap(used_);
     }
 }
 
@@ -130,6 +132,7 @@ GRAFT_INLINE node_state& node_table::get(Node* n, bool* fresh) {
     if (fresh) *fresh = keys_[i] == nullptr;
     if (keys_[i] == nullptr) {
         keys_[i] = n;
+        used_.push_back(static_cast<std::uint32_t>(i));
         ++count_;
     }
     return values_[i];
@@ -144,12 +147,14 @@ GRAFT_INLINE std::size_t node_table::index_of(const Node* n) const noexcept {
 GRAFT_INLINE void node_table::rehash(std::size_t capacity) {
     std::vector<Node*> old_keys(capacity, nullptr);
     std::vector<node_state> old_values(capacity);
+    std::vector<std::uint32_t> old_used;
+    old_used.reserve(capacity / 2);
     old_keys.swap(keys_);
     old_values.swap(values_);
+    old_used.swap(used_);
     mask_ = capacity - 1;
     count_ = 0;
-    for (std::size_t i = 0; i < old_keys.size(); ++i)
-        if (old_keys[i] != nullptr) get(old_keys[i]) = std::move(old_values[i]);
+    for (const std::uint32_t i : old_used) get(old_keys[i]) = std::move(old_values[i]);  // entry order kept
 }
 
 GRAFT_INLINE void compute_dependencies(graph_task& task, std::span<const Edge> roots) {
@@ -293,7 +298,7 @@ GRAFT_INLINE void execute(graph_task& task) {
         ~restore_task() { current_task() = outer; }
     } restore{outer};
     std::shared_ptr<node_logger> log;
-    {
+    if (logger_set().load(std::memory_order_acquire)) {
         std::lock_guard lock(logger_mutex());
         log = logger_slot();
     }
@@ -403,6 +408,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
     if (!inputs.empty()) {
         task.filter = true;
         task.captured.resize(inputs.size());
+        task.captures.reserve(inputs.size());
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             graft::detail::check(inputs[i].valid(), "One of the differentiated Tensors does not require grad");
             task.nodes.get(inputs[i].function.get()).owner = inputs[i].function;
@@ -431,6 +437,7 @@ GRAFT_INLINE tensor_list run_backward(const tensor_list& outputs, const tensor_l
 GRAFT_INLINE void set_node_logger(std::function<void(const Node&, const tensor_list&, const tensor_list&)> fn) {
     std::lock_guard lock(detail::logger_mutex());
     detail::logger_slot() = fn ? std::make_shared<detail::node_logger>(std::move(fn)) : nullptr;
+    detail::logger_set().store(detail::logger_slot() != nullptr, std::memory_order_release);
 }
 
 GRAFT_INLINE bool will_engine_execute_node(const Node& node) {

@@ -109,25 +109,27 @@ GRAFT_INLINE saved_variable::saved_variable(const Tensor& t, bool is_output)
         }
         return;
     }
-    // Outputs: keep storage and version counter but not the autograd metadata.
-    data_ = is_output ? graft::detail::raw::alias(t) : t;
-    if (!is_output && tracked_view(t) != nullptr) {
+    // Outputs: keep storage and version counter but not the autograd metadata. data_ shares
+    // t's version counter in every case, so it is also what unpack checks the version of.
+    if (is_output) {
+        data_ = graft::detail::raw::alias(t);
+    } else if (tracked_view(t) != nullptr) {
         // A view keeps its base alive; if the base's grad_fn (e.g. CopySlices) owns this
         // node, that is a reference cycle. Keep an alias with the view's autograd state
         // (its history at save time) and version counter, but not the base.
         data_ = graft::detail::raw::alias(t);
         data_.impl_ptr()->autograd = t.impl().autograd;
+    } else {
+        data_ = t;
     }
-    version_source_ = is_output || tracked_view(t) != nullptr ? data_ : t;
     if (const auto& ctx = active_mutation_context()) {
         // allow_mutation_on_saved_tensors: register, so an in-place op can swap in a clone.
         entry_ = std::make_shared<mutation_entry>();
-        entry_->data = std::move(data_);
-        entry_->version_source = std::move(version_source_);
+        entry_->data = data_;
+        entry_->version_source = std::move(data_);
         entry_->saved_version = saved_version_;
         entry_->context = ctx;
         data_ = Tensor{};
-        version_source_ = Tensor{};
         std::lock_guard lock(ctx->mutex);
         ctx->add(t.impl().data.get(), entry_);
     }
@@ -160,18 +162,22 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
             if (hooked_->grad_acc) m.grad_accumulator = hooked_->grad_acc;
         }
     } else {
-        Tensor data = data_, version_source = version_source_;
-        std::uint64_t saved_version = saved_version_;
+        // The saved tensor (or the entry's, copied under its lock) and its version now.
+        const Tensor* data = &data_;
+        Tensor entry_data;
+        std::uint64_t saved_version = saved_version_, now = 0;
         if (entry_) {
             std::lock_guard lock(entry_->context->mutex);
             graft::detail::check(entry_->context->alive, "Trying to backward outside of the "
                                  "'allow_mutation_on_saved_tensors' context in which the graph was originally "
                                  "recorded.");
-            data = entry_->data;
-            version_source = entry_->version_source;
+            entry_data = entry_->data;
+            data = &entry_data;
+            now = entry_->version_source._version();
             saved_version = entry_->saved_version;
+        } else {
+            now = data_._version();
         }
-        const std::uint64_t now = version_source._version();
         if (now != saved_version) {
             std::string desc = graft::detail::concat("[", name(type_), " ", graft::detail::to_string(sizes_), "]");
             if (grad_fn_name_ != nullptr || is_output_)
@@ -185,7 +191,8 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
                 " instead. Hint: the tensor was saved for backward and then changed in place; clone it "
                 "before the in-place change, or use autograd::allow_mutation_on_saved_tensors."));
         }
-        value = data;
+        if (!is_output_ || !owner) return *data;
+        value = *data;
     }
     if (is_output_ && owner) {
         // Reattach to the graph so double backward flows through the node that produced it.
@@ -199,7 +206,6 @@ GRAFT_INLINE Tensor saved_variable::unpack(const std::shared_ptr<Node>& owner) c
 
 GRAFT_INLINE void saved_variable::release() noexcept {
     data_ = Tensor{};
-    version_source_ = Tensor{};
     if (hooked_) hooked_->packed.reset();
     entry_.reset();
     released_ = true;
@@ -223,7 +229,6 @@ GRAFT_INLINE void saved_variable::replace_stored(const Tensor& t) {
         return;
     }
     data_ = t;
-    version_source_ = t;
     saved_version_ = t._version();
 }
 

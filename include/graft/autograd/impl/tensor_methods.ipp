@@ -80,6 +80,7 @@ GRAFT_INLINE Edge grad_input::to_edge() const {
 GRAFT_INLINE void backward(const tensor_list& outputs, const tensor_list& grad_outputs, bool retain_graph,
                            bool create_graph, const std::vector<grad_input>& inputs) {
     std::vector<Edge> edges;
+    edges.reserve(inputs.size());
     for (const auto& in : inputs) edges.push_back(in.to_edge());
     tensor_list captured = detail::run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph,
                                                 edges, true, true);
@@ -98,6 +99,7 @@ GRAFT_INLINE tensor_list grad(const tensor_list& outputs, const std::vector<grad
                               bool create_graph, bool allow_unused) {
     graft::detail::check(!inputs.empty(), "grad requires at least one input");
     std::vector<Edge> edges;
+    edges.reserve(inputs.size());
     for (const auto& in : inputs) edges.push_back(in.to_edge());
     return detail::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, edges,
                                 false, allow_unused);

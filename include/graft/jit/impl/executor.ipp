@@ -252,11 +252,18 @@ GRAFT_INLINE bool executor_state::try_direct(std::span<const Tensor> in, std::ve
     if (level_ != 0 || options_.collect_timings || release_pending_.load(std::memory_order_relaxed)) return false;
     const active_calls::guard g(calls_.mine());  // as run(): a flush must not free s meanwhile
     const specialization* s = current_.load(std::memory_order_seq_cst);
-    if (!s || s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct() ||
-        !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
+    if (!s || !s->symbol_occurrences.empty() || in.size() != s->guards.size() || (exact_only && !s->exact_guards))
         return false;
+    const bool differentiable = s->kind == plan_kind::differentiable && s->diff;
+    if (!differentiable && (s->kind != plan_kind::fused || !s->run_plan || !s->run_plan->has_direct())) return false;
     for (std::size_t i = 0; i < in.size(); ++i)
         if (!s->guards[i].check_tensor(in[i])) return false;  // run() counts the guard failure
+    if (differentiable) {
+        // Tensors in, tensors out: the differentiable plan without run()'s lists of ivalues.
+        s->hits.fetch_add(1, std::memory_order_relaxed);
+        out = (*s->diff)(std::vector<Tensor>(in.begin(), in.end()));
+        return true;
+    }
     if (!s->run_plan->run_direct(in, out, s->behavior == fusion_behavior::static_)) return false;
     s->hits.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -552,9 +559,12 @@ GRAFT_INLINE std::pair<std::shared_ptr<plan>, std::shared_ptr<plan>> plug_fused_
     auto bp = std::make_shared<plan>(f.backward, std::move(backward), own_types);
     const auto as_runner = [](std::shared_ptr<plan> p) {
         return [p](const std::vector<Tensor>& args) {
+            std::vector<Tensor> r;
+            // One fusion group (the usual differentiable chain): tensors in, tensors out.
+            if (p->run_direct(std::span<const Tensor>(args.data(), args.size()), r, false)) return r;
+            r.clear();
             const boost::container::small_vector<ir::ivalue, 16> a(args.begin(), args.end());
             auto values = p->run(std::span<const ir::ivalue>(a.data(), a.size()));
-            std::vector<Tensor> r;
             r.reserve(values.size());
             for (auto& v : values) r.push_back(std::get<Tensor>(std::move(v)));
             return r;
