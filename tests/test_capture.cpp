@@ -218,6 +218,22 @@ TEST_CASE("capture::aot: forward and backward graphs give eager autograd's gradi
         auto a = capture::aot(f, {x, g, b}, {capture::partition_policy::recompute_elementwise, {}});
         check_grads_match([&](const std::vector<Tensor>& in) { return f(in[0], in[1], in[2]); }, a, {x, g, b});
     }
+    SECTION("two outputs of different shapes, only one differentiated") {
+        // The other output's gradient is zeros of its own shape (the backward graph takes both).
+        const auto f = [](Tensor x, Tensor w) { return std::vector<Tensor>{tanh(x * w), (x * w).sum({1})}; };
+        const Tensor x = randn({3, 4}, dtype::float64).requires_grad_(), w = randn({3, 4}, dtype::float64).requires_grad_();
+        auto a = capture::aot(f, {x, w});
+        for (const std::size_t used : {0, 1}) {
+            const auto outs = a({x, w});
+            REQUIRE(outs.size() == 2);
+            CHECK(outs[0].sizes() == int_list{3, 4});
+            CHECK(outs[1].sizes() == int_list{3});
+            const Tensor seed = randn(outs[used].sizes(), dtype::float64);
+            const auto got = autograd::grad({outs[used]}, {x, w}, {seed});
+            const auto want = autograd::grad({f(x, w)[used]}, {x, w}, {seed});
+            for (std::size_t k = 0; k < 2; ++k) CHECK(allclose(got[k], want[k], 1e-12, 1e-12));
+        }
+    }
 }
 
 TEST_CASE("capture::aot: the recompute policy saves less than save_all", "[capture]") {

@@ -24044,6 +24044,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         dst.copy_(results[num_outputs + k]);
     }
     std::vector<Tensor> outs;
+    outs.reserve(num_outputs);
     for (std::size_t i = 0; i < num_outputs; ++i)
         outs.push_back(detail::recreate_output(meta.outputs[i], i, results[i], inputs));
     bool needs_node = autograd::is_grad_enabled();
@@ -24055,27 +24056,26 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
     node->reserve_saved(num_saved);
     for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
-    // Sizes and dtypes (not the outputs themselves: the node must not own its outputs)
-    // for zero gradients of outputs the caller did not differentiate.
-    std::vector<std::pair<int_list, dtype>> shapes;
-    for (std::size_t o : differentiable_outputs) shapes.emplace_back(outs[o].sizes(), outs[o].type());
     // A symbolic backward may compute sizes from the forward's input sizes (ir::size_symbol::context).
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, shapes = std::move(shapes),
-                      bsym = backward_sizes,
+    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, bsym = backward_sizes,
                       context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
         // The saved values carry no history, so a backward that records (create_graph)
         // would silently drop second-order terms: refused, as AOTAutograd does.
         if (autograd::is_grad_enabled()) [[unlikely]]
             graft::detail::fail_with(n.name(), ": double backward (create_graph=true) through a compiled graph is "
                                      "not supported; differentiate the eager function instead");
+        // Outputs the caller did not differentiate get zeros of their recorded sizes and dtype
+        // (the node keeps those, not the outputs: it must not own them).
         std::vector<Tensor> in;
-        in.reserve(n_saved + shapes.size());
+        in.reserve(n_saved + n.num_outputs());
         for (std::size_t k = 0; k < n_saved; ++k) in.push_back(n.saved(k));
-        for (std::size_t k = 0; k < shapes.size(); ++k)
-            in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(shapes[k].first, shapes[k].second));
+        for (std::size_t k = 0; k < n.num_outputs(); ++k) {
+            const auto& out = n.output_metadata(k);
+            in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(out.sizes, out.type));
+        }
         const ir::size_context_scope sizes_of_forward(context);
         if (run) return (*run)(in);
         std::vector<ir::ivalue> a(in.begin(), in.end());
@@ -25676,9 +25676,16 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
     }
     if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
-    for (int o : direct_outputs_) {
-        if (o >= 0) out.emplace_back(results[static_cast<std::size_t>(o)]);
-        else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+    for (auto it = direct_outputs_.begin(); it != direct_outputs_.end(); ++it) {
+        const int o = *it;
+        if (o < 0) {
+            out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+            continue;
+        }
+        Tensor& r = results[static_cast<std::size_t>(o)];
+        // A result returned once (the usual case) is moved, not copied.
+        if (std::find(it + 1, direct_outputs_.end(), o) == direct_outputs_.end()) out.emplace_back(std::move(r));
+        else out.emplace_back(r);
     }
     return true;
 }

@@ -236,9 +236,16 @@ bool plan::run_direct_typed(const Input& input, std::vector<Out>& out, bool guar
     }
     if (n > 0) kernels::run_program(prog, base.data(), program_scratch<T>(nregs), 0, n);
     out.reserve(direct_outputs_.size());
-    for (int o : direct_outputs_) {
-        if (o >= 0) out.emplace_back(results[static_cast<std::size_t>(o)]);
-        else out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+    for (auto it = direct_outputs_.begin(); it != direct_outputs_.end(); ++it) {
+        const int o = *it;
+        if (o < 0) {
+            out.emplace_back(*input(static_cast<std::size_t>(-1 - o)));
+            continue;
+        }
+        Tensor& r = results[static_cast<std::size_t>(o)];
+        // A result returned once (the usual case) is moved, not copied.
+        if (std::find(it + 1, direct_outputs_.end(), o) == direct_outputs_.end()) out.emplace_back(std::move(r));
+        else out.emplace_back(r);
     }
     return true;
 }
