@@ -24423,7 +24423,9 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
 // ---- end graft/capture.hpp
 // ---- begin graft/jit.hpp
 // graft/jit.hpp: the profiling graph executor (graft::jit) with everything it builds on
-// (tensors, autograd, expr, ir, capture). Manual: docs/jit.md.
+// (tensors, autograd, ir, capture). Compile-time expressions (graft::expr, for jit::to_ir)
+// come with graft/expr.hpp, which this header does not include: it would add Highway's
+// per-target pass and Boost.Hana to every TU that only scripts functions. Manual: docs/jit.md.
 // ---- begin graft/jit/jit.hpp
 // graft::jit: the profiling graph executor (executor over an IR graph,
 // jit::script over a C++ function, jit::make_executor over a compile-time
