@@ -3,6 +3,7 @@
 // mutation, aliasing and gradients.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -577,7 +578,16 @@ TEST_CASE("SymInt: outside capture a plain number; the _symint ops equal their i
     CHECK_FALSE(n.is_symbolic());  // no capture running
     CHECK(n.value() == 6);
     CHECK(((n + 2) * 3 - n / 4 + n % 4).value() == (6 + 2) * 3 - 6 / 4 + 6 % 4);
-    CHECK((SymInt(7) / SymInt(0)).value() == 0);  // a zero divisor gives 0: the op reports the size
+    // Checked arithmetic (PyTorch raises): a zero divisor and int64 overflow are graft::error.
+    CHECK_THROWS_WITH(SymInt(7) / SymInt(0), Catch::Contains("division by zero"));
+    CHECK_THROWS_WITH(n % (n - n), Catch::Contains("division by zero"));
+    CHECK_THROWS_WITH(x.narrow_symint(0, 0, n / (n - n)), Catch::Contains("division by zero"));
+    constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    CHECK_THROWS_WITH(SymInt(big) + 1, Catch::Contains("overflows int64"));
+    CHECK_THROWS_WITH(SymInt(-big) - 2, Catch::Contains("overflows int64"));
+    CHECK_THROWS_WITH(SymInt(big / 2) * 3, Catch::Contains("overflows int64"));
+    CHECK_THROWS_WITH(SymInt(-big - 1) / -1, Catch::Contains("overflows int64"));
+    CHECK((SymInt(-big - 1) % -1).value() == 0);
     CHECK(x.sym_sizes() == sym_int_list{6, 4});
     CHECK(equal(x.reshape_symint({n / 2, -1}), x.reshape({3, 8})));
     CHECK(equal(x.view_symint({x.sym_size(1), n}), x.view({4, 6})));
@@ -620,7 +630,8 @@ TEST_CASE("SymInt: size expressions print with the parentheses they need", "[cap
                  {op::add, 0, 0}};
     CHECK(e.str() == "(s0 - 1) / 2 + s1 % (s0 - s1)");
     CHECK(e.eval(std::vector<std::int64_t>{9, 4}) == (9 - 1) / 2 + 4 % (9 - 4));
-    CHECK(e.eval(std::vector<std::int64_t>{4, 4}) == (4 - 1) / 2 + 0);  // % 0 gives 0, as SymInt
+    // % 0 is an error, as SymInt's (never a made-up size).
+    CHECK_THROWS_WITH(e.eval(std::vector<std::int64_t>{4, 4}), Catch::Contains("divides by zero"));
 }
 
 TEST_CASE("SymInt: capture::aot with dynamic_dims makes SymInt sizes symbolic in forward and backward",

@@ -1637,6 +1637,82 @@ TEST_CASE("jit: sizes computed with SymInts serve every size from one capture", 
     CHECK(hn.debug_state().symbolic.find("s0 - 1") != std::string::npos);
 }
 
+TEST_CASE("jit: size inference runs no user loop on made-up values (never ends, or grows, on zeros)", "[jit]") {
+    // On zeros `v.sum() < 10` holds forever; a capture that ran the loop there would hang.
+    const auto doubling = [](Tensor v) {
+        return while_loop([](const Tensor& c) { return c.sum() < 10.0; }, [](const Tensor& c) { return c * 2.0; }, v);
+    };
+    // A body that grows its carried value: on zeros it would grow without bound.
+    const auto growing = [](Tensor v) {
+        return while_loop([](const Tensor& c) { return c.sum() < 10.0; },
+                          [](const Tensor& c) { return cat({c, c + 1.0}); }, v);
+    };
+    auto fd = jit::script(doubling, opts());
+    auto fg = jit::script(growing, opts());
+    for (std::int64_t n : {4, 4, 6, 9, 4}) {
+        INFO("n " << n);
+        const Tensor x = rand({n}, dtype::float64) + 0.25;  // positive: the loops end
+        CHECK(bitwise_equal(fd(x), doubling(x)));
+        CHECK(bitwise_equal(fg(x), growing(x)));
+    }
+    CHECK(fd(full({3}, 1.0, dtype::float64)).sum().item<double>() == 12.0);  // eager: 3 -> 6 -> 12
+    // With a weight that requires grad: the loop's backward is traced too, still without running it.
+    Tensor w = full({}, 1.5, dtype::float64).requires_grad_();
+    const auto scaled = [](Tensor v, Tensor s) {
+        return while_loop([](const Tensor& c, const Tensor&) { return c.sum() < 10.0; },
+                          [](const Tensor& c, const Tensor& k) { return std::vector<Tensor>{c * k, k}; }, v, s)[0]
+            .sum();
+    };
+    auto fs = jit::script(scaled, opts());
+    for (std::int64_t n : {4, 4, 7}) {
+        const Tensor x = rand({n}, dtype::float64) + 0.25;
+        const Tensor y = fs(x, w), ye = scaled(x, w);
+        CHECK(bitwise_equal(y, ye));
+        CHECK(bitwise_equal(autograd::grad({y}, {w})[0], autograd::grad({ye}, {w})[0]));
+    }
+    // capture::aot with dynamic_dims traces at other sizes too: it refuses a loop (documented),
+    // at once, instead of running it on zeros.
+    capture::aot_options o;
+    o.dynamic_dims = {{0, 0}};
+    const Tensor x0 = rand({5}, dtype::float64) + 0.25;
+    CHECK_THROWS_WITH(capture::aot(doubling, {x0}, o), Catch::Contains("control flow"));
+}
+
+TEST_CASE("jit: a SymInt size that divides by zero at a call's sizes is an error, as in eager", "[jit]") {
+    const auto f = [](Tensor x) { return x.narrow_symint(0, 0, x.sym_size(0) / (x.sym_size(0) - 2)) * 2.0; };
+    auto fn = jit::script(f, opts());
+    for (std::int64_t n : {8, 8, 9, 12}) {
+        const Tensor x = randn({n, 3}, dtype::float64);
+        CHECK(bitwise_equal(fn(x), f(x)));
+    }
+    const Tensor x2 = randn({2, 3}, dtype::float64);
+    CHECK_THROWS_WITH(f(x2), Catch::Contains("division by zero"));
+    CHECK_THROWS_AS(fn(x2), graft::error);  // never an empty tensor
+    const Tensor x8 = randn({8, 3}, dtype::float64);
+    CHECK(bitwise_equal(fn(x8), f(x8)));  // still usable
+    // A SymInt size that is one number at every probed size (n / 100 + 1 = 1 at 8, 9, 10, 12)
+    // but another at 150: the capture must not serve 150 with the traced number.
+    const auto h = [](Tensor x) { return x.narrow_symint(0, 0, x.sym_size(0) / 100 + 1) * 2.0; };
+    auto hn = jit::script(h, opts());
+    for (std::int64_t n : {8, 8, 12, 150, 9, 250}) {
+        INFO("n " << n);
+        const Tensor x = randn({n, 3}, dtype::float64);
+        const Tensor y = hn(x), want = h(x);
+        REQUIRE(y.sizes() == want.sizes());
+        CHECK(bitwise_equal(y, want));
+    }
+    capture::aot_options o;
+    o.dynamic_dims = {{0, 0}};
+    Tensor x0 = randn({8, 3}, dtype::float64).requires_grad_();
+    const auto a = capture::aot([&](Tensor x) { return h(x).sum(); }, {x0}, o);
+    for (std::int64_t n : {9, 150}) {
+        const Tensor x = randn({n, 3}, dtype::float64).requires_grad_();
+        const Tensor y = a(x)[0], want = h(x).sum();
+        CHECK(bitwise_equal(y, want));
+        CHECK(bitwise_equal(autograd::grad({y}, {x})[0], autograd::grad({want}, {x})[0]));
+    }
+}
+
 TEST_CASE("jit: a DYNAMIC differentiable plan with SymInt sizes matches eager gradients", "[jit]") {
     const auto f = [](Tensor x, Tensor w) {
         const Tensor inner = x.narrow_symint(0, 1, x.sym_size(0) - 2);  // drop the first and last rows

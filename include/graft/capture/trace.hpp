@@ -98,6 +98,21 @@ struct block_context;
 
 [[nodiscard]] GRAFT_INLINE ir::Type value_type(const Tensor& t);
 
+/// Set while f is traced at made-up values (zeros at other sizes, to infer symbolic sizes):
+/// the tracer then runs no user loop on them (a loop may never end, or grow without bound, on
+/// values the program never sees).
+inline thread_local bool tl_made_up_values = false;
+class made_up_values_scope {
+public:
+    made_up_values_scope() noexcept : saved_(tl_made_up_values) { tl_made_up_values = true; }
+    ~made_up_values_scope() { tl_made_up_values = saved_; }
+    made_up_values_scope(const made_up_values_scope&) = delete;
+    made_up_values_scope& operator=(const made_up_values_scope&) = delete;
+
+private:
+    bool saved_;
+};
+
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
@@ -121,6 +136,12 @@ public:
                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override;
 
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override;
+
+    /// A random op: always recorded (it draws anew each time the graph runs), from the default
+    /// generator only.
+    void on_random(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                   std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result,
+                   const generator& gen) override;
 
     void on_alloc(const Tensor& t) override;
 
@@ -170,6 +191,10 @@ private:
 
     ir::Value* number(const scalar& s);
 
+    /// Appends node `kind` reading `operands`, whose output is `result`.
+    void record(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result);
+
     /// The row-major positions in b.base of t's elements, as an int64 constant.
     ir::Value* index_constant(const base_state& b, const Tensor& t);
 
@@ -216,13 +241,18 @@ private:
     std::size_t mutations_ = 0;
 };
 
-/// Installs an observer for the current thread for the lifetime of this object.
+/// Installs an observer for the current thread for the lifetime of this object. Tracing draws
+/// no numbers: the default generator's state is put back when the scope ends, so the graph's
+/// random nodes draw, when it runs, what eager code would have drawn.
 class observer_scope {
 public:
     explicit observer_scope(graft::detail::op_observer* o);
-    ~observer_scope() { graft::detail::tl_op_observer = nullptr; }
+    ~observer_scope();
     observer_scope(const observer_scope&) = delete;
     observer_scope& operator=(const observer_scope&) = delete;
+
+private:
+    generator::state rng_;
 };
 
 /// How output `out` relates to the (traced copies of the) inputs.

@@ -55,13 +55,35 @@ public:
     }
     /// Standard normal (Box-Muller; the second value of each pair is kept).
     double normal();
+    /// An integer uniform in [0, n) (n >= 1), without modulo bias.
+    std::uint64_t below(std::uint64_t n);
+
+    /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
+    /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
+    struct state {
+        std::mt19937_64 engine;
+        std::uint64_t seed = default_seed;
+        double spare = 0.0;
+        bool has_spare = false;
+    };
+    [[nodiscard]] state get_state() const {
+        std::lock_guard lock(mutex_);
+        return {engine_, seed_, spare_, has_spare_};
+    }
+    void set_state(const state& s) {
+        std::lock_guard lock(mutex_);
+        engine_ = s.engine;
+        seed_ = s.seed;
+        spare_ = s.spare;
+        has_spare_ = s.has_spare;
+    }
 
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
     double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::mt19937_64 engine_;
     std::uint64_t seed_;
     double spare_ = 0.0;
@@ -101,6 +123,18 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 /// Standard normal samples.
 [[nodiscard]] GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
                                         generator& gen = default_generator());
+/// rand / randn with `like`'s sizes and dtype (torch.rand_like / randn_like; `like` must be
+/// floating point). Its values are not read: under graph capture the sizes follow `like`'s.
+[[nodiscard]] GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen = default_generator());
+[[nodiscard]] GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen = default_generator());
+/// Integers uniform in [low, high) (torch.randint), int64 by default; high > low.
+[[nodiscard]] GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes,
+                                          dtype type = dtype::int64, generator& gen = default_generator());
+/// 1 with probability p[i], else 0, for every element of the floating-point tensor p (values in
+/// [0, 1]); p's sizes and dtype (torch.bernoulli(p)). Never differentiable.
+[[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen = default_generator());
+/// 1 with probability p, else 0, with `like`'s sizes and dtype (torch.bernoulli(input, p)).
+[[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& like, double p, generator& gen = default_generator());
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>

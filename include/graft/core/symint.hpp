@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graft/config.hpp"
+#include "graft/core/error.hpp"
 
 namespace graft {
 
@@ -58,24 +59,34 @@ public:
     /// The expression (null when not symbolic).
     [[nodiscard]] const std::shared_ptr<const detail::sym_node>& node() const noexcept { return node_; }
 
-    // Overflow wraps (the op given the size refuses it); no undefined behaviour.
+    // Checked: overflow and a zero divisor are a graft::error (PyTorch raises too), never a
+    // wrapped or made-up size.
     friend SymInt operator+(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::add, a, b, wrap(static_cast<std::uint64_t>(a.value_) + static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_add_overflow(a.value_, b.value_, &v)) overflow("+", a, b);
+        return combine(detail::sym_node::op::add, a, b, v);
     }
     friend SymInt operator-(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::sub, a, b, wrap(static_cast<std::uint64_t>(a.value_) - static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_sub_overflow(a.value_, b.value_, &v)) overflow("-", a, b);
+        return combine(detail::sym_node::op::sub, a, b, v);
     }
     friend SymInt operator*(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::mul, a, b, wrap(static_cast<std::uint64_t>(a.value_) * static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_mul_overflow(a.value_, b.value_, &v)) overflow("*", a, b);
+        return combine(detail::sym_node::op::mul, a, b, v);
     }
     /// Integer division truncating toward zero, as C++'s (sizes are >= 0, where it equals
-    /// Python's floor division). Division by zero gives 0 (the op that uses it reports the size).
+    /// Python's floor division). A zero divisor is a graft::error.
     friend SymInt operator/(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::div, a, b, b.value_ == 0 || (b.value_ == -1 && a.value_ == INT64_MIN) ? 0 : a.value_ / b.value_);
+        if (b.value_ == 0) divide_by_zero("/", a);
+        if (b.value_ == -1 && a.value_ == INT64_MIN) overflow("/", a, b);
+        return combine(detail::sym_node::op::div, a, b, a.value_ / b.value_);
     }
-    /// Remainder of that division (C++'s %); 0 for a zero divisor.
+    /// Remainder of that division (C++'s %); a zero divisor is a graft::error.
     friend SymInt operator%(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::mod, a, b, b.value_ == 0 || b.value_ == -1 ? 0 : a.value_ % b.value_);
+        if (b.value_ == 0) divide_by_zero("%", a);
+        return combine(detail::sym_node::op::mod, a, b, b.value_ == -1 ? 0 : a.value_ % b.value_);
     }
     SymInt& operator+=(const SymInt& b) { return *this = *this + b; }
     SymInt& operator-=(const SymInt& b) { return *this = *this - b; }
@@ -87,7 +98,12 @@ public:
     friend auto operator<=>(const SymInt& a, const SymInt& b) noexcept { return a.value_ <=> b.value_; }
 
 private:
-    static std::int64_t wrap(std::uint64_t v) noexcept { return static_cast<std::int64_t>(v); }
+    [[noreturn]] static void overflow(const char* op, const SymInt& a, const SymInt& b) {
+        detail::fail_with("SymInt: ", a.value_, " ", op, " ", b.value_, " overflows int64");
+    }
+    [[noreturn]] static void divide_by_zero(const char* op, const SymInt& a) {
+        detail::fail_with("SymInt: ", a.value_, " ", op, " 0: division by zero");
+    }
     static SymInt combine(detail::sym_node::op k, const SymInt& a, const SymInt& b, std::int64_t v) {
         SymInt r(v);
         if (a.node_ || b.node_) {

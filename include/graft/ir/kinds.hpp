@@ -43,6 +43,9 @@ struct kind_info {
     bool is_view = false;     // the output aliases the first input
     /// Runs the node on eager values (null for kinds the interpreter handles itself).
     std::vector<ivalue> (*run)(const attribute_map&, std::span<const ivalue>) = nullptr;
+    /// Draws from graft::default_generator() each time it runs (not pure: never merged, folded
+    /// or removed; random nodes run in graph order, so a graph draws what eager code draws).
+    bool random = false;
 };
 
 namespace detail {
@@ -154,6 +157,7 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
 // narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
 GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
 
@@ -275,6 +279,23 @@ struct index_backward {
     static constexpr kind_info info{"index_backward", -1, 1, 0, true, false, false, &run};
 };
 
+/// Random ops (graft/core/factories.hpp), drawing from graft::default_generator() when the node
+/// runs: rand[sizes, dtype](), randn[sizes, dtype](), randint[low, high, sizes, dtype](),
+/// rand_like(x), randn_like(x) (x's sizes and dtype), bernoulli(p), bernoulli_p[p](x).
+#define GRAFT_DETAIL_IR_RANDOM_KIND(ident, text, n_in)                                       \
+    struct ident {                                                                           \
+        static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in); \
+        static constexpr kind_info info{text, n_in, 1, 0, false, false, false, &run, true};  \
+    };
+GRAFT_DETAIL_IR_RANDOM_KIND(rand, "rand", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(randn, "randn", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(randint, "randint", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(rand_like, "rand_like", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(randn_like, "randn_like", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli, "bernoulli", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli_p, "bernoulli_p", 1)
+#undef GRAFT_DETAIL_IR_RANDOM_KIND
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -346,14 +367,16 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::normal_cdf, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
                             kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
-                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward>>()));
+                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward, kinds::rand,
+                            kinds::randn, kinds::randint, kinds::rand_like, kinds::randn_like, kinds::bernoulli,
+                            kinds::bernoulli_p>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>

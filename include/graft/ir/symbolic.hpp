@@ -56,7 +56,7 @@ private:
 
 /// One step of a postfix size program (graft::SymInt arithmetic): push a number or a symbol's
 /// value, or pop two values and push their sum, difference, product, truncated quotient or
-/// remainder (a zero divisor gives 0, as SymInt does).
+/// remainder (a zero divisor makes size_expr::eval a graft::error, as SymInt's arithmetic).
 struct size_term {
     enum class op : std::uint8_t { constant, symbol, add, sub, mul, div, mod };
     op kind = op::constant;
@@ -72,6 +72,8 @@ struct size_expr {
     std::vector<size_term> program;
 
     [[nodiscard]] double eval(std::span<const std::int64_t> values) const;
+    /// eval, or nullopt where the program divides by zero.
+    [[nodiscard]] std::optional<double> try_eval(std::span<const std::int64_t> values) const;
     /// Infix text: `4 * s0`, `(s0 - 1) / 2`.
     [[nodiscard]] std::string str() const;
 };
@@ -96,10 +98,19 @@ struct size_patch {
     size_expr expr;
 };
 
+/// A SymInt expression of the symbols that had one value in every trace although it reads a
+/// symbol (`s0 / 100` traced at 8, 9 and 10): the graph holds that value, so it serves only
+/// sizes where the expression still gives it.
+struct size_guard {
+    size_expr expr;
+    std::int64_t value = 0;
+};
+
 /// A graph's size symbols and the attributes computed from them.
 struct symbolic_sizes {
     std::vector<size_symbol> symbols;
     std::vector<size_patch> patches;
+    std::vector<size_guard> guards;
     /// Every input dimension that differed between the traces, and its symbol.
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
@@ -116,6 +127,9 @@ struct symbolic_sizes {
     /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
     /// the needed rank, or a context symbol has no size_context_scope).
     [[nodiscard]] std::vector<std::int64_t> bind(std::span<const ivalue> inputs) const;
+    /// Do the guards hold for these inputs' sizes (symbols that read a graph input only;
+    /// false where a guard divides by zero)?
+    [[nodiscard]] bool guards_hold(std::span<const Tensor> inputs) const;
     /// Does node n have patches?
     [[nodiscard]] bool patches_node(const Node* n) const;
     /// n's attributes with its patches evaluated for `values`.

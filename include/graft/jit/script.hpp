@@ -68,6 +68,9 @@ private:
         /// none of serves()'s checks (the executor profiled only calls that passed them) and no
         /// finishing (call_into's fast path).
         bool plain = false;
+        /// SymInt expressions that gave one value at every probed size (ir::size_guard): a call
+        /// where one gives another value is not served (null: none).
+        std::shared_ptr<const ir::symbolic_sizes> size_guards;
 
         /// Fills `want` from `sizes` and `free`.
         void index_sizes();

@@ -55,6 +55,8 @@ GRAFT_INLINE bool aot_function::admits(const std::vector<Tensor>& inputs) const 
     for (const auto& grp : size_groups)  // one symbol, one size
         for (const auto& [gi, gd] : grp)
             if (inputs[gi].sizes()[gd] != inputs[grp[0].first].sizes()[grp[0].second]) return false;
+    // SymInt expressions that were constant over the traced sizes hold that value here too.
+    if (forward_sizes && meta.graph_inputs.empty() && !forward_sizes->guards_hold(inputs)) return false;
     return true;
 }
 
@@ -382,7 +384,10 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
         aot_function r = aot_impl(example_inputs, f, exact);
         const dynamic_groups groups = group_dynamic_dims(example_inputs, options.dynamic_dims);
         std::vector<aot_function> others;
-        for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        {
+            const made_up_values_scope made_up;  // zeros at other sizes: run no user loop on them
+            for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        }
         std::string why;
         const std::vector<ir::size_hint> hints =
             ir::merge_size_hints({&r.size_hints, &others[0].size_hints, &others[1].size_hints});

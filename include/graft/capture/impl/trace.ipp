@@ -102,6 +102,21 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::de
         if (impl_key(*o.tensor) == impl_key(result)) return;  // the op returned its input unchanged
     }
     if (!any_traced) return;  // computed from constants only: it stays a constant
+    record(kind, operands, attrs, result);
+}
+
+GRAFT_INLINE void tracer::on_random(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                                    std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result,
+                                    const generator& gen) {
+    graft::detail::check(&gen == &default_generator(), "capture::trace: ", kind,
+                         " draws from a generator other than graft::default_generator(); a captured graph "
+                         "draws from the default generator each time it runs, so capture code that uses it "
+                         "(seed it with graft::manual_seed)");
+    record(kind, operands, attrs, result);  // always a node: it draws anew on every run
+}
+
+GRAFT_INLINE void tracer::record(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                                 std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) {
     const ir::kind_info* k = ir::find_kind(kind);
     graft::detail::check(k != nullptr, "capture::trace: op '", kind,
                          "' has no graph IR kind, so it cannot be captured");
@@ -363,9 +378,17 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
         n->add_output(t);
     }
     // The caller continues with the loop's real result (run again, not recorded), which the
-    // graph knows as the Loop's outputs.
+    // graph knows as the Loop's outputs. At made-up values the loop is not run (it may never
+    // end on them): the carried values stand for the result when the body keeps their sizes.
     std::vector<Tensor> result;
-    {
+    if (tl_made_up_values) {
+        for (std::size_t i = 0; i < carried.size(); ++i)
+            graft::detail::check(next[i].sizes() == carried[i].sizes(),
+                                 "capture: a while_loop whose body changes the sizes of carried value ", i,
+                                 " is not traced at made-up sizes (its result's sizes depend on the values): "
+                                 "exact sizes");
+        result = carried;
+    } else {
         graft::detail::observer_paused paused;
         result = run_eagerly(carried);
     }
@@ -530,10 +553,30 @@ GRAFT_INLINE std::shared_ptr<block_context> tracer::context_of(const ir::Node& n
     return ctx;
 }
 
+/// Refuses a differentiable If/Loop whose blocks draw random numbers: its backward runs the
+/// blocks again, which would draw other numbers than the forward did.
+GRAFT_INLINE void check_no_random_in_blocks(const ir::Node& n, const char* what) {
+    const auto walk = [](const ir::Block& b, const auto& self) -> const ir::Node* {
+        for (const ir::Node* m : b.nodes()) {
+            if (m->kind().random) return m;
+            for (const ir::Block* inner : m->blocks())
+                if (const ir::Node* r = self(*inner, self)) return r;
+        }
+        return nullptr;
+    };
+    for (const ir::Block* b : n.blocks())
+        if (const ir::Node* r = walk(*b, walk))
+            graft::detail::fail(graft::detail::concat(
+                "capture: ", what, " draws random numbers (", r->kind().name,
+                ") and a value it reads requires grad: its captured backward runs the body again and would "
+                "draw other numbers than the forward; draw them outside and pass them in, or run it eagerly"));
+}
+
 GRAFT_INLINE void tracer::attach_cond_backward(ir::Node* n, const Tensor& pred, std::vector<Tensor>& outs) {
     if (!autograd::is_grad_enabled()) return;
     const std::shared_ptr<block_context> ctx = context_of(*n);
     if (ctx->grad_values.empty()) return;
+    check_no_random_in_blocks(*n, "a cond branch");
     auto node = std::make_shared<autograd::function_node>("CondBackward");
     for (const ir::Value* v : ctx->grad_values) node->add_next_edge(autograd::detail::gradient_edge(ctx->outer.at(v)));
     std::vector<std::pair<int_list, dtype>> shapes;
@@ -577,6 +620,7 @@ GRAFT_INLINE void tracer::attach_loop_backward(ir::Node* n, const Tensor& cond0,
             carried_grad = carried_grad || carried[i].requires_grad();
         }
     if (ctx->grad_values.empty() && !carried_grad) return;
+    check_no_random_in_blocks(*n, "a while_loop body");
     auto node = std::make_shared<autograd::function_node>("WhileLoopBackward");
     std::vector<std::size_t> grad_carried;
     for (std::size_t i : floating)
@@ -798,7 +842,13 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
 GRAFT_INLINE observer_scope::observer_scope(graft::detail::op_observer* o) {
     graft::detail::check(graft::detail::tl_op_observer == nullptr,
                          "capture::trace: already tracing on this thread (nested capture is not supported)");
+    rng_ = default_generator().get_state();
     graft::detail::tl_op_observer = o;
+}
+
+GRAFT_INLINE observer_scope::~observer_scope() {
+    graft::detail::tl_op_observer = nullptr;
+    default_generator().set_state(rng_);
 }
 
 GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {

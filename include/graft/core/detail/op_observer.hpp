@@ -17,6 +17,7 @@
 
 namespace graft {
 class Tensor;
+class generator;
 
 namespace detail {
 
@@ -52,6 +53,12 @@ public:
     /// cat take a list whose length is known at run time only).
     virtual void on_op(std::string_view kind, std::span<const op_operand> operands,
                        std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
+    /// A random op `kind` drew `result` from `gen` (operands: tensors whose sizes, dtype or
+    /// values decide the draw). Graph capture records it as a node that draws when the graph
+    /// runs, whether or not any operand is traced: never as a constant.
+    virtual void on_random(std::string_view kind, std::span<const op_operand> operands,
+                           std::initializer_list<op_attr_entry> attrs, const Tensor& result,
+                           const generator& gen) = 0;
     /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
     /// A tensor's value is being read into the program (e.g. item()).
@@ -112,6 +119,13 @@ public:
     T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
            std::initializer_list<op_attr_entry> attrs = {}) const {
         if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, out);
+        return out;
+    }
+    /// done() for a random op drawing from `gen` (reported through on_random).
+    template <class T>
+    T random_done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
+                  std::initializer_list<op_attr_entry> attrs, const generator& gen) const {
+        if (active()) observer_->on_random(kind, std::span(operands.begin(), operands.size()), attrs, out, gen);
         return out;
     }
     /// done() for an op whose operand count is known at run time only (cat).

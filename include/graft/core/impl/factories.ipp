@@ -103,14 +103,111 @@ GRAFT_INLINE generator& default_generator() {
     return g;
 }
 
+GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
+    detail::check(n >= 1, "generator::below: the range is empty");
+    // Reject the top partial copy of [0, n) so every value is equally likely.
+    const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+    std::lock_guard lock(mutex_);
+    std::uint64_t v = engine_();
+    while (v >= limit) v = engine_();
+    return v % n;
+}
+
+// Random factories report themselves as random ops (on_random), so that graph capture
+// records a node that draws when the graph runs instead of this call's values.
+
 GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type, generator& gen) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); }), "rand", {},
+                          {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type, generator& gen) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); }), "randn", {},
+                          {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
+}
+
+GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen) {
+    detail::check(like.defined(), "rand_like: the tensor is undefined");
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), [&] { return gen.uniform(); }),
+                          "rand_like", {like}, {}, gen);
+}
+
+GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen) {
+    detail::check(like.defined(), "randn_like: the tensor is undefined");
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), [&] { return gen.normal(); }),
+                          "randn_like", {like}, {}, gen);
+}
+
+GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes, dtype type, generator& gen) {
+    detail::check(high > low, "randint: expected low < high, got low = ", low, ", high = ", high);
+    detail::check(type != dtype::bool_, "randint: dtype bool is not supported");
+    const detail::observed_op op;
+    Tensor t = empty(sizes, type);
+    const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+    const std::int64_t n = t.numel();
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (!std::is_same_v<T, bool>) {
+            T* p = t.data_ptr<T>();
+            for (std::int64_t i = 0; i < n; ++i)
+                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + gen.below(range)));
+        }
+    });
+    return op.random_done(std::move(t), "randint", {},
+                          {{"low", low}, {"high", high}, {"sizes", detail::to_vector(sizes)},
+                           {"dtype", std::string(name(type))}},
+                          gen);
+}
+
+namespace detail {
+/// 1 where a uniform draw is below probability(i), else 0: bernoulli's loop (row-major order).
+template <class Probability>
+Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, generator& gen, Probability probability) {
+    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    Tensor t = empty(sizes, type);
+    const std::int64_t n = t.numel();
+    visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* out = t.data_ptr<T>();
+            for (std::int64_t i = 0; i < n; ++i) out[i] = gen.uniform() < probability(i) ? T(1) : T(0);
+        }
+    });
+    return t;
+}
+}  // namespace detail
+
+GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen) {
+    detail::check(p.defined(), "bernoulli: the tensor is undefined");
+    detail::check(is_floating_point(p.type()), "bernoulli: expected a floating-point probability tensor, got ", p.type());
+    const detail::observed_op op;
+    const Tensor probs = detail::raw::contiguous(p);
+    Tensor out;
+    detail::visit_dtype(p.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            const T* q = probs.data_ptr<T>();
+            for (std::int64_t i = 0; i < probs.numel(); ++i)
+                detail::check(q[i] >= T(0) && q[i] <= T(1), "bernoulli: expected 0 <= p <= 1 for every element, got ",
+                              static_cast<double>(q[i]), " at flat position ", i);
+            out = detail::bernoulli_draws("bernoulli", p.sizes(), p.type(), gen,
+                                          [q](std::int64_t i) { return static_cast<double>(q[i]); });
+        }
+    });
+    return op.random_done(std::move(out), "bernoulli", {p}, {}, gen);
+}
+
+GRAFT_INLINE Tensor bernoulli(const Tensor& like, double p, generator& gen) {
+    detail::check(like.defined(), "bernoulli: the tensor is undefined");
+    detail::check(p >= 0.0 && p <= 1.0, "bernoulli: expected 0 <= p <= 1, got ", p);
+    const detail::observed_op op;
+    return op.random_done(detail::bernoulli_draws("bernoulli", like.sizes(), like.type(), gen,
+                                                  [p](std::int64_t) { return p; }),
+                          "bernoulli_p", {like}, {{"p", p}}, gen);
 }
 
 }  // namespace graft

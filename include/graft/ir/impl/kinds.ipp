@@ -98,6 +98,7 @@ GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous(
 GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
 GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(normal_cdf, { return {graft::normal_cdf(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
     // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.
     const Tensor& g = tensor_arg(op, in, 0);
@@ -141,6 +142,50 @@ GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const
     for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
         if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
     graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+}
+
+namespace random_detail {
+/// A dtype attribute by graft's dtype name.
+[[nodiscard]] GRAFT_INLINE dtype dtype_attr(std::string_view op, const attribute_map& a) {
+    const std::string& name = detail::attr_of<std::string>(op, a, "dtype");
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+        if (graft::name(t) == name) return t;
+    graft::detail::fail(graft::detail::concat(op, ": unknown dtype '", name, "'"));
+}
+}  // namespace random_detail
+
+GRAFT_INLINE std::vector<ivalue> rand::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("rand", in, 0);
+    return {graft::rand(detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("rand", a, "sizes")),
+                        random_detail::dtype_attr("rand", a))};
+}
+GRAFT_INLINE std::vector<ivalue> randn::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randn", in, 0);
+    return {graft::randn(detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("randn", a, "sizes")),
+                         random_detail::dtype_attr("randn", a))};
+}
+GRAFT_INLINE std::vector<ivalue> randint::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randint", in, 0);
+    return {graft::randint(detail::attr_of<std::int64_t>("randint", a, "low"),
+                           detail::attr_of<std::int64_t>("randint", a, "high"),
+                           detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("randint", a, "sizes")),
+                           random_detail::dtype_attr("randint", a))};
+}
+GRAFT_INLINE std::vector<ivalue> rand_like::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("rand_like", in, 1);
+    return {graft::rand_like(detail::tensor_arg("rand_like", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> randn_like::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("randn_like", in, 1);
+    return {graft::randn_like(detail::tensor_arg("randn_like", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> bernoulli::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("bernoulli", in, 1);
+    return {graft::bernoulli(detail::tensor_arg("bernoulli", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> bernoulli_p::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("bernoulli_p", in, 1);
+    return {graft::bernoulli(detail::tensor_arg("bernoulli_p", in, 0), detail::attr_of<double>("bernoulli_p", a, "p"))};
 }
 
 GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<const ivalue> in) {

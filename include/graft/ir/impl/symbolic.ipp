@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -24,11 +25,11 @@ namespace detail {
         case size_term::op::sub: return a - b;
         case size_term::op::mul: return a * b;
         case size_term::op::div:
-            if (b == 0) return 0;
+            if (b == 0) return std::numeric_limits<double>::quiet_NaN();  // size_expr::eval reports it
             if (whole) return static_cast<double>(static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b));
             return std::trunc(a / b);
         case size_term::op::mod:
-            if (b == 0) return 0;
+            if (b == 0) return std::numeric_limits<double>::quiet_NaN();
             if (whole) return static_cast<double>(static_cast<std::int64_t>(a) % static_cast<std::int64_t>(b));
             return std::fmod(a, b);
         default: return 0;
@@ -55,14 +56,37 @@ template <class Leaf>
 
 }  // namespace detail
 
-GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+GRAFT_INLINE std::optional<double> size_expr::try_eval(std::span<const std::int64_t> values) const {
     if (!program.empty()) {
         const auto v = detail::run_size_program(program, [&](std::size_t s) { return static_cast<double>(values[s]); });
+        if (v && std::isnan(*v)) return std::nullopt;  // a zero divisor
         return v ? *v : 0.0;
     }
     double v = coeff;
     for (std::size_t s : symbols) v *= static_cast<double>(values[s]);
     return v;
+}
+
+GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+    const auto v = try_eval(values);
+    graft::detail::check(v.has_value(), "the size expression ", str(),
+                         " divides by zero for this call's sizes (SymInt division or modulo by zero)");
+    return *v;
+}
+
+GRAFT_INLINE bool symbolic_sizes::guards_hold(std::span<const Tensor> inputs) const {
+    if (guards.empty()) return true;
+    std::vector<std::int64_t> values(symbols.size(), 0);
+    for (std::size_t k = 0; k < symbols.size(); ++k) {
+        const size_symbol& s = symbols[k];
+        if (s.context || s.input >= inputs.size() || s.dim >= inputs[s.input].sizes().size()) return false;
+        values[k] = inputs[s.input].sizes()[s.dim];
+    }
+    for (const size_guard& g : guards) {
+        const auto v = g.expr.try_eval(values);
+        if (!v || *v != static_cast<double>(g.value)) return false;
+    }
+    return true;
 }
 
 GRAFT_INLINE std::string size_expr::str() const {
@@ -247,8 +271,8 @@ namespace detail {
         std::vector<std::int64_t> at(sym_values.size());
         for (std::size_t k = 0; k < vals.size(); ++k) {
             for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
-            const double v = e.eval(at);
-            if (!(std::fabs(v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
+            const auto v = e.try_eval(at);  // nullopt: divides by zero here, not the expression
+            if (!v || !(std::fabs(*v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
         }
         return true;
     };
@@ -349,7 +373,8 @@ namespace detail {
         for (std::size_t k = 0; fits && k < vals.size(); ++k) {
             std::vector<std::int64_t> at(sym_values.size());
             for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
-            fits = std::fabs(h.eval(at) - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
+            const auto v = h.try_eval(at);
+            fits = v && std::fabs(*v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
         }
         if (fits) return h;
     }
@@ -439,6 +464,23 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
         }
     }
     const std::vector<size_expr> hinted = detail::hint_expressions(hints, sym_values, others.size() + 1);
+    // SymInt expressions of symbols that gave one value in every trace: whatever took that value
+    // holds it as a number, so the graph serves only sizes where they still give it.
+    for (const size_expr& e : hinted) {
+        const bool reads_symbol = std::any_of(e.program.begin(), e.program.end(),
+                                              [](const size_term& t) { return t.kind == size_term::op::symbol; });
+        if (!reads_symbol) continue;
+        std::optional<double> first;
+        bool constant = true;
+        for (std::size_t t = 0; constant && t < others.size() + 1; ++t) {
+            std::vector<std::int64_t> at(sym_values.size());
+            for (std::size_t q = 0; q < sym_values.size(); ++q) at[q] = sym_values[q][t];
+            const auto v = e.try_eval(at);
+            constant = v.has_value() && (!first || *v == *first);
+            if (!first) first = v;
+        }
+        if (constant && first && std::abs(*first) < 9.0e15) r.guards.push_back({e, static_cast<std::int64_t>(*first)});
+    }
     // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.
     const auto nodes_of = [](const Graph& x) {
         return std::vector<const Node*>(x.block()->nodes().begin(), x.block()->nodes().end());

@@ -666,7 +666,10 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             try {
                 std::vector<std::shared_ptr<capture::aot_function>> others;
                 const auto perturbed = capture::detail::perturbed_examples(examples, dg, 2);
-                for (const auto& ex : perturbed) others.push_back(trace(ex));
+                {
+                    const capture::detail::made_up_values_scope made_up;
+                    for (const auto& ex : perturbed) others.push_back(trace(ex));
+                }
                 std::vector<ir::size_hint> hints =
                     ir::merge_size_hints({&f->size_hints, &others[0]->size_hints, &others[1]->size_hints});
                 if (graph_sizes) {

@@ -575,7 +575,8 @@ GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const fr
 
 GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes) {
     for (const ir::Node* n : nodes)
-        if (!n->kind().pure || !n->blocks().empty()) return;  // only straight-line pure code moves
+        // Only straight-line pure code moves (random nodes stay put, in order, so they count).
+        if (!(n->kind().pure || n->kind().random) || !n->blocks().empty()) return;
     for (std::size_t r = 1; r < nodes.size(); ++r) {
         if (!find_fusable(nodes[r]) || find_fusable(nodes[r - 1])) continue;  // r starts a run
         std::set<const ir::Value*> reads;
@@ -602,7 +603,8 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     // expand of its incoming gradient, the transposed weights), which would split them as well.
     std::vector<const ir::Node*> nodes;
     bool straight_pure = true;
-    for (const ir::Node* n : b.nodes()) straight_pure = straight_pure && n->kind().pure && n->blocks().empty();
+    for (const ir::Node* n : b.nodes())
+        straight_pure = straight_pure && (n->kind().pure || n->kind().random) && n->blocks().empty();
     std::set<const ir::Value*> early(b.inputs().begin(), b.inputs().end());
     std::set<const ir::Node*> hoisted;
     for (const ir::Node* n : b.nodes()) {

@@ -112,6 +112,7 @@ GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs)
         for (std::size_t d = 0; d < w.size(); ++d)
             if (w[d] >= 0 ? s[d] != w[d] : s[d] <= 1) return false;  // free: any size of 2 or more
     }
+    if (size_guards && !size_guards->guards_hold(inputs)) return false;
     if (symbolic) {
         // Dimensions that share a symbol stay equal, and every attribute computed from the
         // symbols is a whole number (x.size(0) / 2 traced at even sizes does not serve odd ones).
@@ -145,6 +146,7 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
                                                    const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
     size_probe r;
     try {
+        const capture::detail::made_up_values_scope made_up;  // zeros: run no user loop on them
         for (const auto& ex : capture::detail::perturbed_examples(
                  inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
             r.others.push_back(capture::detail::trace_impl(ex, f));
@@ -212,6 +214,8 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
         if (probe)
             for (const auto& [i, d] : dims) free[i][d] = true;
+        std::shared_ptr<const ir::symbolic_sizes> guards;
+        if (probe && !probe->sizes.guards.empty()) guards = std::make_shared<const ir::symbolic_sizes>(probe->sizes);
         if (probe && !probe->sizes.patches.empty()) {
             // Numbers that are functions of the inputs' sizes: the executor computes them per call.
             std::vector<std::unique_ptr<ir::Graph>> other_graphs;
@@ -221,6 +225,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             if (!symbolic) free = {};
             auto c = std::make_unique<compiled>(
                 compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic, {}});
+            if (!c->free.empty()) c->size_guards = std::move(guards);
             c->index_sizes();
             return c;
         }
@@ -229,6 +234,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         executor exec(cap.shared_graph(), options_, std::true_type{});
         auto c = std::make_unique<compiled>(
             compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
+        if (!c->free.empty()) c->size_guards = std::move(guards);
         c->index_sizes();
         return c;
     };

@@ -592,7 +592,7 @@ GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool i
     if (p == 1.0) {
         scale = zeros(input.sizes(), input.type());
     } else {
-        scale = rand(input.sizes(), input.type(), gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
+        scale = rand_like(input, gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
     }
     if (inplace) {
         Tensor self = input;
