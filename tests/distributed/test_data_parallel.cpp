@@ -1,6 +1,7 @@
 // nn::parallel::DistributedDataParallel under mpirun (-np 2 and -np 3): gradients against one
 // process on the concatenated batch (computed on every rank from the same data), parameters
-// identical across ranks over 50 steps, no_sync accumulation, buckets, unused parameters.
+// identical across ranks over 50 steps, no_sync accumulation, buckets, ranks whose backward
+// produces the gradients in different orders, unused parameters.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -96,6 +97,81 @@ TEST_CASE("DDP: no_sync accumulates locally; the next backward averages the sum"
     const auto ref = reference_grads(model->parameters(), {{x1, y1}, {x2, y2}});
     const auto params = model->parameters();
     for (std::size_t i = 0; i < params.size(); ++i) CHECK(allclose(params[i].grad(), ref[i], 1e-10, 1e-12));
+}
+
+namespace {
+/// Two sub-networks whose order in the loss depends on the rank: the forward computes the same
+/// function everywhere, but backward reaches the sub-networks' gradient hooks in the opposite
+/// order on odd ranks (the engine runs the later-created nodes first).
+struct two_branch : nn::Module {
+    explicit two_branch(bool flip) : Module("two_branch"), flip(flip) {
+        a = register_module("a", mlp());
+        b = register_module("b", mlp());
+    }
+    Tensor forward(const Tensor& x) override { return flip ? (*b)(x * x) + (*a)(x) : (*a)(x) + (*b)(x * x); }
+    bool flip;
+    std::shared_ptr<nn::Sequential> a, b;
+};
+}  // namespace
+
+TEST_CASE("DDP: ranks whose backward reaches the hooks in different orders get the right gradients",
+          "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    // Each sub-network: weights 15 and 10, biases 5 and 2 (float64). Caps in bytes: everything;
+    // one sub-network per bucket (2 x 256 B); 6 buckets of unequal sizes (12, 5, 15 elements,
+    // twice); one bucket per parameter.
+    struct config {
+        double cap_bytes;
+        std::size_t buckets;
+    };
+    for (const config c : {config{25.0 * 1024 * 1024, 1}, config{256, 2}, config{1, 8}, config{100, 6}}) {
+        for (const bool overlap : {true, false}) {
+            CAPTURE(c.cap_bytes, overlap);
+            manual_seed(200 + static_cast<std::uint64_t>(r));  // DDP broadcasts rank 0's values
+            auto model = std::make_shared<two_branch>(r % 2 == 1);
+            nn::parallel::DistributedDataParallel ddp(model, {.bucket_cap_mb = c.cap_bytes / (1024.0 * 1024.0),
+                                                              .overlap = overlap});
+            REQUIRE(ddp.bucket_indices().size() == c.buckets);
+            const auto params = model->parameters();
+            // The order in which this rank's gradients arrive, to check the ranks really differ.
+            std::vector<std::int64_t> order;
+            std::vector<autograd::hook_handle> hooks;
+            for (std::size_t k = 0; k < params.size(); ++k)
+                hooks.push_back(params[k].register_post_accumulate_grad_hook(
+                    [&order, k](const Tensor&) { order.push_back(static_cast<std::int64_t>(k)); }));
+            auto reference = std::make_shared<two_branch>(false);
+            {
+                autograd::no_grad guard;
+                const auto rp = reference->parameters();
+                for (std::size_t k = 0; k < rp.size(); ++k) Tensor(rp[k]).copy_(params[k]);
+            }
+            manual_seed(5);  // the same global batches everywhere
+            for (int step = 0; step < 2; ++step) {  // twice: the second backward starts from a reset state
+                CAPTURE(step);
+                const Tensor x = randn({3 * p, 3}, dtype::float64), y = randn({3 * p, 2}, dtype::float64);
+                model->zero_grad();
+                reference->zero_grad();
+                order.clear();
+                F::mse_loss(ddp(x.narrow(0, 3 * r, 3)), y.narrow(0, 3 * r, 3)).backward();
+                // One process's gradients of the mean loss over every rank's rows.
+                F::mse_loss((*reference)(x), y).backward();
+                const auto ref = reference->parameters();
+                for (std::size_t k = 0; k < params.size(); ++k) {
+                    CAPTURE(k);
+                    REQUIRE(params[k].grad().defined());
+                    CHECK(allclose(params[k].grad(), ref[k].grad(), 1e-10, 1e-12));
+                }
+                // Ranks 0 and 1 produced their gradients in different orders.
+                REQUIRE(order.size() == params.size());
+                const Tensor mine = from_vector(order);
+                std::vector<Tensor> all;
+                for (int i = 0; i < p; ++i) all.push_back(zeros({mine.numel()}, dtype::int64));
+                dist::all_gather(all, mine);
+                CHECK_FALSE(equal(all[0], all[1]));
+            }
+            for (auto& h : hooks) h.remove();
+        }
+    }
 }
 
 namespace {

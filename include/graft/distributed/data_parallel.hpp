@@ -3,9 +3,11 @@
 // DistributedDataParallel): the module's parameters are broadcast from rank 0 at construction,
 // and during backward their gradients are averaged across ranks in buckets (reverse
 // registration order, bucket_cap_mb, PyTorch's 25 MB by default): each bucket's non-blocking
-// all_reduce starts from the post-accumulate-grad hook of its last parameter, so communication
-// overlaps the rest of backward, and the last parameter's hook waits for every bucket, so the
-// averaged gradients are in p.grad() when backward returns. Header-only, needs MPI.
+// all_reduce starts from the post-accumulate-grad hooks once it and every bucket before it are
+// full (strictly in bucket order, so the k-th all_reduce of every rank is bucket k whatever order
+// its backward produced the gradients in), so communication overlaps the rest of backward, and
+// the last parameter's hook waits for every bucket, so the averaged gradients are in p.grad()
+// when backward returns. Header-only, needs MPI.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -71,6 +73,7 @@ private:
         bool launched = false;
     };
     void on_grad(std::size_t param);
+    void launch_ready();
     void launch(bucket& b);
     void finish();
     void reset();
@@ -81,6 +84,7 @@ private:
     std::vector<bucket> buckets_;
     std::vector<bool> ready_;
     std::size_t arrived_ = 0;  // parameters ready this iteration
+    std::size_t next_bucket_ = 0;  // the next bucket to launch: buckets launch in index order
     bool sync_ = true;
     bool reducing_ = false;  // an iteration started reducing (some gradients arrived)
     bool overlap_ = true;
@@ -131,7 +135,11 @@ inline DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> 
     for (bucket& b : buckets_) b.flat = zeros({b.offsets.back()}, params_[b.params.front()].type());
     // Every rank must build the same buckets (the same parameters' sizes and dtypes): checked
     // here once, so the backward hooks can start the buckets' all-reduces without the
-    // per-call agreement check, which would wait for the slowest rank in every hook.
+    // per-call agreement check, which would wait for the slowest rank in every hook. With the
+    // buckets launched in index order on every rank, MPI (which pairs collectives by call
+    // order) pairs bucket k with bucket k, so paired buckets cannot differ in size or dtype.
+    // A collective interleaved in a rank-dependent order (another DDP's buckets, a user's call
+    // from a hook) is the caller's error, as in MPI; MPI's errors then come back as graft::error.
     std::uint64_t layout = 1469598103934665603ull;  // FNV-1a over the buckets' element counts and dtypes
     std::int64_t total = 0;
     for (const bucket& b : buckets_) {
@@ -175,6 +183,7 @@ inline std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_ind
 inline void DistributedDataParallel::reset() {
     ready_.assign(params_.size(), false);
     arrived_ = 0;
+    next_bucket_ = 0;
     reducing_ = false;
     for (bucket& b : buckets_) {
         b.pending = b.params.size();
@@ -190,7 +199,7 @@ inline void DistributedDataParallel::on_grad(std::size_t k) {
     ready_[k] = true;
     ++arrived_;
     bucket& b = buckets_[bucket_of_[k]];
-    if (--b.pending == 0 && overlap_) launch(b);
+    if (--b.pending == 0 && overlap_) launch_ready();
     // MPI moves a non-blocking collective's data only inside MPI calls (Open MPI has no progress
     // thread over shared memory): testing the buckets in flight at each gradient lets their
     // reduction advance while backward computes the next ones.
@@ -198,6 +207,13 @@ inline void DistributedDataParallel::on_grad(std::size_t k) {
         for (bucket& other : buckets_)
             if (other.launched) (void)other.work.is_completed();
     if (arrived_ == params_.size()) finish();
+}
+
+/// Launches the full buckets from next_bucket_ on, stopping at the first one still waiting for a
+/// gradient: a bucket whose gradients arrived early waits for the buckets before it.
+inline void DistributedDataParallel::launch_ready() {
+    for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0; ++next_bucket_)
+        launch(buckets_[next_bucket_]);
 }
 
 inline void DistributedDataParallel::launch(bucket& b) {
@@ -214,8 +230,7 @@ inline void DistributedDataParallel::launch(bucket& b) {
 
 inline void DistributedDataParallel::finish() {
     autograd::no_grad guard;
-    if (!overlap_)
-        for (bucket& b : buckets_) launch(b);
+    launch_ready();  // every bucket is full: launches the rest (all of them without overlap)
     for (bucket& b : buckets_) {
         b.work.wait();
         for (std::size_t i = 0; i < b.params.size(); ++i) {

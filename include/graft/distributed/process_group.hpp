@@ -7,9 +7,9 @@
 //
 // Every collective is started non-blocking and waited for with the group's timeout, so a
 // rank whose peers never join gets a graft::error instead of hanging forever. MPI's own
-// errors become graft::error naming the call. Collectives are not differentiable: they write
-// tensors in place (bumping their version) and refuse tensors that require grad while grad
-// mode is on.
+// errors, those a collective's completion reports included, become graft::error naming the
+// call. Collectives are not differentiable: they write tensors in place (bumping their version)
+// and refuse tensors that require grad while grad mode is on.
 // graft uses MPI's C API only: skip the deprecated C++ bindings (they warn and cost compile time).
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1
@@ -53,10 +53,11 @@ namespace detail {
 /// The default process group (one per process, as torch.distributed's default group).
 struct group_state {
     std::mutex mutex;  // serializes MPI calls unless MPI gave MPI_THREAD_MULTIPLE
+    std::mutex test_mutex;  // serializes test_request's MPI_COMM_WORLD handler swap (MPI_THREAD_MULTIPLE)
     bool initialized = false;
     bool we_initialized_mpi = false;
     bool thread_multiple = false;
-    bool broken = false;  // a collective timed out: its buffers may still be written
+    std::string broken;  // why the group is unusable (a collective timed out or failed); empty: usable
     MPI_Comm comm = MPI_COMM_NULL;
     int rank = 0;
     int size = 1;
@@ -76,13 +77,18 @@ inline std::unique_lock<std::mutex> mpi_lock() {
     return g.thread_multiple ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(g.mutex);
 }
 
+/// MPI's text for an error code.
+inline std::string mpi_error_string(int code) {
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return "MPI error code " + std::to_string(code);
+    return std::string(text, static_cast<std::size_t>(len));
+}
+
 /// graft::error for an MPI return code other than MPI_SUCCESS, naming graft's and MPI's call.
 inline void check_mpi(int code, const char* op, const char* call) {
     if (code == MPI_SUCCESS) return;
-    char text[MPI_MAX_ERROR_STRING] = {};
-    int len = 0;
-    MPI_Error_string(code, text, &len);
-    graft::detail::fail_with(op, ": ", call, " failed: ", std::string(text, static_cast<std::size_t>(len)));
+    graft::detail::fail_with(op, ": ", call, " failed: ", mpi_error_string(code));
 }
 
 inline group_state& checked_group(const char* op) {
@@ -90,9 +96,7 @@ inline group_state& checked_group(const char* op) {
     graft::detail::check(g.initialized, op,
                          ": the default process group has not been initialized; call "
                          "distributed::init_process_group() first");
-    graft::detail::check(!g.broken, op,
-                         ": the process group is unusable: an earlier collective timed out while "
-                         "other ranks had not joined it");
+    graft::detail::check(g.broken.empty(), op, ": the process group is unusable: ", g.broken);
     return g;
 }
 
@@ -118,15 +122,36 @@ inline void check_tensor(const char* op, const Tensor& t, const char* what) {
     (void)mpi_type(op, t.type());
 }
 
+/// MPI_Test: has `req` completed? A graft::error when it completed with an error (a peer's
+/// mismatched collective: MPI_ERR_TRUNCATE), which also makes the group unusable (the peers'
+/// side of the collective is in an unknown state). Open MPI 4.1 reports a non-blocking
+/// collective's error in MPI_Test on MPI_COMM_WORLD, not on the request's communicator, and
+/// MPI_COMM_WORLD aborts the job by default: it returns errors for the duration of the call (the
+/// program's handler is put back, under a lock so that threads cannot lose it).
+inline bool test_request(MPI_Request& req, const char* op) {
+    group_state& g = group();
+    int done = 0, code = MPI_SUCCESS;
+    {
+        std::lock_guard<std::mutex> lock(g.thread_multiple ? g.test_mutex : g.mutex);
+        MPI_Errhandler previous = MPI_ERRHANDLER_NULL;
+        const bool swapped = MPI_Comm_get_errhandler(MPI_COMM_WORLD, &previous) == MPI_SUCCESS &&
+                             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN) == MPI_SUCCESS;
+        code = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (swapped) MPI_Comm_set_errhandler(MPI_COMM_WORLD, previous);
+        if (previous != MPI_ERRHANDLER_NULL) MPI_Errhandler_free(&previous);
+    }
+    if (code != MPI_SUCCESS) {
+        req = MPI_REQUEST_NULL;  // completed (with the error) and freed by MPI_Test
+        g.broken = std::string("an earlier collective failed (") + op + ": MPI_Test: " + mpi_error_string(code) + ")";
+        check_mpi(code, op, "MPI_Test");
+    }
+    return done != 0;
+}
+
 /// Waits for `req` until done or `deadline`; false on timeout (the request stays pending).
 inline bool wait_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, const char* op) {
     for (int spins = 0;; ++spins) {
-        int done = 0;
-        {
-            auto lock = mpi_lock();
-            check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
-        }
-        if (done) return true;
+        if (test_request(req, op)) return true;
         if (std::chrono::steady_clock::now() >= deadline) return false;
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
         else std::this_thread::yield();
@@ -135,7 +160,7 @@ inline bool wait_until(MPI_Request& req, std::chrono::steady_clock::time_point d
 
 [[noreturn]] inline void timed_out(const char* op, MPI_Request req, std::vector<Tensor> keep) {
     group_state& g = group();
-    g.broken = true;
+    g.broken = "an earlier collective timed out while other ranks had not joined it";
     g.abandoned.emplace_back(req, std::move(keep));
     graft::detail::fail_with(op, ": timed out after ", g.timeout.count(), " ms waiting for the other ranks (rank ",
                              g.rank, " of ", g.size,
@@ -188,13 +213,9 @@ public:
     /// Has the operation finished (tests once, without waiting)?
     [[nodiscard]] bool is_completed() {
         if (req_ == MPI_REQUEST_NULL) return true;
-        int done = 0;
-        {
-            auto lock = detail::mpi_lock();
-            detail::check_mpi(MPI_Test(&req_, &done, MPI_STATUS_IGNORE), op_, "MPI_Test");
-        }
+        const bool done = detail::test_request(req_, op_);
         if (done) complete();
-        return done != 0;
+        return done;
     }
 
     /// Waits until the operation finished; graft::error after the group's timeout.
@@ -261,10 +282,10 @@ inline void init_process_group(init_options options = {}) {
     g.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &g.comm), op, "MPI_Comm_dup");
     detail::check_mpi(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN), op, "MPI_Comm_set_errhandler");
-    MPI_Comm_rank(g.comm, &g.rank);
-    MPI_Comm_size(g.comm, &g.size);
+    detail::check_mpi(MPI_Comm_rank(g.comm, &g.rank), op, "MPI_Comm_rank");
+    detail::check_mpi(MPI_Comm_size(g.comm, &g.size), op, "MPI_Comm_size");
     g.timeout = options.timeout;
-    g.broken = false;
+    g.broken.clear();
     g.initialized = true;
 }
 
@@ -293,18 +314,28 @@ inline void destroy_process_group() {
     detail::group_state& g = detail::group();
     graft::detail::check(g.initialized,
                          "distributed::destroy_process_group: the default process group has not been initialized");
-    for (auto& [req, keep] : g.abandoned)
-        if (!detail::wait_until(req, std::chrono::steady_clock::now() + g.timeout,
-                                "distributed::destroy_process_group"))
-            MPI_Abort(g.comm, 1);
+    constexpr const char* op = "distributed::destroy_process_group";
+    for (auto& [req, keep] : g.abandoned) {
+        bool done = true;
+        try {
+            done = detail::wait_until(req, std::chrono::steady_clock::now() + g.timeout, op);
+        } catch (const graft::error&) {
+            // Completed with an error: MPI no longer holds the buffers.
+        }
+        if (!done) MPI_Abort(g.comm, 1);
+    }
     g.abandoned.clear();
-    MPI_Comm_free(&g.comm);
+    const int freed = MPI_Comm_free(&g.comm);
+    g.comm = MPI_COMM_NULL;
     g.initialized = false;
-    g.broken = false;
+    g.broken.clear();
+    int finalized = MPI_SUCCESS;
     if (g.we_initialized_mpi) {
         g.we_initialized_mpi = false;
-        MPI_Finalize();
+        finalized = MPI_Finalize();
     }
+    detail::check_mpi(freed, op, "MPI_Comm_free");
+    detail::check_mpi(finalized, op, "MPI_Finalize");
 }
 
 /// Waits until every rank has called it (torch.distributed.barrier).
