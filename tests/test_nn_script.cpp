@@ -96,26 +96,37 @@ TEST_CASE("nn::aot: forward and backward graphs of a module, parameters as input
     CHECK(compiled.function().recaptures() >= 1);  // other batch sizes captured again
 }
 
-TEST_CASE("a lambda capturing a module: parameters become graph constants", "[nn][jit][capture]") {
-    // What the bridge avoids: capture::trace records the parameters the lambda reads as
-    // constants (not inputs), so the graph keeps their values at capture (and, today, the
-    // constants do not require grad: no gradient reaches the module; docs/nn.md).
+TEST_CASE("a lambda capturing a module: its parameters are lifted to graph inputs", "[nn][jit][capture]") {
+    // Tensors that require grad and are not inputs (the parameters a lambda reads) become graph
+    // inputs holding the module's own tensors (torch.compile lifts free tensors the same way):
+    // the graph computes with their current values and gradients reach them, as eagerly.
     auto model = make_mlp(4);
+    auto twin = make_mlp(4);
     generator g(5);
     const Tensor x = randn({4, 5}, dtype::float32, g);
     auto cap = capture::trace([&](const Tensor& in) { return model->forward(in); }, {x});
-    CHECK(cap.graph().inputs().size() == 1);
-    const Tensor before = cap(x)[0];
+    CHECK(cap.graph().inputs().size() == 1 + model->parameters().size());
+    CHECK(cap.meta().lifted.size() == model->parameters().size());
+    CHECK(rel_diff(cap(x)[0], model->forward(x)) == 0.0);
     {
         autograd::no_grad guard;
         (*model)[0]->get_parameter("weight").add_(1.0);
+        (*twin)[0]->get_parameter("weight").add_(1.0);
     }
-    // The graph still computes with the old weights; eager sees the new ones.
-    CHECK(rel_diff(cap(x)[0], before) == 0.0);
-    CHECK(rel_diff(model->forward(x), before) > 1e-3);
-    // With the parameters as inputs the graph follows the module.
-    auto fn = nn::script(model);
-    CHECK(rel_diff(fn(x), model->forward(x)) < 1e-5);
+    CHECK(rel_diff(cap(x)[0], model->forward(x)) == 0.0);  // the update is seen
+    // Under jit::script, backward fills the parameters' grads as eager does.
+    auto fn = jit::script([&](const Tensor& in) { return model->forward(in); });
+    for (int step = 0; step < 3; ++step) {
+        model->zero_grad();
+        twin->zero_grad();
+        (fn(x) * fn(x)).sum().backward();
+        (twin->forward(x) * twin->forward(x)).sum().backward();
+        const auto ps = model->parameters(), pt = twin->parameters();
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+            REQUIRE(ps[i].grad().defined());
+            CHECK(rel_diff(ps[i].grad(), pt[i].grad()) < 2e-5);
+        }
+    }
 }
 
 TEST_CASE("nn::script / nn::aot: misuse", "[nn][jit]") {

@@ -68,6 +68,10 @@ struct graph_meta {
     /// synthetic base of alias group graph_inputs[j] - num_inputs. Empty: the graph's inputs
     /// are the function's inputs.
     std::vector<std::size_t> graph_inputs;
+    /// Tensors f read that require grad but are not its inputs (closed-over parameters), lifted
+    /// to graph inputs after the others, as torch.compile lifts free tensors: each call passes
+    /// these very tensors (their current values), and gradients reach them as in eager code.
+    std::vector<Tensor> lifted;
 
     /// Do `inputs` share memory the way the examples did, as far as the graph can tell? Inputs
     /// captured as one alias group must again share memory with the same relative geometry;
@@ -174,6 +178,12 @@ public:
     static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
                                            const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
+    /// A tensor that requires grad and is not an input (a closed-over parameter): lifted to a
+    /// graph input (jit::script, capture::trace) when `lift` is set, otherwise a graft::error
+    /// (capture::aot: its gradient would be lost in a constant).
+    void lift_grad_tensors(bool lift) { lift_ = lift; }
+    [[nodiscard]] std::vector<Tensor> take_lifted() { return std::move(lifted_); }
+
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
@@ -239,6 +249,11 @@ private:
     std::set<const void*> detached_;  // tensors made by detach() (kept alive in keep_)
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
+    bool lift_ = false;
+    std::vector<Tensor> lifted_;  // in the order of their graph inputs
+    std::vector<ir::Value*> lifted_values_;
+    /// Makes the lifted tensors known again (after a block's recording restored the maps).
+    void relift();
 };
 
 /// Installs an observer for the current thread for the lifetime of this object. Tracing draws

@@ -70,7 +70,7 @@ private:
         bool plain = false;
         /// SymInt expressions that gave one value at every probed size (ir::size_guard): a call
         /// where one gives another value is not served (null: none).
-        std::shared_ptr<const ir::symbolic_sizes> size_guards;
+        std::shared_ptr<const ir::symbolic_sizes> size_guards = nullptr;
 
         /// Fills `want` from `sizes` and `free`.
         void index_sizes();

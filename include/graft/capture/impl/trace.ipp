@@ -66,6 +66,36 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
                              ") was filled by code graph capture cannot see (memory from empty() written "
                              "element by element, or a raw kernel call); use graft ops so the graph records "
                              "the computation");
+        if (t.requires_grad()) {
+            // A closed-over tensor that requires grad: a constant would lose its gradient.
+            graft::detail::check(lift_, "capture::aot: the function reads a tensor (sizes ", t.sizes(), ", ", t.type(),
+                                 ") that requires grad but is not one of its inputs (a closed-over parameter): "
+                                 "its gradient would be lost in a graph constant; pass it as an input (nn::aot "
+                                 "does so for a module's parameters), or read t.detach() to make it a constant");
+            const auto whole = [](const Tensor& u) {
+                const auto elems = static_cast<std::int64_t>(u.impl().data->nbytes() / u.element_size());
+                return u.is_contiguous() && u.storage_offset() == 0 && u.numel() == elems;
+            };
+            if (!whole(t)) {
+                // A view (weight.t()): lift the tensor it views, and read the view from it.
+                const auto* vm = autograd::detail::tracked_view(t);
+                graft::detail::check(vm != nullptr && vm->base.defined() && whole(vm->base) &&
+                                         storage_key(vm->base) == storage_key(t),
+                                     "capture: the function reads a view (sizes ", t.sizes(), ", ", t.type(),
+                                     ") of a tensor that requires grad and is not one of its inputs; pass it as "
+                                     "an input");
+                (void)value_of(vm->base);
+                return value_of(t, about_to_be_written);
+            }
+            std::string name = "lifted";
+            name += std::to_string(lifted_.size());
+            ir::Value* v = g_.add_input(value_type(t), std::move(name));
+            lifted_.push_back(t);
+            lifted_values_.push_back(v);
+            keep_.push_back(t);
+            relift();
+            return v;
+        }
         // A tensor made outside the traced computation: its value becomes a constant.
         Tensor base = t;
         const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
@@ -254,12 +284,14 @@ GRAFT_INLINE std::vector<Tensor> tracer::cond_impl(const Tensor& pred, const gra
             cur_ = outer;
             bases_ = saved_bases;
             values_ = saved_values;
+            relift();  // lifted inputs stay known outside the block
         }
     } catch (...) {
         cur_ = outer;
         open_ifs_.pop_back();
         bases_ = saved_bases;
         values_ = saved_values;
+        relift();  // lifted inputs stay known outside the block
         throw;
     }
     open_ifs_.pop_back();
@@ -359,12 +391,14 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
         open_ifs_.pop_back();
         bases_ = saved_bases;
         values_ = saved_values;
+        relift();  // lifted inputs stay known outside the block
         throw;
     }
     cur_ = outer;
     open_ifs_.pop_back();
     bases_ = saved_bases;
     values_ = saved_values;
+    relift();  // lifted inputs stay known outside the block
     // A carried value whose sizes the body changes has unknown sizes (its rank when kept).
     for (std::size_t i = 0; i < carried.size(); ++i) {
         ir::Type t = value_type(carried[i]);
@@ -722,6 +756,15 @@ GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input
     return {b.value, b.gen > 0};
 }
 
+GRAFT_INLINE void tracer::relift() {
+    for (std::size_t k = 0; k < lifted_.size(); ++k) {
+        const Tensor& t = lifted_[k];
+        if (bases_.count(storage_key(t))) continue;
+        bases_[storage_key(t)] = {t, lifted_values_[k], 0, -1};
+        values_[impl_key(t)] = {lifted_values_[k], 0};
+    }
+}
+
 GRAFT_INLINE ir::Node* tracer::append_constant() {
     ir::Node* c = g_.append<ir::kinds::constant>();
     if (!open_ifs_.empty()) c->move_before(open_ifs_.front());
@@ -1024,9 +1067,13 @@ GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(std::span<const Ten
             ", or with another geometry); the graph would compute a wrong result: capture again with inputs "
             "aliased like these (jit::script does so by itself)"));
     }
-    if (graph_inputs.empty()) return {inputs.begin(), inputs.end()};
+    if (graph_inputs.empty()) {
+        std::vector<Tensor> args(inputs.begin(), inputs.end());
+        args.insert(args.end(), lifted.begin(), lifted.end());
+        return args;
+    }
     std::vector<Tensor> args;
-    args.reserve(graph_inputs.size());
+    args.reserve(graph_inputs.size() + lifted.size());
     for (std::size_t src : graph_inputs) {
         if (src < num_inputs) {
             args.push_back(inputs[src]);
@@ -1040,6 +1087,7 @@ GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(std::span<const Ten
         if (const auto* vm = autograd::detail::tracked_view(first)) root = vm->base;
         args.push_back(root.as_strided({g.numel}, {1}, first.storage_offset() - g.offsets[0]));
     }
+    args.insert(args.end(), lifted.begin(), lifted.end());
     return args;
 }
 
@@ -1078,6 +1126,7 @@ namespace detail {
 GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f) {
     auto g = std::make_shared<ir::Graph>();
     detail::tracer tr(*g);
+    tr.lift_grad_tensors(true);
     // Work on copies, so tracing never writes into the caller's examples.
     traced_inputs ti = copy_inputs(example_inputs, "capture::trace");
     const std::vector<Tensor>& in = ti.copies;
@@ -1110,6 +1159,10 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
             meta.mutated_inputs.push_back(j);
             g->register_output(value);
         }
+        meta.lifted = tr.take_lifted();
+        for (const Tensor& t : meta.lifted)
+            graft::detail::check(!tr.input_state(t).second, "capture: the function writes into a tensor that requires "
+                                                            "grad and is not one of its inputs; pass it as an input");
     }
     ir::dce::run(*g);
     ir::detail::lint_own_graph(*g);

@@ -458,6 +458,19 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_inputs.push_back(std::move(in));
         g->node_outputs.push_back(slot(n->output()));
     }
+    // Comparisons whose bool tensors are read after the group run again after it (their
+    // values stay in registers inside the group): what they read from inside the group must
+    // escape to the frame, comparisons they read included (which then run again too).
+    std::set<const ir::Value*> rerun_reads;
+    std::set<const ir::Node*> reruns;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+        const fusable_op* f = find_fusable(*it);
+        const ir::Value* o = (*it)->output();
+        if (!f || f->kind != ops::op_kind::compare || !(used_later.count(o) || rerun_reads.count(o))) continue;
+        reruns.insert(*it);
+        for (const ir::Value* v : (*it)->inputs())
+            if (inside.count(v)) rerun_reads.insert(v);
+    }
     // Which group inputs each register is computed from.
     std::vector<std::vector<int>> deps(g->num_registers);
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
@@ -496,8 +509,9 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
             continue;
         }
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
-        if (compare && used_later.count(o)) g->rerun.push_back(index);
-        const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
+        if (compare && reruns.count(n)) g->rerun.push_back(index);
+        // A condition stays in its register (a rerun makes its bool tensor).
+        const bool escapes = !compare && (used_later.count(o) != 0 || rerun_reads.count(o) != 0);
         reg[o] = static_cast<int>(g->num_registers++);
         if (escapes) {
             g->output_slots.push_back(slot(o));

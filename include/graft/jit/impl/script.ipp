@@ -40,7 +40,7 @@ GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, captur
         return;
     }
     const capture::graph_meta& m = c->cap.meta();
-    if (m.graph_inputs.empty()) c->exec.call_into(inputs, out);
+    if (m.graph_inputs.empty() && m.lifted.empty()) c->exec.call_into(inputs, out);
     else c->exec.call_into(m.graph_arguments(inputs), out);
     c->cap.finish_in_place(inputs, out);
 }
@@ -91,7 +91,7 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
 
 GRAFT_INLINE void script_state::compiled::index_sizes() {
     const capture::graph_meta& m = cap.meta();
-    plain = m.graph_inputs.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
+    plain = m.graph_inputs.empty() && m.lifted.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
             std::all_of(m.outputs.begin(), m.outputs.end(),
                         [](const capture::output_info& o) { return o.kind == capture::output_kind::fresh; });
     want.clear();
