@@ -33,6 +33,16 @@ target). Such a file is named by a `// graft-amalgamate: per-target-file <path>`
 its body goes into a part of its own, under `#if defined(GRAFT_EXPR_FUSED_PASS)`
 (placed between parts 2 and 3), and GRAFT_EXPR_FUSED_INL is defined as the single
 header itself, which then emits only that body (the other parts are guarded or closed).
+
+Definitions (issue 34): a header's `#if GRAFT_HAS_CODE` / `#if GRAFT_HAS_GRAPH_CODE` region
+(its impl/*.ipp includes; compiled out in a compiled-mode TU) stays where it is, but a header
+first reached from inside one (an .ipp's own #include) is pasted just before the outermost
+such region, outside it, so that its declarations exist in both build modes. (The .ipp
+bodies keep their place: moving them all to the end would change what their unqualified
+calls find.) Finally the output is checked: every header (`// ---- begin X`, X not an .ipp)
+must lie outside every conditional that tests GRAFT_HAS_CODE / GRAFT_HAS_GRAPH_CODE, and every
+.ipp inside one; otherwise the script fails and writes nothing. `--check FILE` runs only that
+check on an existing file.
 """
 import argparse
 import os
@@ -48,6 +58,10 @@ SKIP_BEGIN = "// graft-amalgamate: skip-begin"
 SKIP_END = "// graft-amalgamate: skip-end"
 PER_TARGET_UMBRELLA = "graft/kernels/all-inl.hpp"
 CONFIG = "graft/kernels/config.hpp"
+# A header's code-only region, as graft's headers write it (graft/config.hpp defines both).
+CODE_REGION_RE = re.compile(r'^\s*#\s*if\s+(GRAFT_HAS_CODE|GRAFT_HAS_GRAPH_CODE)\s*(//.*)?$')
+CODE_MACRO_RE = re.compile(r'\bGRAFT_HAS_(GRAPH_)?CODE\b')
+COND_RE = re.compile(r'^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$')
 
 
 def strip_guard(lines):
@@ -75,6 +89,60 @@ def strip_guard(lines):
     return lines
 
 
+def region_end(lines, start, rel):
+    """Index of the #endif closing the #if at lines[start] (#else/#elif branches included)."""
+    depth = 0
+    for i in range(start, len(lines)):
+        m = COND_RE.match(lines[i])
+        if not m:
+            continue
+        if m.group(1) in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif m.group(1) == "endif":
+            depth -= 1
+            if depth == 0:
+                return i
+    sys.exit(f"amalgamate: {rel}: `{lines[start].strip()}` is not closed")
+
+
+def check_layout(lines):
+    """Errors (strings) where a header's text lies inside a conditional that tests
+    GRAFT_HAS_CODE / GRAFT_HAS_GRAPH_CODE (it would vanish in compiled mode), or an .ipp's
+    outside every such conditional (it would be defined in every compiled-mode TU)."""
+    errors = []
+    stack = []  # one entry per open conditional: does it (any of its branches) test a code macro?
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        if s.startswith("// ---- begin "):
+            rel = s[len("// ---- begin "):].strip()
+            in_code = any(stack)
+            if rel.endswith(".ipp") and not in_code:
+                errors.append(f"line {n}: {rel} (definitions) is outside every GRAFT_HAS_CODE region")
+            elif not rel.endswith(".ipp") and in_code:
+                errors.append(f"line {n}: header {rel} is inside a GRAFT_HAS_CODE/GRAFT_HAS_GRAPH_CODE "
+                              "region: its declarations vanish in compiled mode")
+            continue
+        m = COND_RE.match(line)
+        if not m:
+            continue
+        kind, cond = m.group(1), m.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            stack.append(bool(CODE_MACRO_RE.search(cond)))
+        elif kind == "elif":
+            if not stack:
+                errors.append(f"line {n}: #elif without #if")
+                return errors
+            stack[-1] = stack[-1] or bool(CODE_MACRO_RE.search(cond))
+        elif kind == "endif":
+            if not stack:
+                errors.append(f"line {n}: #endif without #if")
+                return errors
+            stack.pop()
+    if stack:
+        errors.append(f"{len(stack)} conditional(s) not closed at the end of the file")
+    return errors
+
+
 class Amalgamator:
     def __init__(self, include_dir):
         self.include_dir = include_dir
@@ -82,6 +150,9 @@ class Amalgamator:
         self.parts = {"prefix": [], "target": [], "suffix": [], "expr": []}
         self.part = "prefix"
         self.marker_found = False
+        self.sink = None          # while a code-only region is pasted: its own buffer
+        self.in_code = False      # inside a code-only region
+        self.region_outer = None  # where the outermost open region's buffer goes (None: the part)
 
     def read(self, rel):
         path = os.path.join(self.include_dir, rel)
@@ -89,7 +160,7 @@ class Amalgamator:
             return f.read().splitlines()
 
     def out(self, line):
-        self.parts[self.part].append(line)
+        (self.sink if self.sink is not None else self.parts[self.part]).append(line)
 
     def emit(self, rel, per_target=False):
         if rel in self.seen:
@@ -97,9 +168,16 @@ class Amalgamator:
         self.seen.add(rel)
         lines = strip_guard([l for l in self.read(rel) if not PRAGMA_ONCE_RE.match(l)])
         self.out(f"// ---- begin {rel}")
+        self.paste(rel, lines, per_target)
+        self.out(f"// ---- end {rel}")
+
+    def paste(self, rel, lines, per_target):
         skipping = False
         dropping = False
-        for line in lines:
+        i = -1
+        while i + 1 < len(lines):
+            i += 1
+            line = lines[i]
             stripped = line.strip()
             # Lines that only the multi-header layout needs (the single header's layout
             # already runs the pass exactly once).
@@ -112,7 +190,7 @@ class Amalgamator:
             if dropping:
                 continue
             if stripped == BEGIN_MARK:
-                if per_target or self.part != "prefix":
+                if per_target or self.part != "prefix" or self.in_code:
                     sys.exit(f"amalgamate: unexpected {BEGIN_MARK} in {rel}")
                 skipping = True
                 self.marker_found = True
@@ -129,12 +207,19 @@ class Amalgamator:
                 continue
             if stripped.startswith(PER_TARGET_FILE_MARK):
                 target = stripped[len(PER_TARGET_FILE_MARK):].strip()
-                if self.parts["expr"]:
+                if self.parts["expr"] or self.in_code:
                     sys.exit(f"amalgamate: a second {PER_TARGET_FILE_MARK.strip()} ({target} in {rel})")
                 saved = self.part
                 self.part = "expr"
                 self.emit(target, per_target=True)
                 self.part = saved
+                continue
+            # A header's definitions (`#if GRAFT_HAS_CODE` + its .ipp includes): pasted into a
+            # buffer of their own, so that a header they reach first can go before them.
+            if not per_target and not self.in_code and CODE_REGION_RE.match(line):
+                end = region_end(lines, i, rel)
+                self.paste_region(rel, line, lines[i + 1:end], lines[end])
+                i = end
                 continue
             m = INCLUDE_RE.match(line)
             if m:
@@ -142,10 +227,33 @@ class Amalgamator:
                 if per_target and inc not in self.seen and not inc.endswith("-inl.hpp"):
                     sys.exit(f"amalgamate: {rel} includes {inc} in the per-target part before "
                              "it was included by the main part")
+                if self.in_code and inc not in self.seen and not inc.endswith(".ipp"):
+                    self.hoist(inc, rel)
+                    continue
                 self.emit(inc, per_target=per_target or inc.endswith("-inl.hpp"))
                 continue
             self.out(line)
-        self.out(f"// ---- end {rel}")
+
+    def paste_region(self, rel, if_line, body, endif_line):
+        saved = self.sink, self.in_code, self.region_outer
+        block = []
+        self.region_outer = self.sink
+        self.sink, self.in_code = block, True
+        self.out(if_line)
+        self.paste(rel, body, per_target=False)
+        self.out(endif_line)
+        self.sink, self.in_code, self.region_outer = saved
+        for line in block:
+            self.out(line)
+
+    def hoist(self, inc, rel):
+        """Paste header `inc`, first included inside a code-only region of `rel`, before the
+        outermost open region (its own regions are handled as anywhere else)."""
+        saved = self.sink, self.in_code, self.region_outer
+        self.sink, self.in_code, self.region_outer = self.region_outer, False, None
+        self.out(f"// ---- (first included by the definitions in {rel})")
+        self.emit(inc)
+        self.sink, self.in_code, self.region_outer = saved
 
     def emit_per_target(self, rel):
         self.emit(rel, per_target=True)
@@ -156,7 +264,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=os.path.dirname(here), help="repository root")
     ap.add_argument("--out", default=None, help="output file (default single_include/graft/graft.hpp)")
+    ap.add_argument("--check", metavar="FILE", default=None,
+                    help="only check the layout of an existing single header (see the docstring)")
     args = ap.parse_args()
+    if args.check:
+        with open(args.check, encoding="utf-8") as f:
+            errors = check_layout(f.read().splitlines())
+        for e in errors:
+            print(f"amalgamate: {args.check}: {e}", file=sys.stderr)
+        sys.exit(1 if errors else 0)
     include_dir = os.path.join(args.root, "include")
     out_path = args.out or os.path.join(args.root, "single_include", "graft", "graft.hpp")
 
@@ -214,6 +330,12 @@ def main():
     o += am.parts["suffix"]
     o.append("#endif  // GRAFT_SINGLE_HEADER_ONCE_")
     o.append("#endif  // HWY_ONCE")
+    # The layout must hold by construction; checked anyway, before anything is written.
+    errors = check_layout(o)
+    if errors:
+        for e in errors:
+            print(f"amalgamate: {e}", file=sys.stderr)
+        sys.exit("amalgamate: layout check failed, nothing written")
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     with open(out_path, "w", encoding="utf-8") as f:
         f.write("\n".join(o) + "\n")

@@ -862,24 +862,34 @@ public:
     /// The expression (null when not symbolic).
     [[nodiscard]] const std::shared_ptr<const detail::sym_node>& node() const noexcept { return node_; }
 
-    // Overflow wraps (the op given the size refuses it); no undefined behaviour.
+    // Checked: overflow and a zero divisor are a graft::error (PyTorch raises too), never a
+    // wrapped or made-up size.
     friend SymInt operator+(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::add, a, b, wrap(static_cast<std::uint64_t>(a.value_) + static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_add_overflow(a.value_, b.value_, &v)) overflow("+", a, b);
+        return combine(detail::sym_node::op::add, a, b, v);
     }
     friend SymInt operator-(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::sub, a, b, wrap(static_cast<std::uint64_t>(a.value_) - static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_sub_overflow(a.value_, b.value_, &v)) overflow("-", a, b);
+        return combine(detail::sym_node::op::sub, a, b, v);
     }
     friend SymInt operator*(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::mul, a, b, wrap(static_cast<std::uint64_t>(a.value_) * static_cast<std::uint64_t>(b.value_)));
+        std::int64_t v = 0;
+        if (__builtin_mul_overflow(a.value_, b.value_, &v)) overflow("*", a, b);
+        return combine(detail::sym_node::op::mul, a, b, v);
     }
     /// Integer division truncating toward zero, as C++'s (sizes are >= 0, where it equals
-    /// Python's floor division). Division by zero gives 0 (the op that uses it reports the size).
+    /// Python's floor division). A zero divisor is a graft::error.
     friend SymInt operator/(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::div, a, b, b.value_ == 0 || (b.value_ == -1 && a.value_ == INT64_MIN) ? 0 : a.value_ / b.value_);
+        if (b.value_ == 0) divide_by_zero("/", a);
+        if (b.value_ == -1 && a.value_ == INT64_MIN) overflow("/", a, b);
+        return combine(detail::sym_node::op::div, a, b, a.value_ / b.value_);
     }
-    /// Remainder of that division (C++'s %); 0 for a zero divisor.
+    /// Remainder of that division (C++'s %); a zero divisor is a graft::error.
     friend SymInt operator%(const SymInt& a, const SymInt& b) {
-        return combine(detail::sym_node::op::mod, a, b, b.value_ == 0 || b.value_ == -1 ? 0 : a.value_ % b.value_);
+        if (b.value_ == 0) divide_by_zero("%", a);
+        return combine(detail::sym_node::op::mod, a, b, b.value_ == -1 ? 0 : a.value_ % b.value_);
     }
     SymInt& operator+=(const SymInt& b) { return *this = *this + b; }
     SymInt& operator-=(const SymInt& b) { return *this = *this - b; }
@@ -891,7 +901,12 @@ public:
     friend auto operator<=>(const SymInt& a, const SymInt& b) noexcept { return a.value_ <=> b.value_; }
 
 private:
-    static std::int64_t wrap(std::uint64_t v) noexcept { return static_cast<std::int64_t>(v); }
+    [[noreturn]] static void overflow(const char* op, const SymInt& a, const SymInt& b) {
+        detail::fail_with("SymInt: ", a.value_, " ", op, " ", b.value_, " overflows int64");
+    }
+    [[noreturn]] static void divide_by_zero(const char* op, const SymInt& a) {
+        detail::fail_with("SymInt: ", a.value_, " ", op, " 0: division by zero");
+    }
     static SymInt combine(detail::sym_node::op k, const SymInt& a, const SymInt& b, std::int64_t v) {
         SymInt r(v);
         if (a.node_ || b.node_) {
@@ -918,6 +933,7 @@ using sym_int_list = std::vector<SymInt>;
 
 namespace graft {
 class Tensor;
+class generator;
 
 namespace detail {
 
@@ -953,6 +969,12 @@ public:
     /// cat take a list whose length is known at run time only).
     virtual void on_op(std::string_view kind, std::span<const op_operand> operands,
                        std::initializer_list<op_attr_entry> attrs, const Tensor& result) = 0;
+    /// A random op `kind` drew `result` from `gen` (operands: tensors whose sizes, dtype or
+    /// values decide the draw). Graph capture records it as a node that draws when the graph
+    /// runs, whether or not any operand is traced: never as a constant.
+    virtual void on_random(std::string_view kind, std::span<const op_operand> operands,
+                           std::initializer_list<op_attr_entry> attrs, const Tensor& result,
+                           const generator& gen) = 0;
     /// `dst` is about to be overwritten with `src` (broadcast and converted to dst's dtype).
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
     /// A tensor's value is being read into the program (e.g. item()).
@@ -1013,6 +1035,13 @@ public:
     T done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
            std::initializer_list<op_attr_entry> attrs = {}) const {
         if (active()) observer_->on_op(kind, std::span(operands.begin(), operands.size()), attrs, out);
+        return out;
+    }
+    /// done() for a random op drawing from `gen` (reported through on_random).
+    template <class T>
+    T random_done(T out, std::string_view kind, std::initializer_list<op_operand> operands,
+                  std::initializer_list<op_attr_entry> attrs, const generator& gen) const {
+        if (active()) observer_->on_random(kind, std::span(operands.begin(), operands.size()), attrs, out, gen);
         return out;
     }
     /// done() for an op whose operand count is known at run time only (cat).
@@ -2462,13 +2491,35 @@ public:
     }
     /// Standard normal (Box-Muller; the second value of each pair is kept).
     double normal();
+    /// An integer uniform in [0, n) (n >= 1), without modulo bias.
+    std::uint64_t below(std::uint64_t n);
+
+    /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
+    /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
+    struct state {
+        std::mt19937_64 engine;
+        std::uint64_t seed = default_seed;
+        double spare = 0.0;
+        bool has_spare = false;
+    };
+    [[nodiscard]] state get_state() const {
+        std::lock_guard lock(mutex_);
+        return {engine_, seed_, spare_, has_spare_};
+    }
+    void set_state(const state& s) {
+        std::lock_guard lock(mutex_);
+        engine_ = s.engine;
+        seed_ = s.seed;
+        spare_ = s.spare;
+        has_spare_ = s.has_spare;
+    }
 
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
     double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::mt19937_64 engine_;
     std::uint64_t seed_;
     double spare_ = 0.0;
@@ -2508,6 +2559,18 @@ Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw dra
 /// Standard normal samples.
 [[nodiscard]] GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type = default_float_dtype,
                                         generator& gen = default_generator());
+/// rand / randn with `like`'s sizes and dtype (torch.rand_like / randn_like; `like` must be
+/// floating point). Its values are not read: under graph capture the sizes follow `like`'s.
+[[nodiscard]] GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen = default_generator());
+[[nodiscard]] GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen = default_generator());
+/// Integers uniform in [low, high) (torch.randint), int64 by default; high > low.
+[[nodiscard]] GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes,
+                                          dtype type = dtype::int64, generator& gen = default_generator());
+/// 1 with probability p[i], else 0, for every element of the floating-point tensor p (values in
+/// [0, 1]); p's sizes and dtype (torch.bernoulli(p)). Never differentiable.
+[[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen = default_generator());
+/// 1 with probability p, else 0, with `like`'s sizes and dtype (torch.bernoulli(input, p)).
+[[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& like, double p, generator& gen = default_generator());
 
 /// A tensor holding a copy of `values` with the given sizes (1-D when sizes is empty).
 template <element T>
@@ -2657,14 +2720,111 @@ GRAFT_INLINE generator& default_generator() {
     return g;
 }
 
+GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
+    detail::check(n >= 1, "generator::below: the range is empty");
+    // Reject the top partial copy of [0, n) so every value is equally likely.
+    const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+    std::lock_guard lock(mutex_);
+    std::uint64_t v = engine_();
+    while (v >= limit) v = engine_();
+    return v % n;
+}
+
+// Random factories report themselves as random ops (on_random), so that graph capture
+// records a node that draws when the graph runs instead of this call's values.
+
 GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type, generator& gen) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); });
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); }), "rand", {},
+                          {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type, generator& gen) {
-    const detail::observed_op factory;  // its contents are known: a constant when captured
-    return detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); });
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); }), "randn", {},
+                          {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
+}
+
+GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen) {
+    detail::check(like.defined(), "rand_like: the tensor is undefined");
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), [&] { return gen.uniform(); }),
+                          "rand_like", {like}, {}, gen);
+}
+
+GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen) {
+    detail::check(like.defined(), "randn_like: the tensor is undefined");
+    const detail::observed_op op;
+    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), [&] { return gen.normal(); }),
+                          "randn_like", {like}, {}, gen);
+}
+
+GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes, dtype type, generator& gen) {
+    detail::check(high > low, "randint: expected low < high, got low = ", low, ", high = ", high);
+    detail::check(type != dtype::bool_, "randint: dtype bool is not supported");
+    const detail::observed_op op;
+    Tensor t = empty(sizes, type);
+    const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+    const std::int64_t n = t.numel();
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (!std::is_same_v<T, bool>) {
+            T* p = t.data_ptr<T>();
+            for (std::int64_t i = 0; i < n; ++i)
+                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + gen.below(range)));
+        }
+    });
+    return op.random_done(std::move(t), "randint", {},
+                          {{"low", low}, {"high", high}, {"sizes", detail::to_vector(sizes)},
+                           {"dtype", std::string(name(type))}},
+                          gen);
+}
+
+namespace detail {
+/// 1 where a uniform draw is below probability(i), else 0: bernoulli's loop (row-major order).
+template <class Probability>
+Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, generator& gen, Probability probability) {
+    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    Tensor t = empty(sizes, type);
+    const std::int64_t n = t.numel();
+    visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* out = t.data_ptr<T>();
+            for (std::int64_t i = 0; i < n; ++i) out[i] = gen.uniform() < probability(i) ? T(1) : T(0);
+        }
+    });
+    return t;
+}
+}  // namespace detail
+
+GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen) {
+    detail::check(p.defined(), "bernoulli: the tensor is undefined");
+    detail::check(is_floating_point(p.type()), "bernoulli: expected a floating-point probability tensor, got ", p.type());
+    const detail::observed_op op;
+    const Tensor probs = detail::raw::contiguous(p);
+    Tensor out;
+    detail::visit_dtype(p.type(), [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            const T* q = probs.data_ptr<T>();
+            for (std::int64_t i = 0; i < probs.numel(); ++i)
+                detail::check(q[i] >= T(0) && q[i] <= T(1), "bernoulli: expected 0 <= p <= 1 for every element, got ",
+                              static_cast<double>(q[i]), " at flat position ", i);
+            out = detail::bernoulli_draws("bernoulli", p.sizes(), p.type(), gen,
+                                          [q](std::int64_t i) { return static_cast<double>(q[i]); });
+        }
+    });
+    return op.random_done(std::move(out), "bernoulli", {p}, {}, gen);
+}
+
+GRAFT_INLINE Tensor bernoulli(const Tensor& like, double p, generator& gen) {
+    detail::check(like.defined(), "bernoulli: the tensor is undefined");
+    detail::check(p >= 0.0 && p <= 1.0, "bernoulli: expected 0 <= p <= 1, got ", p);
+    const detail::observed_op op;
+    return op.random_done(detail::bernoulli_draws("bernoulli", like.sizes(), like.type(), gen,
+                                                  [p](std::int64_t) { return p; }),
+                          "bernoulli_p", {like}, {{"p", p}}, gen);
 }
 
 }  // namespace graft
@@ -10740,10 +10900,7 @@ namespace autograd::detail {
 
 }  // namespace graft
 
-#if GRAFT_HAS_CODE
-// ---- begin graft/autograd/impl/advanced_index.ipp
-// Definitions for graft/autograd/advanced_index.hpp (compiled once in compiled mode; see graft/config.hpp).
-
+// ---- (first included by the definitions in graft/autograd/impl/advanced_index.ipp)
 // ---- begin graft/autograd/functions.hpp
 // The differentiable ops: each runs the raw forward from graft::ops and, when a
 // gradient is needed, records a node whose derivative is written with these
@@ -11229,8 +11386,15 @@ GRAFT_INLINE Tensor neg(const Tensor& a) {
 }
 
 GRAFT_INLINE Tensor sign(const Tensor& a) {
-    const Tensor pos = ops::where(a > 0.0, ones_like(a), zeros_like(a));
-    return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
+    const graft::detail::observed_op obs;  // one op for graph capture (IR kind sign): no gradient
+    Tensor out;
+    {
+        const Tensor x = a.detach();
+        const Tensor pos = ops::where(x > 0.0, ones_like(x), zeros_like(x));
+        out = ops::where(x < 0.0, full_like(x, -1), ops::where(x != x, x, pos));
+    }
+    obs.record("sign", {a}, out);
+    return out;
 }
 
 GRAFT_INLINE Tensor abs(const Tensor& a) {
@@ -11275,17 +11439,22 @@ GRAFT_INLINE Tensor sin(const Tensor& a) {
 
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
     graft::detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
-    Tensor x = a.contiguous().detach();
-    Tensor out = empty(a.sizes(), a.type());
-    graft::detail::visit_dtype(a.type(), [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            const T* p = x.data_ptr<T>();
-            T* o = out.data_ptr<T>();
-            for (std::int64_t i = 0; i < a.numel(); ++i)
-                o[i] = static_cast<T>(0.5 * std::erfc(-static_cast<double>(p[i]) * std::numbers::sqrt2 / 2.0));
-        }
-    });
+    Tensor out;
+    {
+        const graft::detail::observed_op obs;  // one op for graph capture: IR kind normal_cdf
+        const Tensor x = graft::detail::raw::contiguous(a);
+        out = empty(a.sizes(), a.type());
+        graft::detail::visit_dtype(a.type(), [&](auto z) {
+            using T = decltype(z);
+            if constexpr (std::is_floating_point_v<T>) {
+                const T* p = x.data_ptr<T>();
+                T* o = out.data_ptr<T>();
+                for (std::int64_t i = 0; i < a.numel(); ++i)
+                    o[i] = static_cast<T>(0.5 * std::erfc(-static_cast<double>(p[i]) * std::numbers::sqrt2 / 2.0));
+            }
+        });
+        obs.record("normal_cdf", {a}, out);
+    }
     return autograd::detail::record_unary("NormalCdfBackward0", a, out, true, false,
                                           [](const Tensor& g, const Tensor& x, const Tensor&) {
                                               const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
@@ -11476,6 +11645,7 @@ GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
 // ---- end graft/autograd/impl/functions.ipp
 #endif
 // ---- end graft/autograd/functions.hpp
+// ---- (first included by the definitions in graft/autograd/impl/advanced_index.ipp)
 // ---- begin graft/autograd/tensor_methods.hpp
 // Definitions of Tensor's autograd, view, copy, in-place and math methods, and
 // the public entry points autograd::backward, autograd::grad, GradientEdge.
@@ -12785,6 +12955,10 @@ GRAFT_INLINE Tensor accumulate(const Tensor& a, const Tensor& b) {
 // ---- end graft/autograd/impl/tensor_methods.ipp
 #endif
 // ---- end graft/autograd/tensor_methods.hpp
+#if GRAFT_HAS_CODE
+// ---- begin graft/autograd/impl/advanced_index.ipp
+// Definitions for graft/autograd/advanced_index.hpp (compiled once in compiled mode; see graft/config.hpp).
+
 
 namespace graft {
 
@@ -17896,6 +18070,9 @@ struct kind_info {
     bool is_view = false;     // the output aliases the first input
     /// Runs the node on eager values (null for kinds the interpreter handles itself).
     std::vector<ivalue> (*run)(const attribute_map&, std::span<const ivalue>) = nullptr;
+    /// Draws from graft::default_generator() each time it runs (not pure: never merged, folded
+    /// or removed; random nodes run in graph order, so a graph draws what eager code draws).
+    bool random = false;
 };
 
 namespace detail {
@@ -18007,6 +18184,9 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
+GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (no gradient)
+GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
 // narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
 GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
 
@@ -18128,6 +18308,23 @@ struct index_backward {
     static constexpr kind_info info{"index_backward", -1, 1, 0, true, false, false, &run};
 };
 
+/// Random ops (graft/core/factories.hpp), drawing from graft::default_generator() when the node
+/// runs: rand[sizes, dtype](), randn[sizes, dtype](), randint[low, high, sizes, dtype](),
+/// rand_like(x), randn_like(x) (x's sizes and dtype), bernoulli(p), bernoulli_p[p](x).
+#define GRAFT_DETAIL_IR_RANDOM_KIND(ident, text, n_in)                                       \
+    struct ident {                                                                           \
+        static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in); \
+        static constexpr kind_info info{text, n_in, 1, 0, false, false, false, &run, true};  \
+    };
+GRAFT_DETAIL_IR_RANDOM_KIND(rand, "rand", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(randn, "randn", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(randint, "randint", 0)
+GRAFT_DETAIL_IR_RANDOM_KIND(rand_like, "rand_like", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(randn_like, "randn_like", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli, "bernoulli", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli_p, "bernoulli_p", 1)
+#undef GRAFT_DETAIL_IR_RANDOM_KIND
+
 /// to[dtype="float64"](x): x converted to another dtype (graft's dtype names).
 struct to {
     static std::vector<ivalue> run(const attribute_map& a, std::span<const ivalue> in);
@@ -18199,14 +18396,16 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
                             kinds::masked_fill, kinds::argmax, kinds::argmin, kinds::logsumexp, kinds::var,
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
                             kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
-                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward>>()));
+                            kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward, kinds::rand,
+                            kinds::randn, kinds::randint, kinds::rand_like, kinds::randn_like, kinds::bernoulli,
+                            kinds::bernoulli_p>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.
 template <class K>
@@ -18333,6 +18532,9 @@ GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous(
 GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
 GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(normal_cdf, { return {graft::normal_cdf(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(sign, { return {graft::sign(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(logical_and, { return {graft::logical_and(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
 GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
     // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.
     const Tensor& g = tensor_arg(op, in, 0);
@@ -18376,6 +18578,50 @@ GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const
     for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
         if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
     graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
+}
+
+namespace random_detail {
+/// A dtype attribute by graft's dtype name.
+[[nodiscard]] GRAFT_INLINE dtype dtype_attr(std::string_view op, const attribute_map& a) {
+    const std::string& name = detail::attr_of<std::string>(op, a, "dtype");
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+        if (graft::name(t) == name) return t;
+    graft::detail::fail(graft::detail::concat(op, ": unknown dtype '", name, "'"));
+}
+}  // namespace random_detail
+
+GRAFT_INLINE std::vector<ivalue> rand::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("rand", in, 0);
+    return {graft::rand(detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("rand", a, "sizes")),
+                        random_detail::dtype_attr("rand", a))};
+}
+GRAFT_INLINE std::vector<ivalue> randn::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randn", in, 0);
+    return {graft::randn(detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("randn", a, "sizes")),
+                         random_detail::dtype_attr("randn", a))};
+}
+GRAFT_INLINE std::vector<ivalue> randint::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randint", in, 0);
+    return {graft::randint(detail::attr_of<std::int64_t>("randint", a, "low"),
+                           detail::attr_of<std::int64_t>("randint", a, "high"),
+                           detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("randint", a, "sizes")),
+                           random_detail::dtype_attr("randint", a))};
+}
+GRAFT_INLINE std::vector<ivalue> rand_like::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("rand_like", in, 1);
+    return {graft::rand_like(detail::tensor_arg("rand_like", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> randn_like::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("randn_like", in, 1);
+    return {graft::randn_like(detail::tensor_arg("randn_like", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> bernoulli::run(const attribute_map&, std::span<const ivalue> in) {
+    detail::check_inputs("bernoulli", in, 1);
+    return {graft::bernoulli(detail::tensor_arg("bernoulli", in, 0))};
+}
+GRAFT_INLINE std::vector<ivalue> bernoulli_p::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("bernoulli_p", in, 1);
+    return {graft::bernoulli(detail::tensor_arg("bernoulli_p", in, 0), detail::attr_of<double>("bernoulli_p", a, "p"))};
 }
 
 GRAFT_INLINE std::vector<ivalue> gelu::run(const attribute_map& a, std::span<const ivalue> in) {
@@ -20322,7 +20568,7 @@ private:
 
 /// One step of a postfix size program (graft::SymInt arithmetic): push a number or a symbol's
 /// value, or pop two values and push their sum, difference, product, truncated quotient or
-/// remainder (a zero divisor gives 0, as SymInt does).
+/// remainder (a zero divisor makes size_expr::eval a graft::error, as SymInt's arithmetic).
 struct size_term {
     enum class op : std::uint8_t { constant, symbol, add, sub, mul, div, mod };
     op kind = op::constant;
@@ -20338,6 +20584,8 @@ struct size_expr {
     std::vector<size_term> program;
 
     [[nodiscard]] double eval(std::span<const std::int64_t> values) const;
+    /// eval, or nullopt where the program divides by zero.
+    [[nodiscard]] std::optional<double> try_eval(std::span<const std::int64_t> values) const;
     /// Infix text: `4 * s0`, `(s0 - 1) / 2`.
     [[nodiscard]] std::string str() const;
 };
@@ -20362,10 +20610,19 @@ struct size_patch {
     size_expr expr;
 };
 
+/// A SymInt expression of the symbols that had one value in every trace although it reads a
+/// symbol (`s0 / 100` traced at 8, 9 and 10): the graph holds that value, so it serves only
+/// sizes where the expression still gives it.
+struct size_guard {
+    size_expr expr;
+    std::int64_t value = 0;
+};
+
 /// A graph's size symbols and the attributes computed from them.
 struct symbolic_sizes {
     std::vector<size_symbol> symbols;
     std::vector<size_patch> patches;
+    std::vector<size_guard> guards;
     /// Every input dimension that differed between the traces, and its symbol.
     std::vector<std::pair<std::size_t, std::size_t>> dims;
     std::vector<std::size_t> dim_symbols;
@@ -20382,6 +20639,9 @@ struct symbolic_sizes {
     /// The symbols' values for a call's inputs (graft::error when an input is not a tensor of
     /// the needed rank, or a context symbol has no size_context_scope).
     [[nodiscard]] std::vector<std::int64_t> bind(std::span<const ivalue> inputs) const;
+    /// Do the guards hold for these inputs' sizes (symbols that read a graph input only;
+    /// false where a guard divides by zero)?
+    [[nodiscard]] bool guards_hold(std::span<const Tensor> inputs) const;
     /// Does node n have patches?
     [[nodiscard]] bool patches_node(const Node* n) const;
     /// n's attributes with its patches evaluated for `values`.
@@ -20444,6 +20704,7 @@ struct symbolic_graph {
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -20461,11 +20722,11 @@ namespace detail {
         case size_term::op::sub: return a - b;
         case size_term::op::mul: return a * b;
         case size_term::op::div:
-            if (b == 0) return 0;
+            if (b == 0) return std::numeric_limits<double>::quiet_NaN();  // size_expr::eval reports it
             if (whole) return static_cast<double>(static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b));
             return std::trunc(a / b);
         case size_term::op::mod:
-            if (b == 0) return 0;
+            if (b == 0) return std::numeric_limits<double>::quiet_NaN();
             if (whole) return static_cast<double>(static_cast<std::int64_t>(a) % static_cast<std::int64_t>(b));
             return std::fmod(a, b);
         default: return 0;
@@ -20492,14 +20753,37 @@ template <class Leaf>
 
 }  // namespace detail
 
-GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+GRAFT_INLINE std::optional<double> size_expr::try_eval(std::span<const std::int64_t> values) const {
     if (!program.empty()) {
         const auto v = detail::run_size_program(program, [&](std::size_t s) { return static_cast<double>(values[s]); });
+        if (v && std::isnan(*v)) return std::nullopt;  // a zero divisor
         return v ? *v : 0.0;
     }
     double v = coeff;
     for (std::size_t s : symbols) v *= static_cast<double>(values[s]);
     return v;
+}
+
+GRAFT_INLINE double size_expr::eval(std::span<const std::int64_t> values) const {
+    const auto v = try_eval(values);
+    graft::detail::check(v.has_value(), "the size expression ", str(),
+                         " divides by zero for this call's sizes (SymInt division or modulo by zero)");
+    return *v;
+}
+
+GRAFT_INLINE bool symbolic_sizes::guards_hold(std::span<const Tensor> inputs) const {
+    if (guards.empty()) return true;
+    std::vector<std::int64_t> values(symbols.size(), 0);
+    for (std::size_t k = 0; k < symbols.size(); ++k) {
+        const size_symbol& s = symbols[k];
+        if (s.context || s.input >= inputs.size() || s.dim >= inputs[s.input].sizes().size()) return false;
+        values[k] = inputs[s.input].sizes()[s.dim];
+    }
+    for (const size_guard& g : guards) {
+        const auto v = g.expr.try_eval(values);
+        if (!v || *v != static_cast<double>(g.value)) return false;
+    }
+    return true;
 }
 
 GRAFT_INLINE std::string size_expr::str() const {
@@ -20684,8 +20968,8 @@ namespace detail {
         std::vector<std::int64_t> at(sym_values.size());
         for (std::size_t k = 0; k < vals.size(); ++k) {
             for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
-            const double v = e.eval(at);
-            if (!(std::fabs(v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
+            const auto v = e.try_eval(at);  // nullopt: divides by zero here, not the expression
+            if (!v || !(std::fabs(*v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k])))) return false;
         }
         return true;
     };
@@ -20786,7 +21070,8 @@ namespace detail {
         for (std::size_t k = 0; fits && k < vals.size(); ++k) {
             std::vector<std::int64_t> at(sym_values.size());
             for (std::size_t s = 0; s < sym_values.size(); ++s) at[s] = sym_values[s][k];
-            fits = std::fabs(h.eval(at) - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
+            const auto v = h.try_eval(at);
+            fits = v && std::fabs(*v - vals[k]) <= 1e-9 * std::max(1.0, std::fabs(vals[k]));
         }
         if (fits) return h;
     }
@@ -20876,6 +21161,23 @@ GRAFT_INLINE std::optional<symbolic_sizes> infer_symbolic_sizes(const Graph& g, 
         }
     }
     const std::vector<size_expr> hinted = detail::hint_expressions(hints, sym_values, others.size() + 1);
+    // SymInt expressions of symbols that gave one value in every trace: whatever took that value
+    // holds it as a number, so the graph serves only sizes where they still give it.
+    for (const size_expr& e : hinted) {
+        const bool reads_symbol = std::any_of(e.program.begin(), e.program.end(),
+                                              [](const size_term& t) { return t.kind == size_term::op::symbol; });
+        if (!reads_symbol) continue;
+        std::optional<double> first;
+        bool constant = true;
+        for (std::size_t t = 0; constant && t < others.size() + 1; ++t) {
+            std::vector<std::int64_t> at(sym_values.size());
+            for (std::size_t q = 0; q < sym_values.size(); ++q) at[q] = sym_values[q][t];
+            const auto v = e.try_eval(at);
+            constant = v.has_value() && (!first || *v == *first);
+            if (!first) first = v;
+        }
+        if (constant && first && std::abs(*first) < 9.0e15) r.guards.push_back({e, static_cast<std::int64_t>(*first)});
+    }
     // Nodes in lockstep: same kinds, inputs and attribute names; differing attributes explained.
     const auto nodes_of = [](const Graph& x) {
         return std::vector<const Node*>(x.block()->nodes().begin(), x.block()->nodes().end());
@@ -22407,6 +22709,10 @@ struct graph_meta {
     /// synthetic base of alias group graph_inputs[j] - num_inputs. Empty: the graph's inputs
     /// are the function's inputs.
     std::vector<std::size_t> graph_inputs;
+    /// Tensors f read that require grad but are not its inputs (closed-over parameters), lifted
+    /// to graph inputs after the others, as torch.compile lifts free tensors: each call passes
+    /// these very tensors (their current values), and gradients reach them as in eager code.
+    std::vector<Tensor> lifted;
 
     /// Do `inputs` share memory the way the examples did, as far as the graph can tell? Inputs
     /// captured as one alias group must again share memory with the same relative geometry;
@@ -22437,6 +22743,21 @@ struct block_context;
 
 [[nodiscard]] GRAFT_INLINE ir::Type value_type(const Tensor& t);
 
+/// Set while f is traced at made-up values (zeros at other sizes, to infer symbolic sizes):
+/// the tracer then runs no user loop on them (a loop may never end, or grow without bound, on
+/// values the program never sees).
+inline thread_local bool tl_made_up_values = false;
+class made_up_values_scope {
+public:
+    made_up_values_scope() noexcept : saved_(tl_made_up_values) { tl_made_up_values = true; }
+    ~made_up_values_scope() { tl_made_up_values = saved_; }
+    made_up_values_scope(const made_up_values_scope&) = delete;
+    made_up_values_scope& operator=(const made_up_values_scope&) = delete;
+
+private:
+    bool saved_;
+};
+
 /// The op observer that records into a graph while f runs.
 class tracer final : public graft::detail::op_observer {
 public:
@@ -22460,6 +22781,12 @@ public:
                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) override;
 
     void on_write(const Tensor& dst, const graft::detail::op_operand& src) override;
+
+    /// A random op: always recorded (it draws anew each time the graph runs), from the default
+    /// generator only.
+    void on_random(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                   std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result,
+                   const generator& gen) override;
 
     void on_alloc(const Tensor& t) override;
 
@@ -22492,6 +22819,12 @@ public:
     static std::vector<Tensor> record_loop(tracer& self, const graft::detail::branch_ref& cond_fn,
                                            const graft::detail::branch_ref& body_fn, const std::vector<Tensor>& carried);
 
+    /// A tensor that requires grad and is not an input (a closed-over parameter): lifted to a
+    /// graph input (jit::script, capture::trace) when `lift` is set, otherwise a graft::error
+    /// (capture::aot: its gradient would be lost in a constant).
+    void lift_grad_tensors(bool lift) { lift_ = lift; }
+    [[nodiscard]] std::vector<Tensor> take_lifted() { return std::move(lifted_); }
+
     /// The current value of input `index`'s memory, and whether f wrote to it.
     [[nodiscard]] std::pair<ir::Value*, bool> input_state(const Tensor& input) const;
 
@@ -22508,6 +22841,10 @@ private:
     };
 
     ir::Value* number(const scalar& s);
+
+    /// Appends node `kind` reading `operands`, whose output is `result`.
+    void record(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result);
 
     /// The row-major positions in b.base of t's elements, as an int64 constant.
     ir::Value* index_constant(const base_state& b, const Tensor& t);
@@ -22553,15 +22890,25 @@ private:
     std::set<const void*> detached_;  // tensors made by detach() (kept alive in keep_)
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;
+    bool lift_ = false;
+    std::vector<Tensor> lifted_;  // in the order of their graph inputs
+    std::vector<ir::Value*> lifted_values_;
+    /// Makes the lifted tensors known again (after a block's recording restored the maps).
+    void relift();
 };
 
-/// Installs an observer for the current thread for the lifetime of this object.
+/// Installs an observer for the current thread for the lifetime of this object. Tracing draws
+/// no numbers: the default generator's state is put back when the scope ends, so the graph's
+/// random nodes draw, when it runs, what eager code would have drawn.
 class observer_scope {
 public:
     explicit observer_scope(graft::detail::op_observer* o);
-    ~observer_scope() { graft::detail::tl_op_observer = nullptr; }
+    ~observer_scope();
     observer_scope(const observer_scope&) = delete;
     observer_scope& operator=(const observer_scope&) = delete;
+
+private:
+    generator::state rng_;
 };
 
 /// How output `out` relates to the (traced copies of the) inputs.
@@ -22773,6 +23120,36 @@ GRAFT_INLINE ir::Value* tracer::value_of(const Tensor& t, bool about_to_be_writt
                              ") was filled by code graph capture cannot see (memory from empty() written "
                              "element by element, or a raw kernel call); use graft ops so the graph records "
                              "the computation");
+        if (t.requires_grad()) {
+            // A closed-over tensor that requires grad: a constant would lose its gradient.
+            graft::detail::check(lift_, "capture::aot: the function reads a tensor (sizes ", t.sizes(), ", ", t.type(),
+                                 ") that requires grad but is not one of its inputs (a closed-over parameter): "
+                                 "its gradient would be lost in a graph constant; pass it as an input (nn::aot "
+                                 "does so for a module's parameters), or read t.detach() to make it a constant");
+            const auto whole = [](const Tensor& u) {
+                const auto elems = static_cast<std::int64_t>(u.impl().data->nbytes() / u.element_size());
+                return u.is_contiguous() && u.storage_offset() == 0 && u.numel() == elems;
+            };
+            if (!whole(t)) {
+                // A view (weight.t()): lift the tensor it views, and read the view from it.
+                const auto* vm = autograd::detail::tracked_view(t);
+                graft::detail::check(vm != nullptr && vm->base.defined() && whole(vm->base) &&
+                                         storage_key(vm->base) == storage_key(t),
+                                     "capture: the function reads a view (sizes ", t.sizes(), ", ", t.type(),
+                                     ") of a tensor that requires grad and is not one of its inputs; pass it as "
+                                     "an input");
+                (void)value_of(vm->base);
+                return value_of(t, about_to_be_written);
+            }
+            std::string name = "lifted";
+            name += std::to_string(lifted_.size());
+            ir::Value* v = g_.add_input(value_type(t), std::move(name));
+            lifted_.push_back(t);
+            lifted_values_.push_back(v);
+            keep_.push_back(t);
+            relift();
+            return v;
+        }
         // A tensor made outside the traced computation: its value becomes a constant.
         Tensor base = t;
         const auto elems = static_cast<std::int64_t>(t.impl().data->nbytes() / t.element_size());
@@ -22809,6 +23186,21 @@ GRAFT_INLINE void tracer::on_op(std::string_view kind, std::span<const graft::de
         if (impl_key(*o.tensor) == impl_key(result)) return;  // the op returned its input unchanged
     }
     if (!any_traced) return;  // computed from constants only: it stays a constant
+    record(kind, operands, attrs, result);
+}
+
+GRAFT_INLINE void tracer::on_random(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                                    std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result,
+                                    const generator& gen) {
+    graft::detail::check(&gen == &default_generator(), "capture::trace: ", kind,
+                         " draws from a generator other than graft::default_generator(); a captured graph "
+                         "draws from the default generator each time it runs, so capture code that uses it "
+                         "(seed it with graft::manual_seed)");
+    record(kind, operands, attrs, result);  // always a node: it draws anew on every run
+}
+
+GRAFT_INLINE void tracer::record(std::string_view kind, std::span<const graft::detail::op_operand> operands,
+                                 std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result) {
     const ir::kind_info* k = ir::find_kind(kind);
     graft::detail::check(k != nullptr, "capture::trace: op '", kind,
                          "' has no graph IR kind, so it cannot be captured");
@@ -22946,12 +23338,14 @@ GRAFT_INLINE std::vector<Tensor> tracer::cond_impl(const Tensor& pred, const gra
             cur_ = outer;
             bases_ = saved_bases;
             values_ = saved_values;
+            relift();  // lifted inputs stay known outside the block
         }
     } catch (...) {
         cur_ = outer;
         open_ifs_.pop_back();
         bases_ = saved_bases;
         values_ = saved_values;
+        relift();  // lifted inputs stay known outside the block
         throw;
     }
     open_ifs_.pop_back();
@@ -23051,12 +23445,14 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
         open_ifs_.pop_back();
         bases_ = saved_bases;
         values_ = saved_values;
+        relift();  // lifted inputs stay known outside the block
         throw;
     }
     cur_ = outer;
     open_ifs_.pop_back();
     bases_ = saved_bases;
     values_ = saved_values;
+    relift();  // lifted inputs stay known outside the block
     // A carried value whose sizes the body changes has unknown sizes (its rank when kept).
     for (std::size_t i = 0; i < carried.size(); ++i) {
         ir::Type t = value_type(carried[i]);
@@ -23070,9 +23466,17 @@ GRAFT_INLINE std::vector<Tensor> tracer::loop_impl(const graft::detail::branch_r
         n->add_output(t);
     }
     // The caller continues with the loop's real result (run again, not recorded), which the
-    // graph knows as the Loop's outputs.
+    // graph knows as the Loop's outputs. At made-up values the loop is not run (it may never
+    // end on them): the carried values stand for the result when the body keeps their sizes.
     std::vector<Tensor> result;
-    {
+    if (tl_made_up_values) {
+        for (std::size_t i = 0; i < carried.size(); ++i)
+            graft::detail::check(next[i].sizes() == carried[i].sizes(),
+                                 "capture: a while_loop whose body changes the sizes of carried value ", i,
+                                 " is not traced at made-up sizes (its result's sizes depend on the values): "
+                                 "exact sizes");
+        result = carried;
+    } else {
         graft::detail::observer_paused paused;
         result = run_eagerly(carried);
     }
@@ -23237,10 +23641,30 @@ GRAFT_INLINE std::shared_ptr<block_context> tracer::context_of(const ir::Node& n
     return ctx;
 }
 
+/// Refuses a differentiable If/Loop whose blocks draw random numbers: its backward runs the
+/// blocks again, which would draw other numbers than the forward did.
+GRAFT_INLINE void check_no_random_in_blocks(const ir::Node& n, const char* what) {
+    const auto walk = [](const ir::Block& b, const auto& self) -> const ir::Node* {
+        for (const ir::Node* m : b.nodes()) {
+            if (m->kind().random) return m;
+            for (const ir::Block* inner : m->blocks())
+                if (const ir::Node* r = self(*inner, self)) return r;
+        }
+        return nullptr;
+    };
+    for (const ir::Block* b : n.blocks())
+        if (const ir::Node* r = walk(*b, walk))
+            graft::detail::fail(graft::detail::concat(
+                "capture: ", what, " draws random numbers (", r->kind().name,
+                ") and a value it reads requires grad: its captured backward runs the body again and would "
+                "draw other numbers than the forward; draw them outside and pass them in, or run it eagerly"));
+}
+
 GRAFT_INLINE void tracer::attach_cond_backward(ir::Node* n, const Tensor& pred, std::vector<Tensor>& outs) {
     if (!autograd::is_grad_enabled()) return;
     const std::shared_ptr<block_context> ctx = context_of(*n);
     if (ctx->grad_values.empty()) return;
+    check_no_random_in_blocks(*n, "a cond branch");
     auto node = std::make_shared<autograd::function_node>("CondBackward");
     for (const ir::Value* v : ctx->grad_values) node->add_next_edge(autograd::detail::gradient_edge(ctx->outer.at(v)));
     std::vector<std::pair<int_list, dtype>> shapes;
@@ -23284,6 +23708,7 @@ GRAFT_INLINE void tracer::attach_loop_backward(ir::Node* n, const Tensor& cond0,
             carried_grad = carried_grad || carried[i].requires_grad();
         }
     if (ctx->grad_values.empty() && !carried_grad) return;
+    check_no_random_in_blocks(*n, "a while_loop body");
     auto node = std::make_shared<autograd::function_node>("WhileLoopBackward");
     std::vector<std::size_t> grad_carried;
     for (std::size_t i : floating)
@@ -23383,6 +23808,15 @@ GRAFT_INLINE void tracer::attach_loop_backward(ir::Node* n, const Tensor& cond0,
 GRAFT_INLINE std::pair<ir::Value*, bool> tracer::input_state(const Tensor& input) const {
     const base_state& b = bases_.at(storage_key(input));
     return {b.value, b.gen > 0};
+}
+
+GRAFT_INLINE void tracer::relift() {
+    for (std::size_t k = 0; k < lifted_.size(); ++k) {
+        const Tensor& t = lifted_[k];
+        if (bases_.count(storage_key(t))) continue;
+        bases_[storage_key(t)] = {t, lifted_values_[k], 0, -1};
+        values_[impl_key(t)] = {lifted_values_[k], 0};
+    }
 }
 
 GRAFT_INLINE ir::Node* tracer::append_constant() {
@@ -23505,7 +23939,13 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
 GRAFT_INLINE observer_scope::observer_scope(graft::detail::op_observer* o) {
     graft::detail::check(graft::detail::tl_op_observer == nullptr,
                          "capture::trace: already tracing on this thread (nested capture is not supported)");
+    rng_ = default_generator().get_state();
     graft::detail::tl_op_observer = o;
+}
+
+GRAFT_INLINE observer_scope::~observer_scope() {
+    graft::detail::tl_op_observer = nullptr;
+    default_generator().set_state(rng_);
 }
 
 GRAFT_INLINE output_info alias_info(const Tensor& out, const std::vector<Tensor>& in) {
@@ -23681,9 +24121,13 @@ GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(std::span<const Ten
             ", or with another geometry); the graph would compute a wrong result: capture again with inputs "
             "aliased like these (jit::script does so by itself)"));
     }
-    if (graph_inputs.empty()) return {inputs.begin(), inputs.end()};
+    if (graph_inputs.empty()) {
+        std::vector<Tensor> args(inputs.begin(), inputs.end());
+        args.insert(args.end(), lifted.begin(), lifted.end());
+        return args;
+    }
     std::vector<Tensor> args;
-    args.reserve(graph_inputs.size());
+    args.reserve(graph_inputs.size() + lifted.size());
     for (std::size_t src : graph_inputs) {
         if (src < num_inputs) {
             args.push_back(inputs[src]);
@@ -23697,6 +24141,7 @@ GRAFT_INLINE std::vector<Tensor> graph_meta::graph_arguments(std::span<const Ten
         if (const auto* vm = autograd::detail::tracked_view(first)) root = vm->base;
         args.push_back(root.as_strided({g.numel}, {1}, first.storage_offset() - g.offsets[0]));
     }
+    args.insert(args.end(), lifted.begin(), lifted.end());
     return args;
 }
 
@@ -23735,6 +24180,7 @@ namespace detail {
 GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, traced_fn f) {
     auto g = std::make_shared<ir::Graph>();
     detail::tracer tr(*g);
+    tr.lift_grad_tensors(true);
     // Work on copies, so tracing never writes into the caller's examples.
     traced_inputs ti = copy_inputs(example_inputs, "capture::trace");
     const std::vector<Tensor>& in = ti.copies;
@@ -23767,6 +24213,10 @@ GRAFT_INLINE captured trace_impl(const std::vector<Tensor>& example_inputs, trac
             meta.mutated_inputs.push_back(j);
             g->register_output(value);
         }
+        meta.lifted = tr.take_lifted();
+        for (const Tensor& t : meta.lifted)
+            graft::detail::check(!tr.input_state(t).second, "capture: the function writes into a tensor that requires "
+                                                            "grad and is not one of its inputs; pass it as an input");
     }
     ir::dce::run(*g);
     ir::detail::lint_own_graph(*g);
@@ -23981,6 +24431,8 @@ GRAFT_INLINE bool aot_function::admits(const std::vector<Tensor>& inputs) const 
     for (const auto& grp : size_groups)  // one symbol, one size
         for (const auto& [gi, gd] : grp)
             if (inputs[gi].sizes()[gd] != inputs[grp[0].first].sizes()[grp[0].second]) return false;
+    // SymInt expressions that were constant over the traced sizes hold that value here too.
+    if (forward_sizes && meta.graph_inputs.empty() && !forward_sizes->guards_hold(inputs)) return false;
     return true;
 }
 
@@ -24308,7 +24760,10 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
         aot_function r = aot_impl(example_inputs, f, exact);
         const dynamic_groups groups = group_dynamic_dims(example_inputs, options.dynamic_dims);
         std::vector<aot_function> others;
-        for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        {
+            const made_up_values_scope made_up;  // zeros at other sizes: run no user loop on them
+            for (const auto& ex : perturbed_examples(example_inputs, groups, 2)) others.push_back(aot_impl(ex, f, exact));
+        }
         std::string why;
         const std::vector<ir::size_hint> hints =
             ir::merge_size_hints({&r.size_hints, &others[0].size_hints, &others[1].size_hints});
@@ -25900,6 +26355,19 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
         g->node_inputs.push_back(std::move(in));
         g->node_outputs.push_back(slot(n->output()));
     }
+    // Comparisons whose bool tensors are read after the group run again after it (their
+    // values stay in registers inside the group): what they read from inside the group must
+    // escape to the frame, comparisons they read included (which then run again too).
+    std::set<const ir::Value*> rerun_reads;
+    std::set<const ir::Node*> reruns;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+        const fusable_op* f = find_fusable(*it);
+        const ir::Value* o = (*it)->output();
+        if (!f || f->kind != ops::op_kind::compare || !(used_later.count(o) || rerun_reads.count(o))) continue;
+        reruns.insert(*it);
+        for (const ir::Value* v : (*it)->inputs())
+            if (inside.count(v)) rerun_reads.insert(v);
+    }
     // Which group inputs each register is computed from.
     std::vector<std::vector<int>> deps(g->num_registers);
     for (std::size_t k = 0; k < deps.size(); ++k) deps[k] = {static_cast<int>(k)};
@@ -25938,8 +26406,9 @@ GRAFT_INLINE std::unique_ptr<fusion_group> plan::make_group(const std::vector<co
             continue;
         }
         const bool compare = find_fusable(n)->kind == ops::op_kind::compare;
-        if (compare && used_later.count(o)) g->rerun.push_back(index);
-        const bool escapes = !compare && used_later.count(o) != 0;  // a condition stays in its register
+        if (compare && reruns.count(n)) g->rerun.push_back(index);
+        // A condition stays in its register (a rerun makes its bool tensor).
+        const bool escapes = !compare && (used_later.count(o) != 0 || rerun_reads.count(o) != 0);
         reg[o] = static_cast<int>(g->num_registers++);
         if (escapes) {
             g->output_slots.push_back(slot(o));
@@ -26017,7 +26486,8 @@ GRAFT_INLINE bool plan::outputs_have_group_shape(const fusion_group& g, const fr
 
 GRAFT_INLINE void plan::sink_matmuls_to_their_epilogues(std::vector<const ir::Node*>& nodes) {
     for (const ir::Node* n : nodes)
-        if (!n->kind().pure || !n->blocks().empty()) return;  // only straight-line pure code moves
+        // Only straight-line pure code moves (random nodes stay put, in order, so they count).
+        if (!(n->kind().pure || n->kind().random) || !n->blocks().empty()) return;
     for (std::size_t r = 1; r < nodes.size(); ++r) {
         if (!find_fusable(nodes[r]) || find_fusable(nodes[r - 1])) continue;  // r starts a run
         std::set<const ir::Value*> reads;
@@ -26044,7 +26514,8 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
     // expand of its incoming gradient, the transposed weights), which would split them as well.
     std::vector<const ir::Node*> nodes;
     bool straight_pure = true;
-    for (const ir::Node* n : b.nodes()) straight_pure = straight_pure && n->kind().pure && n->blocks().empty();
+    for (const ir::Node* n : b.nodes())
+        straight_pure = straight_pure && (n->kind().pure || n->kind().random) && n->blocks().empty();
     std::set<const ir::Value*> early(b.inputs().begin(), b.inputs().end());
     std::set<const ir::Node*> hoisted;
     for (const ir::Node* n : b.nodes()) {
@@ -27486,7 +27957,10 @@ GRAFT_INLINE std::string executor_state::differentiable_plan(specialization& s, 
             try {
                 std::vector<std::shared_ptr<capture::aot_function>> others;
                 const auto perturbed = capture::detail::perturbed_examples(examples, dg, 2);
-                for (const auto& ex : perturbed) others.push_back(trace(ex));
+                {
+                    const capture::detail::made_up_values_scope made_up;
+                    for (const auto& ex : perturbed) others.push_back(trace(ex));
+                }
                 std::vector<ir::size_hint> hints =
                     ir::merge_size_hints({&f->size_hints, &others[0]->size_hints, &others[1]->size_hints});
                 if (graph_sizes) {
@@ -28083,6 +28557,9 @@ private:
         /// none of serves()'s checks (the executor profiled only calls that passed them) and no
         /// finishing (call_into's fast path).
         bool plain = false;
+        /// SymInt expressions that gave one value at every probed size (ir::size_guard): a call
+        /// where one gives another value is not served (null: none).
+        std::shared_ptr<const ir::symbolic_sizes> size_guards = nullptr;
 
         /// Fills `want` from `sizes` and `free`.
         void index_sizes();
@@ -28226,7 +28703,7 @@ GRAFT_INLINE void script_state::call_into(std::span<const Tensor> inputs, captur
         return;
     }
     const capture::graph_meta& m = c->cap.meta();
-    if (m.graph_inputs.empty()) c->exec.call_into(inputs, out);
+    if (m.graph_inputs.empty() && m.lifted.empty()) c->exec.call_into(inputs, out);
     else c->exec.call_into(m.graph_arguments(inputs), out);
     c->cap.finish_in_place(inputs, out);
 }
@@ -28277,7 +28754,7 @@ GRAFT_INLINE const ir::Graph* script_state::graph() const {
 
 GRAFT_INLINE void script_state::compiled::index_sizes() {
     const capture::graph_meta& m = cap.meta();
-    plain = m.graph_inputs.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
+    plain = m.graph_inputs.empty() && m.lifted.empty() && m.alias_groups.empty() && m.mutated_inputs.empty() && symbolic == nullptr &&
             std::all_of(m.outputs.begin(), m.outputs.end(),
                         [](const capture::output_info& o) { return o.kind == capture::output_kind::fresh; });
     want.clear();
@@ -28298,6 +28775,7 @@ GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs)
         for (std::size_t d = 0; d < w.size(); ++d)
             if (w[d] >= 0 ? s[d] != w[d] : s[d] <= 1) return false;  // free: any size of 2 or more
     }
+    if (size_guards && !size_guards->guards_hold(inputs)) return false;
     if (symbolic) {
         // Dimensions that share a symbol stay equal, and every attribute computed from the
         // symbols is a whole number (x.size(0) / 2 traced at even sizes does not serve odd ones).
@@ -28331,6 +28809,7 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
                                                    const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
     size_probe r;
     try {
+        const capture::detail::made_up_values_scope made_up;  // zeros: run no user loop on them
         for (const auto& ex : capture::detail::perturbed_examples(
                  inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
             r.others.push_back(capture::detail::trace_impl(ex, f));
@@ -28398,6 +28877,8 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
         if (probe)
             for (const auto& [i, d] : dims) free[i][d] = true;
+        std::shared_ptr<const ir::symbolic_sizes> guards;
+        if (probe && !probe->sizes.guards.empty()) guards = std::make_shared<const ir::symbolic_sizes>(probe->sizes);
         if (probe && !probe->sizes.patches.empty()) {
             // Numbers that are functions of the inputs' sizes: the executor computes them per call.
             std::vector<std::unique_ptr<ir::Graph>> other_graphs;
@@ -28407,6 +28888,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             if (!symbolic) free = {};
             auto c = std::make_unique<compiled>(
                 compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), symbolic, {}});
+            if (!c->free.empty()) c->size_guards = std::move(guards);
             c->index_sizes();
             return c;
         }
@@ -28415,6 +28897,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         executor exec(cap.shared_graph(), options_, std::true_type{});
         auto c = std::make_unique<compiled>(
             compiled{std::move(cap), std::move(exec), std::move(sizes), std::move(free), nullptr, {}});
+        if (!c->free.empty()) c->size_guards = std::move(guards);
         c->index_sizes();
         return c;
     };
@@ -30174,7 +30657,7 @@ GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool i
     if (p == 1.0) {
         scale = zeros(input.sizes(), input.type());
     } else {
-        scale = rand(input.sizes(), input.type(), gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
+        scale = rand_like(input, gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
     }
     if (inplace) {
         Tensor self = input;
