@@ -182,8 +182,15 @@ GRAFT_INLINE Tensor neg(const Tensor& a) {
 }
 
 GRAFT_INLINE Tensor sign(const Tensor& a) {
-    const Tensor pos = ops::where(a > 0.0, ones_like(a), zeros_like(a));
-    return ops::where(a < 0.0, full_like(a, -1), ops::where(a != a, a, pos));
+    const graft::detail::observed_op obs;  // one op for graph capture (IR kind sign): no gradient
+    Tensor out;
+    {
+        const Tensor x = a.detach();
+        const Tensor pos = ops::where(x > 0.0, ones_like(x), zeros_like(x));
+        out = ops::where(x < 0.0, full_like(x, -1), ops::where(x != x, x, pos));
+    }
+    obs.record("sign", {a}, out);
+    return out;
 }
 
 GRAFT_INLINE Tensor abs(const Tensor& a) {
