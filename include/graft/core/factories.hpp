@@ -24,9 +24,24 @@ namespace graft {
     return full(sizes, 1, type);
 }
 [[nodiscard]] inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
+// The _like factories are ops of their tensor (IR kinds zeros_like, ones_like, full_like): under
+// graph capture their sizes follow it, so a symbolic graph computes them per call (a backward's
+// `where(x > 0, g, zeros_like(g))` serves every batch size) instead of holding a constant.
+[[nodiscard]] inline Tensor zeros_like(const Tensor& t) {
+    const detail::observed_op op;
+    return op.done(zeros(t.sizes(), t.type()), "zeros_like", {t});
+}
+[[nodiscard]] inline Tensor ones_like(const Tensor& t) {
+    const detail::observed_op op;
+    return op.done(ones(t.sizes(), t.type()), "ones_like", {t});
+}
+[[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) {
+    const detail::observed_op op;
+    return op.done(full(t.sizes(), v, t.type()), "full_like", {t},
+                   {{"value", v.is_floating_point()      ? detail::op_attr(v.to_double())
+                              : v.kind() == dtype::bool_ ? detail::op_attr(v.to_int64() != 0)
+                                                         : detail::op_attr(v.to_int64())}});
+}
 
 [[nodiscard]] GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type);
 /// Values start, start+step, ... below end. int64 when all arguments are integers, else float32.

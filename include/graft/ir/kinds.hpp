@@ -157,6 +157,7 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+GRAFT_DETAIL_IR_KIND(full_like, "full_like", 1)  // full_like[value](x): value an int, float or bool
 GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
 GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (no gradient)
 GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
@@ -369,7 +370,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
