@@ -87,7 +87,7 @@ int main() {
             const Tensor x = points.narrow(0, start, len).contiguous();
             const Tensor y = labels.narrow(0, start, len).contiguous();
             opt.zero_grad();
-            Tensor loss = scripted(inputs(x, y)).at(0);
+            Tensor loss = scripted(inputs(x, y));
             loss.backward();
             opt.step();
             total += loss.item<double>() * static_cast<double>(len);
@@ -113,7 +113,7 @@ int main() {
         return g;
     };
     const std::vector<Tensor> eager = loss_and_grads(loss_fn);
-    const std::vector<Tensor> compiled = loss_and_grads([&](const std::vector<Tensor>& in) { return scripted(in).at(0); });
+    const std::vector<Tensor> compiled = loss_and_grads([&](const std::vector<Tensor>& in) { return scripted(in); });
     double max_diff = 0;
     for (std::size_t i = 0; i < eager.size(); ++i)
         max_diff = std::max(max_diff, (eager[i] - compiled[i]).abs().max().item<double>());
@@ -143,7 +143,7 @@ int main() {
     };
     const std::vector<Tensor> in = inputs(x, y);
     const auto eager_loss = [&](const std::vector<Tensor>& v) { return loss_fn(v); };
-    const auto jit_loss = [&](const std::vector<Tensor>& v) { return scripted(v).at(0); };
+    const auto jit_loss = [&](const std::vector<Tensor>& v) { return scripted(v); };
     const auto fwd_bwd = [&](auto f) {
         return [&, f] {
             for (const Tensor& p : params) p.set_grad(Tensor{});

@@ -107,9 +107,15 @@ public:
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
-    /// Calls f's compiled form; returns what f returns as a vector of tensors.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
-        return state_.call(inputs, capture::detail::traced_fn::of(f_));
+    /// Calls f's compiled form with the inputs as a list; returns a Tensor when f takes a
+    /// const std::vector<Tensor>& and returns a Tensor, else the results as a vector.
+    auto operator()(const std::vector<Tensor>& inputs) {
+        if constexpr (returns_one_tensor_for_a_list) {
+            std::vector<Tensor> r = state_.call(inputs, capture::detail::traced_fn::of(f_));
+            return Tensor(std::move(r.at(0)));
+        } else {
+            return state_.call(inputs, capture::detail::traced_fn::of(f_));
+        }
     }
     /// Calls with tensors as arguments; returns a Tensor when f returns one.
     template <class... Ts>
@@ -144,6 +150,12 @@ public:
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:
+    static constexpr bool returns_one_tensor_for_a_list = [] {
+        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor>&>)
+            return std::is_same_v<std::decay_t<std::invoke_result_t<F&, const std::vector<Tensor>&>>, Tensor>;
+        else
+            return false;
+    }();
     F f_;
     detail::script_state state_;
 };

@@ -13,6 +13,7 @@
 #include <deque>
 #include <iosfwd>
 #include <map>
+#include <functional>
 #include <memory>
 #include <ranges>
 #include <type_traits>
@@ -174,6 +175,12 @@ private:
 [[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& tensors, const Tensor& input);
 [[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters,
                                                   const Tensor& input);
+
+namespace detail {
+/// Runs `body` with `module`'s parameters replaced by `parameters` (parameters()'s order, tied
+/// slots together, as the positional functional_call), restored afterwards, also on an exception.
+GRAFT_INLINE void with_parameters(Module& module, std::span<const Tensor> parameters, const std::function<void()>& body);
+}  // namespace detail
 
 /// The module tree as text (Module::to_string()).
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Module& m);

@@ -408,6 +408,13 @@ GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& ten
 }
 
 GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters, const Tensor& input) {
+    Tensor out;
+    detail::with_parameters(module, parameters, [&] { out = module.forward(input); });
+    return out;
+}
+
+GRAFT_INLINE void detail::with_parameters(Module& module, std::span<const Tensor> parameters,
+                                          const std::function<void()>& body) {
     std::vector<std::pair<std::string, Tensor*>> slots;
     detail::collect(module, [](Module& m) -> auto& { return detail_access::parameters(m); }, true, false, false, slots);
     // Group the slots by tensor (a tied tensor fills several slots) in parameters()'s order.
@@ -426,7 +433,7 @@ GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> para
     detail::slot_swap swap;
     swap.lock(module);
     for (std::size_t i = 0; i < slots.size(); ++i) swap.replace(slots[i].second, parameters[group[i]]);
-    return module.forward(input);
+    body();
 }
 
 }  // namespace graft::nn

@@ -28,17 +28,25 @@ GRAFT_INLINE std::vector<bool> training_flags(Module& module) {
 
 GRAFT_INLINE aot_module::aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
                                     capture::aot_options options)
-    : module_(std::move(module)),
-      fn_((graft::detail::check(module_ != nullptr, "nn::aot: the module is null"),
-           capture::aot(detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input),
-                        std::move(options)))),
-      modes_(detail::training_flags(*module_)) {}
+    : module_(std::move(module)), options_(std::move(options)) {
+    graft::detail::check(module_ != nullptr, "nn::aot: the module is null");
+    num_parameters_ = module_->parameters().size();
+    (void)function(example_input);
+    first_ = captures_.last();
+}
 
-GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) const {
-    graft::detail::check(detail::training_flags(*module_) == modes_, "nn::aot: the train/eval mode of ",
-                         module_->type_name(), " or a submodule changed since the capture; capture it again "
-                         "with nn::aot");
-    return fn_(detail::graph_inputs(*module_, input)).at(0);
+GRAFT_INLINE const capture::aot_function& aot_module::function(const Tensor& example_input) {
+    graft::detail::check(module_->parameters().size() == num_parameters_, "nn::aot: ", module_->type_name(),
+                         " was captured with ", num_parameters_, " parameter tensors and has ",
+                         module_->parameters().size(), " now; capture it again with nn::aot");
+    return captures_.get(*module_, num_parameters_, [&] {
+        return std::make_unique<capture::aot_function>(capture::aot(
+            detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input), options_));
+    });
+}
+
+GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) {
+    return function(input)(detail::graph_inputs(*module_, input)).at(0);
 }
 
 }  // namespace graft::nn
