@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <graft/graft.hpp>
@@ -196,4 +198,29 @@ TEST_CASE("DYNAMIC serves training steps at every batch size from one differenti
         };
         check_dynamic_training(step, {wq, wo}, {4, 8});
     }
+}
+
+TEST_CASE("an executor that cannot build a differentiable plan says so once, through graft's log",
+          "[jit][differential]") {
+    std::vector<std::string> messages;
+    const log_handler previous = set_log_handler([&](log_level level, std::string_view m) {
+        if (level == log_level::warning) messages.emplace_back(m);
+    });
+    Tensor w = full({}, 1.5, dtype::float64).requires_grad_();
+    const auto looped = [](Tensor v, Tensor k) {
+        return while_loop([](const Tensor& c, const Tensor&) { return c.sum() < 10.0; },
+                          [](const Tensor& c, const Tensor& s) { return std::vector<Tensor>{c * s, s}; }, v, k)[0];
+    };
+    const auto straight = [](Tensor v, Tensor k) { return tanh(v * k).sum(); };
+    auto fl = jit::script(looped, strategy(jit::fusion_behavior::static_));
+    auto fs = jit::script(straight, strategy(jit::fusion_behavior::static_));
+    for (int i = 0; i < 4; ++i) {
+        const Tensor x = rand({3}, dtype::float64) + 0.5;
+        CHECK(bitwise_equal(fl(x, w), looped(x, w)));
+        CHECK(bitwise_equal(fs(x, w), straight(x, w)));
+    }
+    set_log_handler(previous);
+    REQUIRE(messages.size() == 1);  // the loop's executor, once; none for the straight-line graph
+    CHECK(messages[0].find("no differentiable plan") != std::string::npos);
+    CHECK(messages[0].find("prim::Loop") != std::string::npos);
 }

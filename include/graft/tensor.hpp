@@ -8,6 +8,7 @@
 #include "graft/core/dtype.hpp"
 #include "graft/core/error.hpp"
 #include "graft/core/factories.hpp"
+#include "graft/core/log.hpp"
 #include "graft/core/print.hpp"
 #include "graft/core/scalar.hpp"
 #include "graft/core/shape.hpp"

@@ -37,6 +37,7 @@
 #include "graft/autograd/grad_mode.hpp"
 #include "graft/capture/aot.hpp"
 #include "graft/core/error.hpp"
+#include "graft/core/log.hpp"
 #include "graft/ir/graph.hpp"
 #include "graft/ir/passes.hpp"
 #include "graft/ir/print.hpp"
@@ -216,6 +217,8 @@ struct trace_log {
     std::mutex mutex;
     clock::time_point origin = clock::now();
     std::vector<event> events;
+    /// Set once this executor warned that a graph requiring grad runs eagerly (once per executor).
+    std::atomic<bool> warned_eager{false};
     static constexpr std::size_t max_events = 100000;
 
     void add(std::string name, const char* category, clock::time_point start, int level);

@@ -526,6 +526,13 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
             s->profiled_types = profiled_types();
             s->graph_suffix = std::move(text);
+            // Never a silent eager plan: say so once per executor (debug_state() has the details).
+            if (!log_->warned_eager.exchange(true))
+                log_message(log_level::warning,
+                            graft::detail::concat("jit: no differentiable plan for this graph (", s->reason, "); it runs ",
+                                                  s->kind == plan_kind::subgraphs ? "eagerly with differentiable subgraphs"
+                                                                                  : "eagerly",
+                                                  " when inputs require grad (debug_state() shows the plan)"));
         }
     }
     // The fallback function: the same graph, one specialization less.
