@@ -1,7 +1,8 @@
 // Custom autograd Functions (autograd::Function<Derived>, issue 16): values and gradients
 // against hand-written derivatives and finite differences (gradcheck / gradgradcheck),
 // PyTorch's rules for mark_dirty, mark_non_differentiable, needs_input_grad and
-// materialized gradients, the node as a regular graph node, and the errors PyTorch raises.
+// materialized gradients, outputs that are views (no in-place changes), once_differentiable,
+// the node as a regular graph node, and the errors PyTorch raises.
 #include <catch2/catch.hpp>
 
 #include <any>
@@ -116,6 +117,26 @@ struct GradForNumber : autograd::Function<GradForNumber> {
 struct Identity : autograd::Function<Identity> {
     static Tensor forward(FunctionCtx&, const Tensor& x) { return x; }
     static Tensor backward(FunctionCtx&, const Tensor& g) { return g * 5.0; }
+};
+// Returns a view it makes of its input (a transpose); backward transposes back, times 5.
+struct TransposeFn : autograd::Function<TransposeFn> {
+    static Tensor forward(FunctionCtx&, const Tensor& x) { return x.t(); }
+    static Tensor backward(FunctionCtx&, const Tensor& g) { return g.t() * 5.0; }
+};
+// exp marked once differentiable: its backward (g * exp(x)) runs without recording, so a
+// second derivative through it must be refused, not silently dropped.
+struct OnceExp : autograd::Function<OnceExp> {
+    static constexpr bool once_differentiable = true;
+    static inline std::vector<bool> grad_mode_in_backward;
+    static Tensor forward(FunctionCtx& ctx, const Tensor& x) {
+        Tensor y = exp(x);
+        ctx.save_for_backward(y);
+        return y;
+    }
+    static Tensor backward(FunctionCtx& ctx, const Tensor& g) {
+        grad_mode_in_backward.push_back(autograd::is_grad_enabled());
+        return g * ctx.get_saved_variables()[0];
+    }
 };
 struct DirtyNotReturned : autograd::Function<DirtyNotReturned> {
     static Tensor forward(FunctionCtx& ctx, Tensor x) {
@@ -263,10 +284,14 @@ TEST_CASE("custom Function: needs_input_grad per forward argument", "[autograd][
     CHECK(Recorder::seen_forward == std::vector<bool>{false, false, false});
     CHECK_FALSE(w.requires_grad());
     {
+        // As Python's ctx.needs_input_grad, which holds each tensor argument's requires_grad
+        // whatever the grad mode (torch/csrc/autograd/python_function.cpp, unpack_input):
+        // true for x under no_grad, although nothing is recorded.
         autograd::no_grad guard;
         Tensor q = Recorder::apply(x, y, 2);
-        CHECK(Recorder::seen_forward == std::vector<bool>{false, false, false});
+        CHECK(Recorder::seen_forward == std::vector<bool>{true, false, false});
         CHECK_FALSE(q.requires_grad());
+        CHECK_FALSE(q.grad_fn());
     }
 }
 
@@ -400,4 +425,102 @@ TEST_CASE("custom Function: graph capture refuses it with a clear error", "[auto
     REQUIRE_THROWS_WITH(fn(x), Contains("can't be captured"));
     // Eager use is unaffected.
     CHECK(close(dvec(f(x)), {exp(x.detach()).sum().item<double>()}));
+}
+
+TEST_CASE("custom Function: an output that is a returned input or a view can't be modified in place",
+          "[autograd][custom_function][errors]") {
+    // PyTorch: "Output 0 of IdentityBackward is a view and is being modified inplace. This view
+    // was created inside a custom Function (or because an input was returned as-is) ...". Without
+    // the check, y.mul_(3) rewrote b's memory while b kept its old history, so b's gradients
+    // were silently wrong afterwards.
+    Tensor a = leaf({2}, 27);
+    Tensor b = a * 1.0;
+    Tensor y = Identity::apply(b);
+    const std::vector<double> before = dvec(b);
+    REQUIRE_THROWS_WITH(y.mul_(3.0), Contains("Output 0 of IdentityBackward is a view and is being modified inplace") &&
+                                         Contains("the custom Function Identity") && Contains("clone"));
+    // Nothing was written and the graph is intact: the custom backward (times 5) still runs.
+    CHECK(dvec(b) == before);
+    CHECK(dvec(y) == before);
+    REQUIRE(y.grad_fn());
+    CHECK(y.grad_fn()->name() == "IdentityBackward");
+    y.sum().backward();
+    CHECK(close(dvec(a.grad()), {5.0, 5.0}));
+
+    // PyTorch's remedy, a clone: d/da sum(3 * Identity(a * 1)) = 3 * 5.
+    a.set_grad(Tensor{});
+    Tensor c = Identity::apply(b).clone();
+    c.mul_(3.0);
+    c.sum().backward();
+    CHECK(close(dvec(a.grad()), {15.0, 15.0}));
+
+    // A view made inside forward is refused alike (it was refused before with the message for
+    // views made under no_grad, which forward runs in).
+    Tensor m = leaf({2, 3}, 28) * 1.0;
+    Tensor t = TransposeFn::apply(m);
+    CHECK(t.grad_fn()->name() == "TransposeFnBackward");
+    REQUIRE_THROWS_WITH(t.add_(1.0), Contains("Output 0 of TransposeFnBackward is a view and is being modified inplace") &&
+                                         Contains("custom Function TransposeFn"));
+
+    // The input modified in place after the Function returned it: the output's history can't be
+    // rebuilt without bypassing the custom backward, so using it is refused (PyTorch: the same
+    // error, raised when the view's grad_fn is next used).
+    Tensor b2 = a * 1.0;
+    Tensor y2 = Identity::apply(b2);
+    b2.mul_(2.0);
+    REQUIRE_THROWS_WITH(y2 * 2.0, Contains("its base or another view of its base has been modified") &&
+                                      Contains("custom Function Identity"));
+
+    // Under no_grad the in-place op is not recorded, so it is allowed (as PyTorch).
+    Tensor b3 = a * 1.0;
+    Tensor y3 = Identity::apply(b3);
+    {
+        autograd::no_grad guard;
+        y3.mul_(3.0);
+    }
+    CHECK(close(dvec(b3), dvec(a.detach() * 3.0)));
+
+    // Under no_grad nothing is recorded and an input returned as-is comes back detached (PyTorch
+    // returns x.detach() for an input that requires grad): not the input itself.
+    {
+        autograd::no_grad guard;
+        Tensor z = Identity::apply(a);
+        CHECK(z.impl_ptr() != a.impl_ptr());
+        CHECK_FALSE(z.requires_grad());
+        CHECK(dvec(z) == dvec(a.detach()));
+    }
+}
+
+TEST_CASE("custom Function: once_differentiable refuses a double backward", "[autograd][custom_function][errors]") {
+    // Single backward: d/dx sum(exp(x)) = exp(x), with backward run in no_grad mode.
+    OnceExp::grad_mode_in_backward.clear();
+    Tensor x = leaf({3}, 29);
+    OnceExp::apply(x).sum().backward();
+    CHECK(close(dvec(x.grad()), dvec(exp(x.detach()))));
+    CHECK(OnceExp::grad_mode_in_backward == std::vector<bool>{false});
+    CHECK(gradcheck([](const tensor_list& in) { return tensor_list{OnceExp::apply(in[0])}; }, {leaf({4}, 30)}));
+
+    // create_graph: the first backward works (and still runs backward in no_grad mode) ...
+    OnceExp::grad_mode_in_backward.clear();
+    Tensor y = OnceExp::apply(x);
+    const auto gx = autograd::grad({(y * y).sum()}, {x}, {}, true, true);
+    CHECK(OnceExp::grad_mode_in_backward == std::vector<bool>{false});
+    CHECK(close(dvec(gx[0]), dvec(exp(x.detach() * 2.0) * 2.0)));  // d/dx exp(x)^2 = 2 exp(2x)
+    REQUIRE(gx[0].requires_grad());
+    // ... and differentiating its result again is PyTorch's error, naming the Function.
+    REQUIRE_THROWS_WITH(autograd::grad({gx[0].sum()}, {x}),
+                        Contains("OnceExpBackward") &&
+                            Contains("trying to differentiate twice a function that was marked with once_differentiable"));
+    REQUIRE_THROWS_WITH(gx[0].sum().backward(), Contains("trying to differentiate twice"));
+    // Also when the incoming gradient does not require grad (PyTorch then returns a gradient
+    // that does not require grad, silently dropping the second-order term; graft refuses).
+    const auto gx2 = autograd::grad({OnceExp::apply(x).sum()}, {x}, {}, true, true);
+    REQUIRE(gx2[0].requires_grad());
+    REQUIRE_THROWS_WITH(autograd::grad({gx2[0].sum()}, {x}, {}, false, false, true),
+                        Contains("trying to differentiate twice"));
+
+    // The error leaves everything usable: a fresh single backward works.
+    x.set_grad(Tensor{});
+    OnceExp::apply(x).sum().backward();
+    CHECK(close(dvec(x.grad()), dvec(exp(x.detach()))));
 }

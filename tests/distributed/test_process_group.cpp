@@ -82,13 +82,117 @@ TEST_CASE("distributed: broadcast, all_gather, reduce_scatter", "[distributed]")
     CHECK(o[0].item<double>() == Approx(double(r + 1) * (p + 1) / 2.0));
 }
 
+namespace {
+/// The elements of a 2-d tensor in logical (row-major) order, read one by one.
+std::vector<double> elements(const Tensor& t) {
+    std::vector<double> v;
+    for (std::int64_t i = 0; i < t.size(0); ++i)
+        for (std::int64_t j = 0; j < t.size(1); ++j) v.push_back(t[i][j].item<double>());
+    return v;
+}
+}  // namespace
+
+TEST_CASE("distributed: collectives take non-contiguous tensors and write results back into them", "[distributed]") {
+    // As PyTorch's gloo backend accepts them: graft copies to a contiguous buffer and back.
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    const double tri = p * (p + 1) / 2.0;  // sum over ranks of (rank + 1)
+    for (dtype type : {dtype::float32, dtype::float64, dtype::int64}) {
+        // A transpose: rank r holds base[i][j] = (r + 1) * (4 i + j + 1), reduced through t = base.t().
+        Tensor base = filled(12, type, [&](std::int64_t k) { return double(r + 1) * double(k + 1); }).view({3, 4});
+        Tensor t = base.t();
+        REQUIRE_FALSE(t.is_contiguous());
+        const auto v0 = t._version();
+        dist::all_reduce(t);
+        CHECK(t._version() > v0);
+        CHECK_FALSE(t.is_contiguous());  // the caller's tensor, strides unchanged
+        for (std::int64_t i = 0; i < 4; ++i)
+            for (std::int64_t j = 0; j < 3; ++j) CHECK(t[i][j].item<double>() == Approx(double(4 * j + i + 1) * tri));
+        for (std::int64_t k = 0; k < 12; ++k)  // seen through the base: the same memory was written
+            CHECK(base.view({12})[k].item<double>() == Approx(double(k + 1) * tri));
+    }
+    {
+        // A strided slice (every other column of a 3 x 6 tensor): average; the columns between keep
+        // this rank's own values.
+        Tensor m = filled(18, dtype::float64, [&](std::int64_t k) { return double(r) * 100.0 + double(k); }).view({3, 6});
+        Tensor cols = m.slice(1, 0, 6, 2);
+        REQUIRE_FALSE(cols.is_contiguous());
+        dist::all_reduce(cols, dist::reduce_op::avg);
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 6; ++j) {
+                const double own = double(r) * 100.0 + double(6 * i + j);
+                const double avg = double(p - 1) * 50.0 + double(6 * i + j);  // mean over ranks of 100 rank + k
+                CHECK(m[i][j].item<double>() == Approx(j % 2 == 0 ? avg : own));
+            }
+        // Asynchronous: the result is in the caller's tensor once wait() returns.
+        Tensor m2 = full({4, 5}, double(r + 1), dtype::float64);
+        Tensor s2 = m2.narrow(1, 1, 3);
+        dist::work w = dist::all_reduce(s2, dist::reduce_op::sum, /*async_op=*/true);
+        w.wait();
+        for (std::int64_t i = 0; i < 4; ++i)
+            for (std::int64_t j = 0; j < 5; ++j)
+                CHECK(m2[i][j].item<double>() == Approx(j >= 1 && j <= 3 ? tri : double(r + 1)));
+    }
+    {
+        // broadcast into a transpose: every rank ends with rank p - 1's values; the other half of
+        // a sliced tensor stays as it was.
+        Tensor bt = filled(6, dtype::float32, [&](std::int64_t k) { return double(r) * 10.0 + double(k); }).view({2, 3}).t();
+        dist::broadcast(bt, p - 1);
+        std::vector<double> expect;
+        for (std::int64_t i = 0; i < 3; ++i)
+            for (std::int64_t j = 0; j < 2; ++j) expect.push_back(double(p - 1) * 10.0 + double(3 * j + i));
+        CHECK(elements(bt) == expect);
+        Tensor half = full({4, 4}, double(r), dtype::float64);
+        Tensor rows = half.slice(0, 1, 4, 2);  // rows 1 and 3
+        dist::broadcast(rows, 0);
+        for (std::int64_t i = 0; i < 4; ++i) CHECK(half[i][2].item<double>() == (i % 2 == 1 ? 0.0 : double(r)));
+    }
+    {
+        // all_gather from a transposed input into transposed outputs (slices of one tensor).
+        Tensor in = filled(6, dtype::float64, [&](std::int64_t k) { return double(r) * 10.0 + double(k); }).view({2, 3}).t();
+        Tensor big = zeros({p, 2, 3}, dtype::float64);
+        std::vector<Tensor> outs;
+        for (int i = 0; i < p; ++i) outs.push_back(big[i].t());  // 3 x 2 views, not contiguous
+        REQUIRE_FALSE(outs[0].is_contiguous());
+        dist::all_gather(outs, in);
+        for (int i = 0; i < p; ++i) {
+            // outs[i] = rank i's input, element by element: in[a][b] = 10 i + (3 b + a).
+            std::vector<double> expect;
+            for (std::int64_t a = 0; a < 3; ++a)
+                for (std::int64_t b = 0; b < 2; ++b) expect.push_back(double(i) * 10.0 + double(3 * b + a));
+            CHECK(elements(outs[static_cast<std::size_t>(i)]) == expect);
+        }
+    }
+    {
+        // reduce_scatter from transposed inputs into a column of a larger tensor.
+        std::vector<Tensor> in;
+        for (int j = 0; j < p; ++j)
+            in.push_back(filled(6, dtype::float64, [&](std::int64_t k) { return double(r + 1) * double(j * 6 + k); })
+                             .view({2, 3})
+                             .t());
+        Tensor host = full({3, 2, 2}, -1.0, dtype::float64);
+        Tensor out = host.select(2, 1);  // 3 x 2, strides (4, 2)
+        REQUIRE_FALSE(out.is_contiguous());
+        dist::reduce_scatter(out, in);
+        // Rank r receives the sum over ranks of in[r]: in[r][a][b] = (rank + 1) (6 r + 3 b + a).
+        for (std::int64_t a = 0; a < 3; ++a)
+            for (std::int64_t b = 0; b < 2; ++b) {
+                CHECK(out[a][b].item<double>() == Approx(tri * double(6 * r + 3 * b + a)));
+                CHECK(host[a][b][0].item<double>() == -1.0);  // the other column is untouched
+            }
+    }
+}
+
 TEST_CASE("distributed: bad input is a graft::error on every rank and the group stays usable", "[distributed]") {
     const int r = dist::get_rank(), p = dist::get_world_size();
     // Ranks disagree on the size: every rank learns it from the size check, nothing is sent.
     Tensor x = zeros({r == 0 ? 4 : 5});
     CHECK_THROWS_WITH(dist::all_reduce(x), Catch::Contains("disagree"));
-    Tensor strided = zeros({4, 4}).t();
-    CHECK_THROWS_WITH(dist::all_reduce(strided), Catch::Contains("contiguous"));
+    // A written tensor whose elements share memory (an expanded view) has no single result.
+    Tensor overlapping = zeros({1}).expand({4});
+    CHECK_THROWS_WITH(dist::all_reduce(overlapping), Catch::Contains("overlap"));
+    std::vector<Tensor> expanded_outputs;
+    for (int i = 0; i < p; ++i) expanded_outputs.push_back(zeros({1}).expand({2}));
+    CHECK_THROWS_WITH(dist::all_gather(expanded_outputs, zeros({2})), Catch::Contains("overlap"));
     Tensor w = zeros({3}).requires_grad_();
     CHECK_THROWS_WITH(dist::all_reduce(w), Catch::Contains("requires grad"));
     {

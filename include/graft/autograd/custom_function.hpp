@@ -14,6 +14,10 @@
 //       }
 //   };
 //   Tensor y = MyExp::apply(x);   // y.grad_fn()->name() == "MyExpBackward"
+//
+// `static constexpr bool once_differentiable = true;` in the class is Python's
+// @once_differentiable: backward runs without recording, and differentiating its result
+// again (create_graph, then a second backward) throws graft::error.
 #include <any>
 #include <concepts>
 #include <cstddef>
@@ -76,7 +80,8 @@ public:
         mark_non_differentiable(tensor_list{tensors...});
     }
     /// True when forward argument `i` (counting every argument after ctx, tensors or not) is a
-    /// tensor whose gradient backward must compute (Python's ctx.needs_input_grad[i]).
+    /// tensor that requires grad, as Python's ctx.needs_input_grad[i]: fixed when apply is
+    /// called, whatever the grad mode (true under no_grad too, where nothing is recorded).
     [[nodiscard]] GRAFT_INLINE bool needs_input_grad(std::size_t i) const;
     /// With true (the default) undefined output gradients reach backward as zeros.
     void set_materialize_grads(bool value) noexcept { materialize_grads_ = value; }
@@ -92,6 +97,9 @@ protected:
     GRAFT_INLINE void prepare_grads(tensor_list& grads) const;
     /// Checks backward's result (one gradient per forward argument) and keeps the tensor ones.
     [[nodiscard]] GRAFT_INLINE tensor_list finish_backward(tensor_list&& grads) const;
+    /// once_differentiable with create_graph: the defined gradients become outputs of a node
+    /// that throws when a second backward reaches it (PyTorch's DelayedError).
+    GRAFT_INLINE void refuse_double_backward(tensor_list& grads) const;
 
 private:
     friend struct detail::custom_function_access;
@@ -100,6 +108,7 @@ private:
     std::vector<bool> needs_input_grad_;    // per forward argument
     tensor_list to_save_, dirty_, non_differentiable_;  // filled during forward
     std::vector<detail::saved_variable> saved_;
+    const char* function_name_ = "";        // the Function's name ("MyExp"), static storage
     bool in_forward_ = false;
     bool has_saved_ = false;
     bool materialize_grads_ = true;
@@ -114,7 +123,7 @@ namespace detail {
 struct custom_function_access {
     /// Records which arguments are tensors, the edges and needs_input_grad; true when the
     /// outputs will be attached to the node (grad mode on and some input requires grad).
-    GRAFT_INLINE static bool begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+    GRAFT_INLINE static bool begin_forward(FunctionCtx& ctx, const char* function_name, const tensor_list& inputs,
                                            const std::vector<bool>& is_tensor_arg);
     /// Attaches the outputs (dirty inputs get the node as their new grad_fn, returned inputs
     /// become aliases), saves the tensors of save_for_backward and checks the marks.
@@ -138,17 +147,33 @@ template <class T>
 #endif
 }
 
-/// "<Derived::name>Backward" when Derived has a static `name`, else "<type name>Backward"
-/// (namespaces stripped), as PyTorch names a Function's node after its class.
+/// `Derived::name` when Derived has a static `name`, else the type's name (namespaces stripped).
 template <class Derived>
-[[nodiscard]] const char* custom_node_name() {
+[[nodiscard]] const char* custom_function_name() {
     static const std::string name = [] {
         if constexpr (requires { std::string_view(Derived::name); })
-            return std::string(std::string_view(Derived::name)) + "Backward";
+            return std::string(std::string_view(Derived::name));
         else
-            return short_type_name(pretty_name_of<Derived>()) + "Backward";
+            return short_type_name(pretty_name_of<Derived>());
     }();
     return name.c_str();
+}
+
+/// "<Name>Backward" (Name from custom_function_name), as PyTorch names a Function's node after
+/// its class.
+template <class Derived>
+[[nodiscard]] const char* custom_node_name() {
+    static const std::string name = std::string(custom_function_name<Derived>()) + "Backward";
+    return name.c_str();
+}
+
+/// True when Derived declares `static constexpr bool once_differentiable = true;`.
+template <class Derived>
+[[nodiscard]] consteval bool is_once_differentiable() {
+    if constexpr (requires { { Derived::once_differentiable } -> std::convertible_to<bool>; })
+        return static_cast<bool>(Derived::once_differentiable);
+    else
+        return false;
 }
 
 template <class T>
@@ -195,6 +220,24 @@ public:
 protected:
     tensor_list apply(tensor_list&& grads) override {
         prepare_grads(grads);
+        if constexpr (is_once_differentiable<Derived>()) {
+            // Python's @once_differentiable: backward runs unrecorded; with create_graph its
+            // gradients are tied to a node that refuses a second differentiation.
+            const bool create_graph = is_grad_enabled();
+            tensor_list out;
+            {
+                no_grad guard;
+                out = run_backward(grads);
+            }
+            if (create_graph) refuse_double_backward(out);
+            return out;
+        } else {
+            return run_backward(grads);
+        }
+    }
+
+private:
+    tensor_list run_backward(tensor_list& grads) {
         FunctionCtx& ctx = *this;
         if constexpr (std::same_as<Out, Tensor>) {
             return finish_backward(to_tensor_list(Derived::backward(ctx, grads[0])));
@@ -220,7 +263,9 @@ inline constexpr bool is_tensor_arg_v = std::same_as<std::remove_cvref_t<A>, Ten
 /// where G is a Tensor (one forward argument) or a tensor_list with one gradient per forward
 /// argument (undefined for arguments that are not tensors or need none). Optionally
 /// `static constexpr const char* name = "MyFn";` names the node "MyFnBackward" (default: the
-/// type's name). Derived::apply(args...) runs it. forward runs with grad mode off.
+/// type's name), and `static constexpr bool once_differentiable = true;` runs backward without
+/// recording and refuses a double backward through it (Python's @once_differentiable).
+/// Derived::apply(args...) runs it. forward runs with grad mode off.
 template <class Derived>
 struct Function {
     template <class... Args>
@@ -241,7 +286,7 @@ struct Function {
             }(args),
             ...);
         const bool executable = detail::custom_function_access::begin_forward(
-            *node, inputs, std::vector<bool>{detail::is_tensor_arg_v<Args>...});
+            *node, detail::custom_function_name<Derived>(), inputs, std::vector<bool>{detail::is_tensor_arg_v<Args>...});
         tensor_list outputs;
         try {
             no_grad guard;

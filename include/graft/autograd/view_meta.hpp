@@ -12,14 +12,16 @@
 namespace graft::autograd::detail {
 
 /// How a view was created; views made in no_grad mode must not be modified in
-/// place with grad mode enabled (their history cannot be rebased).
-enum class creation_meta : std::uint8_t { default_mode, no_grad_mode };
+/// place with grad mode enabled (their history cannot be rebased), nor may outputs of a
+/// custom Function that are views (rebasing would bypass the Function's backward).
+enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function };
 
 /// Set on views made by the public view ops (view, transpose, narrow, select, ...).
 struct view_meta {
     Tensor base;  // the root tensor (never itself a tracked view)
     std::uint64_t attr_version = 0;  // version counter value when the view's grad_fn was last valid
     creation_meta creation = creation_meta::default_mode;
+    const char* custom_function = nullptr;  // in_custom_function: the Function's name (static storage)
     std::mutex mutex;
 };
 

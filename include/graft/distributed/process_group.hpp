@@ -9,7 +9,8 @@
 // rank whose peers never join gets a graft::error instead of hanging forever. MPI's own
 // errors, those a collective's completion reports included, become graft::error naming the
 // call. Collectives are not differentiable: they write tensors in place (bumping their version)
-// and refuse tensors that require grad while grad mode is on.
+// and refuse tensors that require grad while grad mode is on. Tensors may be non-contiguous
+// (transposed, sliced): MPI works on a contiguous copy, written back into the caller's tensor.
 // graft uses MPI's C API only: skip the deprecated C++ bindings (they warn and cost compile time).
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1
@@ -110,16 +111,40 @@ inline MPI_Datatype mpi_type(const char* op, dtype t) {
     graft::detail::fail_with(op, ": dtype ", t, " is not supported (float32, float64, int64)");
 }
 
-/// The checks every tensor a collective writes or reads passes.
-inline void check_tensor(const char* op, const Tensor& t, const char* what) {
+/// The checks every tensor a collective writes or reads passes. Any strides are fine; a tensor
+/// the collective writes must not have elements that share memory (an expanded view), which
+/// could hold only one of their results.
+inline void check_tensor(const char* op, const Tensor& t, const char* what, bool written) {
     graft::detail::check(t.defined(), op, ": ", what, " is an undefined tensor");
     graft::detail::check(t.numel() <= std::numeric_limits<int>::max(), op, ": ", what, " has ", t.numel(),
                          " elements; one MPI call takes at most 2^31 - 1");
-    graft::detail::check(t.is_contiguous(), op, ": Tensors must be contiguous (", what, " is not)");
+    graft::detail::check(!written || t.is_contiguous() ||
+                             autograd::detail::is_non_overlapping(autograd::detail::geometry_of(t)),
+                         op, ": ", what, " (sizes ", t.sizes(), ", strides ", t.strides(), ") has elements that "
+                         "overlap in memory (an expanded view?), so it can't hold a result per element; pass a "
+                         "clone()");
     graft::detail::check(!(autograd::is_grad_enabled() && t.requires_grad()), op, ": ", what,
                          " requires grad; collectives are not differentiable: call them under "
                          "graft::autograd::no_grad");
     (void)mpi_type(op, t.type());
+}
+
+/// The contiguous memory MPI reads or writes for `t`: t itself when contiguous, else a copy of
+/// its elements in logical (row-major) order (written back by write_back).
+[[nodiscard]] inline Tensor contiguous_buffer(const Tensor& t) {
+    return t.is_contiguous() ? t : graft::detail::raw::contiguous(t);
+}
+
+/// Copies a result from the contiguous `buffer` into the caller's `t` (nothing to do when MPI
+/// wrote t itself) and bumps t's version.
+inline void write_back(const Tensor& t, const Tensor& buffer) {
+    if (buffer.impl_ptr() != t.impl_ptr()) graft::detail::copy_elements(t, buffer);
+    t.bump_version();
+}
+
+/// Elements [offset, offset + t.numel()) of the contiguous 1-d `flat`, shaped like t.
+[[nodiscard]] inline Tensor flat_part(const Tensor& flat, std::int64_t offset, const Tensor& t) {
+    return graft::detail::raw::view(graft::detail::raw::narrow(flat, 0, offset, t.numel()), t.sizes());
 }
 
 /// MPI_Test: has `req` completed? A graft::error when it completed with an error (a peer's
@@ -356,12 +381,13 @@ inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, r
 
 /// Reduces `tensor` across all ranks in place: every rank ends with the sum (or the average)
 /// of all ranks' values (torch.distributed.all_reduce). float32, float64 (avg: floating point
-/// only) and int64; contiguous; every rank must pass the same element count and dtype (checked:
-/// a graft::error on every rank). With async_op the returned work is waited for later.
+/// only) and int64; any strides (a non-contiguous tensor is reduced through a contiguous copy
+/// and written back); every rank must pass the same element count and dtype (checked: a
+/// graft::error on every rank). With async_op the returned work is waited for later.
 inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async_op = false) {
     constexpr const char* name = "distributed::all_reduce";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the tensor");
+    detail::check_tensor(name, tensor, "the tensor", true);
     graft::detail::check(op == reduce_op::sum || tensor.type() != dtype::int64, name,
                          ": reduce_op::avg needs a floating-point tensor");
     detail::check_same_everywhere(name, tensor.numel(), tensor.type(), static_cast<std::int64_t>(op));
@@ -369,16 +395,16 @@ inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async
 }
 
 namespace detail {
-/// What completes a sum into `result` once MPI has written it: reduce_op::avg divides by the
-/// group's size; reduce_op::sum bumps the version (the tensor changed under autograd's eyes).
-inline std::function<void()> finish_reduction(const Tensor& result, reduce_op op, int size) {
-    return [t = result, op, size] {
+/// What completes a sum that MPI wrote into `buffer` (`result` itself or its contiguous copy):
+/// reduce_op::avg divides by the group's size, then the values go to `result`, whose version
+/// is bumped (the tensor changed under autograd's eyes).
+inline std::function<void()> finish_reduction(const Tensor& result, const Tensor& buffer, reduce_op op, int size) {
+    return [t = result, b = buffer, op, size] {
         if (op == reduce_op::avg) {
             autograd::no_grad guard;
-            Tensor(t).div_(static_cast<double>(size));
-        } else {
-            t.bump_version();
+            Tensor(b).div_(static_cast<double>(size));
         }
+        write_back(t, b);
     };
 }
 
@@ -386,73 +412,74 @@ inline std::function<void()> finish_reduction(const Tensor& result, reduce_op op
 /// checked once for many calls (DistributedDataParallel checks its bucket layout at
 /// construction), so that an async_op call returns at once.
 inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, reduce_op op, bool async_op) {
+    const Tensor buffer = contiguous_buffer(tensor);
     MPI_Request req = MPI_REQUEST_NULL;
     {
         auto lock = detail::mpi_lock();
-        detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), static_cast<int>(tensor.numel()),
-                                         detail::mpi_type(name, tensor.type()), MPI_SUM, g.comm, &req),
+        detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()),
+                                         detail::mpi_type(name, buffer.type()), MPI_SUM, g.comm, &req),
                           name, "MPI_Iallreduce");
     }
-    work w(name, req, {tensor}, finish_reduction(tensor, op, g.size));
+    work w(name, req, {tensor, buffer}, finish_reduction(tensor, buffer, op, g.size));
     if (!async_op) w.wait();
     return w;
 }
 }  // namespace detail
 
-/// Copies `tensor` of rank `src` into `tensor` of every rank (torch.distributed.broadcast).
+/// Copies `tensor` of rank `src` into `tensor` of every rank (torch.distributed.broadcast); any
+/// strides (see all_reduce).
 inline work broadcast(Tensor& tensor, int src, bool async_op = false) {
     constexpr const char* name = "distributed::broadcast";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the tensor");
+    detail::check_tensor(name, tensor, "the tensor", true);
     graft::detail::check(src >= 0 && src < g.size, name, ": src ", src, " is not a rank (world size ", g.size, ")");
     detail::check_same_everywhere(name, tensor.numel(), tensor.type(), src);
+    const Tensor buffer = detail::contiguous_buffer(tensor);
     MPI_Request req = MPI_REQUEST_NULL;
     {
         auto lock = detail::mpi_lock();
-        detail::check_mpi(MPI_Ibcast(tensor.raw_data(), static_cast<int>(tensor.numel()),
-                                     detail::mpi_type(name, tensor.type()), src, g.comm, &req),
+        detail::check_mpi(MPI_Ibcast(buffer.raw_data(), static_cast<int>(buffer.numel()),
+                                     detail::mpi_type(name, buffer.type()), src, g.comm, &req),
                           name, "MPI_Ibcast");
     }
-    Tensor t = tensor;
-    work w(name, req, {tensor}, [t] { t.bump_version(); });
+    work w(name, req, {tensor, buffer}, [t = tensor, buffer] { detail::write_back(t, buffer); });
     if (!async_op) w.wait();
     return w;
 }
 
 /// output[i] = rank i's `tensor`, on every rank (torch.distributed.all_gather): `output` holds
-/// world-size tensors of `tensor`'s dtype and size (resized is not done: they must match).
+/// world-size tensors of `tensor`'s dtype and element count (resizing is not done: they must
+/// match), elements taken in logical (row-major) order; any strides.
 inline work all_gather(std::vector<Tensor>& output, const Tensor& tensor, bool async_op = false) {
     constexpr const char* name = "distributed::all_gather";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the input tensor");
+    detail::check_tensor(name, tensor, "the input tensor", false);
     graft::detail::check(output.size() == static_cast<std::size_t>(g.size), name, ": the output list has ",
                          output.size(), " tensors, the world size is ", g.size);
     for (const Tensor& o : output) {
-        detail::check_tensor(name, o, "an output tensor");
+        detail::check_tensor(name, o, "an output tensor", true);
         graft::detail::check(o.type() == tensor.type() && o.numel() == tensor.numel(), name,
                              ": every output tensor must have the input's dtype and element count");
     }
     detail::check_same_everywhere(name, tensor.numel(), tensor.type());
     const std::int64_t n = tensor.numel();
+    const Tensor input = detail::contiguous_buffer(tensor);
     Tensor staging = empty({n * g.size}, tensor.type());
     MPI_Request req = MPI_REQUEST_NULL;
     {
         auto lock = detail::mpi_lock();
         const MPI_Datatype type = detail::mpi_type(name, tensor.type());
-        detail::check_mpi(MPI_Iallgather(tensor.raw_data(), static_cast<int>(n), type, staging.raw_data(),
+        detail::check_mpi(MPI_Iallgather(input.raw_data(), static_cast<int>(n), type, staging.raw_data(),
                                          static_cast<int>(n), type, g.comm, &req),
                           name, "MPI_Iallgather");
     }
     std::vector<Tensor> outs = output;
     std::function<void()> done = [outs, staging, n] {
-        const std::size_t bytes = static_cast<std::size_t>(n) * staging.element_size();
-        for (std::size_t i = 0; i < outs.size(); ++i) {
-            std::memcpy(outs[i].raw_data(), static_cast<const char*>(staging.raw_data()) + i * bytes, bytes);
-            outs[i].bump_version();
-        }
+        for (std::size_t i = 0; i < outs.size(); ++i)
+            detail::write_back(outs[i], detail::flat_part(staging, static_cast<std::int64_t>(i) * n, outs[i]));
     };
     std::vector<Tensor> keep = output;
-    keep.push_back(tensor);
+    keep.push_back(input);
     keep.push_back(staging);
     work w(name, req, std::move(keep), std::move(done));
     if (!async_op) w.wait();
@@ -460,35 +487,40 @@ inline work all_gather(std::vector<Tensor>& output, const Tensor& tensor, bool a
 }
 
 /// output = the reduction over ranks of input[this rank] (torch.distributed.reduce_scatter):
-/// `input` holds world-size tensors of `output`'s dtype and size.
+/// `input` holds world-size tensors of `output`'s dtype and element count (elements in logical
+/// order); any strides.
 inline work reduce_scatter(Tensor& output, const std::vector<Tensor>& input, reduce_op op = reduce_op::sum,
                            bool async_op = false) {
     constexpr const char* name = "distributed::reduce_scatter";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, output, "the output tensor");
+    detail::check_tensor(name, output, "the output tensor", true);
     graft::detail::check(op == reduce_op::sum || output.type() != dtype::int64, name,
                          ": reduce_op::avg needs a floating-point tensor");
     graft::detail::check(input.size() == static_cast<std::size_t>(g.size), name, ": the input list has ",
                          input.size(), " tensors, the world size is ", g.size);
     for (const Tensor& in : input) {
-        detail::check_tensor(name, in, "an input tensor");
+        detail::check_tensor(name, in, "an input tensor", false);
         graft::detail::check(in.type() == output.type() && in.numel() == output.numel(), name,
                              ": every input tensor must have the output's dtype and element count");
     }
     detail::check_same_everywhere(name, output.numel(), output.type(), static_cast<std::int64_t>(op));
     const std::int64_t n = output.numel();
     Tensor staging = empty({n * g.size}, output.type());
-    const std::size_t bytes = static_cast<std::size_t>(n) * output.element_size();
     for (std::size_t i = 0; i < input.size(); ++i)
-        std::memcpy(static_cast<char*>(staging.raw_data()) + i * bytes, input[i].raw_data(), bytes);
+        graft::detail::copy_elements(detail::flat_part(staging, static_cast<std::int64_t>(i) * n, input[i]), input[i]);
+    // MPI writes the result here; a non-contiguous output gets it by write_back.
+    const Tensor result = output.is_contiguous() ? output : empty({n}, output.type());
     MPI_Request req = MPI_REQUEST_NULL;
     {
         auto lock = detail::mpi_lock();
-        detail::check_mpi(MPI_Ireduce_scatter_block(staging.raw_data(), output.raw_data(), static_cast<int>(n),
+        detail::check_mpi(MPI_Ireduce_scatter_block(staging.raw_data(), result.raw_data(), static_cast<int>(n),
                                                     detail::mpi_type(name, output.type()), MPI_SUM, g.comm, &req),
                           name, "MPI_Ireduce_scatter_block");
     }
-    work w(name, req, {output, staging}, detail::finish_reduction(output, op, g.size));
+    work w(name, req, {output, staging, result},
+           detail::finish_reduction(
+               output, result.impl_ptr() == output.impl_ptr() ? output : graft::detail::raw::view(result, output.sizes()),
+               op, g.size));
     if (!async_op) w.wait();
     return w;
 }

@@ -16,6 +16,26 @@ namespace detail {
         if (cf_same_tensor(x, t)) return true;
     return false;
 }
+
+/// The grad_fn of gradients a once_differentiable Function computed with create_graph: a
+/// second backward that reaches it throws (PyTorch's DelayedError). Its edges are the
+/// Function's, so that autograd::grad(..., inputs) sees it on the path to those inputs and
+/// runs it, instead of reporting the inputs as unused.
+class once_differentiable_error final : public Node {
+public:
+    explicit once_differentiable_error(std::string function) : Node("DelayedError"), function_(std::move(function)) {}
+
+protected:
+    tensor_list apply(tensor_list&&) override {
+        graft::detail::fail(graft::detail::concat(
+            function_, ": trying to differentiate twice a function that was marked with once_differentiable (its "
+            "backward runs without recording, so it has no derivative); drop once_differentiable and write "
+            "backward with graft's differentiable ops to allow double backward"));
+    }
+
+private:
+    std::string function_;
+};
 }  // namespace detail
 
 GRAFT_INLINE void FunctionCtx::save_for_backward(tensor_list tensors) {
@@ -88,9 +108,27 @@ GRAFT_INLINE tensor_list FunctionCtx::finish_backward(tensor_list&& grads) const
             continue;
         }
         // A gradient for an input that needs none is dropped, as PyTorch does.
-        if (needs_input_grad_[i]) out[static_cast<std::size_t>(slot_of_arg_[i])] = std::move(grads[i]);
+        const auto slot = static_cast<std::size_t>(slot_of_arg_[i]);
+        if (next_functions()[slot].valid()) out[slot] = std::move(grads[i]);
     }
     return out;
+}
+
+GRAFT_INLINE void FunctionCtx::refuse_double_backward(tensor_list& grads) const {
+    auto err = std::make_shared<detail::once_differentiable_error>(name());
+    for (const auto& e : next_functions())
+        if (e.valid()) err->add_next_edge(e);
+    for (auto& g : grads) {
+        if (!g.defined()) continue;
+        // An alias: backward may have returned a tensor that lives on elsewhere (its incoming
+        // gradient, a saved tensor), whose own history must not change.
+        Tensor out = graft::detail::raw::alias(g);
+        auto& m = detail::ensure_meta(out);
+        m.output_nr = err->add_output(out);
+        m.grad_fn = err;
+        m.requires_grad = false;
+        g = std::move(out);
+    }
 }
 
 namespace detail {
@@ -102,9 +140,11 @@ GRAFT_INLINE void custom_function_access::check_not_capturing(const char* node_n
                          "function eagerly, or write it with graft's differentiable ops");
 }
 
-GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const char* function_name,
+                                                        const tensor_list& inputs,
                                                         const std::vector<bool>& is_tensor_arg) {
     const bool grad_on = is_grad_enabled();
+    ctx.function_name_ = function_name;
     bool executable = false;
     ctx.slot_of_arg_.assign(is_tensor_arg.size(), -1);
     ctx.needs_input_grad_.assign(is_tensor_arg.size(), false);
@@ -112,9 +152,12 @@ GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const 
     for (std::size_t i = 0; i < is_tensor_arg.size(); ++i) {
         if (!is_tensor_arg[i]) continue;
         const Tensor& t = inputs[k];
-        const bool needs = grad_on && requires_grad(t);
+        // needs_input_grad is the input's requires_grad, as in Python (python_function.cpp's
+        // unpack_input), also under no_grad; only the edges depend on the grad mode.
+        const bool wants = requires_grad(t);
+        const bool needs = grad_on && wants;
         ctx.slot_of_arg_[i] = static_cast<int>(k);
-        ctx.needs_input_grad_[i] = needs;
+        ctx.needs_input_grad_[i] = wants;
         ctx.add_next_edge(needs ? gradient_edge(t) : Edge{});
         executable = executable || needs;
         ++k;
@@ -166,14 +209,29 @@ GRAFT_INLINE void custom_function_access::finish_forward(const std::shared_ptr<F
         const bool is_input = cf_contains_tensor(inputs, out);
         const bool differentiable = executable && !cf_contains_tensor(ctx->non_differentiable_, out) &&
                                     is_floating_point(out.type());
-        if (!executable) continue;
         if (is_input && !dirty) {
-            // An input returned unchanged: a new tensor of the same memory gets the history.
-            out = graft::detail::raw::alias(out);
-        } else if (!dirty && meta(out) != nullptr && (meta(out)->grad_fn || meta(out)->requires_grad)) {
+            // An input returned unchanged: a new tensor of the same memory (PyTorch: x.view_as(x)),
+            // which gets the history. One that requires grad but gets no history comes back
+            // detached (PyTorch: x.detach()), so it is no view.
+            const Tensor input = out;
+            out = graft::detail::raw::alias(input);
+            if (differentiable || !requires_grad(input)) track_view(input, out);
+        } else if (executable && !dirty && meta(out) != nullptr && (meta(out)->grad_fn || meta(out)->requires_grad)) {
             // A tensor from elsewhere (say a captured parameter): don't rewrite its history.
-            out = graft::detail::raw::alias(out);
+            const Tensor other = out;
+            out = graft::detail::raw::alias(other);
+            if (differentiable) track_view(other, out);
         }
+        if (!dirty) {
+            // Outputs that are views (returned inputs, views made in forward) can't be modified in
+            // place with grad mode on, nor used after their base was: rebasing their history
+            // would bypass this backward (PyTorch's CreationMeta::IN_CUSTOM_FUNCTION).
+            if (view_meta* vm = tracked_view(out)) {
+                vm->creation = creation_meta::in_custom_function;
+                vm->custom_function = ctx->function_name_;
+            }
+        }
+        if (!executable) continue;
         for (std::size_t j = 0; j < i; ++j)
             graft::detail::check(!cf_same_tensor(outputs[j], out), fn, ": forward returned the same tensor as outputs ",
                                  j, " and ", i, "; return a clone or an alias for one of them");

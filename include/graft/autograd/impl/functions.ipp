@@ -27,6 +27,23 @@ GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node) {
 GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
     if (vm.creation == creation_meta::default_mode) return;
     const auto* m = meta(self);
+    if (vm.creation == creation_meta::in_custom_function) {
+        // PyTorch's CreationMeta::IN_CUSTOM_FUNCTION: rebasing the view's history onto its base
+        // would route gradients around the Function's own backward.
+        const std::string fn = vm.custom_function ? graft::detail::concat("the custom Function ", vm.custom_function)
+                                                  : std::string("a custom Function");
+        const std::string what =
+            indirect ? graft::detail::concat("A view returned by ", fn, " is being used after its base or another "
+                                             "view of its base has been modified inplace")
+            : m && m->grad_fn ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                      " is a view and is being modified inplace. It comes from ", fn)
+                              : graft::detail::concat("A view returned by ", fn, " is being modified inplace");
+        graft::detail::fail(graft::detail::concat(
+            op ? op : "", op ? ": " : "", what, " (an input its forward returned as-is, or a view made in its "
+            "forward), and rebasing the view's history onto its base would bypass the Function's backward and "
+            "give wrong gradients, so graft forbids it: clone the Function's output (or return a clone from "
+            "forward) before modifying it, or its base, in place."));
+    }
     const std::string prefix = m && m->grad_fn
                                    ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
                                                            " is a view of a view which was created in")
