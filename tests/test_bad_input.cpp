@@ -234,3 +234,49 @@ TEST_CASE("bad input: ops whose broadcast result has more elements than an int64
     CHECK_THROWS_WITH(a.to_vector<float>(), Catch::Contains("out of memory allocating") && Catch::Contains("to_vector"));
     still_usable();
 }
+
+TEST_CASE("bad input: random factories and random ops under capture", "[bad_input]") {
+    CHECK_THROWS_WITH(randint(5, 5, {3}), Catch::Contains("expected low < high"));
+    CHECK_THROWS_WITH(randint(std::numeric_limits<std::int64_t>::min(), 0, {2}, dtype::bool_),
+                      Catch::Contains("dtype bool"));
+    CHECK_THROWS_WITH(bernoulli(tensor({0.2, -0.1})), Catch::Contains("0 <= p <= 1"));
+    CHECK_THROWS_WITH(bernoulli(tensor({std::nan("")})), Catch::Contains("0 <= p <= 1"));
+    CHECK_THROWS_WITH(bernoulli(arange(3)), Catch::Contains("floating-point"));
+    CHECK_THROWS_WITH(bernoulli(zeros({2}), 1.5), Catch::Contains("0 <= p <= 1"));
+    CHECK_THROWS_AS(rand_like(Tensor()), graft::error);
+    CHECK_THROWS_AS(randn_like(arange(2)), graft::error);
+    // randint over the whole int64 range: no overflow in the range's width.
+    const auto v = randint(std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), {64})
+                       .to_vector<std::int64_t>();
+    CHECK(v.size() == 64);
+    generator mine(3);
+    const Tensor x = randn({3});
+    CHECK_THROWS_WITH(capture::trace([&](const Tensor& a) { return a + randn({3}, dtype::float32, mine); }, {x}),
+                      Catch::Contains("generator other than graft::default_generator()"));
+    still_usable();
+}
+
+TEST_CASE("bad input: SymInt arithmetic that overflows or divides by zero", "[bad_input]") {
+    const Tensor x = randn({4, 2});
+    const SymInt n = x.sym_size(0);
+    CHECK_THROWS_WITH(n / (n - 4), Catch::Contains("division by zero"));
+    CHECK_THROWS_WITH(n % 0, Catch::Contains("division by zero"));
+    CHECK_THROWS_WITH(SymInt(int64_max) * n, Catch::Contains("overflows int64"));
+    CHECK_THROWS_WITH(SymInt(-int64_max - 1) - n, Catch::Contains("overflows int64"));
+    // Under capture too: the trace stops with the same error, and capture still works after.
+    CHECK_THROWS_WITH(capture::trace([](const Tensor& a) { return a.narrow_symint(0, 0, a.sym_size(0) / (a.sym_size(0) - 4)); },
+                                     {x}),
+                      Catch::Contains("division by zero"));
+    CHECK(capture::trace([](const Tensor& a) { return a * 2.0; }, {x}).graph().outputs().size() == 1);
+    still_usable();
+}
+
+TEST_CASE("bad input: a closed-over tensor that requires grad under capture::aot", "[bad_input]") {
+    const Tensor w = randn({3}).requires_grad_();
+    CHECK_THROWS_WITH(capture::aot([&](const Tensor& a) { return (a * w).sum(); }, {randn({3})}),
+                      Catch::Contains("requires grad but is not one of its inputs"));
+    // A view of a non-whole tensor that requires grad (a column of a non-leaf) under trace.
+    const Tensor base = (randn({3, 3}) * 1.0).requires_grad_();
+    CHECK_NOTHROW(capture::trace([&](const Tensor& a) { return a * base.select(1, 0); }, {randn({3})}));
+    still_usable();
+}

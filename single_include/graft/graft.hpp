@@ -2460,9 +2460,24 @@ namespace graft {
     return full(sizes, 1, type);
 }
 [[nodiscard]] inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.type()); }
-[[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) { return full(t.sizes(), v, t.type()); }
+// The _like factories are ops of their tensor (IR kinds zeros_like, ones_like, full_like): under
+// graph capture their sizes follow it, so a symbolic graph computes them per call (a backward's
+// `where(x > 0, g, zeros_like(g))` serves every batch size) instead of holding a constant.
+[[nodiscard]] inline Tensor zeros_like(const Tensor& t) {
+    const detail::observed_op op;
+    return op.done(zeros(t.sizes(), t.type()), "zeros_like", {t});
+}
+[[nodiscard]] inline Tensor ones_like(const Tensor& t) {
+    const detail::observed_op op;
+    return op.done(ones(t.sizes(), t.type()), "ones_like", {t});
+}
+[[nodiscard]] inline Tensor full_like(const Tensor& t, const scalar& v) {
+    const detail::observed_op op;
+    return op.done(full(t.sizes(), v, t.type()), "full_like", {t},
+                   {{"value", v.is_floating_point()      ? detail::op_attr(v.to_double())
+                              : v.kind() == dtype::bool_ ? detail::op_attr(v.to_int64() != 0)
+                                                         : detail::op_attr(v.to_int64())}});
+}
 
 [[nodiscard]] GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type);
 /// Values start, start+step, ... below end. int64 when all arguments are integers, else float32.
@@ -2831,6 +2846,73 @@ GRAFT_INLINE Tensor bernoulli(const Tensor& like, double p, generator& gen) {
 // ---- end graft/core/impl/factories.ipp
 #endif
 // ---- end graft/core/factories.hpp
+// ---- begin graft/core/log.hpp
+// graft's messages to the program (PyTorch's TORCH_WARN): things that are not errors but change
+// what a user expected, such as a compiled graph that runs eagerly. By default a warning goes to
+// stderr as "graft: warning: ..."; set_log_handler routes messages elsewhere (or drops them).
+#include <functional>
+#include <string_view>
+
+
+namespace graft {
+
+enum class log_level { info, warning };
+
+/// Receives every message; called on the thread that logs it.
+using log_handler = std::function<void(log_level, std::string_view)>;
+
+/// Installs `handler` (an empty handler silences graft) and returns the previous one.
+GRAFT_INLINE log_handler set_log_handler(log_handler handler);
+
+/// Sends a message to the installed handler.
+GRAFT_INLINE void log_message(log_level level, std::string_view message);
+
+}  // namespace graft
+
+#if GRAFT_HAS_CODE
+// ---- begin graft/core/impl/log.ipp
+// Definitions for graft/core/log.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace graft {
+
+namespace detail {
+struct log_state {
+    std::mutex mutex;
+    log_handler handler = [](log_level level, std::string_view message) {
+        std::cerr << (level == log_level::warning ? "graft: warning: " : "graft: ") << message << '\n';
+    };
+};
+GRAFT_INLINE log_state& logging() {
+    static log_state s;
+    return s;
+}
+}  // namespace detail
+
+GRAFT_INLINE log_handler set_log_handler(log_handler handler) {
+    detail::log_state& s = detail::logging();
+    std::lock_guard lock(s.mutex);
+    return std::exchange(s.handler, std::move(handler));
+}
+
+GRAFT_INLINE void log_message(log_level level, std::string_view message) {
+    detail::log_state& s = detail::logging();
+    log_handler h;
+    {
+        std::lock_guard lock(s.mutex);
+        h = s.handler;
+    }
+    if (h) h(level, message);
+}
+
+}  // namespace graft
+// ---- end graft/core/impl/log.ipp
+#endif
+// ---- end graft/core/log.hpp
 // ---- begin graft/core/print.hpp
 // operator<< for tensors, formatted as PyTorch prints them: tensor([[1., 2.], ...]).
 #include <ostream>
@@ -9630,14 +9712,16 @@ GRAFT_INLINE autograd_meta& ensure_meta(const Tensor& t) {
 namespace graft::autograd::detail {
 
 /// How a view was created; views made in no_grad mode must not be modified in
-/// place with grad mode enabled (their history cannot be rebased).
-enum class creation_meta : std::uint8_t { default_mode, no_grad_mode };
+/// place with grad mode enabled (their history cannot be rebased), nor may outputs of a
+/// custom Function that are views (rebasing would bypass the Function's backward).
+enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function };
 
 /// Set on views made by the public view ops (view, transpose, narrow, select, ...).
 struct view_meta {
     Tensor base;  // the root tensor (never itself a tracked view)
     std::uint64_t attr_version = 0;  // version counter value when the view's grad_fn was last valid
     creation_meta creation = creation_meta::default_mode;
+    const char* custom_function = nullptr;  // in_custom_function: the Function's name (static storage)
     std::mutex mutex;
 };
 
@@ -11231,6 +11315,23 @@ GRAFT_INLINE void set_history(const Tensor& out, std::shared_ptr<Node>&& node) {
 GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self, const char* op, bool indirect) {
     if (vm.creation == creation_meta::default_mode) return;
     const auto* m = meta(self);
+    if (vm.creation == creation_meta::in_custom_function) {
+        // PyTorch's CreationMeta::IN_CUSTOM_FUNCTION: rebasing the view's history onto its base
+        // would route gradients around the Function's own backward.
+        const std::string fn = vm.custom_function ? graft::detail::concat("the custom Function ", vm.custom_function)
+                                                  : std::string("a custom Function");
+        const std::string what =
+            indirect ? graft::detail::concat("A view returned by ", fn, " is being used after its base or another "
+                                             "view of its base has been modified inplace")
+            : m && m->grad_fn ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                      " is a view and is being modified inplace. It comes from ", fn)
+                              : graft::detail::concat("A view returned by ", fn, " is being modified inplace");
+        graft::detail::fail(graft::detail::concat(
+            op ? op : "", op ? ": " : "", what, " (an input its forward returned as-is, or a view made in its "
+            "forward), and rebasing the view's history onto its base would bypass the Function's backward and "
+            "give wrong gradients, so graft forbids it: clone the Function's output (or return a clone from "
+            "forward) before modifying it, or its base, in place."));
+    }
     const std::string prefix = m && m->grad_fn
                                    ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
                                                            " is a view of a view which was created in")
@@ -13111,6 +13212,10 @@ GRAFT_INLINE Tensor col2im(const Tensor& cols, const int_list& output_size, cons
 //       }
 //   };
 //   Tensor y = MyExp::apply(x);   // y.grad_fn()->name() == "MyExpBackward"
+//
+// `static constexpr bool once_differentiable = true;` in the class is Python's
+// @once_differentiable: backward runs without recording, and differentiating its result
+// again (create_graph, then a second backward) throws graft::error.
 #include <any>
 #include <concepts>
 #include <cstddef>
@@ -13168,7 +13273,8 @@ public:
         mark_non_differentiable(tensor_list{tensors...});
     }
     /// True when forward argument `i` (counting every argument after ctx, tensors or not) is a
-    /// tensor whose gradient backward must compute (Python's ctx.needs_input_grad[i]).
+    /// tensor that requires grad, as Python's ctx.needs_input_grad[i]: fixed when apply is
+    /// called, whatever the grad mode (true under no_grad too, where nothing is recorded).
     [[nodiscard]] GRAFT_INLINE bool needs_input_grad(std::size_t i) const;
     /// With true (the default) undefined output gradients reach backward as zeros.
     void set_materialize_grads(bool value) noexcept { materialize_grads_ = value; }
@@ -13184,6 +13290,9 @@ protected:
     GRAFT_INLINE void prepare_grads(tensor_list& grads) const;
     /// Checks backward's result (one gradient per forward argument) and keeps the tensor ones.
     [[nodiscard]] GRAFT_INLINE tensor_list finish_backward(tensor_list&& grads) const;
+    /// once_differentiable with create_graph: the defined gradients become outputs of a node
+    /// that throws when a second backward reaches it (PyTorch's DelayedError).
+    GRAFT_INLINE void refuse_double_backward(tensor_list& grads) const;
 
 private:
     friend struct detail::custom_function_access;
@@ -13192,6 +13301,7 @@ private:
     std::vector<bool> needs_input_grad_;    // per forward argument
     tensor_list to_save_, dirty_, non_differentiable_;  // filled during forward
     std::vector<detail::saved_variable> saved_;
+    const char* function_name_ = "";        // the Function's name ("MyExp"), static storage
     bool in_forward_ = false;
     bool has_saved_ = false;
     bool materialize_grads_ = true;
@@ -13206,7 +13316,7 @@ namespace detail {
 struct custom_function_access {
     /// Records which arguments are tensors, the edges and needs_input_grad; true when the
     /// outputs will be attached to the node (grad mode on and some input requires grad).
-    GRAFT_INLINE static bool begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+    GRAFT_INLINE static bool begin_forward(FunctionCtx& ctx, const char* function_name, const tensor_list& inputs,
                                            const std::vector<bool>& is_tensor_arg);
     /// Attaches the outputs (dirty inputs get the node as their new grad_fn, returned inputs
     /// become aliases), saves the tensors of save_for_backward and checks the marks.
@@ -13230,17 +13340,33 @@ template <class T>
 #endif
 }
 
-/// "<Derived::name>Backward" when Derived has a static `name`, else "<type name>Backward"
-/// (namespaces stripped), as PyTorch names a Function's node after its class.
+/// `Derived::name` when Derived has a static `name`, else the type's name (namespaces stripped).
 template <class Derived>
-[[nodiscard]] const char* custom_node_name() {
+[[nodiscard]] const char* custom_function_name() {
     static const std::string name = [] {
         if constexpr (requires { std::string_view(Derived::name); })
-            return std::string(std::string_view(Derived::name)) + "Backward";
+            return std::string(std::string_view(Derived::name));
         else
-            return short_type_name(pretty_name_of<Derived>()) + "Backward";
+            return short_type_name(pretty_name_of<Derived>());
     }();
     return name.c_str();
+}
+
+/// "<Name>Backward" (Name from custom_function_name), as PyTorch names a Function's node after
+/// its class.
+template <class Derived>
+[[nodiscard]] const char* custom_node_name() {
+    static const std::string name = std::string(custom_function_name<Derived>()) + "Backward";
+    return name.c_str();
+}
+
+/// True when Derived declares `static constexpr bool once_differentiable = true;`.
+template <class Derived>
+[[nodiscard]] consteval bool is_once_differentiable() {
+    if constexpr (requires { { Derived::once_differentiable } -> std::convertible_to<bool>; })
+        return static_cast<bool>(Derived::once_differentiable);
+    else
+        return false;
 }
 
 template <class T>
@@ -13287,6 +13413,24 @@ public:
 protected:
     tensor_list apply(tensor_list&& grads) override {
         prepare_grads(grads);
+        if constexpr (is_once_differentiable<Derived>()) {
+            // Python's @once_differentiable: backward runs unrecorded; with create_graph its
+            // gradients are tied to a node that refuses a second differentiation.
+            const bool create_graph = is_grad_enabled();
+            tensor_list out;
+            {
+                no_grad guard;
+                out = run_backward(grads);
+            }
+            if (create_graph) refuse_double_backward(out);
+            return out;
+        } else {
+            return run_backward(grads);
+        }
+    }
+
+private:
+    tensor_list run_backward(tensor_list& grads) {
         FunctionCtx& ctx = *this;
         if constexpr (std::same_as<Out, Tensor>) {
             return finish_backward(to_tensor_list(Derived::backward(ctx, grads[0])));
@@ -13312,7 +13456,9 @@ inline constexpr bool is_tensor_arg_v = std::same_as<std::remove_cvref_t<A>, Ten
 /// where G is a Tensor (one forward argument) or a tensor_list with one gradient per forward
 /// argument (undefined for arguments that are not tensors or need none). Optionally
 /// `static constexpr const char* name = "MyFn";` names the node "MyFnBackward" (default: the
-/// type's name). Derived::apply(args...) runs it. forward runs with grad mode off.
+/// type's name), and `static constexpr bool once_differentiable = true;` runs backward without
+/// recording and refuses a double backward through it (Python's @once_differentiable).
+/// Derived::apply(args...) runs it. forward runs with grad mode off.
 template <class Derived>
 struct Function {
     template <class... Args>
@@ -13333,7 +13479,7 @@ struct Function {
             }(args),
             ...);
         const bool executable = detail::custom_function_access::begin_forward(
-            *node, inputs, std::vector<bool>{detail::is_tensor_arg_v<Args>...});
+            *node, detail::custom_function_name<Derived>(), inputs, std::vector<bool>{detail::is_tensor_arg_v<Args>...});
         tensor_list outputs;
         try {
             no_grad guard;
@@ -13366,6 +13512,26 @@ namespace detail {
         if (cf_same_tensor(x, t)) return true;
     return false;
 }
+
+/// The grad_fn of gradients a once_differentiable Function computed with create_graph: a
+/// second backward that reaches it throws (PyTorch's DelayedError). Its edges are the
+/// Function's, so that autograd::grad(..., inputs) sees it on the path to those inputs and
+/// runs it, instead of reporting the inputs as unused.
+class once_differentiable_error final : public Node {
+public:
+    explicit once_differentiable_error(std::string function) : Node("DelayedError"), function_(std::move(function)) {}
+
+protected:
+    tensor_list apply(tensor_list&&) override {
+        graft::detail::fail(graft::detail::concat(
+            function_, ": trying to differentiate twice a function that was marked with once_differentiable (its "
+            "backward runs without recording, so it has no derivative); drop once_differentiable and write "
+            "backward with graft's differentiable ops to allow double backward"));
+    }
+
+private:
+    std::string function_;
+};
 }  // namespace detail
 
 GRAFT_INLINE void FunctionCtx::save_for_backward(tensor_list tensors) {
@@ -13438,9 +13604,27 @@ GRAFT_INLINE tensor_list FunctionCtx::finish_backward(tensor_list&& grads) const
             continue;
         }
         // A gradient for an input that needs none is dropped, as PyTorch does.
-        if (needs_input_grad_[i]) out[static_cast<std::size_t>(slot_of_arg_[i])] = std::move(grads[i]);
+        const auto slot = static_cast<std::size_t>(slot_of_arg_[i]);
+        if (next_functions()[slot].valid()) out[slot] = std::move(grads[i]);
     }
     return out;
+}
+
+GRAFT_INLINE void FunctionCtx::refuse_double_backward(tensor_list& grads) const {
+    auto err = std::make_shared<detail::once_differentiable_error>(name());
+    for (const auto& e : next_functions())
+        if (e.valid()) err->add_next_edge(e);
+    for (auto& g : grads) {
+        if (!g.defined()) continue;
+        // An alias: backward may have returned a tensor that lives on elsewhere (its incoming
+        // gradient, a saved tensor), whose own history must not change.
+        Tensor out = graft::detail::raw::alias(g);
+        auto& m = detail::ensure_meta(out);
+        m.output_nr = err->add_output(out);
+        m.grad_fn = err;
+        m.requires_grad = false;
+        g = std::move(out);
+    }
 }
 
 namespace detail {
@@ -13452,9 +13636,11 @@ GRAFT_INLINE void custom_function_access::check_not_capturing(const char* node_n
                          "function eagerly, or write it with graft's differentiable ops");
 }
 
-GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const tensor_list& inputs,
+GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const char* function_name,
+                                                        const tensor_list& inputs,
                                                         const std::vector<bool>& is_tensor_arg) {
     const bool grad_on = is_grad_enabled();
+    ctx.function_name_ = function_name;
     bool executable = false;
     ctx.slot_of_arg_.assign(is_tensor_arg.size(), -1);
     ctx.needs_input_grad_.assign(is_tensor_arg.size(), false);
@@ -13462,9 +13648,12 @@ GRAFT_INLINE bool custom_function_access::begin_forward(FunctionCtx& ctx, const 
     for (std::size_t i = 0; i < is_tensor_arg.size(); ++i) {
         if (!is_tensor_arg[i]) continue;
         const Tensor& t = inputs[k];
-        const bool needs = grad_on && requires_grad(t);
+        // needs_input_grad is the input's requires_grad, as in Python (python_function.cpp's
+        // unpack_input), also under no_grad; only the edges depend on the grad mode.
+        const bool wants = requires_grad(t);
+        const bool needs = grad_on && wants;
         ctx.slot_of_arg_[i] = static_cast<int>(k);
-        ctx.needs_input_grad_[i] = needs;
+        ctx.needs_input_grad_[i] = wants;
         ctx.add_next_edge(needs ? gradient_edge(t) : Edge{});
         executable = executable || needs;
         ++k;
@@ -13516,14 +13705,29 @@ GRAFT_INLINE void custom_function_access::finish_forward(const std::shared_ptr<F
         const bool is_input = cf_contains_tensor(inputs, out);
         const bool differentiable = executable && !cf_contains_tensor(ctx->non_differentiable_, out) &&
                                     is_floating_point(out.type());
-        if (!executable) continue;
         if (is_input && !dirty) {
-            // An input returned unchanged: a new tensor of the same memory gets the history.
-            out = graft::detail::raw::alias(out);
-        } else if (!dirty && meta(out) != nullptr && (meta(out)->grad_fn || meta(out)->requires_grad)) {
+            // An input returned unchanged: a new tensor of the same memory (PyTorch: x.view_as(x)),
+            // which gets the history. One that requires grad but gets no history comes back
+            // detached (PyTorch: x.detach()), so it is no view.
+            const Tensor input = out;
+            out = graft::detail::raw::alias(input);
+            if (differentiable || !requires_grad(input)) track_view(input, out);
+        } else if (executable && !dirty && meta(out) != nullptr && (meta(out)->grad_fn || meta(out)->requires_grad)) {
             // A tensor from elsewhere (say a captured parameter): don't rewrite its history.
-            out = graft::detail::raw::alias(out);
+            const Tensor other = out;
+            out = graft::detail::raw::alias(other);
+            if (differentiable) track_view(other, out);
         }
+        if (!dirty) {
+            // Outputs that are views (returned inputs, views made in forward) can't be modified in
+            // place with grad mode on, nor used after their base was: rebasing their history
+            // would bypass this backward (PyTorch's CreationMeta::IN_CUSTOM_FUNCTION).
+            if (view_meta* vm = tracked_view(out)) {
+                vm->creation = creation_meta::in_custom_function;
+                vm->custom_function = ctx->function_name_;
+            }
+        }
+        if (!executable) continue;
         for (std::size_t j = 0; j < i; ++j)
             graft::detail::check(!cf_same_tensor(outputs[j], out), fn, ": forward returned the same tensor as outputs ",
                                  j, " and ", i, "; return a clone or an alias for one of them");
@@ -18184,6 +18388,7 @@ GRAFT_DETAIL_IR_KIND(contiguous, "contiguous", 1)
 GRAFT_DETAIL_IR_KIND(detach, "detach", 1)
 GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
+GRAFT_DETAIL_IR_KIND(full_like, "full_like", 1)  // full_like[value](x): value an int, float or bool
 GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
 GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (no gradient)
 GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
@@ -18396,7 +18601,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,
@@ -18532,6 +18737,9 @@ GRAFT_DETAIL_IR_KIND_RUN(contiguous, { return {tensor_arg(op, in, 0).contiguous(
 GRAFT_DETAIL_IR_KIND_RUN(detach, { return {tensor_arg(op, in, 0).detach()}; })
 GRAFT_DETAIL_IR_KIND_RUN(zeros_like, { return {graft::zeros_like(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(ones_like, { return {graft::ones_like(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(full_like, {
+    return {graft::full_like(tensor_arg(op, in, 0), graft::ir::detail::number_attr(op, a, "value"))};
+})
 GRAFT_DETAIL_IR_KIND_RUN(normal_cdf, { return {graft::normal_cdf(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(sign, { return {graft::sign(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(logical_and, { return {graft::logical_and(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
@@ -27051,6 +27259,8 @@ struct trace_log {
     std::mutex mutex;
     clock::time_point origin = clock::now();
     std::vector<event> events;
+    /// Set once this executor warned that a graph requiring grad runs eagerly (once per executor).
+    std::atomic<bool> warned_eager{false};
     static constexpr std::size_t max_events = 100000;
 
     void add(std::string name, const char* category, clock::time_point start, int level);
@@ -27817,6 +28027,13 @@ GRAFT_INLINE void executor_state::compile(const std::vector<ir::ivalue>& in) {
             s->run_plan = std::make_unique<plan>(graph_, eo, type_of);
             s->profiled_types = profiled_types();
             s->graph_suffix = std::move(text);
+            // Never a silent eager plan: say so once per executor (debug_state() has the details).
+            if (!log_->warned_eager.exchange(true))
+                log_message(log_level::warning,
+                            graft::detail::concat("jit: no differentiable plan for this graph (", s->reason, "); it runs ",
+                                                  s->kind == plan_kind::subgraphs ? "eagerly with differentiable subgraphs"
+                                                                                  : "eagerly",
+                                                  " when inputs require grad (debug_state() shows the plan)"));
         }
     }
     // The fallback function: the same graph, one specialization less.
@@ -28596,9 +28813,15 @@ public:
     script_function(const script_function&) = delete;
     script_function& operator=(const script_function&) = delete;
 
-    /// Calls f's compiled form; returns what f returns as a vector of tensors.
-    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
-        return state_.call(inputs, capture::detail::traced_fn::of(f_));
+    /// Calls f's compiled form with the inputs as a list; returns a Tensor when f takes a
+    /// const std::vector<Tensor>& and returns a Tensor, else the results as a vector.
+    auto operator()(const std::vector<Tensor>& inputs) {
+        if constexpr (returns_one_tensor_for_a_list) {
+            std::vector<Tensor> r = state_.call(inputs, capture::detail::traced_fn::of(f_));
+            return Tensor(std::move(r.at(0)));
+        } else {
+            return state_.call(inputs, capture::detail::traced_fn::of(f_));
+        }
     }
     /// Calls with tensors as arguments; returns a Tensor when f returns one.
     template <class... Ts>
@@ -28633,6 +28856,12 @@ public:
     [[nodiscard]] const ir::Graph* graph() const { return state_.graph(); }
 
 private:
+    static constexpr bool returns_one_tensor_for_a_list = [] {
+        if constexpr (std::is_invocable_v<F&, const std::vector<Tensor>&>)
+            return std::is_same_v<std::decay_t<std::invoke_result_t<F&, const std::vector<Tensor>&>>, Tensor>;
+        else
+            return false;
+    }();
     F f_;
     detail::script_state state_;
 };
@@ -30871,6 +31100,7 @@ GRAFT_INLINE Tensor kaiming_normal_(const Tensor& tensor, double a, std::string_
 #include <deque>
 #include <iosfwd>
 #include <map>
+#include <functional>
 #include <memory>
 #include <ranges>
 #include <type_traits>
@@ -31030,6 +31260,12 @@ private:
 [[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& tensors, const Tensor& input);
 [[nodiscard]] GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters,
                                                   const Tensor& input);
+
+namespace detail {
+/// Runs `body` with `module`'s parameters replaced by `parameters` (parameters()'s order, tied
+/// slots together, as the positional functional_call), restored afterwards, also on an exception.
+GRAFT_INLINE void with_parameters(Module& module, std::span<const Tensor> parameters, const std::function<void()>& body);
+}  // namespace detail
 
 /// The module tree as text (Module::to_string()).
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Module& m);
@@ -31443,6 +31679,13 @@ GRAFT_INLINE Tensor functional_call(Module& module, const named_tensor_list& ten
 }
 
 GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> parameters, const Tensor& input) {
+    Tensor out;
+    detail::with_parameters(module, parameters, [&] { out = module.forward(input); });
+    return out;
+}
+
+GRAFT_INLINE void detail::with_parameters(Module& module, std::span<const Tensor> parameters,
+                                          const std::function<void()>& body) {
     std::vector<std::pair<std::string, Tensor*>> slots;
     detail::collect(module, [](Module& m) -> auto& { return detail_access::parameters(m); }, true, false, false, slots);
     // Group the slots by tensor (a tied tensor fills several slots) in parameters()'s order.
@@ -31461,7 +31704,7 @@ GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> para
     detail::slot_swap swap;
     swap.lock(module);
     for (std::size_t i = 0; i < slots.size(); ++i) swap.replace(slots[i].second, parameters[group[i]]);
-    return module.forward(input);
+    body();
 }
 
 }  // namespace graft::nn
@@ -33037,16 +33280,22 @@ GRAFT_INLINE std::vector<double> CosineAnnealingLR::get_lr() const {
 // ---- begin graft/nn/script.hpp
 // Modules under jit::script and capture::aot, with the parameters as graph inputs.
 //
-// A lambda that calls `model->forward(x)` captures the parameters as tensors the graph does
-// not take as inputs: they are recorded as constants (docs/nn.md#modules-under-jitscript-and-captureaot
-// says what that gives). nn::script(model) and nn::aot(model, example) instead trace
-// functional_call(model, {p0, p1, ...}, x), with the module's current parameters passed as
-// graph inputs on every call: the graph holds no copy of them, an optimizer's in-place update
-// is seen by the next call, and backward fills p.grad() of the module's parameters through the
-// compiled graph's autograd node. This header bridges nn and the graph layers; <graft/nn.hpp>
-// does not include it (<graft/graft.hpp> does).
+// nn::script(model) and nn::aot(model, example) trace functional_call(model, {p0, p1, ...}, x),
+// with the module's current parameters passed as graph inputs on every call: the graph holds
+// no copy of them, an optimizer's in-place update is seen by the next call, and backward fills
+// p.grad() of the module's parameters through the compiled graph's autograd node.
+// nn::script(model, fn) and nn::aot(model, fn, examples...) do the same for any function of
+// the module and several tensors returning a Tensor, a vector or a tuple of tensors (a VAE's
+// forward with a noise input and three outputs). Each train/eval mode of the module tree gets
+// its own captures, kept side by side: switching modes reuses them. The objects are movable.
+// This header bridges nn and the graph layers; <graft/nn.hpp> does not include it
+// (<graft/graft.hpp> does).
 #include <memory>
 #include <optional>
+#include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 
@@ -33062,39 +33311,147 @@ struct module_forward {
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input);
 /// is_training() of the module and each descendant: a capture holds the path one mode takes.
 [[nodiscard]] GRAFT_INLINE std::vector<bool> training_flags(Module& module);
+
+/// fn(module, in[0], ..., in[n - 1]) with in[n..] as the module's parameters: the function a
+/// capture of nn::script(model, fn) / nn::aot(model, fn, ...) traces.
+template <class M, class Fn>
+struct module_call {
+    M* module = nullptr;
+    std::shared_ptr<const Fn> fn;  // shared: the traced function's address survives moves
+    std::size_t num_inputs = 0;
+
+    std::vector<Tensor> operator()(const std::vector<Tensor>& in) const {
+        graft::detail::check(in.size() >= num_inputs, "nn::script: expected ", num_inputs, " inputs");
+        const std::span<const Tensor> all(in);
+        std::vector<Tensor> out;
+        with_parameters(*module, all.subspan(num_inputs), [&] { out = invoke(all.first(num_inputs)); });
+        return out;
+    }
+
+private:
+    std::vector<Tensor> invoke(std::span<const Tensor> args) const {
+        std::vector<Tensor> out;
+        bool called = false;
+        const auto attempt = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            if constexpr (std::is_invocable_v<const Fn&, M&, decltype((void)I, Tensor())...>) {
+                if (args.size() == sizeof...(I)) {
+                    out = capture::detail::as_outputs((*fn)(*module, args[I]...));
+                    called = true;
+                }
+            }
+        };
+        [&]<std::size_t... N>(std::index_sequence<N...>) { (attempt(std::make_index_sequence<N>{}), ...); }(
+            std::make_index_sequence<9>{});
+        graft::detail::check(called, "nn::script: the function cannot be called with the module and ", args.size(),
+                             " tensors");
+        return out;
+    }
+};
+
+/// What fn returns for tensors `out`: the Tensor, the vector, or the tuple.
+template <class R>
+[[nodiscard]] R as_result(std::vector<Tensor>&& out) {
+    if constexpr (std::is_same_v<R, Tensor>) {
+        return std::move(out.at(0));
+    } else if constexpr (std::is_same_v<R, std::vector<Tensor>>) {
+        return std::move(out);
+    } else {
+        graft::detail::check(out.size() == std::tuple_size_v<R>, "nn::script: expected ", std::tuple_size_v<R>,
+                             " outputs, got ", out.size());
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return R{std::move(out[I])...};
+        }(std::make_index_sequence<std::tuple_size_v<R>>{});
+    }
+}
+
+/// One value per train/eval mode of a module tree (its training_flags), made on first use and
+/// kept side by side (a few modes at most: the oldest goes past max_modes). A change in the
+/// number of parameters forgets them all (the graphs' inputs changed).
+template <class T>
+class per_mode {
+public:
+    static constexpr std::size_t max_modes = 8;
+    template <class Make>
+    T& get(Module& module, std::size_t num_parameters, Make&& make) {
+        std::vector<bool> modes = training_flags(module);
+        if (num_parameters != num_parameters_) {
+            entries_.clear();
+            num_parameters_ = num_parameters;
+        }
+        for (auto& [m, v] : entries_)
+            if (m == modes) return *v;
+        if (entries_.size() == max_modes) entries_.erase(entries_.begin());
+        entries_.emplace_back(std::move(modes), std::shared_ptr<T>(make()));
+        return *entries_.back().second;
+    }
+    /// The value of the mode used last (null before any).
+    [[nodiscard]] std::shared_ptr<T> last() const { return entries_.empty() ? nullptr : entries_.back().second; }
+    [[nodiscard]] std::size_t size() const { return entries_.size(); }
+
+private:
+    std::vector<std::pair<std::vector<bool>, std::shared_ptr<T>>> entries_;
+    std::size_t num_parameters_ = 0;
+};
 }  // namespace detail
 
 /// jit::script of a module's forward, parameters as graph inputs. Keeps the module alive.
 class scripted_module {
 public:
     scripted_module(std::shared_ptr<Module> module, std::optional<jit::options> o)
-        : module_(std::move(module)), fn_(detail::module_forward{checked(module_)}, std::move(o)) {}
-    /// forward(input) through the profiling executor. After train()/eval() changed a mode
-    /// (which layers such as Dropout read while traced), or parameters were registered, the
-    /// captures are flushed and made again.
-    Tensor operator()(const Tensor& input) {
-        std::vector<Tensor> in = detail::graph_inputs(*module_, input);
-        if (auto flags = detail::training_flags(*module_); flags != modes_ || in.size() != inputs_) {
-            if (!modes_.empty()) fn_.flush_compilation_cache();
-            modes_ = std::move(flags);
-            inputs_ = in.size();
-        }
-        return fn_(in).at(0);
+        : module_(std::move(module)), options_(std::move(o)) {
+        graft::detail::check(module_ != nullptr, "nn::script: the module is null");
     }
+    /// forward(input) through the profiling executor of the module's current train/eval mode.
+    Tensor operator()(const Tensor& input) { return function()(detail::graph_inputs(*module_, input)); }
     [[nodiscard]] Module& module() const { return *module_; }
-    /// The script function (debug_state(), graph(), flush_compilation_cache()); its inputs are
-    /// {input, parameters()...}.
-    [[nodiscard]] jit::script_function<detail::module_forward>& function() { return fn_; }
+    /// The script function of the module's current mode (debug_state(), graph(),
+    /// flush_compilation_cache()); its inputs are {input, parameters()...}.
+    [[nodiscard]] jit::script_function<detail::module_forward>& function() {
+        return plans_.get(*module_, module_->parameters().size(), [&] {
+            return std::make_unique<jit::script_function<detail::module_forward>>(detail::module_forward{module_.get()},
+                                                                                  options_);
+        });
+    }
+    /// Train/eval modes captured so far (each keeps its plans).
+    [[nodiscard]] std::size_t num_modes() const { return plans_.size(); }
 
 private:
-    static Module* checked(const std::shared_ptr<Module>& m) {
-        graft::detail::check(m != nullptr, "nn::script: the module is null");
-        return m.get();
-    }
     std::shared_ptr<Module> module_;
-    jit::script_function<detail::module_forward> fn_;
-    std::vector<bool> modes_;  // the training flags the current captures were made under
-    std::size_t inputs_ = 0;   // and the number of graph inputs (1 + parameters)
+    std::optional<jit::options> options_;
+    detail::per_mode<jit::script_function<detail::module_forward>> plans_;
+};
+
+/// jit::script of fn(module, inputs...) (nn::script(model, fn)), the module's parameters as
+/// graph inputs; calls return what fn returns.
+template <class M, class Fn>
+class scripted_function {
+public:
+    scripted_function(std::shared_ptr<M> module, Fn fn, std::optional<jit::options> o)
+        : module_(std::move(module)), fn_(std::make_shared<const Fn>(std::move(fn))), options_(std::move(o)) {
+        graft::detail::check(module_ != nullptr, "nn::script: the module is null");
+    }
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+                 std::is_invocable_v<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>)
+    auto operator()(const Ts&... inputs) {
+        using R = std::decay_t<std::invoke_result_t<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>>;
+        std::vector<Tensor> in{Tensor(inputs)...};
+        const std::vector<Tensor> params = module_->parameters();
+        in.insert(in.end(), params.begin(), params.end());
+        auto& fn = plans_.get(*module_, params.size(), [&] {
+            return std::make_unique<jit::script_function<traced>>(traced{module_.get(), fn_, sizeof...(Ts)}, options_);
+        });
+        return detail::as_result<R>(fn(in));
+    }
+    [[nodiscard]] M& module() const { return *module_; }
+    [[nodiscard]] std::size_t num_modes() const { return plans_.size(); }
+
+private:
+    using traced = detail::module_call<M, Fn>;
+    std::shared_ptr<M> module_;
+    std::shared_ptr<const Fn> fn_;
+    std::optional<jit::options> options_;
+    detail::per_mode<jit::script_function<traced>> plans_;
 };
 
 /// The module's forward as a profiling executor (jit::script) with the process-wide options,
@@ -33105,30 +33462,96 @@ private:
 [[nodiscard]] inline scripted_module script(std::shared_ptr<Module> module, jit::options o) {
     return scripted_module(std::move(module), std::move(o));
 }
+/// fn(module, inputs...) as a profiling executor: any number of tensor inputs and outputs.
+template <class M, class Fn>
+    requires std::is_base_of_v<Module, M>
+[[nodiscard]] scripted_function<M, std::decay_t<Fn>> script(std::shared_ptr<M> module, Fn&& fn) {
+    return {std::move(module), std::forward<Fn>(fn), std::nullopt};
+}
+template <class M, class Fn>
+    requires std::is_base_of_v<Module, M>
+[[nodiscard]] scripted_function<M, std::decay_t<Fn>> script(std::shared_ptr<M> module, Fn&& fn, jit::options o) {
+    return {std::move(module), std::forward<Fn>(fn), std::move(o)};
+}
 
 /// capture::aot of a module's forward at `example_input`, parameters as graph inputs: calls
 /// run the forward graph and record one CompiledFunctionBackward node whose backward fills the
 /// parameters' grads. A call with another input signature captures again (as capture::aot).
-/// options.dynamic_dims index the graph's inputs: input 0 is the module's input. The graphs
-/// hold the train/eval mode of the capture: a call after a mode change is a graft::error.
+/// options.dynamic_dims index the graph's inputs: input 0 is the module's input. A call in
+/// another train/eval mode captures that mode (at the call's input) beside the first.
 class aot_module {
 public:
     GRAFT_INLINE aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
                             capture::aot_options options = {});
-    GRAFT_INLINE Tensor operator()(const Tensor& input) const;
+    GRAFT_INLINE Tensor operator()(const Tensor& input);
     [[nodiscard]] Module& module() const { return *module_; }
-    /// The forward and backward graphs (inputs {input, parameters()...}).
-    [[nodiscard]] const capture::aot_function& function() const { return fn_; }
+    /// The forward and backward graphs of the current mode (inputs {input, parameters()...}),
+    /// captured at `example_input` for a mode not called yet.
+    [[nodiscard]] GRAFT_INLINE const capture::aot_function& function(const Tensor& example_input);
+    /// The first capture's graphs (the mode and example of the constructor).
+    [[nodiscard]] const capture::aot_function& function() const { return *first_; }
+    [[nodiscard]] std::size_t num_modes() const { return captures_.size(); }
 
 private:
     std::shared_ptr<Module> module_;
-    capture::aot_function fn_;
-    std::vector<bool> modes_;
+    capture::aot_options options_;
+    detail::per_mode<capture::aot_function> captures_;
+    std::shared_ptr<const capture::aot_function> first_;
+    std::size_t num_parameters_ = 0;
 };
 
 [[nodiscard]] inline aot_module aot(std::shared_ptr<Module> module, const Tensor& example_input,
                                     capture::aot_options options = {}) {
     return aot_module(std::move(module), example_input, std::move(options));
+}
+
+/// capture::aot of fn(module, inputs...) (nn::aot(model, fn, examples...)), captured at the
+/// examples, the module's parameters as graph inputs; calls return what fn returns.
+template <class M, class Fn>
+class aot_function_of {
+public:
+    template <class... Ts>
+    aot_function_of(std::shared_ptr<M> module, Fn fn, capture::aot_options options, const Ts&... examples)
+        : module_(std::move(module)), fn_(std::make_shared<const Fn>(std::move(fn))), options_(std::move(options)) {
+        graft::detail::check(module_ != nullptr, "nn::aot: the module is null");
+        (void)capture_for(std::vector<Tensor>{Tensor(examples)...});
+    }
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+                 std::is_invocable_v<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>)
+    auto operator()(const Ts&... inputs) {
+        using R = std::decay_t<std::invoke_result_t<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>>;
+        std::vector<Tensor> in{Tensor(inputs)...};
+        const capture::aot_function& f = capture_for(in);
+        const std::vector<Tensor> params = module_->parameters();
+        in.insert(in.end(), params.begin(), params.end());
+        return detail::as_result<R>(f(in));
+    }
+    [[nodiscard]] M& module() const { return *module_; }
+    [[nodiscard]] std::size_t num_modes() const { return captures_.size(); }
+
+private:
+    const capture::aot_function& capture_for(std::vector<Tensor> in) {
+        const std::size_t n = in.size();
+        const std::vector<Tensor> params = module_->parameters();
+        in.insert(in.end(), params.begin(), params.end());
+        return captures_.get(*module_, params.size(), [&] {
+            return std::make_unique<capture::aot_function>(
+                capture::aot(detail::module_call<M, Fn>{module_.get(), fn_, n}, in, options_));
+        });
+    }
+    std::shared_ptr<M> module_;
+    std::shared_ptr<const Fn> fn_;
+    capture::aot_options options_;
+    detail::per_mode<capture::aot_function> captures_;
+};
+
+template <class M, class Fn, class... Ts>
+    requires(std::is_base_of_v<Module, M> && sizeof...(Ts) > 0 &&
+             (std::is_convertible_v<const Ts&, const Tensor&> && ...))
+[[nodiscard]] aot_function_of<M, std::decay_t<Fn>> aot(std::shared_ptr<M> module, Fn&& fn, const Ts&... examples) {
+    return aot_function_of<M, std::decay_t<Fn>>(std::move(module), std::forward<Fn>(fn), capture::aot_options{},
+                                                examples...);
 }
 
 }  // namespace graft::nn
@@ -33163,17 +33586,25 @@ GRAFT_INLINE std::vector<bool> training_flags(Module& module) {
 
 GRAFT_INLINE aot_module::aot_module(std::shared_ptr<Module> module, const Tensor& example_input,
                                     capture::aot_options options)
-    : module_(std::move(module)),
-      fn_((graft::detail::check(module_ != nullptr, "nn::aot: the module is null"),
-           capture::aot(detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input),
-                        std::move(options)))),
-      modes_(detail::training_flags(*module_)) {}
+    : module_(std::move(module)), options_(std::move(options)) {
+    graft::detail::check(module_ != nullptr, "nn::aot: the module is null");
+    num_parameters_ = module_->parameters().size();
+    (void)function(example_input);
+    first_ = captures_.last();
+}
 
-GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) const {
-    graft::detail::check(detail::training_flags(*module_) == modes_, "nn::aot: the train/eval mode of ",
-                         module_->type_name(), " or a submodule changed since the capture; capture it again "
-                         "with nn::aot");
-    return fn_(detail::graph_inputs(*module_, input)).at(0);
+GRAFT_INLINE const capture::aot_function& aot_module::function(const Tensor& example_input) {
+    graft::detail::check(module_->parameters().size() == num_parameters_, "nn::aot: ", module_->type_name(),
+                         " was captured with ", num_parameters_, " parameter tensors and has ",
+                         module_->parameters().size(), " now; capture it again with nn::aot");
+    return captures_.get(*module_, num_parameters_, [&] {
+        return std::make_unique<capture::aot_function>(capture::aot(
+            detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input), options_));
+    });
+}
+
+GRAFT_INLINE Tensor aot_module::operator()(const Tensor& input) {
+    return function(input)(detail::graph_inputs(*module_, input)).at(0);
 }
 
 }  // namespace graft::nn
