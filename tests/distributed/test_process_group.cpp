@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -16,6 +17,11 @@ using namespace graft;
 namespace dist = graft::distributed;
 
 namespace {
+/// The group's timeout (init_process_group in main): short, so that a rank left waiting by its
+/// peers fails this test in a minute rather than after the default 30, long enough that a
+/// loaded machine never trips it in a passing run.
+constexpr std::chrono::milliseconds group_timeout = std::chrono::seconds(60);
+
 /// [n] of value(i) for i in 0..n-1.
 template <class F>
 Tensor filled(std::int64_t n, dtype t, F value) {
@@ -214,6 +220,87 @@ TEST_CASE("distributed: bad input is a graft::error on every rank and the group 
     CHECK(z[0].item<double>() == Approx(double(p)));
 }
 
+namespace {
+/// Runs `call` on every rank, rank 1 alone passing bad input: every rank must get a graft::error
+/// well before the group's timeout (nobody left waiting for the others), rank 1 its own message
+/// (containing `own`), the others one naming rank 1.
+template <class F>
+void only_rank_1_is_bad(const char* own, F&& call) {
+    const int r = dist::get_rank();
+    dist::barrier();  // start together: the time measured is the call's, not a wait for a late peer
+    const auto start = std::chrono::steady_clock::now();
+    std::string message = "(no graft::error)";
+    try {
+        call(r == 1);
+    } catch (const graft::error& e) {
+        message = e.what();
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    INFO("rank " << r << ": " << message);
+    CHECK(took < group_timeout / 6);
+    CHECK_THAT(message, Catch::Contains(r == 1 ? own : "rank 1 reported bad input"));
+}
+}  // namespace
+
+TEST_CASE("distributed: bad input on one rank only fails every rank at once and the group stays usable",
+          "[distributed]") {
+    const int r = dist::get_rank(), p = dist::get_world_size();
+    Tensor good = full({4}, 1.0);
+    // An undefined tensor and an unsupported dtype, to all_reduce and broadcast.
+    only_rank_1_is_bad("undefined", [&](bool bad) {
+        Tensor t = bad ? Tensor() : good.clone();
+        dist::all_reduce(t);
+    });
+    only_rank_1_is_bad("not supported", [&](bool bad) {
+        Tensor t = bad ? zeros({4}, dtype::bool_) : good.clone();
+        dist::all_reduce(t);
+    });
+    only_rank_1_is_bad("undefined", [&](bool bad) {
+        Tensor t = bad ? Tensor() : good.clone();
+        dist::broadcast(t, 0);
+    });
+    only_rank_1_is_bad("not supported", [&](bool bad) {
+        Tensor t = bad ? zeros({4}, dtype::bool_) : good.clone();
+        dist::broadcast(t, 0);
+    });
+    // A src that is not a rank, an average of integers, a short output list, an overlapping output.
+    only_rank_1_is_bad("not a rank", [&](bool bad) {
+        Tensor t = good.clone();
+        dist::broadcast(t, bad ? p : 0);
+    });
+    only_rank_1_is_bad("floating-point", [&](bool bad) {
+        Tensor t = bad ? zeros({4}, dtype::int64) : good.clone();
+        dist::all_reduce(t, dist::reduce_op::avg);
+    });
+    only_rank_1_is_bad("world size", [&](bool bad) {
+        std::vector<Tensor> outs(static_cast<std::size_t>(bad ? p - 1 : p), zeros({4}));
+        for (Tensor& o : outs) o = zeros({4});
+        dist::all_gather(outs, good);
+    });
+    only_rank_1_is_bad("overlap", [&](bool bad) {
+        Tensor out = bad ? zeros({1}).expand({4}) : zeros({4});
+        std::vector<Tensor> in(static_cast<std::size_t>(p));
+        for (Tensor& i : in) i = full({4}, 1.0);
+        dist::reduce_scatter(out, in);
+    });
+    if (p >= 3) {
+        // Ranks 1 and 2 both bad: rank 0 hears of both; each bad rank gets its own message.
+        dist::barrier();
+        std::string message = "(no graft::error)";
+        try {
+            Tensor t = r == 1 || r == 2 ? Tensor() : good.clone();
+            dist::all_reduce(t);
+        } catch (const graft::error& e) {
+            message = e.what();
+        }
+        CHECK_THAT(message, Catch::Contains(r == 1 || r == 2 ? "undefined" : "ranks 1 and 2"));
+    }
+    // Still usable on every rank: a normal all_reduce sums.
+    Tensor z = full({3}, double(r + 1));
+    dist::all_reduce(z);
+    for (std::int64_t i = 0; i < 3; ++i) CHECK(z[i].item<double>() == Approx(p * (p + 1) / 2.0));
+}
+
 TEST_CASE("distributed: DistributedSampler gives disjoint, equal shards of one permutation", "[distributed]") {
     // Five simulated ranks over 23 samples: 5 each, the 2 missing padded from the start.
     std::vector<int> seen(23, 0);
@@ -287,7 +374,7 @@ int mpi_error_is_graft_error() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    dist::init_process_group();
+    dist::init_process_group({.timeout = group_timeout});
     int result = Catch::Session().run(argc, argv);
     result += mpi_error_is_graft_error();
     int worst = result;

@@ -6,7 +6,8 @@
 // graft's compiled library never depends on MPI. Manual: docs/distributed.md.
 //
 // Every collective is started non-blocking and waited for with the group's timeout, so a
-// rank whose peers never join gets a graft::error instead of hanging forever. MPI's own
+// rank whose peers never join gets a graft::error instead of hanging forever; bad arguments on
+// some ranks only are reported to every rank by the agreement check, at once. MPI's own
 // errors, those a collective's completion reports included, become graft::error naming the
 // call. Collectives are not differentiable: they write tensors in place (bumping their version)
 // and refuse tensors that require grad while grad mode is on. Tensors may be non-contiguous
@@ -193,22 +194,80 @@ inline bool wait_until(MPI_Request& req, std::chrono::steady_clock::time_point d
                              "skipped this collective)");
 }
 
-/// Checks that every rank calls `op` with the same element count and dtype (a mismatch would
-/// make MPI read or write out of bounds): one small all-reduce of maxima, so every rank sees
-/// the same verdict and throws alike.
-inline void check_same_everywhere(const char* op, std::int64_t numel, dtype type, std::int64_t extra = 0) {
+/// What the agreement all-reduce compares across ranks: a collective's element count, dtype and
+/// one more argument (the reduce op, broadcast's src, DDP's bucket layout).
+struct agreement {
+    std::int64_t numel = 0;
+    dtype type = dtype::float32;
+    std::int64_t extra = 0;
+};
+
+/// The agreement all-reduce: checks that every rank calls `op` with the same element count,
+/// dtype and argument (a mismatch would make MPI read or write out of bounds), and carries each
+/// rank's verdict on its own arguments, so that bad input on some ranks fails every rank at once
+/// instead of leaving the others to wait for the timeout. One small all-reduce of maxima: every
+/// rank sees the same verdict and throws alike, before any data moves, so the group stays usable.
+/// `local_error`: this rank's own check failure (nullptr: none), rethrown here on this rank.
+inline void check_same_everywhere(const char* op, const agreement& mine, const std::string* local_error) {
     group_state& g = group();
-    std::int64_t v[6] = {numel, -numel, static_cast<std::int64_t>(type), -static_cast<std::int64_t>(type), extra,
-                         -extra};
-    MPI_Request req = MPI_REQUEST_NULL;
-    {
-        auto lock = mpi_lock();
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, v, 6, MPI_INT64_T, MPI_MAX, g.comm, &req), op, "MPI_Iallreduce");
+    constexpr std::int64_t none = std::numeric_limits<std::int64_t>::min();  // a failed rank's values: ignored
+    const bool failed = local_error != nullptr;
+    const std::int64_t type = static_cast<std::int64_t>(mine.type);
+    // Each value and its negation (maxima of both give the range); then the failed ranks:
+    // max of (size - rank) gives the lowest, max of (rank + 1) the highest.
+    std::int64_t v[8] = {none, none, none, none, none, none, failed ? g.size - g.rank : 0, failed ? g.rank + 1 : 0};
+    if (!failed) {
+        const std::int64_t values[6] = {mine.numel, -mine.numel, type, -type, mine.extra, -mine.extra};
+        std::memcpy(v, values, sizeof values);
     }
-    if (!wait_until(req, std::chrono::steady_clock::now() + g.timeout, op)) timed_out(op, req, {});
-    graft::detail::check(v[0] == numel && -v[1] == numel && v[2] == -v[3] && v[4] == -v[5], op,
+    MPI_Request req = MPI_REQUEST_NULL;
+    try {
+        {
+            auto lock = mpi_lock();
+            check_mpi(MPI_Iallreduce(MPI_IN_PLACE, v, 8, MPI_INT64_T, MPI_MAX, g.comm, &req), op, "MPI_Iallreduce");
+        }
+        if (!wait_until(req, std::chrono::steady_clock::now() + g.timeout, op)) timed_out(op, req, {});
+    } catch (const graft::error& e) {
+        // The agreement itself failed (timed out: a peer never joined): on a rank with bad input,
+        // its own error still comes first.
+        if (failed) graft::detail::fail_with(*local_error, " (then: ", e.what(), ")");
+        throw;
+    }
+    if (failed) throw graft::error(*local_error);
+    if (v[6] != 0) {
+        const std::int64_t lowest = g.size - v[6], highest = v[7] - 1;
+        if (lowest == highest)
+            graft::detail::fail_with(op, ": rank ", lowest, " reported bad input to this collective (its own "
+                                     "error says what); no data was exchanged and the process group stays usable");
+        graft::detail::fail_with(op, ": ranks ", lowest, " and ", highest, " (and maybe ranks between) reported bad "
+                                 "input to this collective (their own errors say what); no data was exchanged and "
+                                 "the process group stays usable");
+    }
+    graft::detail::check(v[0] == mine.numel && -v[1] == mine.numel && v[2] == -v[3] && v[4] == -v[5], op,
                          ": the ranks disagree on the tensor's element count, dtype or arguments (this rank: ",
-                         numel, " elements of ", type, "); every rank must call it alike");
+                         mine.numel, " elements of ", mine.type, "); every rank must call it alike");
+}
+
+/// The agreement for arguments this rank has already checked (DDP's bucket layout).
+inline void check_same_everywhere(const char* op, std::int64_t numel, dtype type, std::int64_t extra = 0) {
+    check_same_everywhere(op, agreement{numel, type, extra}, nullptr);
+}
+
+/// Runs a collective's local argument checks (`local_checks` throws graft::error on misuse and
+/// returns the agreement's values), then the agreement with every rank, which reports a failure
+/// on any rank to all of them: a rank with bad input does not leave the others waiting.
+template <class F>
+inline void check_everywhere(const char* op, F&& local_checks) {
+    agreement mine;
+    std::string local_error;
+    bool failed = false;
+    try {
+        mine = local_checks();
+    } catch (const graft::error& e) {
+        local_error = e.what();
+        failed = true;
+    }
+    check_same_everywhere(op, mine, failed ? &local_error : nullptr);
 }
 
 }  // namespace detail
@@ -387,10 +446,12 @@ inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, r
 inline work all_reduce(Tensor& tensor, reduce_op op = reduce_op::sum, bool async_op = false) {
     constexpr const char* name = "distributed::all_reduce";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the tensor", true);
-    graft::detail::check(op == reduce_op::sum || tensor.type() != dtype::int64, name,
-                         ": reduce_op::avg needs a floating-point tensor");
-    detail::check_same_everywhere(name, tensor.numel(), tensor.type(), static_cast<std::int64_t>(op));
+    detail::check_everywhere(name, [&] {
+        detail::check_tensor(name, tensor, "the tensor", true);
+        graft::detail::check(op == reduce_op::sum || tensor.type() != dtype::int64, name,
+                             ": reduce_op::avg needs a floating-point tensor");
+        return detail::agreement{tensor.numel(), tensor.type(), static_cast<std::int64_t>(op)};
+    });
     return detail::start_all_reduce(name, g, tensor, op, async_op);
 }
 
@@ -431,9 +492,12 @@ inline work start_all_reduce(const char* name, group_state& g, Tensor& tensor, r
 inline work broadcast(Tensor& tensor, int src, bool async_op = false) {
     constexpr const char* name = "distributed::broadcast";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the tensor", true);
-    graft::detail::check(src >= 0 && src < g.size, name, ": src ", src, " is not a rank (world size ", g.size, ")");
-    detail::check_same_everywhere(name, tensor.numel(), tensor.type(), src);
+    detail::check_everywhere(name, [&] {
+        detail::check_tensor(name, tensor, "the tensor", true);
+        graft::detail::check(src >= 0 && src < g.size, name, ": src ", src, " is not a rank (world size ", g.size,
+                             ")");
+        return detail::agreement{tensor.numel(), tensor.type(), src};
+    });
     const Tensor buffer = detail::contiguous_buffer(tensor);
     MPI_Request req = MPI_REQUEST_NULL;
     {
@@ -453,15 +517,17 @@ inline work broadcast(Tensor& tensor, int src, bool async_op = false) {
 inline work all_gather(std::vector<Tensor>& output, const Tensor& tensor, bool async_op = false) {
     constexpr const char* name = "distributed::all_gather";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, tensor, "the input tensor", false);
-    graft::detail::check(output.size() == static_cast<std::size_t>(g.size), name, ": the output list has ",
-                         output.size(), " tensors, the world size is ", g.size);
-    for (const Tensor& o : output) {
-        detail::check_tensor(name, o, "an output tensor", true);
-        graft::detail::check(o.type() == tensor.type() && o.numel() == tensor.numel(), name,
-                             ": every output tensor must have the input's dtype and element count");
-    }
-    detail::check_same_everywhere(name, tensor.numel(), tensor.type());
+    detail::check_everywhere(name, [&] {
+        detail::check_tensor(name, tensor, "the input tensor", false);
+        graft::detail::check(output.size() == static_cast<std::size_t>(g.size), name, ": the output list has ",
+                             output.size(), " tensors, the world size is ", g.size);
+        for (const Tensor& o : output) {
+            detail::check_tensor(name, o, "an output tensor", true);
+            graft::detail::check(o.type() == tensor.type() && o.numel() == tensor.numel(), name,
+                                 ": every output tensor must have the input's dtype and element count");
+        }
+        return detail::agreement{tensor.numel(), tensor.type()};
+    });
     const std::int64_t n = tensor.numel();
     const Tensor input = detail::contiguous_buffer(tensor);
     Tensor staging = empty({n * g.size}, tensor.type());
@@ -493,17 +559,19 @@ inline work reduce_scatter(Tensor& output, const std::vector<Tensor>& input, red
                            bool async_op = false) {
     constexpr const char* name = "distributed::reduce_scatter";
     detail::group_state& g = detail::checked_group(name);
-    detail::check_tensor(name, output, "the output tensor", true);
-    graft::detail::check(op == reduce_op::sum || output.type() != dtype::int64, name,
-                         ": reduce_op::avg needs a floating-point tensor");
-    graft::detail::check(input.size() == static_cast<std::size_t>(g.size), name, ": the input list has ",
-                         input.size(), " tensors, the world size is ", g.size);
-    for (const Tensor& in : input) {
-        detail::check_tensor(name, in, "an input tensor", false);
-        graft::detail::check(in.type() == output.type() && in.numel() == output.numel(), name,
-                             ": every input tensor must have the output's dtype and element count");
-    }
-    detail::check_same_everywhere(name, output.numel(), output.type(), static_cast<std::int64_t>(op));
+    detail::check_everywhere(name, [&] {
+        detail::check_tensor(name, output, "the output tensor", true);
+        graft::detail::check(op == reduce_op::sum || output.type() != dtype::int64, name,
+                             ": reduce_op::avg needs a floating-point tensor");
+        graft::detail::check(input.size() == static_cast<std::size_t>(g.size), name, ": the input list has ",
+                             input.size(), " tensors, the world size is ", g.size);
+        for (const Tensor& in : input) {
+            detail::check_tensor(name, in, "an input tensor", false);
+            graft::detail::check(in.type() == output.type() && in.numel() == output.numel(), name,
+                                 ": every input tensor must have the output's dtype and element count");
+        }
+        return detail::agreement{output.numel(), output.type(), static_cast<std::int64_t>(op)};
+    });
     const std::int64_t n = output.numel();
     Tensor staging = empty({n * g.size}, output.type());
     for (std::size_t i = 0; i < input.size(); ++i)
