@@ -76,8 +76,12 @@ public:
     std::size_t num_inputs = 0;
     std::size_t num_outputs = 0;
     std::size_t num_saved = 0;
-    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured)
+    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured and an output depends on them)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
+    /// Per grad input (row) and differentiable output (column): does the output depend on it?
+    /// A backward whose defined output gradients all miss an input gives it no gradient, as
+    /// eagerly (empty: every output reaches every grad input).
+    std::vector<std::vector<bool>> reaches;
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
     /// executor plugs in its fused plans.

@@ -835,17 +835,21 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
                 " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
                 "):\n  forward:\n" + ir::to_string(*f->forward, detail::readable) + fp->describe() + "  backward:\n" +
                 ir::to_string(*f->backward, detail::readable) + bp->describe();
-        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
-        reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
+        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly, on
+        // a copy whose inputs take any tensor (under no_grad a value profiled as requiring grad
+        // does not; the ops check what they need).
+        std::shared_ptr<ir::Graph> loose(sg->copy());
+        for (ir::Value* v : loose->inputs()) v->set_type(ir::Type::tensor_type());
+        reg.run = [f, loose](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
             std::vector<Tensor> t;
             bool grad = false;
             for (const auto& v : in) {
                 const Tensor* x = std::get_if<Tensor>(&v);
-                if (!x) return ir::interpret(*sg, in);
+                if (!x) return ir::interpret(*loose, in);
                 grad = grad || x->requires_grad();
                 t.push_back(*x);
             }
-            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*sg, in);
+            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*loose, in);
             auto out = (*f)(t);
             return {out.begin(), out.end()};
         };
