@@ -24493,8 +24493,12 @@ public:
     std::size_t num_inputs = 0;
     std::size_t num_outputs = 0;
     std::size_t num_saved = 0;
-    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured)
+    std::vector<std::size_t> grad_inputs;         // graph inputs that receive gradients (required grad when captured and an output depends on them)
     std::vector<std::size_t> differentiable_outputs;  // outputs the backward takes gradients for
+    /// Per grad input (row) and differentiable output (column): does the output depend on it?
+    /// A backward whose defined output gradients all miss an input gives it no gradient, as
+    /// eagerly (empty: every output reaches every grad input).
+    std::vector<std::vector<bool>> reaches;
     graph_meta meta;  // mutated inputs (written back after the forward) and outputs aliasing inputs
     /// How the forward and backward graphs run (empty: ir::interpret). The profiling
     /// executor plugs in its fused plans.
@@ -24721,7 +24725,8 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
     node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, bsym = backward_sizes,
-                      context = std::move(context)](autograd::function_node& n, const autograd::tensor_list& g) {
+                      context = std::move(context), reaches = reaches](autograd::function_node& n,
+                                                                       const autograd::tensor_list& g) {
         // The saved values carry no history, so a backward that records (create_graph)
         // would silently drop second-order terms: refused, as AOTAutograd does.
         if (autograd::is_grad_enabled()) [[unlikely]]
@@ -24737,10 +24742,19 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
             in.push_back(k < g.size() && g[k].defined() ? g[k] : zeros(out.sizes, out.type));
         }
         const ir::size_context_scope sizes_of_forward(context);
-        if (run) return (*run)(in);
-        std::vector<ir::ivalue> a(in.begin(), in.end());
         std::vector<Tensor> r;
-        for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
+        if (run) {
+            r = (*run)(in);
+        } else {
+            std::vector<ir::ivalue> a(in.begin(), in.end());
+            for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
+        }
+        // An input that none of the differentiated outputs reaches gets no gradient (undefined).
+        for (std::size_t k = 0; k < reaches.size() && k < r.size(); ++k) {
+            bool any = false;
+            for (std::size_t o = 0; o < reaches[k].size() && !any; ++o) any = reaches[k][o] && o < g.size() && g[o].defined();
+            if (!any) r[k] = Tensor();
+        }
         return r;
     };
     for (std::size_t o : differentiable_outputs) autograd::detail::set_history(outs[o], node);
@@ -25057,10 +25071,41 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
         std::vector<Tensor> grads;
         if (!wrt.empty() && !diff_outs.empty())
             grads = autograd::grad(diff_outs, wrt, tangents, false, false, /*allow_unused=*/true);
+        // Inputs the outputs do not depend on get no gradient (undefined, as eagerly: an
+        // optimizer skips them), not zeros: they leave grad_inputs, and the node has no edge
+        // to them.
+        std::vector<std::size_t> used;
         for (std::size_t k = 0; k < r.grad_inputs.size(); ++k) {
-            Tensor gk = k < grads.size() && grads[k].defined() ? grads[k] : zeros_like(gin[r.grad_inputs[k]]);
-            joint->register_output(tr.value_of(gk));  // gk itself: a detached alias would read as take
+            if (k >= grads.size() || !grads[k].defined()) continue;
+            used.push_back(r.grad_inputs[k]);
+            joint->register_output(tr.value_of(grads[k]));  // grads[k] itself: a detached alias would read as take
         }
+        r.grad_inputs = std::move(used);
+        // Which outputs reach which grad inputs (through the traced autograd graph): a call
+        // that differentiates some outputs only gives no gradient to inputs only others reach.
+        std::vector<std::set<const autograd::Node*>> reached;
+        for (const Tensor& o : diff_outs) {
+            std::set<const autograd::Node*> seen;
+            std::vector<const autograd::Node*> stack;
+            if (o.grad_fn()) stack.push_back(o.grad_fn().get());
+            while (!stack.empty()) {
+                const autograd::Node* n = stack.back();
+                stack.pop_back();
+                if (!seen.insert(n).second) continue;
+                for (const autograd::Edge& e : n->next_functions())
+                    if (e.function) stack.push_back(e.function.get());
+            }
+            reached.push_back(std::move(seen));
+        }
+        bool all = true;
+        for (std::size_t j : r.grad_inputs) {
+            const autograd::Edge e = autograd::detail::gradient_edge(gin[j]);
+            std::vector<bool> row;
+            for (const auto& seen : reached) row.push_back(e.function && seen.count(e.function.get()) != 0);
+            all = all && std::all_of(row.begin(), row.end(), [](bool b) { return b; });
+            r.reaches.push_back(std::move(row));
+        }
+        if (all) r.reaches.clear();  // the usual case: nothing to check per call
     }
     // The IR's clean-up before partitioning, so that equal values are computed and saved once
     // ((p - y) * (p - y) traces two subs) and views that change nothing (the backward's
@@ -28336,17 +28381,21 @@ GRAFT_INLINE std::vector<plan_region> executor_state::differentiable_subgraphs(p
                 " nodes, from %" + run.front()->outputs()[0]->name() + " to %" + run.back()->outputs()[0]->name() +
                 "):\n  forward:\n" + ir::to_string(*f->forward, detail::readable) + fp->describe() + "  backward:\n" +
                 ir::to_string(*f->backward, detail::readable) + bp->describe();
-        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly.
-        reg.run = [f, sg](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
+        // Guarded on the inputs' types and requires_grad: otherwise the region runs eagerly, on
+        // a copy whose inputs take any tensor (under no_grad a value profiled as requiring grad
+        // does not; the ops check what they need).
+        std::shared_ptr<ir::Graph> loose(sg->copy());
+        for (ir::Value* v : loose->inputs()) v->set_type(ir::Type::tensor_type());
+        reg.run = [f, loose](const std::vector<ir::ivalue>& in) -> std::vector<ir::ivalue> {
             std::vector<Tensor> t;
             bool grad = false;
             for (const auto& v : in) {
                 const Tensor* x = std::get_if<Tensor>(&v);
-                if (!x) return ir::interpret(*sg, in);
+                if (!x) return ir::interpret(*loose, in);
                 grad = grad || x->requires_grad();
                 t.push_back(*x);
             }
-            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*sg, in);
+            if (!grad || !autograd::is_grad_enabled() || !f->admits(t)) return ir::interpret(*loose, in);
             auto out = (*f)(t);
             return {out.begin(), out.end()};
         };
