@@ -33397,6 +33397,13 @@ private:
     }
 };
 
+/// fn(module, tensors...) for inputs Ts (tensors), and what it returns.
+template <class Fn, class M, class... Ts>
+concept callable_on_module = sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
+                             std::is_invocable_v<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>;
+template <class Fn, class M, class... Ts>
+using module_call_result = std::decay_t<std::invoke_result_t<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>>;
+
 /// What fn returns for tensors `out`: the Tensor, the vector, or the tuple.
 template <class R>
 [[nodiscard]] R as_result(std::vector<Tensor>&& out) {
@@ -33480,10 +33487,9 @@ public:
         graft::detail::check(module_ != nullptr, "nn::script: the module is null");
     }
     template <class... Ts>
-        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
-                 std::is_invocable_v<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>)
+        requires detail::callable_on_module<Fn, M, Ts...>
     auto operator()(const Ts&... inputs) {
-        using R = std::decay_t<std::invoke_result_t<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>>;
+        using R = detail::module_call_result<Fn, M, Ts...>;
         std::vector<Tensor> in{Tensor(inputs)...};
         const std::vector<Tensor> params = module_->parameters();
         in.insert(in.end(), params.begin(), params.end());
@@ -33566,10 +33572,9 @@ public:
         (void)capture_for(std::vector<Tensor>{Tensor(examples)...});
     }
     template <class... Ts>
-        requires(sizeof...(Ts) > 0 && (std::is_convertible_v<const Ts&, const Tensor&> && ...) &&
-                 std::is_invocable_v<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>)
+        requires detail::callable_on_module<Fn, M, Ts...>
     auto operator()(const Ts&... inputs) {
-        using R = std::decay_t<std::invoke_result_t<const Fn&, M&, decltype((void)sizeof(Ts), Tensor())...>>;
+        using R = detail::module_call_result<Fn, M, Ts...>;
         std::vector<Tensor> in{Tensor(inputs)...};
         const capture::aot_function& f = capture_for(in);
         const std::vector<Tensor> params = module_->parameters();
