@@ -22070,6 +22070,16 @@ struct lower_clamp {
     static bool run(Graph& g);
 };
 
+/// zeros_like / ones_like / full_like read only by elementwise op-table ops as a non-condition
+/// operand, where a number gives the same result (the op's result has the filled tensor's sizes
+/// and dtype, and another tensor operand has that dtype): replaced by that number, which the
+/// fusion groups take as a broadcast operand (a backward's where(x <= 0, zeros_like(g), g)
+/// fuses again). Values are unchanged bit for bit.
+struct fold_like_fills {
+    static constexpr std::string_view name = "fold_like_fills";
+    static bool run(Graph& g);
+};
+
 /// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
 /// condition, and every carried value it depends on, start from constants and are computed
 /// in the body by pure ops, so the pass runs that part of the body on the constants to count
@@ -22559,6 +22569,55 @@ GRAFT_INLINE bool lower_clamp::run(Graph& g) {
             if (lo) apply(op_kind_v<ops::def::maximum_op>, *lo);  // graft::clamp: maximum first
             if (hi) apply(op_kind_v<ops::def::minimum_op>, *hi);
             n->output()->replace_all_uses_with(v);
+            n->destroy();
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+GRAFT_INLINE bool fold_like_fills::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto same_sizes = [](const Type& a, const Type& b) {
+        return a.is_tensor() && b.is_tensor() && a.tensor.sizes && b.tensor.sizes && *a.tensor.sizes == *b.tensor.sizes &&
+               std::all_of(a.tensor.sizes->begin(), a.tensor.sizes->end(), [](const auto& d) { return d.has_value(); });
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            double value = 0.0;
+            if (n->is<kinds::zeros_like>()) value = 0.0;
+            else if (n->is<kinds::ones_like>()) value = 1.0;
+            else if (n->is<kinds::full_like>() && n->has_attr("value") && std::holds_alternative<double>(n->attr("value")))
+                value = std::get<double>(n->attr("value"));
+            else continue;
+            Value* fill = n->output();
+            const Type& ft = fill->type();
+            if (!ft.is_tensor() || !ft.tensor.scalar_type || !is_floating_point(*ft.tensor.scalar_type)) continue;
+            bool ok = fill->has_uses();
+            for (const Use& u : fill->uses()) {
+                const Node* m = u.user;
+                ok = ok && m != nullptr && m->kind().elementwise && m->kind().run != nullptr && !m->is<kinds::clamp>() &&
+                     !m->is<kinds::gelu>() && m->outputs().size() == 1 && same_sizes(m->output()->type(), ft) &&
+                     m->output()->type().tensor.scalar_type == ft.tensor.scalar_type;
+                if (!ok) break;
+                const bool is_where = m->kind().name == std::string_view("where");
+                if (is_where && u.offset == 0) ok = false;  // the condition
+                // Another tensor operand of the same dtype keeps the result's dtype.
+                bool typed_peer = false;
+                for (std::size_t i = 0; i < m->inputs().size(); ++i) {
+                    if (i == u.offset || (is_where && i == 0)) continue;
+                    const Type& pt = m->input(i)->type();
+                    typed_peer = typed_peer || (pt.is_tensor() && pt.tensor.scalar_type == ft.tensor.scalar_type);
+                }
+                ok = ok && typed_peer;
+            }
+            if (!ok) continue;
+            Node* c = b->insert_before(n, kind_v<kinds::constant>);
+            c->set_attr("value", value);
+            fill->replace_all_uses_with(c->add_output(Type::float_type()));
             n->destroy();
             changed = true;
         }
@@ -25113,7 +25172,8 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     // contiguous_results: a linear layer's weight and bias gradients come out as fresh
     // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
     // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
-    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::cse, ir::dce>::run(*joint);
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::fold_like_fills, ir::cse,
+                 ir::dce>::run(*joint);
     ir::detail::lint_own_graph(*joint);
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);

@@ -140,6 +140,16 @@ struct lower_clamp {
     static bool run(Graph& g);
 };
 
+/// zeros_like / ones_like / full_like read only by elementwise op-table ops as a non-condition
+/// operand, where a number gives the same result (the op's result has the filled tensor's sizes
+/// and dtype, and another tensor operand has that dtype): replaced by that number, which the
+/// fusion groups take as a broadcast operand (a backward's where(x <= 0, zeros_like(g), g)
+/// fuses again). Values are unchanged bit for bit.
+struct fold_like_fills {
+    static constexpr std::string_view name = "fold_like_fills";
+    static bool run(Graph& g);
+};
+
 /// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
 /// condition, and every carried value it depends on, start from constants and are computed
 /// in the body by pure ops, so the pass runs that part of the body on the constants to count

@@ -406,6 +406,55 @@ GRAFT_INLINE bool lower_clamp::run(Graph& g) {
     return changed;
 }
 
+GRAFT_INLINE bool fold_like_fills::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto same_sizes = [](const Type& a, const Type& b) {
+        return a.is_tensor() && b.is_tensor() && a.tensor.sizes && b.tensor.sizes && *a.tensor.sizes == *b.tensor.sizes &&
+               std::all_of(a.tensor.sizes->begin(), a.tensor.sizes->end(), [](const auto& d) { return d.has_value(); });
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        for (Node* n : nodes) {
+            double value = 0.0;
+            if (n->is<kinds::zeros_like>()) value = 0.0;
+            else if (n->is<kinds::ones_like>()) value = 1.0;
+            else if (n->is<kinds::full_like>() && n->has_attr("value") && std::holds_alternative<double>(n->attr("value")))
+                value = std::get<double>(n->attr("value"));
+            else continue;
+            Value* fill = n->output();
+            const Type& ft = fill->type();
+            if (!ft.is_tensor() || !ft.tensor.scalar_type || !is_floating_point(*ft.tensor.scalar_type)) continue;
+            bool ok = fill->has_uses();
+            for (const Use& u : fill->uses()) {
+                const Node* m = u.user;
+                ok = ok && m != nullptr && m->kind().elementwise && m->kind().run != nullptr && !m->is<kinds::clamp>() &&
+                     !m->is<kinds::gelu>() && m->outputs().size() == 1 && same_sizes(m->output()->type(), ft) &&
+                     m->output()->type().tensor.scalar_type == ft.tensor.scalar_type;
+                if (!ok) break;
+                const bool is_where = m->kind().name == std::string_view("where");
+                if (is_where && u.offset == 0) ok = false;  // the condition
+                // Another tensor operand of the same dtype keeps the result's dtype.
+                bool typed_peer = false;
+                for (std::size_t i = 0; i < m->inputs().size(); ++i) {
+                    if (i == u.offset || (is_where && i == 0)) continue;
+                    const Type& pt = m->input(i)->type();
+                    typed_peer = typed_peer || (pt.is_tensor() && pt.tensor.scalar_type == ft.tensor.scalar_type);
+                }
+                ok = ok && typed_peer;
+            }
+            if (!ok) continue;
+            Node* c = b->insert_before(n, kind_v<kinds::constant>);
+            c->set_attr("value", value);
+            fill->replace_all_uses_with(c->add_output(Type::float_type()));
+            n->destroy();
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
     bool changed = false;
     std::vector<Block*> blocks;
