@@ -975,3 +975,56 @@ TEST_CASE("capture: detach() stops gradients in captured graphs as in eager", "[
         CHECK(allclose(gr[1], ref_g[1]));
     }
 }
+
+TEST_CASE("capture::aot: saved strided views of a computed tensor are read back as reshapes, narrows and permutes",
+          "[capture]") {
+    // Attention's q/k/v: one product split in three, each viewed to heads and transposed, saved
+    // by matmul for the backward. The backward reads them from the product: an index constant
+    // (`take`) would tie the graph to the batch size; views keep sizes a symbolic graph computes.
+    const auto count = [](const ir::Graph& g, std::string_view kind) {
+        int n = 0;
+        for (const ir::Node* node : g.block()->nodes()) n += node->kind().name == kind;
+        return n;
+    };
+    manual_seed(11);
+    const Tensor x = randn({3, 4, 24}, dtype::float64), g = randn({24}, dtype::float64).requires_grad_();
+    const auto attention = [](Tensor x, Tensor g) {
+        const std::vector<Tensor> qkv = (x * g).split(8, 2);
+        const Tensor q = qkv[0].view({3, 4, 2, 4}).transpose(1, 2), k = qkv[1].view({3, 4, 2, 4}).transpose(1, 2),
+                     v = qkv[2].view({3, 4, 2, 4}).transpose(1, 2);
+        return matmul(matmul(q, k.transpose(-2, -1)), v).sum();
+    };
+    // Other boxes: a column block seen transposed, every other row pair, a view of the middle.
+    const auto boxes = [](Tensor x, Tensor g) {
+        const Tensor m = (x * g).view({12, 24});
+        const Tensor a = m.narrow(1, 5, 7).t();                         // [7, 12], strides [1, 24]
+        const Tensor b = m.view({6, 2, 24}).narrow(1, 1, 1).squeeze(1);  // rows 1, 3, ..., 11
+        const Tensor c = m.narrow(0, 2, 6).view({3, 2, 24}).permute({2, 0, 1});
+        return (a * a).sum() + (matmul(b, b.t()) * 0.5).sum() + (c * c).sum();
+    };
+    for (const auto& [name, f] : std::vector<std::pair<std::string, std::function<Tensor(Tensor, Tensor)>>>{
+             {"attention", attention}, {"boxes", boxes}}) {
+        INFO(name);
+        const auto a = capture::aot(f, {x, g});
+        INFO(ir::to_string(*a.backward));
+        CHECK(count(*a.forward, "take") + count(*a.backward, "take") == 0);
+        Tensor g1 = g.detach().requires_grad_(), g2 = g.detach().requires_grad_();
+        const Tensor l1 = a({x, g1})[0], l2 = f(x, g2);
+        l1.backward();
+        l2.backward();
+        CHECK(equal(l1, l2));
+        CHECK(equal(g1.grad(), g2.grad()));
+    }
+    // A view that is no box of its base (stride 0 from expand, overlapping windows) still reads
+    // through an index constant, and gives eager's results.
+    const auto overlapping = [](Tensor x, Tensor g) {
+        const Tensor m = (x * g).view({288});
+        const Tensor w = m.as_strided({10, 8}, {3, 1}, 0);  // windows of 8, every 3 elements: overlapping
+        return (w * w).sum();
+    };
+    const auto a = capture::aot(overlapping, {x, g});
+    Tensor g1 = g.detach().requires_grad_(), g2 = g.detach().requires_grad_();
+    a({x, g1})[0].backward();
+    overlapping(x, g2).backward();
+    CHECK(allclose(g1.grad(), g2.grad(), 1e-12, 1e-12));
+}

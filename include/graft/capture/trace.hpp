@@ -209,6 +209,10 @@ private:
     ir::Value* index_constant(const base_state& b, const Tensor& t);
 
     ir::Value* take(const base_state& b, const Tensor& t);
+    /// t read from the contiguous b.base as reshape, narrows, reshape and permute, when t is a
+    /// box of the base in some order of its strides (each stride a multiple of the next); null
+    /// otherwise.
+    ir::Value* strided_view(const base_state& b, const Tensor& t);
 
     std::vector<Tensor> cond_impl(const Tensor& pred, const graft::detail::branch_ref& then_branch,
                                   const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands);

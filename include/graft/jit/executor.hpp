@@ -130,6 +130,12 @@ struct debug_state {
     /// at the flush may still use them; they go at the next flush or compilation that finds
     /// no such call.
     std::size_t retired_plans = 0;
+    /// jit::script: the captures made (the first call's, and one per other aliasing pattern or
+    /// sizes it could not serve). `levels` describe the first; `compilations` count all, and
+    /// the other captures' guard failures and unoptimized runs are added here.
+    std::size_t captures = 0;
+    std::uint64_t other_guard_failures = 0;
+    std::uint64_t other_unoptimized_runs = 0;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };

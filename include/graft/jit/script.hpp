@@ -90,7 +90,8 @@ private:
     std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
-    std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
+    std::vector<std::unique_ptr<compiled>> other_patterns_;  // changed under mutex_ and patterns_mutex_
+    mutable std::mutex patterns_mutex_;  // other_patterns_ for debug_state() (never held while f runs)
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
     std::atomic<std::size_t> retired_count_{0};  // retired_.size(), for debug_state() without the lock
     mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them

@@ -793,6 +793,88 @@ GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor
     return c->add_output(value_type(idx));
 }
 
+GRAFT_INLINE ir::Value* tracer::strided_view(const base_state& b, const Tensor& t) {
+    if (!(t.type() == b.base.type() && b.base.is_contiguous() && t.dim() > 0 && t.numel() > 1 &&
+          t.storage_offset() >= b.base.storage_offset()))
+        return nullptr;
+    const std::size_t rank = static_cast<std::size_t>(t.dim());
+    // t's dimensions of size > 1 by decreasing stride; size-1 dimensions (their strides mean
+    // nothing) keep their place by index. `order[k]`: t's dimension at place k.
+    std::vector<std::size_t> big;
+    for (std::size_t d = 0; d < rank; ++d)
+        if (t.sizes()[d] > 1) big.push_back(d);
+    std::stable_sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) { return t.strides()[x] > t.strides()[y]; });
+    std::vector<std::size_t> order = big;
+    for (std::size_t d = 0; d < rank; ++d)
+        if (t.sizes()[d] == 1) order.insert(std::upper_bound(order.begin(), order.end(), d), d);
+    // The base reshaped so that each of those strides is a dimension's ([N / s0, s0 / s1, ...,
+    // s_last], the last dropped when it is 1): t is then a box of it.
+    const std::int64_t total = b.base.numel();
+    std::vector<std::int64_t> strides;
+    for (std::size_t d : big) strides.push_back(t.strides()[d]);
+    if (strides.front() <= 0 || total % strides.front() != 0) return nullptr;
+    std::vector<std::int64_t> shape{total / strides.front()};
+    for (std::size_t k = 0; k + 1 < strides.size(); ++k) {
+        if (strides[k + 1] <= 0 || strides[k] % strides[k + 1] != 0 || strides[k] == strides[k + 1]) return nullptr;
+        shape.push_back(strides[k] / strides[k + 1]);
+    }
+    const bool inner = strides.back() > 1;  // a trailing dimension of stride 1 that t fixes at one index
+    if (inner) shape.push_back(strides.back());
+    // Where the box starts in each dimension, and its lengths.
+    std::int64_t rel = t.storage_offset() - b.base.storage_offset();
+    std::vector<std::int64_t> start(shape.size()), length(shape.size(), 1);
+    for (std::size_t k = 0; k < strides.size(); ++k) {
+        start[k] = rel / strides[k];
+        rel -= start[k] * strides[k];
+        length[k] = t.sizes()[big[k]];
+    }
+    if (inner) start.back() = rel;
+    else if (rel != 0) return nullptr;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (start[k] + length[k] > shape[k]) return nullptr;
+    const auto tensor_type = [&](const std::vector<std::int64_t>& sizes) {
+        ir::TensorType tt;
+        tt.scalar_type = t.type();
+        tt.sizes.emplace(sizes.begin(), sizes.end());
+        return ir::Type::tensor_type(std::move(tt));
+    };
+    ir::Value* v = b.value;
+    std::vector<std::int64_t> sizes(b.base.sizes().begin(), b.base.sizes().end());
+    const auto reshape = [&](const std::vector<std::int64_t>& to) {
+        if (sizes == to) return;
+        ir::Node* r = cur_->append<ir::kinds::reshape>();
+        r->set_attr("sizes", to);
+        r->add_input(v);
+        v = r->add_output(tensor_type(to));
+        sizes = to;
+    };
+    reshape(shape);
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (start[k] == 0 && length[k] == shape[k]) continue;
+        ir::Node* n = cur_->append<ir::kinds::narrow>();
+        n->set_attr("dim", static_cast<std::int64_t>(k));
+        n->set_attr("start", start[k]);
+        n->set_attr("length", length[k]);
+        n->add_input(v);
+        sizes[k] = length[k];
+        v = n->add_output(tensor_type(sizes));
+    }
+    // t's sizes in `order`, then the permutation back to t's own order.
+    std::vector<std::int64_t> ordered(rank), perm(rank);
+    bool identity = true;
+    for (std::size_t k = 0; k < rank; ++k) {
+        ordered[k] = t.sizes()[order[k]];
+        perm[order[k]] = static_cast<std::int64_t>(k);
+        identity = identity && order[k] == k;
+    }
+    reshape(ordered);
+    if (identity) return v;
+    ir::Node* n = cur_->append<ir::kinds::permute>();
+    n->set_attr("dims", perm);
+    n->add_input(v);
+    return n->add_output(value_type(t));
+}
+
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
     // The base's elements in their order under other sizes: a reshape, whose sizes stay
     // numbers a symbolic graph can compute (an index tensor would be a constant of that size).
@@ -875,6 +957,11 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
             if (v != b.value) return v;
         }
     }
+    // Any other box of the base in some order of its strides (attention's
+    // qkv.split(C, 2)[i].view({B, T, H, d}).transpose(1, 2) saved for the backward): reshape,
+    // narrows, reshape, permute, whose sizes stay numbers a symbolic graph can compute where an
+    // index constant would tie the graph to the batch size.
+    if (ir::Value* v = strided_view(b, t)) return v;
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);

@@ -126,7 +126,7 @@ GRAFT_INLINE std::string input_guard::describe() const {
 }
 
 GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
-    std::uint64_t n = 0;
+    std::uint64_t n = other_guard_failures;
     for (const auto& l : levels)
         if (l.plan) n += l.plan->guard_failures;
     return n;
@@ -135,6 +135,10 @@ GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
     os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
        << s.compilations << " compilation(s)\n";
+    if (s.captures > 1)
+        os << s.captures << " captures (one per aliasing pattern or sizes the others do not serve; below: the first); "
+           << "the others: " << s.other_guard_failures << " guard failure(s), " << s.other_unoptimized_runs
+           << " unoptimized run(s)\n";
     if (!s.symbolic.empty()) os << "graph symbolic sizes: " << s.symbolic << '\n';
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
         const level_state& l = s.levels[i];

@@ -59,6 +59,18 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         l.num_profiled_runs = options_.num_profiled_runs;
         d.levels.push_back(std::move(l));
     }
+    {
+        // Captures for other sizes or aliasing patterns: their compilations and guard failures
+        // count too (patterns_mutex_ is never held while f runs, so f may call this).
+        const std::lock_guard patterns(patterns_mutex_);
+        d.captures = (compiled_.load(std::memory_order_seq_cst) ? 1 : 0) + other_patterns_.size();
+        for (const auto& c : other_patterns_) {
+            const jit::debug_state o = c->exec.state();
+            d.compilations += o.compilations;
+            d.other_guard_failures += o.total_guard_failures();
+            for (const auto& l : o.levels) d.other_unoptimized_runs += l.unoptimized_runs;
+        }
+    }
     d.retired_plans += retired_count_.load(std::memory_order_relaxed);  // no lock: f may call this while capturing
     return d;
 }
@@ -79,6 +91,7 @@ GRAFT_INLINE void script_state::flush_compilation_cache() {
     std::lock_guard lock(mutex_);
     compiled_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::move(owned_));
+    const std::lock_guard patterns(patterns_mutex_);
     for (auto& c : other_patterns_) retired_.push_back(std::move(c));
     other_patterns_.clear();
     free_retired_if_quiescent(false);
@@ -132,7 +145,7 @@ GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs)
     return true;
 }
 
-/// f captured again at two other sizes of `dims` (equal sizes kept equal), and what the
+/// f captured again at two other sizes of some dimensions, and what the
 /// captures say about the graph captured at `inputs`: nullopt when a capture fails or the
 /// graphs differ in something no product of input sizes explains.
 struct size_probe {
@@ -141,14 +154,22 @@ struct size_probe {
     std::vector<ir::size_hint> hints;  // the traces' SymInt expressions, merged
 };
 
+using dim_group = std::vector<std::pair<std::size_t, std::size_t>>;  // (input, dimension) pairs
+
+/// f traced at two other sizes of `groups`' dimensions (each group keeps its dimensions
+/// equal and gets sizes of its own).
 GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                                   capture::detail::traced_fn f,
-                                                   const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+                                                   capture::detail::traced_fn f, const std::vector<dim_group>& groups) {
     size_probe r;
+    capture::detail::dynamic_groups dyn;
+    for (const dim_group& g : groups) {
+        if (g.empty()) continue;
+        dyn.values.push_back(inputs[g.front().first].sizes()[g.front().second]);
+        dyn.dims.push_back(g);
+    }
     try {
         const capture::detail::made_up_values_scope made_up;  // zeros: run no user loop on them
-        for (const auto& ex : capture::detail::perturbed_examples(
-                 inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
+        for (const auto& ex : capture::detail::perturbed_examples(inputs, dyn, 2))
             r.others.push_back(capture::detail::trace_impl(ex, f));
     } catch (const graft::error&) {
         return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
@@ -164,32 +185,44 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
 /// Which dimensions of 2 or more the capture may serve at other sizes: all of them when f
 /// traces to the same program (up to symbolic sizes) at other sizes of all; otherwise the
 /// groups of equal sizes that may change on their own (a batch dimension when another
-/// dimension must stay even), the rest exact.
+/// dimension must stay even), the rest exact. The dimensions in `changed` (those that differ
+/// from the first capture's) form a group of their own whatever other dimensions have their
+/// size: a batch of 16 stays free of a layer's 16 channels (automatic dynamic shapes).
 GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                                       capture::detail::traced_fn f,
-                                                       std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+                                                       capture::detail::traced_fn f, dim_group& dims,
+                                                       const dim_group& changed) {
     if (!cap.meta().alias_groups.empty()) return std::nullopt;  // inputs share memory: exact sizes
     dims.clear();
     for (std::size_t i = 0; i < inputs.size(); ++i)
         for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
             if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
     if (dims.empty()) return size_probe{};
-    if (auto all = probe_sizes(cap, inputs, f, dims)) return all;
-    constexpr std::size_t max_groups = 8;  // each probe traces f twice
-    const auto groups = capture::detail::group_dynamic_dims(inputs, dims).dims;
-    if (groups.size() < 2 || groups.size() > max_groups) return std::nullopt;
-    std::vector<std::pair<std::size_t, std::size_t>> ok;
+    std::vector<dim_group> groups;
+    dim_group hinted;
+    for (const auto& p : changed)
+        if (std::find(dims.begin(), dims.end(), p) != dims.end()) hinted.push_back(p);
+    if (!hinted.empty()) groups.push_back(hinted);
+    for (auto g : capture::detail::group_dynamic_dims(inputs, dims).dims) {
+        std::erase_if(g, [&](const auto& p) { return std::find(hinted.begin(), hinted.end(), p) != hinted.end(); });
+        if (!g.empty()) groups.push_back(std::move(g));
+    }
+    if (auto all = probe_sizes(cap, inputs, f, groups)) return all;
+    if (groups.size() < 2) return std::nullopt;
+    constexpr std::size_t max_groups = 8;  // each probe traces f twice; the changed dimensions come first
+    if (groups.size() > max_groups) groups.resize(max_groups);
+    std::vector<dim_group> ok;
     std::optional<size_probe> last;
-    std::size_t good = 0;
     for (const auto& g : groups)
-        if (auto p = probe_sizes(cap, inputs, f, g)) {
-            ok.insert(ok.end(), g.begin(), g.end());
+        if (auto p = probe_sizes(cap, inputs, f, {g})) {
+            ok.push_back(g);
             last = std::move(p);
-            ++good;
         }
-    if (good == 0) return std::nullopt;
-    if (good > 1) last = probe_sizes(cap, inputs, f, ok);
-    if (last) dims = std::move(ok);
+    if (ok.empty()) return std::nullopt;
+    if (ok.size() > 1) last = probe_sizes(cap, inputs, f, ok);
+    if (last) {
+        dims.clear();
+        for (const auto& g : ok) dims.insert(dims.end(), g.begin(), g.end());
+    }
     return last;
 }
 
@@ -202,6 +235,9 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         if (first->serves(args)) return first;  // the hot path: pointer and size comparisons
     }
     const std::vector<Tensor> inputs(args.begin(), args.end());
+    // The dimensions whose sizes differ from the first capture's: one group of symbols to try
+    // first when this call needs a capture of its own (automatic dynamic shapes).
+    dim_group changed;
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
         std::vector<int_list> sizes;
@@ -211,7 +247,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             free[i].assign(inputs[i].sizes().size(), false);
         }
         std::vector<std::pair<std::size_t, std::size_t>> dims;
-        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
+        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims, changed);
         if (probe)
             for (const auto& [i, d] : dims) free[i][d] = true;
         std::shared_ptr<const ir::symbolic_sizes> guards;
@@ -252,7 +288,13 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
     for (const auto& c : other_patterns_)
         if (c->serves(inputs)) return c.get();
     if (other_patterns_.size() >= max_patterns) return nullptr;
-    other_patterns_.push_back(make());
+    for (std::size_t i = 0; i < inputs.size() && i < first->sizes.size(); ++i)
+        if (inputs[i].sizes().size() == first->sizes[i].size())
+            for (std::size_t d = 0; d < first->sizes[i].size(); ++d)
+                if (inputs[i].sizes()[d] != first->sizes[i][d]) changed.emplace_back(i, d);
+    std::unique_ptr<compiled> c = make();
+    const std::lock_guard patterns(patterns_mutex_);
+    other_patterns_.push_back(std::move(c));
     return other_patterns_.back().get();
 }
 
