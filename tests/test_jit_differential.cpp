@@ -147,7 +147,18 @@ void check_dynamic_training(const Step& step, const std::vector<Tensor>& weights
             strategy(jit::fusion_behavior::dynamic_));
         generator g(3);
         std::uint64_t seed = 40;
-        for (std::int64_t b : {8, 16, 32, 5, 64, 128}) {
+        std::size_t compilations = 0, captures = 0;
+        std::uint64_t hits = 0;
+        for (std::int64_t b : {8, 16, 32, 5, 64, 128, 0, 8, 16, 32, 5, 64, 128}) {
+            const jit::debug_state st = as_inputs ? passed.debug_state() : closed.debug_state();
+            if (b == 0) {
+                // Second round: one specialization serves every batch size (no capture, no
+                // compilation, every call a hit of the first capture's plan).
+                compilations = st.compilations;
+                captures = st.captures;
+                hits = st.levels.at(0).plan ? st.levels[0].plan->hits : 0;
+                continue;
+            }
             INFO("batch " << b);
             int_list sizes{b};
             for (std::int64_t d : sample) sizes.push_back(d);
@@ -169,6 +180,10 @@ void check_dynamic_training(const Step& step, const std::vector<Tensor>& weights
         }
         const jit::debug_state d = as_inputs ? passed.debug_state() : closed.debug_state();
         INFO((as_inputs ? passed.debug_string() : closed.debug_string()));
+        CHECK(d.compilations == compilations);
+        CHECK(d.captures == captures);
+        REQUIRE(d.levels.at(0).plan);
+        CHECK(d.levels[0].plan->hits == hits + 6);
         CHECK(d.compilations <= 2);
         CHECK(d.total_guard_failures() == 0);
         // At most one capture besides the first call's (a batch of 8 may equal a model size

@@ -293,9 +293,19 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             for (std::size_t d = 0; d < first->sizes[i].size(); ++d)
                 if (inputs[i].sizes()[d] != first->sizes[i][d]) changed.emplace_back(i, d);
     std::unique_ptr<compiled> c = make();
+    compiled* made = c.get();
+    const bool generalizes = !changed.empty() && !made->free.empty() &&
+                             std::all_of(changed.begin(), changed.end(), [&](const auto& p) { return made->free[p.first][p.second]; });
     const std::lock_guard patterns(patterns_mutex_);
     other_patterns_.push_back(std::move(c));
-    return other_patterns_.back().get();
+    if (generalizes) {
+        // Sizes that changed since the first capture are free in this one: it comes first from
+        // now on (the hot path), so it serves the first call's sizes too, instead of the first
+        // capture compiling a plan of its own for them. The first stays for what only it serves.
+        std::swap(owned_, other_patterns_.back());
+        compiled_.store(owned_.get(), std::memory_order_seq_cst);
+    }
+    return made;
 }
 
 }  // namespace graft::jit::detail
