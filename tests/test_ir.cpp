@@ -223,6 +223,62 @@ TEST_CASE("ir: interpreter checks its inputs", "[ir]") {
                       Catch::Contains("softmax: missing attribute 'dim'"));
 }
 
+TEST_CASE("ir: a prepared graph gives the interpreter's results and errors, and releases values after their last use",
+          "[ir]") {
+    // %m is read by two nodes, %t by none (released at once), %x is also an output, %q twice.
+    std::shared_ptr<const ir::Graph> g = ir::parse(R"(graph(%x : Double(2, 3), %w : Double(3, 4)):
+  %m : Tensor = matmul(%x, %w)
+  %t : Tensor = transpose[dim0=0, dim1=1](%m)
+  %e : Tensor = exp(%m)
+  %s : Tensor = softmax[dim=1](%m)
+  %p : Tensor = mul(%s, %e)
+  %q : Tensor = sum[dims=[1], keepdim=true](%p)
+  return (%q, %x, %q, %s)
+)");
+    manual_seed(8);
+    const Tensor x = randn({2, 3}, dtype::float64), w = randn({3, 4}, dtype::float64);
+    const ir::prepared_graph p(g);
+    for (int call = 0; call < 2; ++call) {  // the same program twice: nothing left over from a run
+        const auto want = ir::interpret(*g, std::vector<Tensor>{x, w});
+        const auto got = p.run_tensors({x, w});
+        REQUIRE(got.size() == 4);
+        for (std::size_t k = 0; k < got.size(); ++k) CHECK(equal(got[k], want[k]));  // no NaN: equal is bitwise here
+        CHECK(got[1].is_same(x));  // an input returned as an output is the caller's tensor
+    }
+    // A chain of eight 1 MiB intermediates: each is released once the next is computed, so
+    // the buffer cache (buffers of 128 KiB and more) recycles two buffers; the interpreter
+    // keeps all eight to the end and frees them together.
+    std::string chain = "graph(%x : Float(512, 512)):\n  %v0 : Tensor = neg(%x)\n";
+    for (int k = 1; k < 8; ++k)
+        chain += "  %v" + std::to_string(k) + " : Tensor = neg(%v" + std::to_string(k - 1) + ")\n";
+    chain += "  return (%v7)\n";
+    std::shared_ptr<const ir::Graph> long_chain = ir::parse(chain);
+    const Tensor big = ones({512, 512});
+    const std::size_t mib = std::size_t{1} << 20;
+    empty_buffer_cache();
+    (void)ir::interpret(*long_chain, std::vector<Tensor>{big});
+    CHECK(buffer_cache_size() >= 7 * mib);
+    empty_buffer_cache();
+    (void)ir::prepared_graph(long_chain).run_tensors({big});
+    CHECK(buffer_cache_size() <= 2 * mib);
+    empty_buffer_cache();
+    // Errors as the interpreter's.
+    CHECK_THROWS_WITH(p.run_tensors({x}), Catch::Contains("takes 2 inputs, got 1"));
+    CHECK_THROWS_WITH(p.run_tensors({ones({3, 2}, dtype::float64), w}), Catch::Contains("input %x expects Double(2, 3)"));
+    auto missing = std::shared_ptr<const ir::Graph>(ir::parse("graph(%x : Tensor):\n  %y : Tensor = softmax(%x)\n  return (%y)\n"));
+    CHECK_THROWS_WITH(ir::prepared_graph(missing).run_tensors({ones({2})}), Catch::Contains("softmax: missing attribute 'dim'"));
+    // A graph with blocks runs through the interpreter.
+    std::shared_ptr<const ir::Graph> branchy = ir::parse(if_graph);
+    const ir::prepared_graph pb(branchy);
+    for (const bool flag : {true, false}) {
+        const auto want = ir::interpret(*branchy, std::vector<ir::ivalue>{ones({2, 3}), flag});
+        const auto got = pb.run(std::vector<ir::ivalue>{ones({2, 3}), flag});
+        REQUIRE(got.size() == want.size());
+        for (std::size_t k = 0; k < got.size(); ++k)
+            CHECK(equal(std::get<Tensor>(got[k]), std::get<Tensor>(want[k])));
+    }
+}
+
 TEST_CASE("ir: every elementwise op of the op table is an IR kind", "[ir]") {
     const auto names = std::apply([](auto... op) { return std::vector<std::string_view>{decltype(op)::name...}; },
                                   ops::all_elementwise_ops{});

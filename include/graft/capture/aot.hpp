@@ -20,6 +20,7 @@
 
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/capture/trace.hpp"
+#include "graft/ir/interpreter.hpp"
 #include "graft/ir/symbolic.hpp"
 
 namespace graft::capture {
@@ -65,6 +66,13 @@ struct aot_recapture {
     static constexpr std::size_t max_signatures = 16;  // past that, f runs eagerly
 };
 
+/// The forward and backward graphs prepared to run (ir::prepared_graph), made once, by the
+/// first call that runs them (after capture::aot has finished editing the graphs).
+struct prepared_programs {
+    std::once_flag once;
+    std::shared_ptr<const ir::prepared_graph> forward, backward;
+};
+
 }  // namespace detail
 
 /// The result of capture::aot: two graphs and how to run them as one autograd node.
@@ -88,6 +96,9 @@ public:
     using runner = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
     runner forward_runner;
     std::shared_ptr<const runner> backward_runner;  // shared with the recorded nodes, not copied per call
+    /// Without runners: the graphs as ir::prepared_graph (slots, values released after their last
+    /// use), shared by copies of this function and the nodes it records.
+    std::shared_ptr<detail::prepared_programs> programs = std::make_shared<detail::prepared_programs>();
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
     /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.

@@ -4,6 +4,7 @@
 // executor falls back to it.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,37 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
 
 /// Runs a graph whose inputs and outputs are all tensors.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
+
+/// A graph prepared to run many times with interpret()'s results: its values numbered into
+/// slots once (interpret() looks each one up in a map), each value released after its last
+/// use (interpret() keeps every one to the end, so a long graph holds all its intermediates),
+/// each node's attributes resolved once. capture::aot runs its graphs this way. A graph
+/// with blocks (If, Loop, Call) runs through interpret(). The graph must outlive this object
+/// and not change (it reads the graph's input types to check inputs, as interpret() does);
+/// run() may be called from several threads.
+class prepared_graph {
+public:
+    explicit GRAFT_INLINE prepared_graph(std::shared_ptr<const Graph> g,
+                                         std::shared_ptr<const symbolic_sizes> sizes = nullptr);
+
+    [[nodiscard]] GRAFT_INLINE std::vector<ivalue> run(std::span<const ivalue> inputs) const;
+    /// Inputs and outputs all tensors.
+    [[nodiscard]] GRAFT_INLINE std::vector<Tensor> run_tensors(const std::vector<Tensor>& inputs) const;
+
+private:
+    struct step {
+        const Node* node;
+        std::vector<std::uint32_t> inputs, outputs;  // slots
+        std::vector<std::uint32_t> release;          // slots whose last use this step is
+        bool patched = false;                        // attributes computed from the inputs' sizes
+    };
+    std::shared_ptr<const Graph> graph_;
+    std::shared_ptr<const symbolic_sizes> sizes_;
+    bool flat_ = true;  // no node has blocks
+    std::size_t num_slots_ = 0;
+    std::vector<step> steps_;
+    std::vector<std::uint32_t> outputs_;  // the graph's outputs' slots
+};
 
 }  // namespace graft::ir
 

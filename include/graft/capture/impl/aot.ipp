@@ -106,12 +106,12 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<Tensor> results;
     {
         autograd::no_grad guard;
-        if (forward_runner) {
-            results = forward_runner(args);
-        } else {
-            std::vector<ir::ivalue> a(args.begin(), args.end());
-            for (auto& v : ir::interpret(*forward, a, forward_sizes.get())) results.push_back(std::get<Tensor>(std::move(v)));
-        }
+        if (!forward_runner || !backward_runner)
+            std::call_once(programs->once, [&] {
+                programs->forward = std::make_shared<const ir::prepared_graph>(forward, forward_sizes);
+                programs->backward = std::make_shared<const ir::prepared_graph>(backward, backward_sizes);
+            });
+        results = forward_runner ? forward_runner(args) : programs->forward->run_tensors(args);
     }
     const std::size_t n_mut = meta.mutated_inputs.size();
     for (std::size_t k = 0; k < n_mut; ++k) {
@@ -136,7 +136,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, bsym = backward_sizes,
+    node->backward = [progs = programs, run = backward_runner, n_saved = num_saved,
                       context = std::move(context), reaches = reaches](autograd::function_node& n,
                                                                        const autograd::tensor_list& g) {
         // The saved values carry no history, so a backward that records (create_graph)
@@ -155,12 +155,8 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         }
         const ir::size_context_scope sizes_of_forward(context);
         std::vector<Tensor> r;
-        if (run) {
-            r = (*run)(in);
-        } else {
-            std::vector<ir::ivalue> a(in.begin(), in.end());
-            for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
-        }
+        if (run) r = (*run)(in);
+        else r = progs->backward->run_tensors(in);  // prepared by the forward call
         // An input that none of the differentiated outputs reaches gets no gradient (undefined).
         for (std::size_t k = 0; k < reaches.size() && k < r.size(); ++k) {
             bool any = false;

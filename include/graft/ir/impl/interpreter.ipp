@@ -2,6 +2,8 @@
 // Definitions for graft/ir/interpreter.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/ir/interpreter.hpp"
 
+#include <unordered_map>
+
 namespace graft::ir {
 namespace detail {
 
@@ -126,6 +128,82 @@ GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Ten
         auto* t = std::get_if<Tensor>(&v);
         graft::detail::check(t != nullptr, "ir::interpret: an output is a number; use the ivalue overload");
         r.push_back(std::move(*t));
+    }
+    return r;
+}
+
+GRAFT_INLINE prepared_graph::prepared_graph(std::shared_ptr<const Graph> g, std::shared_ptr<const symbolic_sizes> sizes)
+    : graph_(std::move(g)), sizes_(std::move(sizes)) {
+    graft::detail::check(graph_ != nullptr, "ir::prepared_graph: the graph is null");
+    for (const Node* n : graph_->block()->nodes()) flat_ = flat_ && n->blocks().empty();
+    if (!flat_) return;
+    std::unordered_map<const Value*, std::uint32_t> slot;
+    const auto number = [&](const Value* v) {
+        const auto [it, fresh] = slot.emplace(v, static_cast<std::uint32_t>(num_slots_));
+        if (fresh) ++num_slots_;
+        return it->second;
+    };
+    for (const Value* v : graph_->inputs()) (void)number(v);
+    const auto slot_of = [&](const Value* v) {
+        const auto it = slot.find(v);
+        graft::detail::check(it != slot.end(), "ir::prepared_graph: %", v->name(),
+                             " is used before it is defined (Graph::lint() tells where)");
+        return it->second;
+    };
+    for (const Node* n : graph_->block()->nodes()) {
+        graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
+        step s{n, {}, {}, {}, sizes_ && sizes_->patches_node(n)};
+        for (const Value* v : n->inputs()) s.inputs.push_back(slot_of(v));
+        for (const Value* v : n->outputs()) s.outputs.push_back(number(v));
+        steps_.push_back(std::move(s));
+    }
+    for (const Value* v : graph_->outputs()) outputs_.push_back(slot_of(v));
+    // Each slot's last reader (a step, or the graph's outputs: never released).
+    std::vector<std::ptrdiff_t> last(num_slots_, -1);
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+        for (std::uint32_t i : steps_[k].inputs) last[i] = static_cast<std::ptrdiff_t>(k);
+        for (std::uint32_t o : steps_[k].outputs)
+            if (last[o] < 0) last[o] = static_cast<std::ptrdiff_t>(k);  // unread: released at once
+    }
+    for (std::uint32_t o : outputs_) last[o] = -2;
+    for (std::size_t i = 0; i < num_slots_; ++i)
+        if (last[i] >= 0) steps_[static_cast<std::size_t>(last[i])].release.push_back(static_cast<std::uint32_t>(i));
+}
+
+GRAFT_INLINE std::vector<ivalue> prepared_graph::run(std::span<const ivalue> inputs) const {
+    graft::detail::check(inputs.size() == graph_->inputs().size(), "ir::interpret: the graph takes ",
+                         graph_->inputs().size(), " inputs, got ", inputs.size());
+    if (!flat_) return interpret(*graph_, std::vector<ivalue>(inputs.begin(), inputs.end()), sizes_.get());
+    std::vector<ivalue> slots(num_slots_);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(graph_->inputs()[i], inputs[i]);
+        slots[i] = inputs[i];
+    }
+    const std::vector<std::int64_t> values = sizes_ ? sizes_->bind(inputs) : std::vector<std::int64_t>{};
+    std::vector<ivalue> in;
+    for (const step& s : steps_) {
+        in.clear();
+        for (std::uint32_t i : s.inputs) in.push_back(slots[i]);
+        std::vector<ivalue> out = s.patched ? s.node->kind().run(sizes_->attributes(s.node, values), in)
+                                            : s.node->kind().run(s.node->attributes(), in);
+        graft::detail::check(out.size() == s.outputs.size(), "ir::interpret: ", s.node->kind().name, " gave ",
+                             out.size(), " values for ", s.outputs.size(), " outputs");
+        for (std::size_t k = 0; k < out.size(); ++k) slots[s.outputs[k]] = std::move(out[k]);
+        for (std::uint32_t r : s.release) slots[r] = ivalue{};  // an empty Tensor: the buffer goes back now
+    }
+    in.clear();
+    std::vector<ivalue> r;
+    r.reserve(outputs_.size());
+    for (std::uint32_t o : outputs_) r.push_back(slots[o]);
+    return r;
+}
+
+GRAFT_INLINE std::vector<Tensor> prepared_graph::run_tensors(const std::vector<Tensor>& inputs) const {
+    const std::vector<ivalue> in(inputs.begin(), inputs.end());
+    std::vector<Tensor> r;
+    for (auto& v : run(in)) {
+        graft::detail::check(std::holds_alternative<Tensor>(v), "ir::interpret: an output is not a tensor");
+        r.push_back(std::get<Tensor>(std::move(v)));
     }
     return r;
 }
