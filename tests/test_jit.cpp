@@ -1515,6 +1515,30 @@ std::uint64_t calls_served(const jit::debug_state& d) {
 
 }  // namespace
 
+TEST_CASE("jit: gelu (erf and tanh forms) joins fusion groups, bitwise as eager", "[jit]") {
+    namespace F = graft::nn::functional;
+    for (const char* approximate : {"none", "tanh"}) {
+        const auto f = [approximate](Tensor x, Tensor b) { return F::gelu(x * 2.0 + b, approximate) * 3.0 - b; };
+        for (dtype t : {dtype::float32, dtype::float64}) {
+            INFO(approximate << ", " << t);
+            auto fn = jit::script(f, opts());
+            for (int i = 0; i < 3; ++i) {
+                // A sweep through both tails and around 0, including specials.
+                Tensor x = linspace(-20.0, 20.0, 4099, t);
+                x = cat(std::vector<Tensor>{x, tensor({0.0, -0.0, std::numeric_limits<double>::infinity(),
+                                                       -std::numeric_limits<double>::infinity(), std::nan("")})
+                                                    .to(t)});
+                const Tensor b = randn({x.numel()}, t);
+                CHECK(bitwise_equal(fn(x, b), f(x, b)));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->kind == jit::plan_kind::fused);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+        }
+    }
+}
+
 TEST_CASE("jit: sizes a graph takes from its inputs (a view to x.size(0) rows) are symbolic", "[jit]") {
     const auto f = [](Tensor x) { return tanh(x.view({x.size(0) * x.size(1), -1})) * 2.0; };
     const std::vector<int_list> shapes{{8, 3, 2}, {8, 3, 2}, {4, 3, 4}, {4, 3, 4}, {4, 3, 4}, {6, 2, 2}, {8, 3, 2}, {5, 7, 3}};

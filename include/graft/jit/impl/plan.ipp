@@ -17,6 +17,15 @@ GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
 }
 
 GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n) {
+    if (n->is<ir::kinds::gelu>()) {
+        // Not an op-table entry (its attribute picks the kernel), but a unary kernel all the same.
+        static const fusable_op erf{ops::op_kind::unary, static_cast<int>(kernels::unary_op::gelu), "gelu"};
+        static const fusable_op tanh{ops::op_kind::unary, static_cast<int>(kernels::unary_op::gelu_tanh), "gelu"};
+        const auto it = n->attributes().find("approximate");
+        if (it == n->attributes().end()) return &erf;
+        const auto* a = std::get_if<std::string>(&it->second);
+        return a && *a == "none" ? &erf : a && *a == "tanh" ? &tanh : nullptr;  // another value: the op's own error
+    }
     const auto& t = fusable_ops();
     auto it = t.find(&n->kind());
     return it == t.end() ? nullptr : &it->second;
