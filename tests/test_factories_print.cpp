@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 
 #include <graft/graft.hpp>
@@ -80,6 +82,114 @@ TEST_CASE("rand and randn are reproducible from a seed", "[core][random]") {
     REQUIRE(umin >= 0.0);
     REQUIRE(umax < 1.0);
     REQUIRE_THROWS_WITH(rand({2}, dtype::int64), Contains("floating-point dtype"));
+}
+
+namespace {
+
+// The scalar reference for the random factories: one generator call per element, in
+// row-major order, as the factories drew before they drew in bulk under one lock.
+template <class T>
+std::vector<T> scalar_rand(generator& g, std::int64_t n) {
+    std::vector<T> v;
+    for (std::int64_t i = 0; i < n; ++i) {
+        T x = static_cast<T>(g.uniform());
+        if constexpr (std::is_same_v<T, float>)
+            if (x >= 1.0f) x = std::nextafter(1.0f, 0.0f);  // rand stays below 1 in float32
+        v.push_back(x);
+    }
+    return v;
+}
+template <class T>
+std::vector<T> scalar_randn(generator& g, std::int64_t n) {
+    std::vector<T> v;
+    for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<T>(g.normal()));
+    return v;
+}
+template <class T>
+std::vector<T> scalar_randint(generator& g, std::int64_t low, std::int64_t high, std::int64_t n) {
+    std::vector<T> v;
+    const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+    for (std::int64_t i = 0; i < n; ++i)
+        v.push_back(static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + g.below(range))));
+    return v;
+}
+template <class T>
+std::vector<T> scalar_bernoulli(generator& g, const std::vector<double>& p) {
+    std::vector<T> v;
+    for (double q : p) v.push_back(g.uniform() < q ? T(1) : T(0));
+    return v;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// The spare is compared only when there is one (manual_seed leaves a stale, unused value).
+bool same_state(const generator::state& a, const generator::state& b) {
+    return a.engine == b.engine && a.seed == b.seed && a.has_spare == b.has_spare &&
+           (!a.has_spare || std::memcmp(&a.spare, &b.spare, sizeof(double)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("random factories draw bitwise what one scalar generator call per element draws", "[core][random]") {
+    // Odd and even counts: an odd randn count leaves Box-Muller's second value as the spare
+    // that the next randn starts with (also across dtypes and factories).
+    for (const std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{42}, generator::default_seed}) {
+        for (const std::int64_t n : {0, 1, 2, 7, 64, 1001}) {
+            INFO("seed " << seed << " n " << n);
+            manual_seed(seed);
+            generator& dg = default_generator();
+            generator g(seed);  // the reference, drawn from one value at a time
+            const int_list sizes = n == 1001 ? int_list{7, 11, 13} : int_list{n};
+            auto step = [&](const char* what, bool same) {
+                INFO(what);
+                CHECK(same);
+                CHECK(same_state(dg.get_state(), g.get_state()));  // the same number of engine calls
+            };
+            step("rand f32", same_bits(rand(sizes).to_vector<float>(), scalar_rand<float>(g, n)));
+            step("randn f32", same_bits(randn(sizes).to_vector<float>(), scalar_randn<float>(g, n)));
+            step("rand f64", same_bits(rand(sizes, dtype::float64).to_vector<double>(), scalar_rand<double>(g, n)));
+            step("randn f64",
+                 same_bits(randn(sizes, dtype::float64).to_vector<double>(), scalar_randn<double>(g, n)));
+            step("randn f64 again",
+                 same_bits(randn(sizes, dtype::float64).to_vector<double>(), scalar_randn<double>(g, n)));
+            const Tensor like32 = zeros(sizes), like64 = zeros(sizes, dtype::float64);
+            step("rand_like f32", same_bits(rand_like(like32).to_vector<float>(), scalar_rand<float>(g, n)));
+            step("randn_like f32", same_bits(randn_like(like32).to_vector<float>(), scalar_randn<float>(g, n)));
+            step("rand_like f64", same_bits(rand_like(like64).to_vector<double>(), scalar_rand<double>(g, n)));
+            step("randn_like f64", same_bits(randn_like(like64).to_vector<double>(), scalar_randn<double>(g, n)));
+            step("randint int64", same_bits(randint(-5, 12, sizes).to_vector<std::int64_t>(),
+                                            scalar_randint<std::int64_t>(g, -5, 12, n)));
+            // A range that is not a power of two and rejects some draws (limit below 2^64 - 1).
+            const std::int64_t lo = std::numeric_limits<std::int64_t>::min() / 3 * 2;
+            const std::int64_t hi = std::numeric_limits<std::int64_t>::max() / 3 * 2;
+            step("randint wide", same_bits(randint(lo, hi, sizes).to_vector<std::int64_t>(),
+                                           scalar_randint<std::int64_t>(g, lo, hi, n)));
+            step("randint f32", same_bits(randint(0, 1000, sizes, dtype::float32).to_vector<float>(),
+                                          scalar_randint<float>(g, 0, 1000, n)));
+            std::vector<double> p;
+            for (std::int64_t i = 0; i < n; ++i) p.push_back(static_cast<double>(i % 11) / 10.0);  // 0 .. 1
+            const Tensor p64 = from_vector(p).reshape(sizes);
+            step("bernoulli f64", same_bits(bernoulli(p64).to_vector<double>(), scalar_bernoulli<double>(g, p)));
+            std::vector<double> p32;
+            for (double q : p) p32.push_back(static_cast<float>(q));
+            step("bernoulli f32", same_bits(bernoulli(p64.to(dtype::float32)).to_vector<float>(),
+                                            scalar_bernoulli<float>(g, p32)));
+            step("bernoulli_p f32", same_bits(bernoulli(like32, 0.3).to_vector<float>(),
+                                              scalar_bernoulli<float>(g, std::vector<double>(p.size(), 0.3))));
+            step("bernoulli_p f64", same_bits(bernoulli(like64, 0.7).to_vector<double>(),
+                                              scalar_bernoulli<double>(g, std::vector<double>(p.size(), 0.7))));
+            // A generator passed explicitly, and the scalar calls still interleave with tensors.
+            generator h(seed + 1), r(seed + 1);
+            CHECK(same_bits(randn({n}, dtype::float32, h).to_vector<float>(), scalar_randn<float>(r, n)));
+            CHECK(h.normal() == r.normal());
+            CHECK(same_bits(rand({n}, dtype::float64, h).to_vector<double>(), scalar_rand<double>(r, n)));
+            CHECK(h.below(3) == r.below(3));
+            CHECK(same_state(h.get_state(), r.get_state()));
+        }
+    }
 }
 
 TEST_CASE("result_type follows PyTorch's promotion categories", "[core][promotion]") {

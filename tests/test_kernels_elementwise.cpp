@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <numbers>
 
 using namespace kt;
 using gk::binary_op;
@@ -14,8 +15,8 @@ using gk::unary_op;
 namespace {
 
 const char* unary_name(unary_op op) {
-    static const char* names[] = {"neg",     "abs",  "exp",  "log",       "sqrt", "rsqrt", "tanh",
-                                  "sigmoid", "relu", "gelu", "gelu_tanh", "sin",  "cos"};
+    static const char* names[] = {"neg",  "abs",  "exp",       "log",        "sqrt", "rsqrt", "tanh",
+                                  "sigmoid", "relu", "gelu", "gelu_tanh", "normal_cdf", "sin",  "cos"};
     return names[static_cast<int>(op)];
 }
 
@@ -31,6 +32,7 @@ tol unary_tol(unary_op op) {
         case unary_op::sigmoid: return {4, 0};
         case unary_op::gelu: return {6, 0};       // float32: max 6 ULP over every float in [-14, 14]
         case unary_op::gelu_tanh: return {6, 0};  // sigmoid form, relative everywhere: max 5 ULP (all floats in [-14, 14])
+        case unary_op::normal_cdf: return {5, 0};  // float32: max 5 ULP over every float in [-16, 16]
         case unary_op::sin: case unary_op::cos: return {4, 2};  // |err| <= 4 ULP or 2 eps absolute
     }
     return {};
@@ -46,16 +48,27 @@ std::pair<double, double> unary_range(unary_op op) {
     }
 }
 
+// The tolerance at input x: unary_tol(op), except for float64 normal_cdf, which keeps the
+// formula 0.5*erfc(-x*sqrt(2)/2) of graft::normal_cdf before it had a kernel: the rounding of
+// its argument grows with x^2 in erfc's tail (measured <= 1.8*(x^2+1) ULP).
+template <class T>
+tol unary_tol_at(unary_op op, T x) {
+    if (op == unary_op::normal_cdf && sizeof(T) == 8) {
+        const double xd = static_cast<double>(x);
+        return {4 + 2 * (std::isfinite(xd) ? xd * xd : 0.0), 0};
+    }
+    return unary_tol(op);
+}
+
 template <class T>
 void check_unary_all_targets() {
     target_guard guard;
     const unary_op ops[] = {unary_op::neg,  unary_op::abs,     unary_op::exp,  unary_op::log,      unary_op::sqrt,
                             unary_op::rsqrt, unary_op::tanh,   unary_op::sigmoid, unary_op::relu,  unary_op::gelu,
-                            unary_op::gelu_tanh, unary_op::sin, unary_op::cos};
+                            unary_op::gelu_tanh, unary_op::normal_cdf, unary_op::sin, unary_op::cos};
     for (gk::target t : gk::available_targets()) {
         gk::set_target(t);
         for (unary_op op : ops) {
-            const tol tl = unary_tol(op);
             const auto [lo, hi] = unary_range(op);
             for (std::size_t n : test_lengths()) {
                 for (std::ptrdiff_t stride : {1, 0, 3}) {
@@ -68,7 +81,7 @@ void check_unary_all_targets() {
                     gk::reference::unary(op, a, stride, want.data(), n);
                     for (std::size_t i = 0; i < n; ++i) {
                         const T x = a[static_cast<std::ptrdiff_t>(i) * stride];
-                        const bool ok = close(got[i + 1], want[i], tl, static_cast<double>(x));
+                        const bool ok = close(got[i + 1], want[i], unary_tol_at(op, x), static_cast<double>(x));
                         if (!ok) {
                             INFO("target " << gk::target_name(t) << " op " << unary_name(op) << " n " << n << " stride "
                                            << stride << " i " << i << " x " << x << " got " << got[i + 1] << " want "
@@ -85,7 +98,7 @@ void check_unary_all_targets() {
             gk::unary(op, sp.data(), 1, got.data(), sp.size());
             gk::reference::unary(op, sp.data(), 1, want.data(), sp.size());
             for (std::size_t i = 0; i < sp.size(); ++i) {
-                const bool ok = close(got[i], want[i], tl, static_cast<double>(sp[i]));
+                const bool ok = close(got[i], want[i], unary_tol_at(op, sp[i]), static_cast<double>(sp[i]));
                 if (!ok) {
                     INFO("special: target " << gk::target_name(t) << " op " << unary_name(op) << " x " << sp[i] << " got "
                                             << got[i] << " want " << want[i]);
@@ -250,6 +263,80 @@ TEST_CASE("kernels: float32 exp, tanh and sigmoid ULP bounds over dense sweeps",
             CHECK(r.ulp <= it.ulps);
             CHECK(r.class_mismatch == 0);
         }
+    }
+}
+
+TEST_CASE("kernels: float32 normal_cdf ULP bound over a dense sweep of [-16, 16] and its special values",
+          "[kernels][unary][normal_cdf]") {
+    using L = std::numeric_limits<float>;
+    const double bound = unary_tol(unary_op::normal_cdf).ulps;
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        auto f = [](float x) {
+            float y;
+            gk::unary(unary_op::normal_cdf, &x, 1, &y, 1);
+            return y;
+        };
+        // ~2.2M points over [-16, 16]: saturation to 1 (x > 5.4), the subnormal results and the
+        // underflow to +0 (x < -14.2) included; every result of the reference's class.
+        const sweep_result r = ulp_sweep(unary_op::normal_cdf, 1021, 16.f);
+        INFO("sweep: max ulp " << r.ulp << " at x=" << r.worst_x);
+        CHECK(r.ulp <= bound);
+        CHECK(r.class_mismatch == 0);
+        // Every float in [-15, -12.5]: Phi(x) < 2^-126 below x = -12.95, so the results are
+        // subnormal (rounded once; from ((0.5*R)*h)*h below x = -13.19, where exp(-x^2/2) is
+        // itself subnormal), and +0 below x = -14.17.
+        std::vector<float> xs;
+        for (float x = -15.f; x <= -12.5f; x = std::nextafter(x, 0.f)) xs.push_back(x);
+        std::vector<float> ys(xs.size());
+        gk::unary(unary_op::normal_cdf, xs.data(), 1, ys.data(), xs.size());
+        double worst = 0;
+        float worst_x = 0;
+        std::size_t subnormal = 0, zero = 0;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const float want = gk::reference::unary_scalar(unary_op::normal_cdf, xs[i]);
+            const double u = ulp_distance(ys[i], want);
+            if (u > worst) {
+                worst = u;
+                worst_x = xs[i];
+            }
+            if (ys[i] > 0 && ys[i] < L::min()) ++subnormal;
+            if (ys[i] == 0 && !std::signbit(ys[i])) ++zero;
+        }
+        INFO("tail [-15, -12.5]: max ulp " << worst << " at x=" << worst_x);
+        CHECK(worst <= bound);
+        CHECK(subnormal > 1000000);  // the sweep did reach the subnormal results
+        CHECK(zero > 100000);
+        // Special values.
+        CHECK(f(0.f) == 0.5f);
+        CHECK(f(-0.f) == 0.5f);
+        CHECK(f(L::denorm_min()) == 0.5f);
+        CHECK(f(-L::denorm_min()) == 0.5f);
+        CHECK(f(L::infinity()) == 1.f);
+        CHECK(f(L::max()) == 1.f);
+        CHECK(f(6.f) == 1.f);  // 1 - 9.9e-10 rounds to 1
+        for (float x : {-L::infinity(), -L::max(), -100.f, -15.5f, -15.f}) {
+            CHECK(f(x) == 0.f);
+            CHECK(!std::signbit(f(x)));
+        }
+        CHECK(f(-13.5f) > 0.f);  // 7.8e-42, subnormal
+        CHECK(std::isnan(f(L::quiet_NaN())));
+        CHECK(std::isnan(f(-L::quiet_NaN())));
+        // float64 lanes are per element the formula graft::normal_cdf had before the kernel,
+        // bit for bit.
+        std::vector<double> xd;
+        for (int i = -400000; i <= 400000; ++i) xd.push_back(i * 1e-4 + 1e-9 * (i % 7));
+        for (double v : special_values<double>()) xd.push_back(v);
+        std::vector<double> yd(xd.size());
+        gk::unary(unary_op::normal_cdf, xd.data(), 1, yd.data(), xd.size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+            const double want = 0.5 * std::erfc(-xd[i] * std::numbers::sqrt2 / 2.0);
+            if (!(std::isnan(want) ? std::isnan(yd[i]) : std::memcmp(&want, &yd[i], sizeof(double)) == 0)) ++differ;
+        }
+        CHECK(differ == 0);
     }
 }
 

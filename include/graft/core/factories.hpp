@@ -73,6 +73,30 @@ public:
     /// An integer uniform in [0, n) (n >= 1), without modulo bias.
     std::uint64_t below(std::uint64_t n);
 
+    // Bulk draws: sink(i, value) for i = 0 .. n-1, in order, under one lock. They draw
+    // bitwise what n calls of uniform() / normal() / below(range) would (same engine calls,
+    // same Box-Muller pairs and kept spare, same rejection), and leave the generator in the
+    // same state. What they save is the lock and unlock per value, which cost about as
+    // much as a uniform draw (a tensor factory draws millions). The sink runs under the
+    // lock: it must not call back into this generator.
+    template <class Sink>
+    void draw_uniforms(std::int64_t n, Sink sink) {
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, uniform_unlocked());
+    }
+    template <class Sink>
+    void draw_normals(std::int64_t n, Sink sink) {
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, normal_unlocked());
+    }
+    /// range >= 1, checked before anything is drawn (as below()).
+    template <class Sink>
+    void draw_below(std::uint64_t range, std::int64_t n, Sink sink) {
+        const std::uint64_t limit = below_limit(range);
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, below_unlocked(range, limit));
+    }
+
     /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
     /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
     struct state {
@@ -96,7 +120,35 @@ public:
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
+    // The draws themselves, for a caller that holds mutex_: the public members lock once
+    // per value (uniform()) or once per tensor (draw_uniforms()) around these.
     double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+    double normal_unlocked() {
+        if (has_spare_) {
+            has_spare_ = false;
+            return spare_;
+        }
+        double u1 = 0.0;
+        do u1 = uniform_unlocked(); while (u1 == 0.0);
+        const double u2 = uniform_unlocked();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        spare_ = r * std::sin(two_pi * u2);
+        has_spare_ = true;
+        return r * std::cos(two_pi * u2);
+    }
+    /// The top of the last whole copy of [0, n) in the engine's range (draws at or above it
+    /// are rejected so that every value is equally likely); checks n >= 1.
+    static std::uint64_t below_limit(std::uint64_t n) {
+        detail::check(n >= 1, "generator::below: the range is empty");
+        constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
+        return top - top % n;
+    }
+    std::uint64_t below_unlocked(std::uint64_t n, std::uint64_t limit) {
+        std::uint64_t v = engine_();
+        while (v >= limit) v = engine_();
+        return v % n;
+    }
 
     mutable std::mutex mutex_;
     std::mt19937_64 engine_;
@@ -111,25 +163,9 @@ private:
 inline void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 
 namespace detail {
-template <class Draw>
-Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw draw) {
-    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
-    Tensor t = empty(sizes, type);
-    const std::int64_t n = t.numel();
-    visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            T* p = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i) {
-                T v = static_cast<T>(draw());
-                if constexpr (std::is_same_v<T, float>)  // rounding up to 1.0f must not leave [0, 1)
-                    if (v >= 1.0f && std::string_view(op) == "rand") v = std::nextafter(1.0f, 0.0f);
-                p[i] = v;
-            }
-        }
-    });
-    return t;
-}
+/// A tensor of `type` filled with gen's uniform (rand) or standard normal (randn) draws, in
+/// row-major order, under one lock of gen.
+GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform);
 }  // namespace detail
 
 /// Uniform samples in [0, 1).

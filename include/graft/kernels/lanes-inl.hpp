@@ -367,24 +367,23 @@ HWY_INLINE V gelu_tanh_ieee(D d, V x) {
     return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2). With a = |x|/sqrt(2):
+// erfc for float32 lanes, shared by gelu_erf_f32 and normal_cdf_f32. For xa = |x| (clamped
+// to [0, 15] by the caller) and a = xa/sqrt(2):
 //   erfc(a) = R(a)*exp(-a^2),  R(a) = (1 + P(q))/(1 + 2a),  q = (a-2)/(a+2) in [-1, 0.69],
 // P a degree-11 polynomial (Chebyshev interpolant of (1+2a)*erfcx(a)-1 on a in [0, 10.7],
 // relative fit error 1.5e-9, the same form as N. Juffa's erfcf). exp(-a^2) uses
 // a^2 = x^2/2 = s_hi + s_lo from an exact product of x (the rounding of a or a^2 would cost
-// ~2a^2 eps relative, ~200 ULP in the tail): exp(-s_hi)*(1-s_lo).
-//   x >= 0: x*(1 - 0.5*erfc(a));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
-// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
+// ~2a^2 eps relative, ~200 ULP in the tail): E = exp(-s_hi)*(1-s_lo).
+// Returns R and sets E, s_hi and s_lo.
 template <class D, class V>
-HWY_INLINE V gelu_erf_f32(D d, V x) {
+HWY_INLINE V erfc_scaled_f32(D d, V xa, V& E, V& s_hi, V& s_lo) {
     const V one = hn::Set(d, 1.0f);
     const V two = hn::Set(d, 2.0f);
     const V half = hn::Set(d, 0.5f);
-    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
     V pe;
     const V p = two_prod(d, xa, xa, pe);
-    const V s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
-    const V s_lo = hn::Mul(pe, half);
+    s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
+    s_lo = hn::Mul(pe, half);
     const V a = hn::Mul(xa, hn::Set(d, 0.70710678118654752f));
     const V q = hn::Div(hn::Sub(a, two), hn::Add(a, two));
     V r = hn::Set(d, 0x1.614d92p-14f);
@@ -399,20 +398,68 @@ HWY_INLINE V gelu_erf_f32(D d, V x) {
     r = hn::MulAdd(r, q, hn::Set(d, -0x1.5407cap-3f));
     r = hn::MulAdd(r, q, hn::Set(d, -0x1.7bf5e8p-4f));
     r = hn::MulAdd(r, q, hn::Set(d, 0x1.1ba038p-2f));
-    const V R = hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
+    E = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Neg(s_hi))), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
+    return hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
+}
+
+// h = exp(-a^2/2) from a^2 = s_hi + s_lo (as erfc_scaled_f32's E): where E = exp(-a^2) is
+// subnormal (s_hi > 87), a result y*E is formed as (y*h)*h, so that it is rounded once.
+template <class D, class V>
+HWY_INLINE V exp_half_neg_a2_f32(D d, V s_hi, V s_lo) {
+    return hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(s_hi, hn::Set(d, -0.5f)))),
+                   hn::NegMulAdd(s_lo, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
+}
+
+// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2), with erfc(|a|) = R*E from
+// erfc_scaled_f32:
+//   x >= 0: x*(1 - 0.5*erfc(|a|));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
+// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
+template <class D, class V>
+HWY_INLINE V gelu_erf_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V half = hn::Set(d, 0.5f);
+    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
+    V E, s_hi, s_lo;
+    const V R = erfc_scaled_f32(d, xa, E, s_hi, s_lo);
     const V hR = hn::Mul(half, R);
-    const V E = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Neg(s_hi))), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
     const auto neg = hn::Lt(x, hn::Zero(d));
     const V rpos = hn::Mul(x, hn::NegMulAdd(hR, E, one));
     const V xhR = hn::Mul(x, hR);
     V rneg = hn::Mul(xhR, E);
     const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
     if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(s_hi, hn::Set(d, -0.5f)))), hn::NegMulAdd(s_lo, half, one));
+        const V h = exp_half_neg_a2_f32(d, s_hi, s_lo);
         rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(xhR, h), h), rneg);
         // x < -15 (a clamped): the result underflows; x*0 gives -0, and NaN for -inf as
         // 0.5*x*erfc(+inf) does.
         rneg = hn::IfThenElse(hn::Lt(x, hn::Set(d, -15.0f)), hn::Mul(x, hn::Zero(d)), rneg);
+    }
+    const V res = hn::IfThenElse(neg, rneg, rpos);
+    return hn::IfThenElse(hn::IsNaN(x), x, res);
+}
+
+// The standard normal CDF for float32 lanes: Phi(x) = 0.5*erfc(a), a = -x/sqrt(2), with
+// erfc(|a|) = R*E from erfc_scaled_f32 (gelu_erf_f32 without the factor x):
+//   x >= 0: 1 - 0.5*R*E (one fused multiply-subtract);  x < 0: (0.5*R)*E, formed as
+// ((0.5*R)*h)*h, h = exp(-a^2/2), where E is subnormal (x < -13.19), so the subnormal
+// results of the tail are rounded once. x < -15 (a clamped) gives +0 (Phi(-15) = 3.7e-51
+// underflows), Phi(-inf) = +0, Phi(+inf) = 1, Phi(±0) = 0.5, NaN gives NaN.
+template <class D, class V>
+HWY_INLINE V normal_cdf_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V half = hn::Set(d, 0.5f);
+    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));
+    V E, s_hi, s_lo;
+    const V R = erfc_scaled_f32(d, xa, E, s_hi, s_lo);
+    const V hR = hn::Mul(half, R);
+    const auto neg = hn::Lt(x, hn::Zero(d));
+    const V rpos = hn::NegMulAdd(hR, E, one);
+    V rneg = hn::Mul(hR, E);
+    const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
+        const V h = exp_half_neg_a2_f32(d, s_hi, s_lo);
+        rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(hR, h), h), rneg);
+        rneg = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -15.0f)), rneg);
     }
     const V res = hn::IfThenElse(neg, rneg, rpos);
     return hn::IfThenElse(hn::IsNaN(x), x, res);
@@ -459,6 +506,23 @@ struct u_cos { template <class D, class V> HWY_INLINE V operator()(D d, V x) con
 // gelu for float lanes (float32 arithmetic, see gelu_erf_f32).
 struct u_gelu_f32 {
     template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_erf_f32(d, x); }
+};
+// normal_cdf for float lanes (float32 arithmetic, see normal_cdf_f32).
+struct u_normal_cdf_f32 {
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return normal_cdf_f32(d, x); }
+};
+// normal_cdf for double lanes: scalar std::erfc per lane, the formula graft::normal_cdf
+// used before it had a kernel (so float64 results did not change): 0.5*erfc(-x*sqrt(2)/2).
+struct u_normal_cdf_f64 {
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
+        using T = hn::TFromD<D>;
+        HWY_ALIGN T b[kMaxLanes<T>];
+        hn::Store(x, d, b);
+        const std::size_t n = hn::Lanes(d);
+        const T sqrt2 = static_cast<T>(1.41421356237309504880168872420969808L);
+        for (std::size_t i = 0; i < n; ++i) b[i] = T(0.5) * std::erfc(-b[i] * sqrt2 / T(2));
+        return hn::Load(d, b);
+    }
 };
 // gelu for double lanes: scalar std::erfc per lane.
 struct u_gelu_f64 {

@@ -286,11 +286,13 @@ HWY_NOINLINE void step_none(T* const*, const program_instr&, std::size_t) {}  //
 template <class T>
 using gelu_lanes = std::conditional_t<sizeof(T) == 4, u_gelu_f32, u_gelu_f64>;
 template <class T>
+using normal_cdf_lanes = std::conditional_t<sizeof(T) == 4, u_normal_cdf_f32, u_normal_cdf_f64>;
+template <class T>
 inline constexpr program_step<T> unary_steps[] = {
     &step_unary<T, u_neg>,  &step_unary<T, u_abs>,     &step_unary<T, u_exp>,       &step_unary<T, u_log>,
     &step_unary<T, u_sqrt>, &step_unary<T, u_rsqrt>,   &step_unary<T, u_tanh>,      &step_unary<T, u_sigmoid>,
-    &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>, &step_unary<T, u_sin>,
-    &step_unary<T, u_cos>};
+    &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>,
+    &step_unary<T, normal_cdf_lanes<T>>, &step_unary<T, u_sin>, &step_unary<T, u_cos>};
 template <class T>
 inline constexpr program_step<T> binary_steps[] = {&step_binary<T, b_add>, &step_binary<T, b_sub>, &step_binary<T, b_mul>,
                                                    &step_binary<T, b_div>, &step_pow<T>,           &step_binary<T, b_max>,

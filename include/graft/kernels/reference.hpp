@@ -180,6 +180,7 @@ constexpr T unary_scalar(unary_op op, T x) {
             }
             return static_cast<T>(w / (W(1) + std::exp(u)));
         }
+        case unary_op::normal_cdf: return static_cast<T>(W(0.5) * std::erfc(-w * W(0.707106781186547524400844362104849L)));
         case unary_op::sin: return static_cast<T>(std::sin(w));
         case unary_op::cos: return static_cast<T>(std::cos(w));
     }

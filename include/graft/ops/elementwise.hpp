@@ -208,6 +208,7 @@ namespace detail {
         case unary_op::relu: return "relu";
         case unary_op::gelu: return "gelu";
         case unary_op::gelu_tanh: return "gelu";
+        case unary_op::normal_cdf: return "normal_cdf";
         case unary_op::sin: return "sin";
         case unary_op::cos: return "cos";
     }
@@ -232,6 +233,8 @@ namespace ops {
 [[nodiscard]] GRAFT_INLINE Tensor cos(const Tensor& a);
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
 [[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
+/// The standard normal CDF 0.5*erfc(-x/sqrt(2)) of a floating-point tensor (IR kind normal_cdf).
+[[nodiscard]] GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
 }  // namespace ops
 }  // namespace graft

@@ -251,23 +251,9 @@ GRAFT_INLINE Tensor sin(const Tensor& a) {
 }
 
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
-    graft::detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
-    Tensor out;
-    {
-        const graft::detail::observed_op obs;  // one op for graph capture: IR kind normal_cdf
-        const Tensor x = graft::detail::raw::contiguous(a);
-        out = empty(a.sizes(), a.type());
-        graft::detail::visit_dtype(a.type(), [&](auto z) {
-            using T = decltype(z);
-            if constexpr (std::is_floating_point_v<T>) {
-                const T* p = x.data_ptr<T>();
-                T* o = out.data_ptr<T>();
-                for (std::int64_t i = 0; i < a.numel(); ++i)
-                    o[i] = static_cast<T>(0.5 * std::erfc(-static_cast<double>(p[i]) * std::numbers::sqrt2 / 2.0));
-            }
-        });
-        obs.record("normal_cdf", {a}, out);
-    }
+    // The kernel (kernels::unary_op::normal_cdf): float32 lanes in float32 arithmetic, float64
+    // per element 0.5*erfc(-x*sqrt(2)/2); graph capture records one normal_cdf op.
+    Tensor out = ops::normal_cdf(a);
     return autograd::detail::record_unary("NormalCdfBackward0", a, out, true, false,
                                           [](const Tensor& g, const Tensor& x, const Tensor&) {
                                               const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;

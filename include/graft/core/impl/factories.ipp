@@ -84,18 +84,7 @@ GRAFT_INLINE void generator::manual_seed(std::uint64_t seed) {
 
 GRAFT_INLINE double generator::normal() {
     std::lock_guard lock(mutex_);
-    if (has_spare_) {
-        has_spare_ = false;
-        return spare_;
-    }
-    double u1 = 0.0;
-    do u1 = uniform_unlocked(); while (u1 == 0.0);
-    const double u2 = uniform_unlocked();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    constexpr double two_pi = 6.283185307179586476925286766559;
-    spare_ = r * std::sin(two_pi * u2);
-    has_spare_ = true;
-    return r * std::cos(two_pi * u2);
+    return normal_unlocked();
 }
 
 GRAFT_INLINE generator& default_generator() {
@@ -104,41 +93,63 @@ GRAFT_INLINE generator& default_generator() {
 }
 
 GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
-    detail::check(n >= 1, "generator::below: the range is empty");
-    // Reject the top partial copy of [0, n) so every value is equally likely.
-    const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+    const std::uint64_t limit = below_limit(n);  // checks n >= 1 before locking
     std::lock_guard lock(mutex_);
-    std::uint64_t v = engine_();
-    while (v >= limit) v = engine_();
-    return v % n;
+    return below_unlocked(n, limit);
 }
+
+namespace detail {
+GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform) {
+    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    Tensor t = empty(sizes, type);
+    const std::int64_t n = t.numel();
+    visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* p = t.data_ptr<T>();
+            if (!uniform) {
+                gen.draw_normals(n, [p](std::int64_t i, double v) { p[i] = static_cast<T>(v); });
+            } else if constexpr (std::is_same_v<T, float>) {
+                // A double just below 1 rounds up to 1.0f, which must not leave [0, 1).
+                gen.draw_uniforms(n, [p](std::int64_t i, double v) {
+                    const float f = static_cast<float>(v);
+                    p[i] = f >= 1.0f ? std::nextafter(1.0f, 0.0f) : f;
+                });
+            } else {
+                gen.draw_uniforms(n, [p](std::int64_t i, double v) { p[i] = static_cast<T>(v); });
+            }
+        }
+    });
+    return t;
+}
+}  // namespace detail
 
 // Random factories report themselves as random ops (on_random), so that graph capture
 // records a node that draws when the graph runs instead of this call's values.
 
 GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type, generator& gen) {
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); }), "rand", {},
+    return op.random_done(detail::random_tensor("rand", sizes, type, gen, true), "rand", {},
                           {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type, generator& gen) {
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); }), "randn", {},
+    return op.random_done(detail::random_tensor("randn", sizes, type, gen, false), "randn", {},
                           {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen) {
     detail::check(like.defined(), "rand_like: the tensor is undefined");
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), [&] { return gen.uniform(); }),
+    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), gen, true),
                           "rand_like", {like}, {}, gen);
 }
 
 GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen) {
     detail::check(like.defined(), "randn_like: the tensor is undefined");
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), [&] { return gen.normal(); }),
+    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), gen, false),
                           "randn_like", {like}, {}, gen);
 }
 
@@ -153,8 +164,9 @@ GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list&
         using T = decltype(z);
         if constexpr (!std::is_same_v<T, bool>) {
             T* p = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i)
-                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + gen.below(range)));
+            gen.draw_below(range, n, [p, low](std::int64_t i, std::uint64_t v) {
+                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
+            });
         }
     });
     return op.random_done(std::move(t), "randint", {},
@@ -174,7 +186,12 @@ Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, genera
         using T = decltype(z);
         if constexpr (std::is_floating_point_v<T>) {
             T* out = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i) out[i] = gen.uniform() < probability(i) ? T(1) : T(0);
+            // 1 or 0 picked by the comparison as an index: g++ compiles it without a branch
+            // (a branch mispredicts half the draws at p = 0.5, which doubled the time).
+            gen.draw_uniforms(n, [out, &probability](std::int64_t i, double u) {
+                constexpr T values[2] = {T(0), T(1)};
+                out[i] = values[u < probability(i) ? 1 : 0];
+            });
         }
     });
     return t;

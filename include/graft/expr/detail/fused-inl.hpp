@@ -56,6 +56,9 @@ HWY_INLINE V apply_unary(D d, Op, V x) {
         else if constexpr (k == unary_op::gelu) {
             if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
             else return lanes::u_gelu_f64{}(d, x);
+        } else if constexpr (k == unary_op::normal_cdf) {
+            if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_normal_cdf_f32{}(d, x);
+            else return lanes::u_normal_cdf_f64{}(d, x);
         }
     }
 }

@@ -346,5 +346,12 @@ GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
                     "gelu", {a}, {{"approximate", std::string(approximate)}});
 }
 
+GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
+    detail::check_defined("normal_cdf", a);
+    detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
+    const detail::observed_op obs;  // one op for graph capture: IR kind normal_cdf
+    return obs.done(detail::run_unary(kernels::unary_op::normal_cdf, a), "normal_cdf", {a});
+}
+
 }  // namespace ops
 }  // namespace graft
