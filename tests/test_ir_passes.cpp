@@ -435,3 +435,77 @@ TEST_CASE("ir passes: lower_clamp runs clamp as maximum then minimum, bit for bi
                                      tensor({-3, 0, 1, 2, 3, 4, 5, 6}, {8}, dtype::int64)};
     check_pass<ir::lower_clamp>(before, after, in);
 }
+
+TEST_CASE("ir passes: narrow_backwards_to_cat turns a chunk's backward into one cat, bit for bit", "[ir][passes]") {
+    const auto count = [](const ir::Graph& g, std::string_view kind) {
+        int n = 0;
+        for (const ir::Node* node : g.block()->nodes()) n += node->kind().name == kind;
+        return n;
+    };
+    // Pieces with -0.0 among their values: the adds of zeros gave +0.0 there, and so must the cat.
+    manual_seed(3);
+    const Tensor a = tensor({-0.0, 1.5, -0.0, -2.25}).to(dtype::float32).reshape({2, 2});
+    const std::vector<ir::ivalue> in{a, randn({2, 2}), randn({2, 2})};
+    const auto run = [&](const std::string& text, int cats, int embeds) {
+        auto g = ir::parse(text);
+        g->lint();
+        auto original = g->copy();
+        ir::narrow_backwards_to_cat::run(*g);
+        g->lint();
+        INFO(ir::to_string(*g));
+        CHECK(count(*g, "cat") == cats);
+        CHECK(count(*g, "narrow_backward") == embeds);
+        const Tensor want = std::get<Tensor>(ir::interpret(*original, in)[0]);
+        const Tensor got = std::get<Tensor>(ir::interpret(*g, in)[0]);
+        REQUIRE(got.sizes() == want.sizes());
+        CHECK(std::memcmp(got.contiguous().raw_data(), want.contiguous().raw_data(), static_cast<std::size_t>(got.numel()) * 4) == 0);
+    };
+    SECTION("three pieces tile the dimension, added in any order") {
+        run(R"(graph(%a : Float(2, 2), %b : Float(2, 2), %c : Float(2, 2)):
+  %x : Float(2, 6) = narrow_backward[sizes=[2, 6], dim=1, start=4, length=2](%c)
+  %y : Float(2, 6) = narrow_backward[sizes=[2, 6], dim=1, start=0, length=2](%a)
+  %z : Float(2, 6) = narrow_backward[sizes=[2, 6], dim=1, start=2, length=2](%b)
+  %s : Float(2, 6) = add(%x, %y)
+  %t : Float(2, 6) = add(%s, %z)
+  return (%t)
+)",
+            1, 0);
+    }
+    SECTION("two pieces tile the middle of the dimension: one cat, embedded once") {
+        run(R"(graph(%a : Float(2, 2), %b : Float(2, 2), %c : Float(2, 2)):
+  %x : Float(2, 7) = narrow_backward[sizes=[2, 7], dim=1, start=1, length=2](%a)
+  %y : Float(2, 7) = narrow_backward[sizes=[2, 7], dim=1, start=3, length=2](%c)
+  %t : Float(2, 7) = add(%y, %x)
+  return (%t)
+)",
+            1, 1);
+    }
+    SECTION("two sums sharing pieces (a GRU's gates): two cats, the shared pieces gone") {
+        run(R"(graph(%a : Float(2, 2), %b : Float(2, 2), %c : Float(2, 2)):
+  %x : Float(2, 4) = narrow_backward[sizes=[2, 4], dim=1, start=0, length=2](%a)
+  %y : Float(2, 4) = narrow_backward[sizes=[2, 4], dim=1, start=2, length=2](%b)
+  %z : Float(2, 4) = narrow_backward[sizes=[2, 4], dim=1, start=2, length=2](%c)
+  %s : Float(2, 4) = add(%x, %y)
+  %t : Float(2, 4) = add(%x, %z)
+  %u : Float(2, 4) = mul(%s, %t)
+  return (%u)
+)",
+            2, 0);
+    }
+    SECTION("a gap between the pieces, or pieces along other dimensions: left alone") {
+        run(R"(graph(%a : Float(2, 2), %b : Float(2, 2), %c : Float(2, 2)):
+  %x : Float(2, 7) = narrow_backward[sizes=[2, 7], dim=1, start=0, length=2](%a)
+  %y : Float(2, 7) = narrow_backward[sizes=[2, 7], dim=1, start=3, length=2](%c)
+  %t : Float(2, 7) = add(%y, %x)
+  return (%t)
+)",
+            0, 2);
+        run(R"(graph(%a : Float(2, 2), %b : Float(2, 2), %c : Float(2, 2)):
+  %x : Float(2, 2) = narrow_backward[sizes=[2, 2], dim=0, start=0, length=2](%a)
+  %y : Float(2, 2) = narrow_backward[sizes=[2, 2], dim=1, start=0, length=2](%c)
+  %s : Float(2, 2) = add(%y, %x)
+  return (%s)
+)",
+            0, 2);
+    }
+}

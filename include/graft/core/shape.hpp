@@ -71,6 +71,12 @@ GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::
 /// stretches), as torch.broadcast_shapes. Throws graft::error when incompatible.
 [[nodiscard]] GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b);
 
+namespace detail {
+/// broadcast_shapes without the exception, for code that only asks (a per-run check that may
+/// fail every run): `out` (which may be `a` or `b`) gets the shape; false when incompatible.
+[[nodiscard]] GRAFT_INLINE bool try_broadcast_shapes(const int_list& a, const int_list& b, int_list& out);
+}  // namespace detail
+
 }  // namespace graft
 
 #if GRAFT_HAS_CODE

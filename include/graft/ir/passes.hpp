@@ -150,6 +150,17 @@ struct fold_like_fills {
     static bool run(Graph& g);
 };
 
+/// A sum of narrow_backwards of one tensor's sizes and dimension over disjoint ranges that
+/// tile one interval (the backward of chunk / split: each piece's gradient embedded in zeros,
+/// then added): one cat of the pieces (embedded by one narrow_backward when the interval is not
+/// the whole dimension), plus 0.0, which turns -0 into +0 as the adds of zeros did. A piece
+/// read elsewhere too stays for those readers. Values are unchanged bit for bit; instead of one
+/// zero-filled tensor of the full size per piece, one cat.
+struct narrow_backwards_to_cat {
+    static constexpr std::string_view name = "narrow_backwards_to_cat";
+    static bool run(Graph& g);
+};
+
 /// Unrolls prim::Loops whose trip count is a constant of at most `max_trip_count`: the
 /// condition, and every carried value it depends on, start from constants and are computed
 /// in the body by pure ops, so the pass runs that part of the body on the constants to count

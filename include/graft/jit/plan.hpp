@@ -364,13 +364,9 @@ private:
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
                     if (!t->defined()) return false;
                     if (first) computed = t->sizes();
-                    else if (t->sizes() != computed) {
-                        try {
-                            computed = broadcast_shapes(computed, t->sizes());
-                        } catch (const graft::error&) {
-                            return false;  // the eager op reports it
-                        }
-                    }
+                    else if (t->sizes() != computed &&
+                             !graft::detail::try_broadcast_shapes(computed, t->sizes(), computed))
+                        return false;  // the eager op reports it (no exception thrown and caught per run)
                     first = false;
                 }
             if (first) return false;

@@ -520,9 +520,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     // reshape to the same sizes) are gone. Values are unchanged bit for bit;
     // contiguous_results: a linear layer's weight and bias gradients come out as fresh
     // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
-    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
-    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::fold_like_fills, ir::cse,
-                 ir::dce>::run(*joint);
+    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold;
+    // narrow_backwards_to_cat: chunk's and split's backward (pieces embedded in zeros, then
+    // added) becomes one cat.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::fold_like_fills,
+                 ir::narrow_backwards_to_cat, ir::cse, ir::dce>::run(*joint);
     ir::detail::lint_own_graph(*joint);
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);

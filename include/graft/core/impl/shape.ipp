@@ -67,18 +67,29 @@ GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::
 
 }  // namespace detail
 
-GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
+GRAFT_INLINE bool detail::try_broadcast_shapes(const int_list& a, const int_list& b, int_list& out) {
     const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
-    int_list out(rank);
+    int_list r(rank);
     for (std::size_t i = 0; i < rank; ++i) {
         const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ",
-                      b, " are not broadcastable (size ", sa, " vs ", sb,
-                      " at non-singleton dimension ", i, ")");
-        out[i] = sa == 1 ? sb : sa;
+        if (!(sa == sb || sa == 1 || sb == 1)) return false;
+        r[i] = sa == 1 ? sb : sa;
     }
-    return out;
+    out = std::move(r);
+    return true;
+}
+
+GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
+    int_list out;
+    if (detail::try_broadcast_shapes(a, b, out)) return out;
+    const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
+    for (std::size_t i = 0;; ++i) {  // the first dimension that does not broadcast, for the message
+        const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+        const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ", b,
+                      " are not broadcastable (size ", sa, " vs ", sb, " at non-singleton dimension ", i, ")");
+    }
 }
 
 }  // namespace graft

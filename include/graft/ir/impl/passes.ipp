@@ -455,6 +455,86 @@ GRAFT_INLINE bool fold_like_fills::run(Graph& g) {
     return changed;
 }
 
+GRAFT_INLINE bool narrow_backwards_to_cat::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto is_add = [](const Node* n) {
+        return n && &n->kind() == &op_kind_v<ops::def::add_op> && n->inputs().size() == 2 && !n->has_attr("alpha") &&
+               n->output()->type().is_tensor();
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        std::set<const Node*> gone;
+        for (Node* root : nodes) {
+            if (gone.count(root) || !is_add(root)) continue;
+            // Only the top of an add tree: an add whose one user is an add is visited from there.
+            if (root->output()->uses().size() == 1 && is_add(root->output()->uses()[0].user)) continue;
+            std::vector<Node*> adds, leaves;
+            bool ok = true;
+            std::vector<Node*> stack{root};
+            while (ok && !stack.empty()) {
+                Node* a = stack.back();
+                stack.pop_back();
+                adds.push_back(a);
+                for (Value* in : a->inputs()) {
+                    Node* m = in->node();
+                    ok = ok && m != nullptr && m->owning_block() == b;
+                    if (!ok) break;
+                    // Inner adds are the tree's own; a piece may have other readers (two trees
+                    // sharing a piece's gradient, as the GRU's r and z gates do): it stays for them.
+                    if (is_add(m) && in->uses().size() == 1) stack.push_back(m);
+                    else if (m->is<kinds::narrow_backward>()) leaves.push_back(m);
+                    else ok = false;
+                }
+            }
+            if (!ok || leaves.size() < 2) continue;
+            const auto& sizes = leaves[0]->is("sizes");
+            const std::int64_t dim = leaves[0]->i("dim");
+            const Type& out_type = root->output()->type();
+            for (const Node* l : leaves)
+                ok = ok && l->is("sizes") == sizes && l->i("dim") == dim &&
+                     l->output()->type().tensor.scalar_type == out_type.tensor.scalar_type &&
+                     l->input(0)->type().tensor.scalar_type == out_type.tensor.scalar_type;
+            if (!ok || dim < 0 || static_cast<std::size_t>(dim) >= sizes.size()) continue;
+            std::sort(leaves.begin(), leaves.end(), [](const Node* x, const Node* y) { return x->i("start") < y->i("start"); });
+            for (std::size_t k = 1; k < leaves.size() && ok; ++k)
+                ok = leaves[k - 1]->i("start") + leaves[k - 1]->i("length") == leaves[k]->i("start");
+            if (!ok) continue;
+            const std::int64_t first = leaves.front()->i("start");
+            const std::int64_t length = leaves.back()->i("start") + leaves.back()->i("length") - first;
+            Node* c = b->insert_before(root, kind_v<kinds::cat>);
+            c->set_attr("dim", dim);
+            for (const Node* l : leaves) c->add_input(l->input(0));
+            TensorType piece = out_type.tensor;
+            if (piece.sizes) (*piece.sizes)[static_cast<std::size_t>(dim)] = length;
+            piece.strides.reset();
+            Value* v = c->add_output(Type::tensor_type(piece));
+            if (first != 0 || length != sizes[static_cast<std::size_t>(dim)]) {
+                Node* e = b->insert_before(root, kind_v<kinds::narrow_backward>);
+                e->set_attr("sizes", sizes);
+                e->set_attr("dim", dim);
+                e->set_attr("start", first);
+                e->set_attr("length", length);
+                e->add_input(v);
+                v = e->add_output(out_type);
+            }
+            Node* zero = b->insert_before(root, kind_v<kinds::constant>);
+            zero->set_attr("value", 0.0);
+            Node* plus = b->insert_before(root, op_kind_v<ops::def::add_op>);
+            plus->add_input(v);
+            plus->add_input(zero->add_output(Type::float_type()));
+            root->output()->replace_all_uses_with(plus->add_output(out_type));
+            for (Node* a : adds) gone.insert(a);
+            for (Node* a : adds) a->destroy();
+            for (Node* l : leaves)
+                if (!l->output()->has_uses()) l->destroy();
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
     bool changed = false;
     std::vector<Block*> blocks;

@@ -716,8 +716,33 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                                  nodes.begin() + static_cast<std::ptrdiff_t>(end), c) !=
                        nodes.begin() + static_cast<std::ptrdiff_t>(end);
             };
+            // A group's tensors broadcast to one shape (bind_group runs it unfused otherwise, every
+            // call): the run ends at a node whose output sizes do not broadcast with the run's,
+            // where the types know them (two independent chains of other shapes, as the GRU's
+            // [B, H] and [B, 3H] gradients).
+            std::optional<std::vector<std::optional<std::int64_t>>> shape;
+            const auto broadcasts = [&](const ir::Node* n) {
+                const auto t = type_of(n->output());
+                if (!t || !t->is_tensor() || !t->tensor.sizes) return true;  // unknown: the run-time check decides
+                const auto& sizes = *t->tensor.sizes;
+                if (!shape) {
+                    shape = sizes;
+                    return true;
+                }
+                std::vector<std::optional<std::int64_t>> merged(std::max(shape->size(), sizes.size()), std::int64_t{1});
+                for (std::size_t k = 0; k < merged.size(); ++k) {
+                    const auto at = [&](const std::vector<std::optional<std::int64_t>>& v) -> std::optional<std::int64_t> {
+                        return k + v.size() < merged.size() ? std::optional<std::int64_t>(1) : v[k + v.size() - merged.size()];
+                    };
+                    const auto x = at(*shape), y = at(sizes);
+                    if (x && y && *x != *y && *x != 1 && *y != 1) return false;
+                    merged[k] = x && *x == 1 ? y : y && *y == 1 ? x : x && y ? x : std::nullopt;
+                }
+                shape = std::move(merged);
+                return true;
+            };
             while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type) &&
-                   condition_inside(nodes[j], j))
+                   condition_inside(nodes[j], j) && broadcasts(nodes[j]))
                 ++j;
             // A run that ends in comparisons only used after it gains nothing from them.
             while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
