@@ -1515,6 +1515,35 @@ std::uint64_t calls_served(const jit::debug_state& d) {
 
 }  // namespace
 
+TEST_CASE("jit: GELU's backward (normal_cdf) fuses, bitwise as eager", "[jit]") {
+    namespace F = graft::nn::functional;
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        INFO(t);
+        Tensor x = linspace(-20.0, 20.0, 4099, t);
+        const Tensor w = randn({x.numel()}, t);
+        const auto f = [](Tensor a, Tensor b) { return (F::gelu(a * b) * b).sum(); };
+        auto fn = jit::script(f, opts(jit::strategy{{jit::fusion_behavior::static_, 2}}));
+        for (int i = 0; i < 3; ++i) {
+            Tensor xa = x.detach().requires_grad_(), xb = x.detach().requires_grad_();
+            const Tensor got = autograd::grad({fn(xa, w)}, {xa})[0];
+            const Tensor want = autograd::grad({f(xb, w)}, {xb})[0];
+            CHECK(bitwise_equal(got, want));
+        }
+        const jit::debug_state d = fn.debug_state();
+        REQUIRE(d.levels[0].plan);
+        REQUIRE(d.levels[0].plan->kind == jit::plan_kind::differentiable);
+        INFO(d.levels[0].plan->graph);
+        // normal_cdf sits inside a fusion group of the backward (a group line lists its members).
+        const std::string& text = d.levels[0].plan->graph;
+        bool fused = false;
+        for (std::size_t at = text.find("FusionGroup"); at != std::string::npos; at = text.find("FusionGroup", at + 1)) {
+            const std::string line = text.substr(at, text.find('\n', at) - at);
+            fused = fused || line.find("normal_cdf") != std::string::npos;
+        }
+        CHECK(fused);
+    }
+}
+
 TEST_CASE("jit: gelu (erf and tanh forms) joins fusion groups, bitwise as eager", "[jit]") {
     namespace F = graft::nn::functional;
     for (const char* approximate : {"none", "tanh"}) {

@@ -75,8 +75,8 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 /// The op table's unary, binary and compare ops and where, by IR kind.
 [[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
-/// n's fusable op: an op-table entry, or gelu (its `approximate` attribute picks the kernel); null
-/// for any other node.
+/// n's fusable op: an op-table entry, normal_cdf, or gelu (its `approximate` attribute picks the
+/// kernel); null for any other node.
 [[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
 
 // ---------------------------------------------------------------- fusion groups

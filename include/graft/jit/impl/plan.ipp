@@ -17,6 +17,10 @@ GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
 }
 
 GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n) {
+    if (n->is<ir::kinds::normal_cdf>()) {
+        static const fusable_op cdf{ops::op_kind::unary, static_cast<int>(kernels::unary_op::normal_cdf), "normal_cdf"};
+        return &cdf;
+    }
     if (n->is<ir::kinds::gelu>()) {
         // Not an op-table entry (its attribute picks the kernel), but a unary kernel all the same.
         static const fusable_op erf{ops::op_kind::unary, static_cast<int>(kernels::unary_op::gelu), "gelu"};
