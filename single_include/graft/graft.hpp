@@ -582,6 +582,12 @@ GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::
 /// stretches), as torch.broadcast_shapes. Throws graft::error when incompatible.
 [[nodiscard]] GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b);
 
+namespace detail {
+/// broadcast_shapes without the exception, for code that only asks (a per-run check that may
+/// fail every run): `out` (which may be `a` or `b`) gets the shape; false when incompatible.
+[[nodiscard]] GRAFT_INLINE bool try_broadcast_shapes(const int_list& a, const int_list& b, int_list& out);
+}  // namespace detail
+
 }  // namespace graft
 
 #if GRAFT_HAS_CODE
@@ -653,18 +659,29 @@ GRAFT_INLINE std::size_t checked_bytes(const char* op, std::int64_t numel, std::
 
 }  // namespace detail
 
-GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
+GRAFT_INLINE bool detail::try_broadcast_shapes(const int_list& a, const int_list& b, int_list& out) {
     const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
-    int_list out(rank);
+    int_list r(rank);
     for (std::size_t i = 0; i < rank; ++i) {
         const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ",
-                      b, " are not broadcastable (size ", sa, " vs ", sb,
-                      " at non-singleton dimension ", i, ")");
-        out[i] = sa == 1 ? sb : sa;
+        if (!(sa == sb || sa == 1 || sb == 1)) return false;
+        r[i] = sa == 1 ? sb : sa;
     }
-    return out;
+    out = std::move(r);
+    return true;
+}
+
+GRAFT_INLINE int_list broadcast_shapes(const int_list& a, const int_list& b) {
+    int_list out;
+    if (detail::try_broadcast_shapes(a, b, out)) return out;
+    const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
+    for (std::size_t i = 0;; ++i) {  // the first dimension that does not broadcast, for the message
+        const std::int64_t sa = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+        const std::int64_t sb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+        detail::check(sa == sb || sa == 1 || sb == 1, "broadcast_shapes: shapes ", a, " and ", b,
+                      " are not broadcastable (size ", sa, " vs ", sb, " at non-singleton dimension ", i, ")");
+    }
 }
 
 }  // namespace graft
@@ -2509,6 +2526,30 @@ public:
     /// An integer uniform in [0, n) (n >= 1), without modulo bias.
     std::uint64_t below(std::uint64_t n);
 
+    // Bulk draws: sink(i, value) for i = 0 .. n-1, in order, under one lock. They draw
+    // bitwise what n calls of uniform() / normal() / below(range) would (same engine calls,
+    // same Box-Muller pairs and kept spare, same rejection), and leave the generator in the
+    // same state. What they save is the lock and unlock per value, which cost about as
+    // much as a uniform draw (a tensor factory draws millions). The sink runs under the
+    // lock: it must not call back into this generator.
+    template <class Sink>
+    void draw_uniforms(std::int64_t n, Sink sink) {
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, uniform_unlocked());
+    }
+    template <class Sink>
+    void draw_normals(std::int64_t n, Sink sink) {
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, normal_unlocked());
+    }
+    /// range >= 1, checked before anything is drawn (as below()).
+    template <class Sink>
+    void draw_below(std::uint64_t range, std::int64_t n, Sink sink) {
+        const std::uint64_t limit = below_limit(range);
+        std::lock_guard lock(mutex_);
+        for (std::int64_t i = 0; i < n; ++i) sink(i, below_unlocked(range, limit));
+    }
+
     /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
     /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
     struct state {
@@ -2532,7 +2573,35 @@ public:
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
+    // The draws themselves, for a caller that holds mutex_: the public members lock once
+    // per value (uniform()) or once per tensor (draw_uniforms()) around these.
     double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+    double normal_unlocked() {
+        if (has_spare_) {
+            has_spare_ = false;
+            return spare_;
+        }
+        double u1 = 0.0;
+        do u1 = uniform_unlocked(); while (u1 == 0.0);
+        const double u2 = uniform_unlocked();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        spare_ = r * std::sin(two_pi * u2);
+        has_spare_ = true;
+        return r * std::cos(two_pi * u2);
+    }
+    /// The top of the last whole copy of [0, n) in the engine's range (draws at or above it
+    /// are rejected so that every value is equally likely); checks n >= 1.
+    static std::uint64_t below_limit(std::uint64_t n) {
+        detail::check(n >= 1, "generator::below: the range is empty");
+        constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
+        return top - top % n;
+    }
+    std::uint64_t below_unlocked(std::uint64_t n, std::uint64_t limit) {
+        std::uint64_t v = engine_();
+        while (v >= limit) v = engine_();
+        return v % n;
+    }
 
     mutable std::mutex mutex_;
     std::mt19937_64 engine_;
@@ -2547,25 +2616,9 @@ private:
 inline void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 
 namespace detail {
-template <class Draw>
-Tensor random_tensor(const char* op, const int_list& sizes, dtype type, Draw draw) {
-    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
-    Tensor t = empty(sizes, type);
-    const std::int64_t n = t.numel();
-    visit_dtype(type, [&](auto z) {
-        using T = decltype(z);
-        if constexpr (std::is_floating_point_v<T>) {
-            T* p = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i) {
-                T v = static_cast<T>(draw());
-                if constexpr (std::is_same_v<T, float>)  // rounding up to 1.0f must not leave [0, 1)
-                    if (v >= 1.0f && std::string_view(op) == "rand") v = std::nextafter(1.0f, 0.0f);
-                p[i] = v;
-            }
-        }
-    });
-    return t;
-}
+/// A tensor of `type` filled with gen's uniform (rand) or standard normal (randn) draws, in
+/// row-major order, under one lock of gen.
+GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform);
 }  // namespace detail
 
 /// Uniform samples in [0, 1).
@@ -2716,18 +2769,7 @@ GRAFT_INLINE void generator::manual_seed(std::uint64_t seed) {
 
 GRAFT_INLINE double generator::normal() {
     std::lock_guard lock(mutex_);
-    if (has_spare_) {
-        has_spare_ = false;
-        return spare_;
-    }
-    double u1 = 0.0;
-    do u1 = uniform_unlocked(); while (u1 == 0.0);
-    const double u2 = uniform_unlocked();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    constexpr double two_pi = 6.283185307179586476925286766559;
-    spare_ = r * std::sin(two_pi * u2);
-    has_spare_ = true;
-    return r * std::cos(two_pi * u2);
+    return normal_unlocked();
 }
 
 GRAFT_INLINE generator& default_generator() {
@@ -2736,41 +2778,63 @@ GRAFT_INLINE generator& default_generator() {
 }
 
 GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
-    detail::check(n >= 1, "generator::below: the range is empty");
-    // Reject the top partial copy of [0, n) so every value is equally likely.
-    const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+    const std::uint64_t limit = below_limit(n);  // checks n >= 1 before locking
     std::lock_guard lock(mutex_);
-    std::uint64_t v = engine_();
-    while (v >= limit) v = engine_();
-    return v % n;
+    return below_unlocked(n, limit);
 }
+
+namespace detail {
+GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform) {
+    check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    Tensor t = empty(sizes, type);
+    const std::int64_t n = t.numel();
+    visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+            T* p = t.data_ptr<T>();
+            if (!uniform) {
+                gen.draw_normals(n, [p](std::int64_t i, double v) { p[i] = static_cast<T>(v); });
+            } else if constexpr (std::is_same_v<T, float>) {
+                // A double just below 1 rounds up to 1.0f, which must not leave [0, 1).
+                gen.draw_uniforms(n, [p](std::int64_t i, double v) {
+                    const float f = static_cast<float>(v);
+                    p[i] = f >= 1.0f ? std::nextafter(1.0f, 0.0f) : f;
+                });
+            } else {
+                gen.draw_uniforms(n, [p](std::int64_t i, double v) { p[i] = static_cast<T>(v); });
+            }
+        }
+    });
+    return t;
+}
+}  // namespace detail
 
 // Random factories report themselves as random ops (on_random), so that graph capture
 // records a node that draws when the graph runs instead of this call's values.
 
 GRAFT_INLINE Tensor rand(const int_list& sizes, dtype type, generator& gen) {
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("rand", sizes, type, [&] { return gen.uniform(); }), "rand", {},
+    return op.random_done(detail::random_tensor("rand", sizes, type, gen, true), "rand", {},
                           {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor randn(const int_list& sizes, dtype type, generator& gen) {
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("randn", sizes, type, [&] { return gen.normal(); }), "randn", {},
+    return op.random_done(detail::random_tensor("randn", sizes, type, gen, false), "randn", {},
                           {{"sizes", detail::to_vector(sizes)}, {"dtype", std::string(name(type))}}, gen);
 }
 
 GRAFT_INLINE Tensor rand_like(const Tensor& like, generator& gen) {
     detail::check(like.defined(), "rand_like: the tensor is undefined");
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), [&] { return gen.uniform(); }),
+    return op.random_done(detail::random_tensor("rand", like.sizes(), like.type(), gen, true),
                           "rand_like", {like}, {}, gen);
 }
 
 GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen) {
     detail::check(like.defined(), "randn_like: the tensor is undefined");
     const detail::observed_op op;
-    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), [&] { return gen.normal(); }),
+    return op.random_done(detail::random_tensor("randn", like.sizes(), like.type(), gen, false),
                           "randn_like", {like}, {}, gen);
 }
 
@@ -2785,8 +2849,9 @@ GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list&
         using T = decltype(z);
         if constexpr (!std::is_same_v<T, bool>) {
             T* p = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i)
-                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + gen.below(range)));
+            gen.draw_below(range, n, [p, low](std::int64_t i, std::uint64_t v) {
+                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
+            });
         }
     });
     return op.random_done(std::move(t), "randint", {},
@@ -2806,7 +2871,12 @@ Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, genera
         using T = decltype(z);
         if constexpr (std::is_floating_point_v<T>) {
             T* out = t.data_ptr<T>();
-            for (std::int64_t i = 0; i < n; ++i) out[i] = gen.uniform() < probability(i) ? T(1) : T(0);
+            // 1 or 0 picked by the comparison as an index: g++ compiles it without a branch
+            // (a branch mispredicts half the draws at p = 0.5, which doubled the time).
+            gen.draw_uniforms(n, [out, &probability](std::int64_t i, double u) {
+                constexpr T values[2] = {T(0), T(1)};
+                out[i] = values[u < probability(i) ? 1 : 0];
+            });
         }
     });
     return t;
@@ -3152,7 +3222,8 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 
 namespace graft::kernels {
 
-enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, sin, cos };
+// normal_cdf: the standard normal CDF, 0.5*erfc(-x/sqrt(2)) (GELU's derivative's main term).
+enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, normal_cdf, sin, cos };
 enum class binary_op : int { add, sub, mul, div, pow, maximum, minimum };
 enum class compare_op : int { eq, ne, lt, le, gt, ge };
 enum class reduce_op : int { sum, amax, amin };
@@ -3760,24 +3831,23 @@ HWY_INLINE V gelu_tanh_ieee(D d, V x) {
     return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2). With a = |x|/sqrt(2):
+// erfc for float32 lanes, shared by gelu_erf_f32 and normal_cdf_f32. For xa = |x| (clamped
+// to [0, 15] by the caller) and a = xa/sqrt(2):
 //   erfc(a) = R(a)*exp(-a^2),  R(a) = (1 + P(q))/(1 + 2a),  q = (a-2)/(a+2) in [-1, 0.69],
 // P a degree-11 polynomial (Chebyshev interpolant of (1+2a)*erfcx(a)-1 on a in [0, 10.7],
 // relative fit error 1.5e-9, the same form as N. Juffa's erfcf). exp(-a^2) uses
 // a^2 = x^2/2 = s_hi + s_lo from an exact product of x (the rounding of a or a^2 would cost
-// ~2a^2 eps relative, ~200 ULP in the tail): exp(-s_hi)*(1-s_lo).
-//   x >= 0: x*(1 - 0.5*erfc(a));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
-// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
+// ~2a^2 eps relative, ~200 ULP in the tail): E = exp(-s_hi)*(1-s_lo).
+// Returns R and sets E, s_hi and s_lo.
 template <class D, class V>
-HWY_INLINE V gelu_erf_f32(D d, V x) {
+HWY_INLINE V erfc_scaled_f32(D d, V xa, V& E, V& s_hi, V& s_lo) {
     const V one = hn::Set(d, 1.0f);
     const V two = hn::Set(d, 2.0f);
     const V half = hn::Set(d, 0.5f);
-    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
     V pe;
     const V p = two_prod(d, xa, xa, pe);
-    const V s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
-    const V s_lo = hn::Mul(pe, half);
+    s_hi = hn::Mul(p, half);  // a^2 = s_hi + s_lo exactly (scaling by 1/2)
+    s_lo = hn::Mul(pe, half);
     const V a = hn::Mul(xa, hn::Set(d, 0.70710678118654752f));
     const V q = hn::Div(hn::Sub(a, two), hn::Add(a, two));
     V r = hn::Set(d, 0x1.614d92p-14f);
@@ -3792,20 +3862,68 @@ HWY_INLINE V gelu_erf_f32(D d, V x) {
     r = hn::MulAdd(r, q, hn::Set(d, -0x1.5407cap-3f));
     r = hn::MulAdd(r, q, hn::Set(d, -0x1.7bf5e8p-4f));
     r = hn::MulAdd(r, q, hn::Set(d, 0x1.1ba038p-2f));
-    const V R = hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
+    E = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Neg(s_hi))), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
+    return hn::Div(hn::Add(one, r), hn::MulAdd(two, a, one));  // exp(a^2)*erfc(a)
+}
+
+// h = exp(-a^2/2) from a^2 = s_hi + s_lo (as erfc_scaled_f32's E): where E = exp(-a^2) is
+// subnormal (s_hi > 87), a result y*E is formed as (y*h)*h, so that it is rounded once.
+template <class D, class V>
+HWY_INLINE V exp_half_neg_a2_f32(D d, V s_hi, V s_lo) {
+    return hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(s_hi, hn::Set(d, -0.5f)))),
+                   hn::NegMulAdd(s_lo, hn::Set(d, 0.5f), hn::Set(d, 1.0f)));
+}
+
+// Exact gelu for float32 lanes: 0.5*x*erfc(a), a = -x/sqrt(2), with erfc(|a|) = R*E from
+// erfc_scaled_f32:
+//   x >= 0: x*(1 - 0.5*erfc(|a|));  x < 0: (0.5*x*R)*exp(-a^2), formed as ((0.5*x*R)*h)*h,
+// h = exp(-a^2/2), where exp(-a^2) is subnormal (so subnormal results are rounded once).
+template <class D, class V>
+HWY_INLINE V gelu_erf_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V half = hn::Set(d, 0.5f);
+    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));  // beyond: result x or 0 (or NaN for -inf)
+    V E, s_hi, s_lo;
+    const V R = erfc_scaled_f32(d, xa, E, s_hi, s_lo);
     const V hR = hn::Mul(half, R);
-    const V E = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Neg(s_hi))), hn::NegMulAdd(s_lo, one, one));  // exp(-a^2)
     const auto neg = hn::Lt(x, hn::Zero(d));
     const V rpos = hn::Mul(x, hn::NegMulAdd(hR, E, one));
     const V xhR = hn::Mul(x, hR);
     V rneg = hn::Mul(xhR, E);
     const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
     if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
-        const V h = hn::Mul(hn::Exp(d, hwy_math_arg(hn::Mul(s_hi, hn::Set(d, -0.5f)))), hn::NegMulAdd(s_lo, half, one));
+        const V h = exp_half_neg_a2_f32(d, s_hi, s_lo);
         rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(xhR, h), h), rneg);
         // x < -15 (a clamped): the result underflows; x*0 gives -0, and NaN for -inf as
         // 0.5*x*erfc(+inf) does.
         rneg = hn::IfThenElse(hn::Lt(x, hn::Set(d, -15.0f)), hn::Mul(x, hn::Zero(d)), rneg);
+    }
+    const V res = hn::IfThenElse(neg, rneg, rpos);
+    return hn::IfThenElse(hn::IsNaN(x), x, res);
+}
+
+// The standard normal CDF for float32 lanes: Phi(x) = 0.5*erfc(a), a = -x/sqrt(2), with
+// erfc(|a|) = R*E from erfc_scaled_f32 (gelu_erf_f32 without the factor x):
+//   x >= 0: 1 - 0.5*R*E (one fused multiply-subtract);  x < 0: (0.5*R)*E, formed as
+// ((0.5*R)*h)*h, h = exp(-a^2/2), where E is subnormal (x < -13.19), so the subnormal
+// results of the tail are rounded once. x < -15 (a clamped) gives +0 (Phi(-15) = 3.7e-51
+// underflows), Phi(-inf) = +0, Phi(+inf) = 1, Phi(±0) = 0.5, NaN gives NaN.
+template <class D, class V>
+HWY_INLINE V normal_cdf_f32(D d, V x) {
+    const V one = hn::Set(d, 1.0f);
+    const V half = hn::Set(d, 0.5f);
+    const V xa = hn::Min(hn::Abs(x), hn::Set(d, 15.0f));
+    V E, s_hi, s_lo;
+    const V R = erfc_scaled_f32(d, xa, E, s_hi, s_lo);
+    const V hR = hn::Mul(half, R);
+    const auto neg = hn::Lt(x, hn::Zero(d));
+    const V rpos = hn::NegMulAdd(hR, E, one);
+    V rneg = hn::Mul(hR, E);
+    const auto sub = hn::And(neg, hn::Gt(s_hi, hn::Set(d, 87.0f)));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, sub))) {
+        const V h = exp_half_neg_a2_f32(d, s_hi, s_lo);
+        rneg = hn::IfThenElse(sub, hn::Mul(hn::Mul(hR, h), h), rneg);
+        rneg = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -15.0f)), rneg);
     }
     const V res = hn::IfThenElse(neg, rneg, rpos);
     return hn::IfThenElse(hn::IsNaN(x), x, res);
@@ -3852,6 +3970,23 @@ struct u_cos { template <class D, class V> HWY_INLINE V operator()(D d, V x) con
 // gelu for float lanes (float32 arithmetic, see gelu_erf_f32).
 struct u_gelu_f32 {
     template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return gelu_erf_f32(d, x); }
+};
+// normal_cdf for float lanes (float32 arithmetic, see normal_cdf_f32).
+struct u_normal_cdf_f32 {
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return normal_cdf_f32(d, x); }
+};
+// normal_cdf for double lanes: scalar std::erfc per lane, the formula graft::normal_cdf
+// used before it had a kernel (so float64 results did not change): 0.5*erfc(-x*sqrt(2)/2).
+struct u_normal_cdf_f64 {
+    template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
+        using T = hn::TFromD<D>;
+        HWY_ALIGN T b[kMaxLanes<T>];
+        hn::Store(x, d, b);
+        const std::size_t n = hn::Lanes(d);
+        const T sqrt2 = static_cast<T>(1.41421356237309504880168872420969808L);
+        for (std::size_t i = 0; i < n; ++i) b[i] = T(0.5) * std::erfc(-b[i] * sqrt2 / T(2));
+        return hn::Load(d, b);
+    }
 };
 // gelu for double lanes: scalar std::erfc per lane.
 struct u_gelu_f64 {
@@ -4028,6 +4163,22 @@ HWY_AFTER_NAMESPACE();
 //          Measured max error vs the correctly rounded result, every float32 in [-14, 14]
 //          (2.19e9 inputs, SCALAR/AVX2/AVX3): 5 ULP (at x = -10.0410709); max relative
 //          error 3.8e-7 where the result is a normal float. float64: <= 6 ULP in tests.
+//   normal_cdf : the standard normal CDF Phi(x) = 0.5*erfc(-x/sqrt(2)) (graft::normal_cdf,
+//          GELU's derivative). float32: float32 lanes (normal_cdf_f32), the erfc(a) = R*E of
+//          gelu's float32 lanes (erfc_scaled_f32): x >= 0: 1 - 0.5*R*E (one fused
+//          multiply-subtract); x < 0: 0.5*R*E, relative in the whole negative tail; subnormal
+//          results (x < -12.95) are rounded once. Measured max error vs the correctly rounded
+//          result (long double erfc rounded to float), every float32 in [-16, 16] (2.20e9
+//          inputs, SCALAR/AVX2/AVX3): 5 ULP (AVX2/AVX3 at x = -2.1551824, SCALAR at
+//          x = -0.0059168697; 54 inputs at 5 ULP on AVX2/AVX3, 123 on SCALAR, the rest <= 4);
+//          max relative error 3.7e-7 where the result is a normal float. The bound is R's
+//          (polynomial fit, the divisions for q and R) plus exp's and the final products'
+//          roundings, as for gelu without gelu's product by x. x < -15 gives +0 (Phi
+//          underflows below -14.17), Phi(-inf) = +0, Phi(+inf) = 1, Phi(±0) = 0.5, NaN → NaN.
+//          float64: scalar std::erfc per lane with the formula graft::normal_cdf used before
+//          it had a kernel, 0.5*erfc(-x*sqrt(2)/2), so float64 results are unchanged; the
+//          rounding of the argument grows with x^2 in the negative tail: measured <= 1.8*(x^2+1)
+//          ULP (1690 ULP at x = -37.28; tested with a bound of 4 + 2x^2 ULP).
 //   sin, cos : Highway Sin/Cos (<= 3 ULP) for |x| <= 39000; other lanes (large |x|,
 //          ±inf, NaN) are recomputed with std::sin/std::cos, so results are libm's.
 //   add, sub, mul, div : exact IEEE (div by 0 → ±inf or NaN).
@@ -4113,6 +4264,12 @@ HWY_INLINE void unary_impl(unary_op op, const T* a, std::ptrdiff_t sa, T* out, s
                 return drive_unary(d, u_gelu_f64{}, a, sa, out, n);
             }
         case unary_op::gelu_tanh: return drive_unary(d, u_gelu_tanh{}, a, sa, out, n);
+        case unary_op::normal_cdf:
+            if constexpr (sizeof(T) == 4) {
+                return drive_unary(d, u_normal_cdf_f32{}, a, sa, out, n);
+            } else {
+                return drive_unary(d, u_normal_cdf_f64{}, a, sa, out, n);
+            }
         case unary_op::sin: return drive_unary(d, u_sin{}, a, sa, out, n);
         case unary_op::cos: return drive_unary(d, u_cos{}, a, sa, out, n);
     }
@@ -5210,11 +5367,13 @@ HWY_NOINLINE void step_none(T* const*, const program_instr&, std::size_t) {}  //
 template <class T>
 using gelu_lanes = std::conditional_t<sizeof(T) == 4, u_gelu_f32, u_gelu_f64>;
 template <class T>
+using normal_cdf_lanes = std::conditional_t<sizeof(T) == 4, u_normal_cdf_f32, u_normal_cdf_f64>;
+template <class T>
 inline constexpr program_step<T> unary_steps[] = {
     &step_unary<T, u_neg>,  &step_unary<T, u_abs>,     &step_unary<T, u_exp>,       &step_unary<T, u_log>,
     &step_unary<T, u_sqrt>, &step_unary<T, u_rsqrt>,   &step_unary<T, u_tanh>,      &step_unary<T, u_sigmoid>,
-    &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>, &step_unary<T, u_sin>,
-    &step_unary<T, u_cos>};
+    &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>,
+    &step_unary<T, normal_cdf_lanes<T>>, &step_unary<T, u_sin>, &step_unary<T, u_cos>};
 template <class T>
 inline constexpr program_step<T> binary_steps[] = {&step_binary<T, b_add>, &step_binary<T, b_sub>, &step_binary<T, b_mul>,
                                                    &step_binary<T, b_div>, &step_pow<T>,           &step_binary<T, b_max>,
@@ -5791,6 +5950,9 @@ HWY_INLINE V apply_unary(D d, Op, V x) {
         else if constexpr (k == unary_op::gelu) {
             if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
             else return lanes::u_gelu_f64{}(d, x);
+        } else if constexpr (k == unary_op::normal_cdf) {
+            if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_normal_cdf_f32{}(d, x);
+            else return lanes::u_normal_cdf_f64{}(d, x);
         }
     }
 }
@@ -7005,6 +7167,7 @@ constexpr T unary_scalar(unary_op op, T x) {
             }
             return static_cast<T>(w / (W(1) + std::exp(u)));
         }
+        case unary_op::normal_cdf: return static_cast<T>(W(0.5) * std::erfc(-w * W(0.707106781186547524400844362104849L)));
         case unary_op::sin: return static_cast<T>(std::sin(w));
         case unary_op::cos: return static_cast<T>(std::cos(w));
     }
@@ -7422,6 +7585,7 @@ namespace detail {
         case unary_op::relu: return "relu";
         case unary_op::gelu: return "gelu";
         case unary_op::gelu_tanh: return "gelu";
+        case unary_op::normal_cdf: return "normal_cdf";
         case unary_op::sin: return "sin";
         case unary_op::cos: return "cos";
     }
@@ -7446,6 +7610,8 @@ namespace ops {
 [[nodiscard]] GRAFT_INLINE Tensor cos(const Tensor& a);
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
 [[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
+/// The standard normal CDF 0.5*erfc(-x/sqrt(2)) of a floating-point tensor (IR kind normal_cdf).
+[[nodiscard]] GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
 }  // namespace ops
 }  // namespace graft
@@ -7796,6 +7962,13 @@ GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a),
                     "gelu", {a}, {{"approximate", std::string(approximate)}});
+}
+
+GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
+    detail::check_defined("normal_cdf", a);
+    detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
+    const detail::observed_op obs;  // one op for graph capture: IR kind normal_cdf
+    return obs.done(detail::run_unary(kernels::unary_op::normal_cdf, a), "normal_cdf", {a});
 }
 
 }  // namespace ops
@@ -11257,7 +11430,8 @@ GRAFT_INLINE Tensor cos(const Tensor& a);
 GRAFT_INLINE Tensor sin(const Tensor& a);
 
 /// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x
-/// is unstable near 0, so it is computed elementwise with std::erfc (double precision).
+/// is unstable near 0, so it is computed elementwise by the kernel unary_op::normal_cdf:
+/// float32 in SIMD float32 arithmetic (<= 5 ULP), float64 with std::erfc per element.
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
 /// GELU, exact (erf) or "tanh" approximation, as torch.nn.functional.gelu; twice differentiable.
@@ -11539,23 +11713,9 @@ GRAFT_INLINE Tensor sin(const Tensor& a) {
 }
 
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
-    graft::detail::check(is_floating_point(a.type()), "normal_cdf: expected a floating-point tensor, got ", a.type());
-    Tensor out;
-    {
-        const graft::detail::observed_op obs;  // one op for graph capture: IR kind normal_cdf
-        const Tensor x = graft::detail::raw::contiguous(a);
-        out = empty(a.sizes(), a.type());
-        graft::detail::visit_dtype(a.type(), [&](auto z) {
-            using T = decltype(z);
-            if constexpr (std::is_floating_point_v<T>) {
-                const T* p = x.data_ptr<T>();
-                T* o = out.data_ptr<T>();
-                for (std::int64_t i = 0; i < a.numel(); ++i)
-                    o[i] = static_cast<T>(0.5 * std::erfc(-static_cast<double>(p[i]) * std::numbers::sqrt2 / 2.0));
-            }
-        });
-        obs.record("normal_cdf", {a}, out);
-    }
+    // The kernel (kernels::unary_op::normal_cdf): float32 lanes in float32 arithmetic, float64
+    // per element 0.5*erfc(-x*sqrt(2)/2); graph capture records one normal_cdf op.
+    Tensor out = ops::normal_cdf(a);
     return autograd::detail::record_unary("NormalCdfBackward0", a, out, true, false,
                                           [](const Tensor& g, const Tensor& x, const Tensor&) {
                                               const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
@@ -19980,6 +20140,7 @@ GRAFT_INLINE std::unique_ptr<Graph> Graph::copy() const {
 // executor falls back to it.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -21793,11 +21954,44 @@ GRAFT_INLINE std::vector<ivalue> run_block(const Block& b, std::map<const Value*
 /// Runs a graph whose inputs and outputs are all tensors.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
 
+/// A graph prepared to run many times with interpret()'s results: its values numbered into
+/// slots once (interpret() looks each one up in a map), each value released after its last
+/// use (interpret() keeps every one to the end, so a long graph holds all its intermediates),
+/// each node's attributes resolved once. capture::aot runs its graphs this way. A graph
+/// with blocks (If, Loop, Call) runs through interpret(). The graph must outlive this object
+/// and not change (it reads the graph's input types to check inputs, as interpret() does);
+/// run() may be called from several threads.
+class prepared_graph {
+public:
+    explicit GRAFT_INLINE prepared_graph(std::shared_ptr<const Graph> g,
+                                         std::shared_ptr<const symbolic_sizes> sizes = nullptr);
+
+    [[nodiscard]] GRAFT_INLINE std::vector<ivalue> run(std::span<const ivalue> inputs) const;
+    /// Inputs and outputs all tensors.
+    [[nodiscard]] GRAFT_INLINE std::vector<Tensor> run_tensors(const std::vector<Tensor>& inputs) const;
+
+private:
+    struct step {
+        const Node* node;
+        std::vector<std::uint32_t> inputs, outputs;  // slots
+        std::vector<std::uint32_t> release;          // slots whose last use this step is
+        bool patched = false;                        // attributes computed from the inputs' sizes
+    };
+    std::shared_ptr<const Graph> graph_;
+    std::shared_ptr<const symbolic_sizes> sizes_;
+    bool flat_ = true;  // no node has blocks
+    std::size_t num_slots_ = 0;
+    std::vector<step> steps_;
+    std::vector<std::uint32_t> outputs_;  // the graph's outputs' slots
+};
+
 }  // namespace graft::ir
 
 #if GRAFT_HAS_GRAPH_CODE
 // ---- begin graft/ir/impl/interpreter.ipp
 // Definitions for graft/ir/interpreter.hpp (compiled once in compiled mode; see graft/config.hpp).
+
+#include <unordered_map>
 
 namespace graft::ir {
 namespace detail {
@@ -21923,6 +22117,82 @@ GRAFT_INLINE std::vector<Tensor> interpret(const Graph& g, const std::vector<Ten
         auto* t = std::get_if<Tensor>(&v);
         graft::detail::check(t != nullptr, "ir::interpret: an output is a number; use the ivalue overload");
         r.push_back(std::move(*t));
+    }
+    return r;
+}
+
+GRAFT_INLINE prepared_graph::prepared_graph(std::shared_ptr<const Graph> g, std::shared_ptr<const symbolic_sizes> sizes)
+    : graph_(std::move(g)), sizes_(std::move(sizes)) {
+    graft::detail::check(graph_ != nullptr, "ir::prepared_graph: the graph is null");
+    for (const Node* n : graph_->block()->nodes()) flat_ = flat_ && n->blocks().empty();
+    if (!flat_) return;
+    std::unordered_map<const Value*, std::uint32_t> slot;
+    const auto number = [&](const Value* v) {
+        const auto [it, fresh] = slot.emplace(v, static_cast<std::uint32_t>(num_slots_));
+        if (fresh) ++num_slots_;
+        return it->second;
+    };
+    for (const Value* v : graph_->inputs()) (void)number(v);
+    const auto slot_of = [&](const Value* v) {
+        const auto it = slot.find(v);
+        graft::detail::check(it != slot.end(), "ir::prepared_graph: %", v->name(),
+                             " is used before it is defined (Graph::lint() tells where)");
+        return it->second;
+    };
+    for (const Node* n : graph_->block()->nodes()) {
+        graft::detail::check(n->kind().run != nullptr, "ir::interpret: no interpreter for ", n->kind().name);
+        step s{n, {}, {}, {}, sizes_ && sizes_->patches_node(n)};
+        for (const Value* v : n->inputs()) s.inputs.push_back(slot_of(v));
+        for (const Value* v : n->outputs()) s.outputs.push_back(number(v));
+        steps_.push_back(std::move(s));
+    }
+    for (const Value* v : graph_->outputs()) outputs_.push_back(slot_of(v));
+    // Each slot's last reader (a step, or the graph's outputs: never released).
+    std::vector<std::ptrdiff_t> last(num_slots_, -1);
+    for (std::size_t k = 0; k < steps_.size(); ++k) {
+        for (std::uint32_t i : steps_[k].inputs) last[i] = static_cast<std::ptrdiff_t>(k);
+        for (std::uint32_t o : steps_[k].outputs)
+            if (last[o] < 0) last[o] = static_cast<std::ptrdiff_t>(k);  // unread: released at once
+    }
+    for (std::uint32_t o : outputs_) last[o] = -2;
+    for (std::size_t i = 0; i < num_slots_; ++i)
+        if (last[i] >= 0) steps_[static_cast<std::size_t>(last[i])].release.push_back(static_cast<std::uint32_t>(i));
+}
+
+GRAFT_INLINE std::vector<ivalue> prepared_graph::run(std::span<const ivalue> inputs) const {
+    graft::detail::check(inputs.size() == graph_->inputs().size(), "ir::interpret: the graph takes ",
+                         graph_->inputs().size(), " inputs, got ", inputs.size());
+    if (!flat_) return interpret(*graph_, std::vector<ivalue>(inputs.begin(), inputs.end()), sizes_.get());
+    std::vector<ivalue> slots(num_slots_);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        detail::check_input_type(graph_->inputs()[i], inputs[i]);
+        slots[i] = inputs[i];
+    }
+    const std::vector<std::int64_t> values = sizes_ ? sizes_->bind(inputs) : std::vector<std::int64_t>{};
+    std::vector<ivalue> in;
+    for (const step& s : steps_) {
+        in.clear();
+        for (std::uint32_t i : s.inputs) in.push_back(slots[i]);
+        std::vector<ivalue> out = s.patched ? s.node->kind().run(sizes_->attributes(s.node, values), in)
+                                            : s.node->kind().run(s.node->attributes(), in);
+        graft::detail::check(out.size() == s.outputs.size(), "ir::interpret: ", s.node->kind().name, " gave ",
+                             out.size(), " values for ", s.outputs.size(), " outputs");
+        for (std::size_t k = 0; k < out.size(); ++k) slots[s.outputs[k]] = std::move(out[k]);
+        for (std::uint32_t r : s.release) slots[r] = ivalue{};  // an empty Tensor: the buffer goes back now
+    }
+    in.clear();
+    std::vector<ivalue> r;
+    r.reserve(outputs_.size());
+    for (std::uint32_t o : outputs_) r.push_back(slots[o]);
+    return r;
+}
+
+GRAFT_INLINE std::vector<Tensor> prepared_graph::run_tensors(const std::vector<Tensor>& inputs) const {
+    const std::vector<ivalue> in(inputs.begin(), inputs.end());
+    std::vector<Tensor> r;
+    for (auto& v : run(in)) {
+        graft::detail::check(std::holds_alternative<Tensor>(v), "ir::interpret: an output is not a tensor");
+        r.push_back(std::get<Tensor>(std::move(v)));
     }
     return r;
 }
@@ -22077,6 +22347,17 @@ struct lower_clamp {
 /// fuses again). Values are unchanged bit for bit.
 struct fold_like_fills {
     static constexpr std::string_view name = "fold_like_fills";
+    static bool run(Graph& g);
+};
+
+/// A sum of narrow_backwards of one tensor's sizes and dimension over disjoint ranges that
+/// tile one interval (the backward of chunk / split: each piece's gradient embedded in zeros,
+/// then added): one cat of the pieces (embedded by one narrow_backward when the interval is not
+/// the whole dimension), plus 0.0, which turns -0 into +0 as the adds of zeros did. A piece
+/// read elsewhere too stays for those readers. Values are unchanged bit for bit; instead of one
+/// zero-filled tensor of the full size per piece, one cat.
+struct narrow_backwards_to_cat {
+    static constexpr std::string_view name = "narrow_backwards_to_cat";
     static bool run(Graph& g);
 };
 
@@ -22625,6 +22906,86 @@ GRAFT_INLINE bool fold_like_fills::run(Graph& g) {
     return changed;
 }
 
+GRAFT_INLINE bool narrow_backwards_to_cat::run(Graph& g) {
+    bool changed = false;
+    std::vector<Block*> blocks;
+    detail::collect_blocks(g.block(), blocks);
+    const auto is_add = [](const Node* n) {
+        return n && &n->kind() == &op_kind_v<ops::def::add_op> && n->inputs().size() == 2 && !n->has_attr("alpha") &&
+               n->output()->type().is_tensor();
+    };
+    for (Block* b : blocks) {
+        std::vector<Node*> nodes(b->nodes().begin(), b->nodes().end());
+        std::set<const Node*> gone;
+        for (Node* root : nodes) {
+            if (gone.count(root) || !is_add(root)) continue;
+            // Only the top of an add tree: an add whose one user is an add is visited from there.
+            if (root->output()->uses().size() == 1 && is_add(root->output()->uses()[0].user)) continue;
+            std::vector<Node*> adds, leaves;
+            bool ok = true;
+            std::vector<Node*> stack{root};
+            while (ok && !stack.empty()) {
+                Node* a = stack.back();
+                stack.pop_back();
+                adds.push_back(a);
+                for (Value* in : a->inputs()) {
+                    Node* m = in->node();
+                    ok = ok && m != nullptr && m->owning_block() == b;
+                    if (!ok) break;
+                    // Inner adds are the tree's own; a piece may have other readers (two trees
+                    // sharing a piece's gradient, as the GRU's r and z gates do): it stays for them.
+                    if (is_add(m) && in->uses().size() == 1) stack.push_back(m);
+                    else if (m->is<kinds::narrow_backward>()) leaves.push_back(m);
+                    else ok = false;
+                }
+            }
+            if (!ok || leaves.size() < 2) continue;
+            const auto& sizes = leaves[0]->is("sizes");
+            const std::int64_t dim = leaves[0]->i("dim");
+            const Type& out_type = root->output()->type();
+            for (const Node* l : leaves)
+                ok = ok && l->is("sizes") == sizes && l->i("dim") == dim &&
+                     l->output()->type().tensor.scalar_type == out_type.tensor.scalar_type &&
+                     l->input(0)->type().tensor.scalar_type == out_type.tensor.scalar_type;
+            if (!ok || dim < 0 || static_cast<std::size_t>(dim) >= sizes.size()) continue;
+            std::sort(leaves.begin(), leaves.end(), [](const Node* x, const Node* y) { return x->i("start") < y->i("start"); });
+            for (std::size_t k = 1; k < leaves.size() && ok; ++k)
+                ok = leaves[k - 1]->i("start") + leaves[k - 1]->i("length") == leaves[k]->i("start");
+            if (!ok) continue;
+            const std::int64_t first = leaves.front()->i("start");
+            const std::int64_t length = leaves.back()->i("start") + leaves.back()->i("length") - first;
+            Node* c = b->insert_before(root, kind_v<kinds::cat>);
+            c->set_attr("dim", dim);
+            for (const Node* l : leaves) c->add_input(l->input(0));
+            TensorType piece = out_type.tensor;
+            if (piece.sizes) (*piece.sizes)[static_cast<std::size_t>(dim)] = length;
+            piece.strides.reset();
+            Value* v = c->add_output(Type::tensor_type(piece));
+            if (first != 0 || length != sizes[static_cast<std::size_t>(dim)]) {
+                Node* e = b->insert_before(root, kind_v<kinds::narrow_backward>);
+                e->set_attr("sizes", sizes);
+                e->set_attr("dim", dim);
+                e->set_attr("start", first);
+                e->set_attr("length", length);
+                e->add_input(v);
+                v = e->add_output(out_type);
+            }
+            Node* zero = b->insert_before(root, kind_v<kinds::constant>);
+            zero->set_attr("value", 0.0);
+            Node* plus = b->insert_before(root, op_kind_v<ops::def::add_op>);
+            plus->add_input(v);
+            plus->add_input(zero->add_output(Type::float_type()));
+            root->output()->replace_all_uses_with(plus->add_output(out_type));
+            for (Node* a : adds) gone.insert(a);
+            for (Node* a : adds) a->destroy();
+            for (Node* l : leaves)
+                if (!l->output()->has_uses()) l->destroy();
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 GRAFT_INLINE bool remove_noop_views::run(Graph& g) {
     bool changed = false;
     std::vector<Block*> blocks;
@@ -23117,6 +23478,10 @@ private:
     ir::Value* index_constant(const base_state& b, const Tensor& t);
 
     ir::Value* take(const base_state& b, const Tensor& t);
+    /// t read from the contiguous b.base as reshape, narrows, reshape and permute, when t is a
+    /// box of the base in some order of its strides (each stride a multiple of the next); null
+    /// otherwise.
+    ir::Value* strided_view(const base_state& b, const Tensor& t);
 
     std::vector<Tensor> cond_impl(const Tensor& pred, const graft::detail::branch_ref& then_branch,
                                   const graft::detail::branch_ref& else_branch, const std::vector<Tensor>& operands);
@@ -24114,6 +24479,88 @@ GRAFT_INLINE ir::Value* tracer::index_constant(const base_state& b, const Tensor
     return c->add_output(value_type(idx));
 }
 
+GRAFT_INLINE ir::Value* tracer::strided_view(const base_state& b, const Tensor& t) {
+    if (!(t.type() == b.base.type() && b.base.is_contiguous() && t.dim() > 0 && t.numel() > 1 &&
+          t.storage_offset() >= b.base.storage_offset()))
+        return nullptr;
+    const std::size_t rank = static_cast<std::size_t>(t.dim());
+    // t's dimensions of size > 1 by decreasing stride; size-1 dimensions (their strides mean
+    // nothing) keep their place by index. `order[k]`: t's dimension at place k.
+    std::vector<std::size_t> big;
+    for (std::size_t d = 0; d < rank; ++d)
+        if (t.sizes()[d] > 1) big.push_back(d);
+    std::stable_sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) { return t.strides()[x] > t.strides()[y]; });
+    std::vector<std::size_t> order = big;
+    for (std::size_t d = 0; d < rank; ++d)
+        if (t.sizes()[d] == 1) order.insert(std::upper_bound(order.begin(), order.end(), d), d);
+    // The base reshaped so that each of those strides is a dimension's ([N / s0, s0 / s1, ...,
+    // s_last], the last dropped when it is 1): t is then a box of it.
+    const std::int64_t total = b.base.numel();
+    std::vector<std::int64_t> strides;
+    for (std::size_t d : big) strides.push_back(t.strides()[d]);
+    if (strides.front() <= 0 || total % strides.front() != 0) return nullptr;
+    std::vector<std::int64_t> shape{total / strides.front()};
+    for (std::size_t k = 0; k + 1 < strides.size(); ++k) {
+        if (strides[k + 1] <= 0 || strides[k] % strides[k + 1] != 0 || strides[k] == strides[k + 1]) return nullptr;
+        shape.push_back(strides[k] / strides[k + 1]);
+    }
+    const bool inner = strides.back() > 1;  // a trailing dimension of stride 1 that t fixes at one index
+    if (inner) shape.push_back(strides.back());
+    // Where the box starts in each dimension, and its lengths.
+    std::int64_t rel = t.storage_offset() - b.base.storage_offset();
+    std::vector<std::int64_t> start(shape.size()), length(shape.size(), 1);
+    for (std::size_t k = 0; k < strides.size(); ++k) {
+        start[k] = rel / strides[k];
+        rel -= start[k] * strides[k];
+        length[k] = t.sizes()[big[k]];
+    }
+    if (inner) start.back() = rel;
+    else if (rel != 0) return nullptr;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (start[k] + length[k] > shape[k]) return nullptr;
+    const auto tensor_type = [&](const std::vector<std::int64_t>& sizes) {
+        ir::TensorType tt;
+        tt.scalar_type = t.type();
+        tt.sizes.emplace(sizes.begin(), sizes.end());
+        return ir::Type::tensor_type(std::move(tt));
+    };
+    ir::Value* v = b.value;
+    std::vector<std::int64_t> sizes(b.base.sizes().begin(), b.base.sizes().end());
+    const auto reshape = [&](const std::vector<std::int64_t>& to) {
+        if (sizes == to) return;
+        ir::Node* r = cur_->append<ir::kinds::reshape>();
+        r->set_attr("sizes", to);
+        r->add_input(v);
+        v = r->add_output(tensor_type(to));
+        sizes = to;
+    };
+    reshape(shape);
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (start[k] == 0 && length[k] == shape[k]) continue;
+        ir::Node* n = cur_->append<ir::kinds::narrow>();
+        n->set_attr("dim", static_cast<std::int64_t>(k));
+        n->set_attr("start", start[k]);
+        n->set_attr("length", length[k]);
+        n->add_input(v);
+        sizes[k] = length[k];
+        v = n->add_output(tensor_type(sizes));
+    }
+    // t's sizes in `order`, then the permutation back to t's own order.
+    std::vector<std::int64_t> ordered(rank), perm(rank);
+    bool identity = true;
+    for (std::size_t k = 0; k < rank; ++k) {
+        ordered[k] = t.sizes()[order[k]];
+        perm[order[k]] = static_cast<std::int64_t>(k);
+        identity = identity && order[k] == k;
+    }
+    reshape(ordered);
+    if (identity) return v;
+    ir::Node* n = cur_->append<ir::kinds::permute>();
+    n->set_attr("dims", perm);
+    n->add_input(v);
+    return n->add_output(value_type(t));
+}
+
 GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
     // The base's elements in their order under other sizes: a reshape, whose sizes stay
     // numbers a symbolic graph can compute (an index tensor would be a constant of that size).
@@ -24196,6 +24643,11 @@ GRAFT_INLINE ir::Value* tracer::take(const base_state& b, const Tensor& t) {
             if (v != b.value) return v;
         }
     }
+    // Any other box of the base in some order of its strides (attention's
+    // qkv.split(C, 2)[i].view({B, T, H, d}).transpose(1, 2) saved for the backward): reshape,
+    // narrows, reshape, permute, whose sizes stay numbers a symbolic graph can compute where an
+    // index constant would tie the graph to the batch size.
+    if (ir::Value* v = strided_view(b, t)) return v;
     ir::Value* idx = index_constant(b, t);
     ir::Node* n = cur_->append<ir::kinds::take>();
     n->add_input(b.value);
@@ -24541,6 +24993,13 @@ struct aot_recapture {
     static constexpr std::size_t max_signatures = 16;  // past that, f runs eagerly
 };
 
+/// The forward and backward graphs prepared to run (ir::prepared_graph), made once, by the
+/// first call that runs them (after capture::aot has finished editing the graphs).
+struct prepared_programs {
+    std::once_flag once;
+    std::shared_ptr<const ir::prepared_graph> forward, backward;
+};
+
 }  // namespace detail
 
 /// The result of capture::aot: two graphs and how to run them as one autograd node.
@@ -24564,6 +25023,9 @@ public:
     using runner = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
     runner forward_runner;
     std::shared_ptr<const runner> backward_runner;  // shared with the recorded nodes, not copied per call
+    /// Without runners: the graphs as ir::prepared_graph (slots, values released after their last
+    /// use), shared by copies of this function and the nodes it records.
+    std::shared_ptr<detail::prepared_programs> programs = std::make_shared<detail::prepared_programs>();
     /// The name of the recorded autograd node.
     const char* node_name = "CompiledFunctionBackward";  // static storage: nodes keep the pointer
     /// The examples' dtypes, sizes and requires_grad flags: the graphs are traced for them.
@@ -24753,12 +25215,12 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<Tensor> results;
     {
         autograd::no_grad guard;
-        if (forward_runner) {
-            results = forward_runner(args);
-        } else {
-            std::vector<ir::ivalue> a(args.begin(), args.end());
-            for (auto& v : ir::interpret(*forward, a, forward_sizes.get())) results.push_back(std::get<Tensor>(std::move(v)));
-        }
+        if (!forward_runner || !backward_runner)
+            std::call_once(programs->once, [&] {
+                programs->forward = std::make_shared<const ir::prepared_graph>(forward, forward_sizes);
+                programs->backward = std::make_shared<const ir::prepared_graph>(backward, backward_sizes);
+            });
+        results = forward_runner ? forward_runner(args) : programs->forward->run_tensors(args);
     }
     const std::size_t n_mut = meta.mutated_inputs.size();
     for (std::size_t k = 0; k < n_mut; ++k) {
@@ -24783,7 +25245,7 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
         for (const Tensor& a : args) context.push_back(a.sizes());
-    node->backward = [bwd = backward, run = backward_runner, n_saved = num_saved, bsym = backward_sizes,
+    node->backward = [progs = programs, run = backward_runner, n_saved = num_saved,
                       context = std::move(context), reaches = reaches](autograd::function_node& n,
                                                                        const autograd::tensor_list& g) {
         // The saved values carry no history, so a backward that records (create_graph)
@@ -24802,12 +25264,8 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
         }
         const ir::size_context_scope sizes_of_forward(context);
         std::vector<Tensor> r;
-        if (run) {
-            r = (*run)(in);
-        } else {
-            std::vector<ir::ivalue> a(in.begin(), in.end());
-            for (auto& v : ir::interpret(*bwd, a, bsym.get())) r.push_back(std::get<Tensor>(std::move(v)));
-        }
+        if (run) r = (*run)(in);
+        else r = progs->backward->run_tensors(in);  // prepared by the forward call
         // An input that none of the differentiated outputs reaches gets no gradient (undefined).
         for (std::size_t k = 0; k < reaches.size() && k < r.size(); ++k) {
             bool any = false;
@@ -25171,9 +25629,11 @@ GRAFT_INLINE aot_function aot_impl(const std::vector<Tensor>& example_inputs, tr
     // reshape to the same sizes) are gone. Values are unchanged bit for bit;
     // contiguous_results: a linear layer's weight and bias gradients come out as fresh
     // contiguous tensors, not views (transpose, reshape) that AccumulateGrad would copy;
-    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold.
-    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::fold_like_fills, ir::cse,
-                 ir::dce>::run(*joint);
+    // lower_clamp: clamps become maximum / minimum, which jit's fusion groups hold;
+    // narrow_backwards_to_cat: chunk's and split's backward (pieces embedded in zeros, then
+    // added) becomes one cat.
+    ir::pipeline<ir::cse, ir::remove_noop_views, ir::contiguous_results, ir::lower_clamp, ir::fold_like_fills,
+                 ir::narrow_backwards_to_cat, ir::cse, ir::dce>::run(*joint);
     ir::detail::lint_own_graph(*joint);
     detail::partition(*joint, gin.size(), r.num_outputs, options.policy, r);
     r.joint = std::move(joint);
@@ -25718,6 +26178,8 @@ constexpr void add_fusable(std::map<const ir::kind_info*, fusable_op>& m) {
 /// The op table's unary, binary and compare ops and where, by IR kind.
 [[nodiscard]] GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops();
 
+/// n's fusable op: an op-table entry, normal_cdf, or gelu (its `approximate` attribute picks the
+/// kernel); null for any other node.
 [[nodiscard]] GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n);
 
 // ---------------------------------------------------------------- fusion groups
@@ -26005,13 +26467,9 @@ private:
                 if (const Tensor* t = std::get_if<Tensor>(&frame[static_cast<std::size_t>(g.input_slots[k])])) {
                     if (!t->defined()) return false;
                     if (first) computed = t->sizes();
-                    else if (t->sizes() != computed) {
-                        try {
-                            computed = broadcast_shapes(computed, t->sizes());
-                        } catch (const graft::error&) {
-                            return false;  // the eager op reports it
-                        }
-                    }
+                    else if (t->sizes() != computed &&
+                             !graft::detail::try_broadcast_shapes(computed, t->sizes(), computed))
+                        return false;  // the eager op reports it (no exception thrown and caught per run)
                     first = false;
                 }
             if (first) return false;
@@ -26227,6 +26685,19 @@ GRAFT_INLINE const std::map<const ir::kind_info*, fusable_op>& fusable_ops() {
 }
 
 GRAFT_INLINE const fusable_op* find_fusable(const ir::Node* n) {
+    if (n->is<ir::kinds::normal_cdf>()) {
+        static const fusable_op cdf{ops::op_kind::unary, static_cast<int>(kernels::unary_op::normal_cdf), "normal_cdf"};
+        return &cdf;
+    }
+    if (n->is<ir::kinds::gelu>()) {
+        // Not an op-table entry (its attribute picks the kernel), but a unary kernel all the same.
+        static const fusable_op erf{ops::op_kind::unary, static_cast<int>(kernels::unary_op::gelu), "gelu"};
+        static const fusable_op tanh{ops::op_kind::unary, static_cast<int>(kernels::unary_op::gelu_tanh), "gelu"};
+        const auto it = n->attributes().find("approximate");
+        if (it == n->attributes().end()) return &erf;
+        const auto* a = std::get_if<std::string>(&it->second);
+        return a && *a == "none" ? &erf : a && *a == "tanh" ? &tanh : nullptr;  // another value: the op's own error
+    }
     const auto& t = fusable_ops();
     auto it = t.find(&n->kind());
     return it == t.end() ? nullptr : &it->second;
@@ -26917,8 +27388,33 @@ GRAFT_INLINE block_plan plan::build_block(const ir::Block& b, const type_of_fn& 
                                  nodes.begin() + static_cast<std::ptrdiff_t>(end), c) !=
                        nodes.begin() + static_cast<std::ptrdiff_t>(end);
             };
+            // A group's tensors broadcast to one shape (bind_group runs it unfused otherwise, every
+            // call): the run ends at a node whose output sizes do not broadcast with the run's,
+            // where the types know them (two independent chains of other shapes, as the GRU's
+            // [B, H] and [B, 3H] gradients).
+            std::optional<std::vector<std::optional<std::int64_t>>> shape;
+            const auto broadcasts = [&](const ir::Node* n) {
+                const auto t = type_of(n->output());
+                if (!t || !t->is_tensor() || !t->tensor.sizes) return true;  // unknown: the run-time check decides
+                const auto& sizes = *t->tensor.sizes;
+                if (!shape) {
+                    shape = sizes;
+                    return true;
+                }
+                std::vector<std::optional<std::int64_t>> merged(std::max(shape->size(), sizes.size()), std::int64_t{1});
+                for (std::size_t k = 0; k < merged.size(); ++k) {
+                    const auto at = [&](const std::vector<std::optional<std::int64_t>>& v) -> std::optional<std::int64_t> {
+                        return k + v.size() < merged.size() ? std::optional<std::int64_t>(1) : v[k + v.size() - merged.size()];
+                    };
+                    const auto x = at(*shape), y = at(sizes);
+                    if (x && y && *x != *y && *x != 1 && *y != 1) return false;
+                    merged[k] = x && *x == 1 ? y : y && *y == 1 ? x : x && y ? x : std::nullopt;
+                }
+                shape = std::move(merged);
+                return true;
+            };
             while (j < nodes.size() && j - i < max_group_nodes && fusable(nodes[j], type_of, type) &&
-                   condition_inside(nodes[j], j))
+                   condition_inside(nodes[j], j) && broadcasts(nodes[j]))
                 ++j;
             // A run that ends in comparisons only used after it gains nothing from them.
             while (j > i && find_fusable(nodes[j - 1])->kind == ops::op_kind::compare) --j;
@@ -27277,6 +27773,12 @@ struct debug_state {
     /// at the flush may still use them; they go at the next flush or compilation that finds
     /// no such call.
     std::size_t retired_plans = 0;
+    /// jit::script: the captures made (the first call's, and one per other aliasing pattern or
+    /// sizes it could not serve). `levels` describe the first; `compilations` count all, and
+    /// the other captures' guard failures and unoptimized runs are added here.
+    std::size_t captures = 0;
+    std::uint64_t other_guard_failures = 0;
+    std::uint64_t other_unoptimized_runs = 0;
 
     [[nodiscard]] std::uint64_t total_guard_failures() const;
 };
@@ -27732,7 +28234,7 @@ GRAFT_INLINE std::string input_guard::describe() const {
 }
 
 GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
-    std::uint64_t n = 0;
+    std::uint64_t n = other_guard_failures;
     for (const auto& l : levels)
         if (l.plan) n += l.plan->guard_failures;
     return n;
@@ -27741,6 +28243,10 @@ GRAFT_INLINE std::uint64_t debug_state::total_guard_failures() const {
 GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const debug_state& s) {
     os << "graft::jit executor: fusion strategy " << s.fusion << ", bailout depth " << s.bailout_depth << ", "
        << s.compilations << " compilation(s)\n";
+    if (s.captures > 1)
+        os << s.captures << " captures (one per aliasing pattern or sizes the others do not serve; below: the first); "
+           << "the others: " << s.other_guard_failures << " guard failure(s), " << s.other_unoptimized_runs
+           << " unoptimized run(s)\n";
     if (!s.symbolic.empty()) os << "graph symbolic sizes: " << s.symbolic << '\n';
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
         const level_state& l = s.levels[i];
@@ -28905,7 +29411,8 @@ private:
     std::mutex mutex_;
     std::unique_ptr<compiled> owned_;
     std::atomic<const compiled*> compiled_{nullptr};  // the first call's capture
-    std::vector<std::unique_ptr<compiled>> other_patterns_;  // under mutex_
+    std::vector<std::unique_ptr<compiled>> other_patterns_;  // changed under mutex_ and patterns_mutex_
+    mutable std::mutex patterns_mutex_;  // other_patterns_ for debug_state() (never held while f runs)
     std::vector<std::unique_ptr<compiled>> retired_;  // flushed: other threads may still be running them
     std::atomic<std::size_t> retired_count_{0};  // retired_.size(), for debug_state() without the lock
     mutable active_calls calls_;  // calls running (and debug reads), for freeing retired_ once none can use them
@@ -29060,6 +29567,18 @@ GRAFT_INLINE jit::debug_state script_state::debug_state() const {
         l.num_profiled_runs = options_.num_profiled_runs;
         d.levels.push_back(std::move(l));
     }
+    {
+        // Captures for other sizes or aliasing patterns: their compilations and guard failures
+        // count too (patterns_mutex_ is never held while f runs, so f may call this).
+        const std::lock_guard patterns(patterns_mutex_);
+        d.captures = (compiled_.load(std::memory_order_seq_cst) ? 1 : 0) + other_patterns_.size();
+        for (const auto& c : other_patterns_) {
+            const jit::debug_state o = c->exec.state();
+            d.compilations += o.compilations;
+            d.other_guard_failures += o.total_guard_failures();
+            for (const auto& l : o.levels) d.other_unoptimized_runs += l.unoptimized_runs;
+        }
+    }
     d.retired_plans += retired_count_.load(std::memory_order_relaxed);  // no lock: f may call this while capturing
     return d;
 }
@@ -29080,6 +29599,7 @@ GRAFT_INLINE void script_state::flush_compilation_cache() {
     std::lock_guard lock(mutex_);
     compiled_.store(nullptr, std::memory_order_seq_cst);
     if (owned_) retired_.push_back(std::move(owned_));
+    const std::lock_guard patterns(patterns_mutex_);
     for (auto& c : other_patterns_) retired_.push_back(std::move(c));
     other_patterns_.clear();
     free_retired_if_quiescent(false);
@@ -29133,7 +29653,7 @@ GRAFT_INLINE bool script_state::compiled::serves(std::span<const Tensor> inputs)
     return true;
 }
 
-/// f captured again at two other sizes of `dims` (equal sizes kept equal), and what the
+/// f captured again at two other sizes of some dimensions, and what the
 /// captures say about the graph captured at `inputs`: nullopt when a capture fails or the
 /// graphs differ in something no product of input sizes explains.
 struct size_probe {
@@ -29142,14 +29662,22 @@ struct size_probe {
     std::vector<ir::size_hint> hints;  // the traces' SymInt expressions, merged
 };
 
+using dim_group = std::vector<std::pair<std::size_t, std::size_t>>;  // (input, dimension) pairs
+
+/// f traced at two other sizes of `groups`' dimensions (each group keeps its dimensions
+/// equal and gets sizes of its own).
 GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                                   capture::detail::traced_fn f,
-                                                   const std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+                                                   capture::detail::traced_fn f, const std::vector<dim_group>& groups) {
     size_probe r;
+    capture::detail::dynamic_groups dyn;
+    for (const dim_group& g : groups) {
+        if (g.empty()) continue;
+        dyn.values.push_back(inputs[g.front().first].sizes()[g.front().second]);
+        dyn.dims.push_back(g);
+    }
     try {
         const capture::detail::made_up_values_scope made_up;  // zeros: run no user loop on them
-        for (const auto& ex : capture::detail::perturbed_examples(
-                 inputs, capture::detail::group_dynamic_dims(inputs, dims), 2))
+        for (const auto& ex : capture::detail::perturbed_examples(inputs, dyn, 2))
             r.others.push_back(capture::detail::trace_impl(ex, f));
     } catch (const graft::error&) {
         return std::nullopt;  // f refuses those sizes (a view that needs an even size, ...)
@@ -29165,32 +29693,44 @@ GRAFT_INLINE std::optional<size_probe> probe_sizes(const capture::captured& cap,
 /// Which dimensions of 2 or more the capture may serve at other sizes: all of them when f
 /// traces to the same program (up to symbolic sizes) at other sizes of all; otherwise the
 /// groups of equal sizes that may change on their own (a batch dimension when another
-/// dimension must stay even), the rest exact.
+/// dimension must stay even), the rest exact. The dimensions in `changed` (those that differ
+/// from the first capture's) form a group of their own whatever other dimensions have their
+/// size: a batch of 16 stays free of a layer's 16 channels (automatic dynamic shapes).
 GRAFT_INLINE std::optional<size_probe> free_dimensions(const capture::captured& cap, const std::vector<Tensor>& inputs,
-                                                       capture::detail::traced_fn f,
-                                                       std::vector<std::pair<std::size_t, std::size_t>>& dims) {
+                                                       capture::detail::traced_fn f, dim_group& dims,
+                                                       const dim_group& changed) {
     if (!cap.meta().alias_groups.empty()) return std::nullopt;  // inputs share memory: exact sizes
     dims.clear();
     for (std::size_t i = 0; i < inputs.size(); ++i)
         for (std::size_t d = 0; d < inputs[i].sizes().size(); ++d)
             if (inputs[i].sizes()[d] >= 2) dims.emplace_back(i, d);
     if (dims.empty()) return size_probe{};
-    if (auto all = probe_sizes(cap, inputs, f, dims)) return all;
-    constexpr std::size_t max_groups = 8;  // each probe traces f twice
-    const auto groups = capture::detail::group_dynamic_dims(inputs, dims).dims;
-    if (groups.size() < 2 || groups.size() > max_groups) return std::nullopt;
-    std::vector<std::pair<std::size_t, std::size_t>> ok;
+    std::vector<dim_group> groups;
+    dim_group hinted;
+    for (const auto& p : changed)
+        if (std::find(dims.begin(), dims.end(), p) != dims.end()) hinted.push_back(p);
+    if (!hinted.empty()) groups.push_back(hinted);
+    for (auto g : capture::detail::group_dynamic_dims(inputs, dims).dims) {
+        std::erase_if(g, [&](const auto& p) { return std::find(hinted.begin(), hinted.end(), p) != hinted.end(); });
+        if (!g.empty()) groups.push_back(std::move(g));
+    }
+    if (auto all = probe_sizes(cap, inputs, f, groups)) return all;
+    if (groups.size() < 2) return std::nullopt;
+    constexpr std::size_t max_groups = 8;  // each probe traces f twice; the changed dimensions come first
+    if (groups.size() > max_groups) groups.resize(max_groups);
+    std::vector<dim_group> ok;
     std::optional<size_probe> last;
-    std::size_t good = 0;
     for (const auto& g : groups)
-        if (auto p = probe_sizes(cap, inputs, f, g)) {
-            ok.insert(ok.end(), g.begin(), g.end());
+        if (auto p = probe_sizes(cap, inputs, f, {g})) {
+            ok.push_back(g);
             last = std::move(p);
-            ++good;
         }
-    if (good == 0) return std::nullopt;
-    if (good > 1) last = probe_sizes(cap, inputs, f, ok);
-    if (last) dims = std::move(ok);
+    if (ok.empty()) return std::nullopt;
+    if (ok.size() > 1) last = probe_sizes(cap, inputs, f, ok);
+    if (last) {
+        dims.clear();
+        for (const auto& g : ok) dims.insert(dims.end(), g.begin(), g.end());
+    }
     return last;
 }
 
@@ -29203,6 +29743,9 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
         if (first->serves(args)) return first;  // the hot path: pointer and size comparisons
     }
     const std::vector<Tensor> inputs(args.begin(), args.end());
+    // The dimensions whose sizes differ from the first capture's: one group of symbols to try
+    // first when this call needs a capture of its own (automatic dynamic shapes).
+    dim_group changed;
     const auto make = [&] {
         capture::captured cap = capture::detail::trace_impl(inputs, f);
         std::vector<int_list> sizes;
@@ -29212,7 +29755,7 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
             free[i].assign(inputs[i].sizes().size(), false);
         }
         std::vector<std::pair<std::size_t, std::size_t>> dims;
-        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims);
+        std::optional<size_probe> probe = free_dimensions(cap, inputs, f, dims, changed);
         if (probe)
             for (const auto& [i, d] : dims) free[i][d] = true;
         std::shared_ptr<const ir::symbolic_sizes> guards;
@@ -29253,8 +29796,24 @@ GRAFT_INLINE const script_state::compiled* script_state::get(std::span<const Ten
     for (const auto& c : other_patterns_)
         if (c->serves(inputs)) return c.get();
     if (other_patterns_.size() >= max_patterns) return nullptr;
-    other_patterns_.push_back(make());
-    return other_patterns_.back().get();
+    for (std::size_t i = 0; i < inputs.size() && i < first->sizes.size(); ++i)
+        if (inputs[i].sizes().size() == first->sizes[i].size())
+            for (std::size_t d = 0; d < first->sizes[i].size(); ++d)
+                if (inputs[i].sizes()[d] != first->sizes[i][d]) changed.emplace_back(i, d);
+    std::unique_ptr<compiled> c = make();
+    compiled* made = c.get();
+    const bool generalizes = !changed.empty() && !made->free.empty() &&
+                             std::all_of(changed.begin(), changed.end(), [&](const auto& p) { return made->free[p.first][p.second]; });
+    const std::lock_guard patterns(patterns_mutex_);
+    other_patterns_.push_back(std::move(c));
+    if (generalizes) {
+        // Sizes that changed since the first capture are free in this one: it comes first from
+        // now on (the hot path), so it serves the first call's sizes too, instead of the first
+        // capture compiling a plan of its own for them. The first stays for what only it serves.
+        std::swap(owned_, other_patterns_.back());
+        compiled_.store(owned_.get(), std::memory_order_seq_cst);
+    }
+    return made;
 }
 
 }  // namespace graft::jit::detail
