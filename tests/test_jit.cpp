@@ -1515,6 +1515,22 @@ std::uint64_t calls_served(const jit::debug_state& d) {
 
 }  // namespace
 
+TEST_CASE("jit: fusion groups read per-row statistics ([B, T, 1] beside [B, T, C]) bitwise as eager", "[jit]") {
+    const auto f = [](Tensor x, Tensor m, Tensor s) { return ((x - m) * s + 1.0) * 0.5; };
+    for (dtype t : {dtype::float32, dtype::float64})
+        for (const int_list& stat : {int_list{3, 5, 1}, int_list{3, 1, 1}, int_list{1, 5, 1}, int_list{5, 1}}) {
+            INFO(t << ", statistic sizes " << stat);
+            auto fn = jit::script(f, opts());
+            for (int i = 0; i < 3; ++i) {
+                const Tensor x = randn({3, 5, 37}, t), m = randn(stat, t), s = randn(stat, t);
+                CHECK(bitwise_equal(fn(x, m, s), f(x, m, s)));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+        }
+}
+
 TEST_CASE("jit: GELU's backward (normal_cdf) fuses, bitwise as eager", "[jit]") {
     namespace F = graft::nn::functional;
     for (dtype t : {dtype::float32, dtype::float64}) {

@@ -307,6 +307,22 @@ private:
         return period < static_cast<std::size_t>(graft::detail::numel_of(out)) ? period : 0;
     }
 
+    /// When `in` (aligned right with `out`, leading size-1 dimensions allowed) matches `out` on
+    /// its leading dimensions and is 1 on the rest (layer_norm's [B, T, 1] statistics beside
+    /// [B, T, C]): how many consecutive elements of `out` each of its elements covers; else 0.
+    static std::size_t column_period(const int_list& in, const int_list& out) {
+        if (in.size() > out.size()) return 0;
+        const std::size_t pad = out.size() - in.size();
+        std::size_t q = out.size();  // the first dimension of the repeated block
+        while (q > pad && in[q - 1 - pad] == 1) --q;
+        if (q == out.size()) return 0;  // nothing repeated: not a column
+        std::size_t period = 1;
+        for (std::size_t d = q; d < out.size(); ++d) period *= static_cast<std::size_t>(out[d]);
+        for (std::size_t d = 0; d < q; ++d)
+            if ((d < pad ? 1 : in[d - pad]) != out[d] && !(d < pad && out[d] == 1)) return 0;
+        return period > 1 ? period : 0;
+    }
+
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
@@ -403,6 +419,16 @@ private:
                     base[k] = rep;
                     mode[k] = kernels::operand_mode::row;
                     periods[k] = period;
+                } else if (const std::size_t column = column_period(im->sizes, sizes);
+                           column > 0 && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+                    // Each element repeated over a block (a [B, T, 1] statistic): filled as runs,
+                    // not through the strided copy of a stride-0 view.
+                    held.push_back(empty(sizes, g.type));
+                    T* rep = static_cast<T*>(held.back().raw_data());
+                    const auto count = static_cast<std::size_t>(graft::detail::numel_of(im->sizes));
+                    for (std::size_t e = 0; e < count; ++e) std::fill_n(rep + e * column, column, data[e]);
+                    base[k] = rep;
+                    mode[k] = kernels::operand_mode::contiguous;
                 } else {
                     // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
                     try {
