@@ -638,12 +638,12 @@ public:
             const bool one_plan = r.second_round_hits == r.batches.size() && r.second_round_compilations == 0 &&
                                   r.second_round_captures == 0;
             std::printf("  DYNAMIC %-11s batches %-16s: %zu compilations (floor <= 2), %llu guard failures, %llu "
-                        "unoptimized runs (floor 0), %zu captures (f traced %llu times), %llu of %zu calls on an "
-                        "optimized plan; again: %llu of %zu on one plan: floor %s\n",
+                        "unoptimized runs (floor 0), %zu captures (f traced %llu times), %llu of %zu calls (two "
+                        "rounds) on the first capture's optimized plan; second round: %llu of %zu on one plan: floor %s\n",
                         r.name.c_str(), sizes.c_str(), r.compilations, static_cast<unsigned long long>(r.guard_failures),
                         static_cast<unsigned long long>(r.unoptimized), r.captures,
                         static_cast<unsigned long long>(r.traces), static_cast<unsigned long long>(r.optimized),
-                        r.batches.size(), static_cast<unsigned long long>(r.second_round_hits), r.batches.size(),
+                        2 * r.batches.size(), static_cast<unsigned long long>(r.second_round_hits), r.batches.size(),
                         r.compilations <= 2 && r.unoptimized == 0 && one_plan ? "met" : "MISSED");
         }
     }
