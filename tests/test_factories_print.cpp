@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include <graft/graft.hpp>
@@ -190,6 +191,116 @@ TEST_CASE("random factories draw bitwise what one scalar generator call per elem
             CHECK(same_state(h.get_state(), r.get_state()));
         }
     }
+}
+
+TEST_CASE("graft's mt19937_64 draws exactly what std::mt19937_64 draws", "[core][random]") {
+    // Several refills (312 words each), through operator() and through fill() in chunks that
+    // start and end inside, at and across refill boundaries.
+    constexpr std::size_t draws = 12000;
+    const std::size_t chunks[] = {1, 311, 312, 313, 1000};
+    for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{5489},
+                                     std::numeric_limits<std::uint64_t>::max(), generator::default_seed}) {
+        INFO("seed " << seed);
+        std::mt19937_64 expected(seed);
+        std::vector<std::uint64_t> want(draws);
+        for (auto& w : want) w = expected();
+        detail::mt19937_64 scalar(seed);
+        std::size_t mismatches = 0;
+        for (std::size_t i = 0; i < draws; ++i) mismatches += scalar() != want[i];
+        CHECK(mismatches == 0);
+        for (std::size_t first = 0; first < 5; ++first) {  // each chunk size first once
+            INFO("chunks from " << chunks[first]);
+            detail::mt19937_64 bulk(seed);
+            std::vector<std::uint64_t> got(draws);
+            for (std::size_t done = 0, c = first; done < draws; ++c) {
+                const std::size_t k = std::min(chunks[c % 5], draws - done);
+                bulk.fill(got.data() + done, k);
+                done += k;
+            }
+            CHECK(got == want);
+            detail::mt19937_64 after_scalar = scalar;
+            CHECK(bulk == after_scalar);  // the same state after the same number of draws
+            CHECK(bulk() == after_scalar());
+        }
+        // The default constructor seeds 5489 as std::mt19937_64's does; seed() starts over.
+        detail::mt19937_64 e;
+        std::mt19937_64 s;
+        CHECK(e() == s());
+        e.seed(seed);
+        CHECK(e() == want[0]);
+        CHECK_FALSE(e == scalar);
+    }
+}
+
+TEST_CASE("generator states after scalar and bulk draws compare equal", "[core][random]") {
+    for (const std::uint64_t seed : {std::uint64_t{3}, generator::default_seed}) {
+        for (const std::int64_t n : {1, 311, 312, 313, 1000, 5000}) {
+            INFO("seed " << seed << " n " << n);
+            generator scalar(seed), bulk(seed);
+            for (std::int64_t i = 0; i < n; ++i) (void)scalar.uniform();
+            bulk.draw_uniforms(n, [](std::int64_t, double) {});
+            CHECK(scalar.get_state().engine == bulk.get_state().engine);
+            for (std::int64_t i = 0; i < n; ++i) (void)scalar.below(1000);
+            bulk.draw_below(1000, n, [](std::int64_t, std::uint64_t) {});
+            CHECK(scalar.get_state().engine == bulk.get_state().engine);
+            for (std::int64_t i = 0; i < n; ++i) (void)scalar.normal();
+            bulk.draw_normals(n, [](std::int64_t, double) {});
+            CHECK(scalar.get_state().engine == bulk.get_state().engine);
+            CHECK(scalar.normal() == bulk.normal());  // the same spare
+            // set_state draws again what was drawn after get_state.
+            const generator::state s = bulk.get_state();
+            const double a = bulk.uniform();
+            bulk.set_state(s);
+            CHECK(bulk.uniform() == a);
+        }
+    }
+}
+
+TEST_CASE("rand and randn after manual_seed(42) are std::mt19937_64's numbers, as before", "[core][random]") {
+    // The documented conversions over std::mt19937_64(42): uniform = (bits >> 11) * 2^-53,
+    // float32 rand below 1; normal = Box-Muller on (u1, u2), u1 redrawn while 0, cos first and
+    // sin kept as the spare. These are the numbers graft drew before it had its own engine.
+    constexpr int n = 1001;  // odd: the spare is the next randn's first value
+    std::mt19937_64 e(42);
+    unsigned long long used = 0;
+    auto uniform = [&e, &used] {
+        ++used;
+        return static_cast<double>(e() >> 11) * 0x1.0p-53;
+    };
+    std::vector<float> want_rand, want_randn;
+    std::vector<double> want_rand64;
+    for (int i = 0; i < n; ++i) {
+        const float f = static_cast<float>(uniform());
+        want_rand.push_back(f >= 1.0f ? std::nextafter(1.0f, 0.0f) : f);
+    }
+    double spare = 0.0;
+    bool has_spare = false;
+    for (int i = 0; i < n + 1; ++i) {  // randn({n}) then the first value of the next randn
+        if (has_spare) {
+            want_randn.push_back(static_cast<float>(spare));
+            has_spare = false;
+            continue;
+        }
+        double u1 = uniform();
+        while (u1 == 0.0) u1 = uniform();
+        const double u2 = uniform();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        spare = r * std::sin(two_pi * u2);
+        has_spare = true;
+        want_randn.push_back(static_cast<float>(r * std::cos(two_pi * u2)));
+    }
+    for (int i = 0; i < 7; ++i) want_rand64.push_back(uniform());
+    manual_seed(42);
+    CHECK(same_bits(rand({n}).to_vector<float>(), want_rand));
+    auto got_randn = randn({n}).to_vector<float>();
+    got_randn.push_back(randn({1}).item<float>());
+    CHECK(same_bits(got_randn, want_randn));
+    CHECK(same_bits(rand({7}, dtype::float64).to_vector<double>(), want_rand64));
+    detail::mt19937_64 after(42);
+    after.discard(used);
+    CHECK(default_generator().get_state().engine == after);  // no more engine outputs drawn
+    CHECK(default_generator().get_state().engine() == e());
 }
 
 TEST_CASE("result_type follows PyTorch's promotion categories", "[core][promotion]") {

@@ -1,5 +1,6 @@
 #pragma once
 // Tensor factories: filled, ranged, random (seeded, reproducible) and from C++ data.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -8,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "graft/core/detail/mt19937_64.hpp"
 #include "graft/core/tensor.hpp"
 
 namespace graft {
@@ -56,7 +58,9 @@ namespace graft {
                                            dtype type = default_float_dtype);
 
 /// A seeded pseudo-random generator (64-bit Mersenne Twister): the same seed
-/// gives the same sequence of tensors on every platform.
+/// gives the same sequence of tensors on every platform. Its engine is graft's own
+/// detail::mt19937_64 (faster than libstdc++'s), which draws exactly what std::mt19937_64
+/// draws for the same seed: the numbers are those graft drew when it used std::mt19937_64.
 class generator {
 public:
     explicit generator(std::uint64_t seed = default_seed);
@@ -77,30 +81,41 @@ public:
     // bitwise what n calls of uniform() / normal() / below(range) would (same engine calls,
     // same Box-Muller pairs and kept spare, same rejection), and leave the generator in the
     // same state. What they save is the lock and unlock per value, which cost about as
-    // much as a uniform draw (a tensor factory draws millions). The sink runs under the
+    // much as a uniform draw (a tensor factory draws millions), and the engine's per-call
+    // bookkeeping: they take its outputs in blocks (engine_block). The sink runs under the
     // lock: it must not call back into this generator.
     template <class Sink>
     void draw_uniforms(std::int64_t n, Sink sink) {
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, uniform_unlocked());
+        std::uint64_t buf[block_size];
+        for (std::int64_t i = 0; i < n;) {
+            const auto k = static_cast<std::size_t>(std::min<std::int64_t>(n - i, block_size));
+            engine_.fill(buf, k);
+            for (std::size_t j = 0; j < k; ++j, ++i) sink(i, to_uniform(buf[j]));
+        }
     }
     template <class Sink>
     void draw_normals(std::int64_t n, Sink sink) {
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, normal_unlocked());
+        std::int64_t i = 0;
+        if (n > 0 && has_spare_) sink(i++, normal_unlocked());
+        // Each pair of outputs takes two uniforms (more only when u1 is 0, which redraws it).
+        engine_block draws(engine_, static_cast<std::uint64_t>(n - i + 1) / 2 * 2);
+        for (; i < n; ++i) sink(i, normal_from(draws));
     }
     /// range >= 1, checked before anything is drawn (as below()).
     template <class Sink>
     void draw_below(std::uint64_t range, std::int64_t n, Sink sink) {
         const std::uint64_t limit = below_limit(range);
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, below_unlocked(range, limit));
+        engine_block draws(engine_, static_cast<std::uint64_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) sink(i, below_from(draws, range, limit));
     }
 
     /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
     /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
     struct state {
-        std::mt19937_64 engine;
+        detail::mt19937_64 engine;
         std::uint64_t seed = default_seed;
         double spare = 0.0;
         bool has_spare = false;
@@ -120,17 +135,56 @@ public:
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
+    static constexpr std::int64_t block_size = 256;  // engine outputs taken at once by the bulk draws
+
+    // The engine one output per call (the scalar members).
+    struct engine_calls {
+        detail::mt19937_64& engine;
+        std::uint64_t next() { return engine(); }
+        void need_one_more() {}
+    };
+    // The engine's outputs in blocks of up to block_size, never more than are drawn in the end:
+    // `needed` counts the outputs still to be drawn if nothing is rejected (a lower bound), and
+    // a rejection adds one. So the engine ends where the scalar calls would have left it.
+    struct engine_block {
+        detail::mt19937_64& engine;
+        std::uint64_t needed;
+        std::uint64_t buf[block_size];
+        std::size_t have = 0, next_index = 0;
+        engine_block(detail::mt19937_64& e, std::uint64_t n) : engine(e), needed(n) {}
+        std::uint64_t next() {
+            if (next_index == have) {
+                have = static_cast<std::size_t>(std::clamp<std::uint64_t>(needed, 1, block_size));
+                engine.fill(buf, have);
+                next_index = 0;
+            }
+            if (needed > 0) --needed;
+            return buf[next_index++];
+        }
+        void need_one_more() { ++needed; }
+    };
+
     // The draws themselves, for a caller that holds mutex_: the public members lock once
     // per value (uniform()) or once per tensor (draw_uniforms()) around these.
-    double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+    /// An engine output's top 53 bits as a double in [0, 1).
+    static double to_uniform(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+    double uniform_unlocked() { return to_uniform(engine_()); }
     double normal_unlocked() {
+        engine_calls draws{engine_};
+        return normal_from(draws);
+    }
+    template <class Draws>
+    double normal_from(Draws& draws) {
         if (has_spare_) {
             has_spare_ = false;
             return spare_;
         }
-        double u1 = 0.0;
-        do u1 = uniform_unlocked(); while (u1 == 0.0);
-        const double u2 = uniform_unlocked();
+        double u1 = to_uniform(draws.next());
+        while (u1 == 0.0) {
+            draws.need_one_more();
+            u1 = to_uniform(draws.next());
+        }
+        const double u2 = to_uniform(draws.next());
         const double r = std::sqrt(-2.0 * std::log(u1));
         constexpr double two_pi = 6.283185307179586476925286766559;
         spare_ = r * std::sin(two_pi * u2);
@@ -145,13 +199,21 @@ private:
         return top - top % n;
     }
     std::uint64_t below_unlocked(std::uint64_t n, std::uint64_t limit) {
-        std::uint64_t v = engine_();
-        while (v >= limit) v = engine_();
+        engine_calls draws{engine_};
+        return below_from(draws, n, limit);
+    }
+    template <class Draws>
+    static std::uint64_t below_from(Draws& draws, std::uint64_t n, std::uint64_t limit) {
+        std::uint64_t v = draws.next();
+        while (v >= limit) {
+            draws.need_one_more();
+            v = draws.next();
+        }
         return v % n;
     }
 
     mutable std::mutex mutex_;
-    std::mt19937_64 engine_;
+    detail::mt19937_64 engine_;
     std::uint64_t seed_;
     double spare_ = 0.0;
     bool has_spare_ = false;
