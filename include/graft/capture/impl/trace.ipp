@@ -803,7 +803,9 @@ GRAFT_INLINE ir::Value* tracer::strided_view(const base_state& b, const Tensor& 
     std::vector<std::size_t> big;
     for (std::size_t d = 0; d < rank; ++d)
         if (t.sizes()[d] > 1) big.push_back(d);
-    std::stable_sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) { return t.strides()[x] > t.strides()[y]; });
+    std::sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) {  // ties (rejected below) by index
+        return t.strides()[x] != t.strides()[y] ? t.strides()[x] > t.strides()[y] : x < y;
+    });
     std::vector<std::size_t> order = big;
     for (std::size_t d = 0; d < rank; ++d)
         if (t.sizes()[d] == 1) order.insert(std::upper_bound(order.begin(), order.end(), d), d);
