@@ -295,6 +295,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t) { return os << 
 // ---- end graft/core/dtype.hpp
 // ---- begin graft/core/factories.hpp
 // Tensor factories: filled, ranged, random (seeded, reproducible) and from C++ data.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -303,6 +304,139 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t) { return os << 
 #include <random>
 #include <vector>
 
+// ---- begin graft/core/detail/mt19937_64.hpp
+// graft's 64-bit Mersenne Twister: the engine of graft::generator.
+//
+// Why its own: speed. libstdc++'s std::mt19937_64 as g++ 12 compiles it costs about 6 ns a
+// draw (its state refill is branchy); this one twists without branches in loops the compiler
+// vectorizes and tempers a whole block at once, so a draw is mostly a load. It produces
+// exactly the sequence std::mt19937_64 produces for the same seed (the C++ standard's
+// [rand.eng.mers] with the mt19937_64 parameters), so every seed gives the numbers it gave
+// when graft drew from std::mt19937_64.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace graft::detail {
+
+class mt19937_64 {
+public:
+    using result_type = std::uint64_t;
+    // The standard's mt19937_64 parameters.
+    static constexpr std::size_t word_size = 64, state_size = 312, shift_size = 156, mask_bits = 31;
+    static constexpr result_type xor_mask = 0xB5026F5AA96619E9ULL;
+    static constexpr std::size_t tempering_u = 29;
+    static constexpr result_type tempering_d = 0x5555555555555555ULL;
+    static constexpr std::size_t tempering_s = 17;
+    static constexpr result_type tempering_b = 0x71D67FFFEDA60000ULL;
+    static constexpr std::size_t tempering_t = 37;
+    static constexpr result_type tempering_c = 0xFFF7EEE000000000ULL;
+    static constexpr std::size_t tempering_l = 43;
+    static constexpr result_type initialization_multiplier = 6364136223846793005ULL;
+    static constexpr result_type default_seed = 5489u;
+
+    static constexpr result_type min() { return 0; }
+    static constexpr result_type max() { return ~result_type{0}; }
+
+    mt19937_64() : mt19937_64(default_seed) {}
+    explicit mt19937_64(result_type value) { seed(value); }
+
+    /// As the standard's seed(value): x[0] = value, x[i] = f * (x[i-1] ^ (x[i-1] >> 62)) + i.
+    void seed(result_type value) {
+        x_[0] = value;
+        for (std::size_t i = 1; i < n; ++i)
+            x_[i] = initialization_multiplier * (x_[i - 1] ^ (x_[i - 1] >> (word_size - 2))) + i;
+        std::memset(out_, 0, sizeof out_);  // not read before the first refill
+        pos_ = n;                          // the first draw twists, as std::mt19937_64's does
+    }
+
+    result_type operator()() {
+        if (pos_ == n) refill();
+        return out_[pos_++];
+    }
+
+    /// out[0 .. count-1] = the next count draws: what count calls of operator() return, leaving
+    /// the same state.
+    void fill(result_type* out, std::size_t count) {
+        while (count > 0) {
+            if (pos_ == n) {
+                if (count >= n) {  // a whole block: tempered straight into out, pos_ stays n
+                    twist_all();
+                    temper_all(out);
+                    out += n;
+                    count -= n;
+                    continue;
+                }
+                refill();
+            }
+            const std::size_t k = std::min(count, n - pos_);
+            std::memcpy(out, out_ + pos_, k * sizeof(result_type));
+            pos_ += k;
+            out += k;
+            count -= k;
+        }
+    }
+
+    void discard(unsigned long long z) {
+        while (z > 0) {
+            if (pos_ == n) refill();
+            const std::size_t k = static_cast<std::size_t>(std::min<unsigned long long>(z, n - pos_));
+            pos_ += k;
+            z -= k;
+        }
+    }
+
+    /// Equal when they draw the same sequence: the same words and position (out_ follows from them).
+    friend bool operator==(const mt19937_64& a, const mt19937_64& b) {
+        return a.pos_ == b.pos_ && std::equal(a.x_, a.x_ + n, b.x_);
+    }
+
+private:
+    static constexpr std::size_t n = state_size, m = shift_size;
+    static constexpr result_type lower_mask = (result_type{1} << mask_bits) - 1, upper_mask = ~lower_mask;
+
+    // The standard's recurrence for one word: y = the top w-r bits of `hi` joined to the low r
+    // bits of `lo`; x ^ (y >> 1), xored with a when y is odd (a mask, not a branch, so it vectorizes).
+    static result_type twist(result_type x, result_type hi, result_type lo) {
+        const result_type y = (hi & upper_mask) | (lo & lower_mask);
+        return x ^ (y >> 1) ^ ((result_type{0} - (y & 1)) & xor_mask);
+    }
+    static result_type temper(result_type z) {
+        z ^= (z >> tempering_u) & tempering_d;
+        z ^= (z << tempering_s) & tempering_b;
+        z ^= (z << tempering_t) & tempering_c;
+        return z ^ (z >> tempering_l);
+    }
+
+    // The next n words, in place, then all of them tempered into out_. The twist is split
+    // where its third operand x[i+m] wraps around to words already replaced, so no loop has
+    // an index wrap or a dependence shorter than m; every trip count is a multiple of 4, which
+    // lets g++ -O2 (whose cheap vectorizer wants no remainder loop) vectorize each.
+    void twist_all() {
+        std::size_t i = 0;
+        for (; i < n - m; ++i) x_[i] = twist(x_[i + m], x_[i], x_[i + 1]);
+        constexpr std::size_t mid_end = n - m + (m - 1) / 4 * 4;  // n-1 rounded down past n-m
+        for (; i < mid_end; ++i) x_[i] = twist(x_[i + m - n], x_[i], x_[i + 1]);
+        for (; i < n - 1; ++i) x_[i] = twist(x_[i + m - n], x_[i], x_[i + 1]);
+        x_[n - 1] = twist(x_[m - 1], x_[n - 1], x_[0]);
+    }
+    void temper_all(result_type* __restrict out) const {
+        for (std::size_t j = 0; j < n; ++j) out[j] = temper(x_[j]);
+    }
+    void refill() {
+        twist_all();
+        temper_all(out_);
+        pos_ = 0;
+    }
+
+    result_type x_[n];    // the state words
+    result_type out_[n];  // x_ tempered: the draws at positions pos_ .. n-1
+    std::size_t pos_ = n;
+};
+
+}  // namespace graft::detail
+// ---- end graft/core/detail/mt19937_64.hpp
 // ---- begin graft/core/tensor.hpp
 // graft::Tensor: a cheap, reference-counted handle to a strided view of shared storage.
 #include <atomic>
@@ -2509,7 +2643,9 @@ namespace graft {
                                            dtype type = default_float_dtype);
 
 /// A seeded pseudo-random generator (64-bit Mersenne Twister): the same seed
-/// gives the same sequence of tensors on every platform.
+/// gives the same sequence of tensors on every platform. Its engine is graft's own
+/// detail::mt19937_64 (faster than libstdc++'s), which draws exactly what std::mt19937_64
+/// draws for the same seed: the numbers are those graft drew when it used std::mt19937_64.
 class generator {
 public:
     explicit generator(std::uint64_t seed = default_seed);
@@ -2530,30 +2666,41 @@ public:
     // bitwise what n calls of uniform() / normal() / below(range) would (same engine calls,
     // same Box-Muller pairs and kept spare, same rejection), and leave the generator in the
     // same state. What they save is the lock and unlock per value, which cost about as
-    // much as a uniform draw (a tensor factory draws millions). The sink runs under the
+    // much as a uniform draw (a tensor factory draws millions), and the engine's per-call
+    // bookkeeping: they take its outputs in blocks (engine_block). The sink runs under the
     // lock: it must not call back into this generator.
     template <class Sink>
     void draw_uniforms(std::int64_t n, Sink sink) {
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, uniform_unlocked());
+        std::uint64_t buf[block_size];
+        for (std::int64_t i = 0; i < n;) {
+            const auto k = static_cast<std::size_t>(std::min<std::int64_t>(n - i, block_size));
+            engine_.fill(buf, k);
+            for (std::size_t j = 0; j < k; ++j, ++i) sink(i, to_uniform(buf[j]));
+        }
     }
     template <class Sink>
     void draw_normals(std::int64_t n, Sink sink) {
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, normal_unlocked());
+        std::int64_t i = 0;
+        if (n > 0 && has_spare_) sink(i++, normal_unlocked());
+        // Each pair of outputs takes two uniforms (more only when u1 is 0, which redraws it).
+        engine_block draws(engine_, static_cast<std::uint64_t>(n - i + 1) / 2 * 2);
+        for (; i < n; ++i) sink(i, normal_from(draws));
     }
     /// range >= 1, checked before anything is drawn (as below()).
     template <class Sink>
     void draw_below(std::uint64_t range, std::int64_t n, Sink sink) {
         const std::uint64_t limit = below_limit(range);
         std::lock_guard lock(mutex_);
-        for (std::int64_t i = 0; i < n; ++i) sink(i, below_unlocked(range, limit));
+        engine_block draws(engine_, static_cast<std::uint64_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) sink(i, below_from(draws, range, limit));
     }
 
     /// Everything that decides the numbers drawn next (torch.Generator.get_state / set_state):
     /// set_state(s) makes the generator draw again what it drew after get_state() returned s.
     struct state {
-        std::mt19937_64 engine;
+        detail::mt19937_64 engine;
         std::uint64_t seed = default_seed;
         double spare = 0.0;
         bool has_spare = false;
@@ -2573,17 +2720,56 @@ public:
     static constexpr std::uint64_t default_seed = 67280421310721ULL;
 
 private:
+    static constexpr std::int64_t block_size = 256;  // engine outputs taken at once by the bulk draws
+
+    // The engine one output per call (the scalar members).
+    struct engine_calls {
+        detail::mt19937_64& engine;
+        std::uint64_t next() { return engine(); }
+        void need_one_more() {}
+    };
+    // The engine's outputs in blocks of up to block_size, never more than are drawn in the end:
+    // `needed` counts the outputs still to be drawn if nothing is rejected (a lower bound), and
+    // a rejection adds one. So the engine ends where the scalar calls would have left it.
+    struct engine_block {
+        detail::mt19937_64& engine;
+        std::uint64_t needed;
+        std::uint64_t buf[block_size];
+        std::size_t have = 0, next_index = 0;
+        engine_block(detail::mt19937_64& e, std::uint64_t n) : engine(e), needed(n) {}
+        std::uint64_t next() {
+            if (next_index == have) {
+                have = static_cast<std::size_t>(std::clamp<std::uint64_t>(needed, 1, block_size));
+                engine.fill(buf, have);
+                next_index = 0;
+            }
+            if (needed > 0) --needed;
+            return buf[next_index++];
+        }
+        void need_one_more() { ++needed; }
+    };
+
     // The draws themselves, for a caller that holds mutex_: the public members lock once
     // per value (uniform()) or once per tensor (draw_uniforms()) around these.
-    double uniform_unlocked() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+    /// An engine output's top 53 bits as a double in [0, 1).
+    static double to_uniform(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+    double uniform_unlocked() { return to_uniform(engine_()); }
     double normal_unlocked() {
+        engine_calls draws{engine_};
+        return normal_from(draws);
+    }
+    template <class Draws>
+    double normal_from(Draws& draws) {
         if (has_spare_) {
             has_spare_ = false;
             return spare_;
         }
-        double u1 = 0.0;
-        do u1 = uniform_unlocked(); while (u1 == 0.0);
-        const double u2 = uniform_unlocked();
+        double u1 = to_uniform(draws.next());
+        while (u1 == 0.0) {
+            draws.need_one_more();
+            u1 = to_uniform(draws.next());
+        }
+        const double u2 = to_uniform(draws.next());
         const double r = std::sqrt(-2.0 * std::log(u1));
         constexpr double two_pi = 6.283185307179586476925286766559;
         spare_ = r * std::sin(two_pi * u2);
@@ -2598,13 +2784,21 @@ private:
         return top - top % n;
     }
     std::uint64_t below_unlocked(std::uint64_t n, std::uint64_t limit) {
-        std::uint64_t v = engine_();
-        while (v >= limit) v = engine_();
+        engine_calls draws{engine_};
+        return below_from(draws, n, limit);
+    }
+    template <class Draws>
+    static std::uint64_t below_from(Draws& draws, std::uint64_t n, std::uint64_t limit) {
+        std::uint64_t v = draws.next();
+        while (v >= limit) {
+            draws.need_one_more();
+            v = draws.next();
+        }
         return v % n;
     }
 
     mutable std::mutex mutex_;
-    std::mt19937_64 engine_;
+    detail::mt19937_64 engine_;
     std::uint64_t seed_;
     double spare_ = 0.0;
     bool has_spare_ = false;
@@ -24489,7 +24683,9 @@ GRAFT_INLINE ir::Value* tracer::strided_view(const base_state& b, const Tensor& 
     std::vector<std::size_t> big;
     for (std::size_t d = 0; d < rank; ++d)
         if (t.sizes()[d] > 1) big.push_back(d);
-    std::stable_sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) { return t.strides()[x] > t.strides()[y]; });
+    std::sort(big.begin(), big.end(), [&](std::size_t x, std::size_t y) {  // ties (rejected below) by index
+        return t.strides()[x] != t.strides()[y] ? t.strides()[x] > t.strides()[y] : x < y;
+    });
     std::vector<std::size_t> order = big;
     for (std::size_t d = 0; d < rank; ++d)
         if (t.sizes()[d] == 1) order.insert(std::upper_bound(order.begin(), order.end(), d), d);
@@ -26410,6 +26606,22 @@ private:
         return period < static_cast<std::size_t>(graft::detail::numel_of(out)) ? period : 0;
     }
 
+    /// When `in` (aligned right with `out`, leading size-1 dimensions allowed) matches `out` on
+    /// its leading dimensions and is 1 on the rest (layer_norm's [B, T, 1] statistics beside
+    /// [B, T, C]): how many consecutive elements of `out` each of its elements covers; else 0.
+    static std::size_t column_period(const int_list& in, const int_list& out) {
+        if (in.size() > out.size()) return 0;
+        const std::size_t pad = out.size() - in.size();
+        std::size_t q = out.size();  // the first dimension of the repeated block
+        while (q > pad && in[q - 1 - pad] == 1) --q;
+        if (q == out.size()) return 0;  // nothing repeated: not a column
+        std::size_t period = 1;
+        for (std::size_t d = q; d < out.size(); ++d) period *= static_cast<std::size_t>(out[d]);
+        for (std::size_t d = 0; d < q; ++d)
+            if ((d < pad ? 1 : in[d - pad]) != out[d] && !(d < pad && out[d] == 1)) return 0;
+        return period > 1 ? period : 0;
+    }
+
     /// The group's nodes one by one (exact eager semantics, for inputs the tile loop cannot take).
     static void run_group_unfused(const fusion_group& g, frame_t& frame);
 
@@ -26506,6 +26718,16 @@ private:
                     base[k] = rep;
                     mode[k] = kernels::operand_mode::row;
                     periods[k] = period;
+                } else if (const std::size_t column = column_period(im->sizes, sizes);
+                           column > 0 && graft::detail::is_contiguous_layout(im->sizes, im->strides)) {
+                    // Each element repeated over a block (a [B, T, 1] statistic): filled as runs,
+                    // not through the strided copy of a stride-0 view.
+                    held.push_back(empty(sizes, g.type));
+                    T* rep = static_cast<T*>(held.back().raw_data());
+                    const auto count = static_cast<std::size_t>(graft::detail::numel_of(im->sizes));
+                    for (std::size_t e = 0; e < count; ++e) std::fill_n(rep + e * column, column, data[e]);
+                    base[k] = rep;
+                    mode[k] = kernels::operand_mode::contiguous;
                 } else {
                     // Broadcast (a bias row) or strided: one contiguous copy, then fused as usual.
                     try {
