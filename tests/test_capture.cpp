@@ -1000,7 +1000,8 @@ TEST_CASE("capture::aot: saved strided views of a computed tensor are read back 
         const Tensor a = m.narrow(1, 5, 7).t();                         // [7, 12], strides [1, 24]
         const Tensor b = m.view({6, 2, 24}).narrow(1, 1, 1).squeeze(1);  // rows 1, 3, ..., 11
         const Tensor c = m.narrow(0, 2, 6).view({3, 2, 24}).permute({2, 0, 1});
-        return (a * a).sum() + (matmul(b, b.t()) * 0.5).sum() + (c * c).sum();
+        const Tensor d = m.select(1, 3);  // one column: stride 24, a fixed index in the last dimension
+        return (a * a).sum() + (matmul(b, b.t()) * 0.5).sum() + (c * c).sum() + (d * d * d).sum();
     };
     for (const auto& [name, f] : std::vector<std::pair<std::string, std::function<Tensor(Tensor, Tensor)>>>{
              {"attention", attention}, {"boxes", boxes}}) {
