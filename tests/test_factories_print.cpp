@@ -333,3 +333,19 @@ TEST_CASE("printing matches PyTorch's format", "[core][print]") {
     REQUIRE(str(arange(8).view({2, 2, 2})) == "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]])");
     REQUIRE(str(Tensor{}) == "tensor(undefined)");
 }
+
+TEST_CASE("int64 tensors print their exact values, beyond 2^53 too", "[core][print]") {
+    // 2^53 + 1 has no double: printing through double showed 9007199254740992. Expected strings
+    // are PyTorch 1.13's prints of the same tensors.
+    constexpr std::int64_t above = (std::int64_t{1} << 53) + 1;
+    constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+    constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+    REQUIRE(str(tensor({above, -above})) == "tensor([ 9007199254740993, -9007199254740993])");
+    REQUIRE(str(scalar_tensor(highest)) == "tensor(9223372036854775807)");
+    REQUIRE(str(tensor({lowest, std::int64_t{0}})) == "tensor([-9223372036854775808,                    0])");
+    // In a summarized print (elements read through select views), after int64 arithmetic.
+    const Tensor big = arange(2000) + above;
+    REQUIRE(str(big) ==
+            "tensor([9007199254740993, 9007199254740994, 9007199254740995,  ...,\n"
+            "        9007199254742990, 9007199254742991, 9007199254742992])");
+}

@@ -13,11 +13,20 @@
 namespace graft {
 namespace detail {
 
-GRAFT_INLINE element_formatter::element_formatter(dtype type, const std::vector<double>& shown) : type_(type) {
+GRAFT_INLINE print_value read_print_value(const Tensor& t) {
+    if (t.type() == dtype::int64) {
+        const std::int64_t i = t.item<std::int64_t>();
+        return {static_cast<double>(i), i};
+    }
+    return {t.item<double>(), 0};
+}
+
+GRAFT_INLINE element_formatter::element_formatter(dtype type, const std::vector<print_value>& shown) : type_(type) {
     if (is_floating_point(type)) {
         double lo = INFINITY, hi = 0.0;
         bool all_int = true;
-        for (double v : shown) {
+        for (const print_value& e : shown) {
+            const double v = e.real;
             if (!std::isfinite(v) || v == 0.0) continue;
             lo = std::min(lo, std::fabs(v));
             hi = std::max(hi, std::fabs(v));
@@ -28,23 +37,24 @@ GRAFT_INLINE element_formatter::element_formatter(dtype type, const std::vector<
         sci_ = any && (int_mode_ ? hi > 1e8 : (hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4));
     }
     // Like PyTorch, floats are aligned on their nonzero finite values only.
-    for (double v : shown)
-        if (!is_floating_point(type) || (std::isfinite(v) && v != 0.0))
+    for (const print_value& v : shown)
+        if (!is_floating_point(type) || (std::isfinite(v.real) && v.real != 0.0))
             width_ = std::max(width_, format_raw(v).size());
 }
 
-GRAFT_INLINE std::string element_formatter::format(double v) const {
+GRAFT_INLINE std::string element_formatter::format(const print_value& v) const {
     std::string s = format_raw(v);
     return std::string(width_ - std::min(width_, s.size()), ' ') + s;
 }
 
-GRAFT_INLINE std::string element_formatter::format_raw(double v) const {
+GRAFT_INLINE std::string element_formatter::format_raw(const print_value& e) const {
     char buf[64];
-    if (type_ == dtype::bool_) return v != 0.0 ? "True" : "False";
+    if (type_ == dtype::bool_) return e.real != 0.0 ? "True" : "False";
     if (type_ == dtype::int64) {
-        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(e.integer));
         return buf;
     }
+    const double v = e.real;
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (sci_) std::snprintf(buf, sizeof buf, "%.4e", v);
@@ -53,14 +63,14 @@ GRAFT_INLINE std::string element_formatter::format_raw(double v) const {
     return buf;
 }
 
-GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<double>& out) {
+GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_options& o, std::vector<print_value>& out) {
     if (t.dim() == 0) {
-        out.push_back(t.item<double>());
+        out.push_back(read_print_value(t));
         return;
     }
     const std::int64_t n = t.size(0);
     auto visit = [&](std::int64_t i) {
-        if (t.dim() == 1) out.push_back(raw::select(t, 0, i).item<double>());
+        if (t.dim() == 1) out.push_back(read_print_value(raw::select(t, 0, i)));
         else collect_shown(raw::select(t, 0, i), summarize, o, out);
     };
     if (summarize && n > 2 * o.edgeitems) {
@@ -73,7 +83,7 @@ GRAFT_INLINE void collect_shown(const Tensor& t, bool summarize, const print_opt
 
 GRAFT_INLINE std::string format_tensor(const Tensor& t, const element_formatter& f, std::size_t indent, bool summarize,
                                        const print_options& o) {
-    if (t.dim() == 0) return f.format(t.item<double>());
+    if (t.dim() == 0) return f.format(read_print_value(t));
     const std::int64_t n = t.size(0);
     std::vector<std::int64_t> idx;
     bool ellipsis = summarize && n > 2 * o.edgeitems;
@@ -87,7 +97,7 @@ GRAFT_INLINE std::string format_tensor(const Tensor& t, const element_formatter&
         std::vector<std::string> items;
         for (std::size_t k = 0; k < idx.size(); ++k) {
             if (ellipsis && k == static_cast<std::size_t>(o.edgeitems)) items.emplace_back(" ...");
-            items.push_back(f.format(raw::select(t, 0, idx[k]).item<double>()));
+            items.push_back(f.format(read_print_value(raw::select(t, 0, idx[k]))));
         }
         const auto elem_len = static_cast<std::int64_t>(f.width() + 2);
         const std::int64_t per_line =
@@ -124,7 +134,7 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
         show_size = t.dim() != 1;
     } else {
         const bool summarize = t.numel() > o.threshold;
-        std::vector<double> shown;
+        std::vector<detail::print_value> shown;
         detail::collect_shown(t, summarize, o, shown);
         const detail::element_formatter f(t.type(), shown);
         body = detail::format_tensor(t, f, 7, summarize, o);
