@@ -1,0 +1,480 @@
+// Forward values and gradients at special inputs (NaN, +-inf, +-0, 1e-300, large and ordinary
+// values) against PyTorch 1.13's: tests/fixtures/special_values.txt, written by
+// tests/fixtures/gen_special_values.py (its header gives the format). Each fixture case names an
+// op of the table below, which maps it to the graft call with the same argument meanings; the
+// gradient is that of sum(out * seed) with the fixture's fixed seed, run through eager autograd.
+// Values agree when both are NaN, when infinities are equal, or when finite values are within
+// a relative tolerance (1e-12 in float64, 2e-5 in float32) plus an absolute one; -0.0 and 0.0
+// count as equal. The absolute tolerance is 1e-300 (none to speak of) for the elementwise ops,
+// whose results are single roundings of one formula, and 1e-14 for reductions, losses and
+// matmul, whose sums cancel terms of magnitude up to 30 (torch and graft add in different
+// orders). gelu and normal_cdf allow 1e-190: torch.special.ndtr computes 0.5 * (1 + erf(x / sqrt 2)),
+// which is 2% low at x = -8 and 0 below -8.5, where graft's erfc keeps the tail (4.9e-198 at
+// -30): graft is the accurate one there. Every disagreeing element is a failed check whose
+// message gives the op, its parameters, the inputs at that element, torch's value and graft's.
+//
+// Set GRAFT_SPECIAL_VALUES_REPORT to a file name to also get every mismatch as one line of a
+// list there (appended), the form the mismatch report is made from.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <graft/graft.hpp>
+
+namespace {
+
+namespace F = graft::nn::functional;
+using graft::Tensor;
+
+// ---------------------------------------------------------------- the fixture
+
+struct fixture_input {
+    char kind = 'f';  // f: floating (the case's dtype), i: int64, b: bool
+    graft::int_list sizes;
+    std::vector<double> values;
+};
+
+struct fixture_grad {
+    std::size_t input = 0;
+    std::optional<std::vector<double>> values;  // nullopt: torch gives none (zeros)
+};
+
+struct fixture_case {
+    int line = 0;
+    std::string op;
+    graft::dtype type = graft::dtype::float64;
+    std::vector<double> params;
+    std::vector<fixture_input> inputs;
+    graft::int_list out_sizes;
+    std::vector<double> out;
+    std::vector<fixture_grad> grads;
+};
+
+/// The fixture's seed: grad_output[i] = seed_pattern[i % 4].
+constexpr double seed_pattern[4] = {1.5, -0.75, 1.25, 2.0};
+
+double parse_number(const std::string& token, int line) {
+    char* end = nullptr;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end == token.c_str() || *end != '\0') FAIL("special_values.txt line " << line << ": bad number '" << token << "'");
+    return v;
+}
+
+graft::int_list read_sizes(std::istringstream& in) {
+    std::size_t rank = 0;
+    in >> rank;
+    graft::int_list sizes(rank);
+    for (auto& s : sizes) in >> s;
+    return sizes;
+}
+
+std::int64_t numel_of(const graft::int_list& sizes) {
+    std::int64_t n = 1;
+    for (const auto s : sizes) n *= s;
+    return n;
+}
+
+std::vector<double> read_values(std::istringstream& in, std::int64_t n, int line) {
+    std::vector<double> v;
+    std::string token;
+    for (std::int64_t i = 0; i < n && in >> token; ++i) v.push_back(parse_number(token, line));
+    if (static_cast<std::int64_t>(v.size()) != n)
+        FAIL("special_values.txt line " << line << ": expected " << n << " values, got " << v.size());
+    return v;
+}
+
+std::vector<fixture_case> read_fixture() {
+    const std::string path = std::string(GRAFT_SOURCE_DIR) + "/tests/fixtures/special_values.txt";
+    std::ifstream file(path);
+    if (!file) FAIL("cannot open " << path);
+    std::vector<fixture_case> cases;
+    std::optional<fixture_case> current;
+    std::string text;
+    int line = 0;
+    while (std::getline(file, text)) {
+        ++line;
+        if (text.empty() || text[0] == '#') continue;
+        std::istringstream in(text);
+        std::string key;
+        in >> key;
+        if (key == "case") {
+            if (current) FAIL("special_values.txt line " << line << ": case inside a case");
+            current.emplace();
+            current->line = line;
+            std::string type;
+            std::size_t nparams = 0;
+            in >> current->op >> type >> nparams;
+            current->type = type == "float32" ? graft::dtype::float32 : graft::dtype::float64;
+            current->params = read_values(in, static_cast<std::int64_t>(nparams), line);
+        } else if (!current) {
+            FAIL("special_values.txt line " << line << ": '" << key << "' outside a case");
+        } else if (key == "in") {
+            fixture_input x;
+            in >> x.kind;
+            x.sizes = read_sizes(in);
+            x.values = read_values(in, numel_of(x.sizes), line);
+            current->inputs.push_back(std::move(x));
+        } else if (key == "out") {
+            current->out_sizes = read_sizes(in);
+            current->out = read_values(in, numel_of(current->out_sizes), line);
+        } else if (key == "grad") {
+            fixture_grad g;
+            in >> g.input;
+            if (g.input >= current->inputs.size()) FAIL("special_values.txt line " << line << ": no input " << g.input);
+            if (text.find(" none") == std::string::npos)
+                g.values = read_values(in, numel_of(current->inputs[g.input].sizes), line);
+            current->grads.push_back(std::move(g));
+        } else if (key == "end") {
+            if (current->type == graft::dtype::float32) {
+                // The shortest repr of a float32 read as a double: round it back to that float32.
+                const auto to_f32 = [](std::vector<double>& v) {
+                    for (double& d : v) d = static_cast<double>(static_cast<float>(d));
+                };
+                to_f32(current->out);
+                for (auto& g : current->grads)
+                    if (g.values) to_f32(*g.values);
+            }
+            cases.push_back(std::move(*current));
+            current.reset();
+        } else {
+            FAIL("special_values.txt line " << line << ": unknown record '" << key << "'");
+        }
+    }
+    if (current) FAIL("special_values.txt: the case at line " << current->line << " has no end");
+    return cases;
+}
+
+const std::vector<fixture_case>& fixture() {
+    static const std::vector<fixture_case> cases = read_fixture();
+    return cases;
+}
+
+// ---------------------------------------------------------------- the ops
+
+using op_fn = Tensor (*)(const std::vector<Tensor>&, const std::vector<double>&);
+
+struct op_entry {
+    const char* family;  // the TEST_CASE that runs it
+    op_fn fn;
+    double abs_tol = 0.0;  // float64 absolute tolerance, if larger than the family's
+};
+
+F::reduction reduction_of(double p) {
+    return p == 0.0 ? F::reduction::none : p == 1.0 ? F::reduction::mean : F::reduction::sum;
+}
+
+// NOLINTBEGIN(readability-function-size): one table
+const std::map<std::string, op_entry>& op_table() {
+    using V = std::vector<Tensor>;
+    using P = std::vector<double>;
+    using graft::scalar;
+    static const std::map<std::string, op_entry> table{
+        // Unary ops and a tensor with a number (params: the op's numbers).
+        {"neg", {"unary", [](const V& x, const P&) { return graft::neg(x[0]); }}},
+        {"abs", {"unary", [](const V& x, const P&) { return graft::abs(x[0]); }}},
+        {"exp", {"unary", [](const V& x, const P&) { return graft::exp(x[0]); }}},
+        {"log", {"unary", [](const V& x, const P&) { return graft::log(x[0]); }}},
+        {"sqrt", {"unary", [](const V& x, const P&) { return graft::sqrt(x[0]); }}},
+        {"rsqrt", {"unary", [](const V& x, const P&) { return graft::rsqrt(x[0]); }}},
+        {"tanh", {"unary", [](const V& x, const P&) { return graft::tanh(x[0]); }}},
+        {"sigmoid", {"unary", [](const V& x, const P&) { return graft::sigmoid(x[0]); }}},
+        {"relu", {"unary", [](const V& x, const P&) { return graft::relu(x[0]); }}},
+        {"sin", {"unary", [](const V& x, const P&) { return graft::sin(x[0]); }}},
+        {"cos", {"unary", [](const V& x, const P&) { return graft::cos(x[0]); }}},
+        {"sign", {"unary", [](const V& x, const P&) { return graft::sign(x[0]); }}},
+        {"square", {"unary", [](const V& x, const P&) { return graft::square(x[0]); }}},
+        // torch.special.ndtr; torch's underflows to 0 (see the top)
+        {"normal_cdf", {"unary", [](const V& x, const P&) { return graft::normal_cdf(x[0]); }, 1e-190}},
+        {"gelu", {"unary", [](const V& x, const P&) { return F::gelu(x[0], "none"); }, 1e-190}},
+        {"gelu_tanh", {"unary", [](const V& x, const P&) { return F::gelu(x[0], "tanh"); }}},
+        {"silu", {"unary", [](const V& x, const P&) { return F::silu(x[0]); }}},
+        {"softplus", {"unary", [](const V& x, const P& p) { return F::softplus(x[0], p[0], p[1]); }}},
+        {"leaky_relu", {"unary", [](const V& x, const P& p) { return F::leaky_relu(x[0], p[0]); }}},
+        {"clamp", {"unary", [](const V& x, const P& p) { return graft::clamp(x[0], scalar(p[0]), scalar(p[1])); }}},
+        {"clamp_min", {"unary", [](const V& x, const P& p) { return graft::clamp_min(x[0], scalar(p[0])); }}},
+        {"clamp_max", {"unary", [](const V& x, const P& p) { return graft::clamp_max(x[0], scalar(p[0])); }}},
+        {"pow_scalar", {"unary", [](const V& x, const P& p) { return graft::pow(x[0], scalar(p[0])); }}},
+        {"rpow_scalar", {"unary", [](const V& x, const P& p) { return graft::pow(scalar(p[0]), x[0]); }}},
+        {"add_scalar", {"unary", [](const V& x, const P& p) { return graft::add(x[0], scalar(p[0])); }}},
+        {"sub_scalar", {"unary", [](const V& x, const P& p) { return graft::sub(x[0], scalar(p[0])); }}},
+        {"rsub_scalar", {"unary", [](const V& x, const P& p) { return graft::sub(scalar(p[0]), x[0]); }}},
+        {"mul_scalar", {"unary", [](const V& x, const P& p) { return graft::mul(x[0], scalar(p[0])); }}},
+        {"div_scalar", {"unary", [](const V& x, const P& p) { return graft::div(x[0], scalar(p[0])); }}},
+        {"rdiv_scalar", {"unary", [](const V& x, const P& p) { return graft::div(scalar(p[0]), x[0]); }}},
+        {"maximum_scalar", {"unary", [](const V& x, const P& p) { return graft::maximum(x[0], scalar(p[0])); }}},
+        {"minimum_scalar", {"unary", [](const V& x, const P& p) { return graft::minimum(x[0], scalar(p[0])); }}},
+        // Binary ops on the grid of special values.
+        {"add", {"binary", [](const V& x, const P&) { return graft::add(x[0], x[1]); }}},
+        {"sub", {"binary", [](const V& x, const P&) { return graft::sub(x[0], x[1]); }}},
+        {"mul", {"binary", [](const V& x, const P&) { return graft::mul(x[0], x[1]); }}},
+        {"div", {"binary", [](const V& x, const P&) { return graft::div(x[0], x[1]); }}},
+        {"pow", {"binary", [](const V& x, const P&) { return graft::pow(x[0], x[1]); }}},
+        {"maximum", {"binary", [](const V& x, const P&) { return graft::maximum(x[0], x[1]); }}},
+        {"minimum", {"binary", [](const V& x, const P&) { return graft::minimum(x[0], x[1]); }}},
+        {"where", {"binary", [](const V& x, const P&) { return graft::where(x[0], x[1], x[2]); }}},
+        {"where_scalar_other", {"binary", [](const V& x, const P& p) { return graft::where(x[0], x[1], scalar(p[0])); }}},
+        {"where_scalar_self", {"binary", [](const V& x, const P& p) { return graft::where(x[0], scalar(p[0]), x[1]); }}},
+        // Reductions over dim 1 of [1, 4] (_dim), over every dim (_all); softmax, layer_norm.
+        {"sum_dim", {"reduction", [](const V& x, const P&) { return graft::sum(x[0], {1}, false); }}},
+        {"mean_dim", {"reduction", [](const V& x, const P&) { return graft::mean(x[0], {1}); }}},
+        {"amax_dim", {"reduction", [](const V& x, const P&) { return graft::amax(x[0], {1}); }}},
+        {"amin_dim", {"reduction", [](const V& x, const P&) { return graft::amin(x[0], {1}); }}},
+        {"max_dim", {"reduction", [](const V& x, const P&) { return std::get<0>(graft::max(x[0], 1)); }}},
+        {"min_dim", {"reduction", [](const V& x, const P&) { return std::get<0>(graft::min(x[0], 1)); }}},
+        {"var_dim", {"reduction", [](const V& x, const P& p) { return graft::var(x[0], {1}, p[0]); }}},
+        {"std_dim", {"reduction", [](const V& x, const P& p) { return graft::std(x[0], {1}, p[0]); }}},
+        {"logsumexp_dim", {"reduction", [](const V& x, const P&) { return graft::logsumexp(x[0], {1}); }}},
+        {"softmax", {"reduction", [](const V& x, const P&) { return F::softmax(x[0], 1); }}},
+        {"log_softmax", {"reduction", [](const V& x, const P&) { return F::log_softmax(x[0], 1); }}},
+        {"layer_norm", {"reduction", [](const V& x, const P&) { return F::layer_norm(x[0], {x[0].size(-1)}); }}},
+        {"layer_norm_affine",
+         {"reduction", [](const V& x, const P&) { return F::layer_norm(x[0], {x[0].size(-1)}, x[1], x[2], 1e-5); }}},
+        {"sum_all", {"reduction", [](const V& x, const P&) { return graft::sum(x[0]); }}},
+        {"mean_all", {"reduction", [](const V& x, const P&) { return graft::mean(x[0]); }}},
+        {"amax_all", {"reduction", [](const V& x, const P&) { return graft::amax(x[0]); }}},
+        {"amin_all", {"reduction", [](const V& x, const P&) { return graft::amin(x[0]); }}},
+        {"max_all", {"reduction", [](const V& x, const P&) { return graft::max(x[0]); }}},
+        {"min_all", {"reduction", [](const V& x, const P&) { return graft::min(x[0]); }}},
+        {"var_all", {"reduction", [](const V& x, const P& p) { return graft::var(x[0], {}, p[0]); }}},
+        {"std_all", {"reduction", [](const V& x, const P& p) { return graft::std(x[0], {}, p[0]); }}},
+        {"logsumexp_all", {"reduction", [](const V& x, const P&) { return graft::logsumexp(x[0], {}); }}},
+        // Losses (params: reduction 0 none / 1 mean / 2 sum, then the op's other numbers).
+        {"mse_loss", {"loss", [](const V& x, const P& p) { return F::mse_loss(x[0], x[1], reduction_of(p[0])); }}},
+        {"l1_loss", {"loss", [](const V& x, const P& p) { return F::l1_loss(x[0], x[1], reduction_of(p[0])); }}},
+        {"smooth_l1_loss",
+         {"loss", [](const V& x, const P& p) { return F::smooth_l1_loss(x[0], x[1], reduction_of(p[0]), p[1]); }}},
+        {"bce_logits",
+         {"loss",
+          [](const V& x, const P& p) { return F::binary_cross_entropy_with_logits(x[0], x[1], {}, reduction_of(p[0])); }}},
+        {"bce_logits_weighted", {"loss", [](const V& x, const P& p) {
+                                     return F::binary_cross_entropy_with_logits(x[0], x[1], x[2], reduction_of(p[0]), x[3]);
+                                 }}},
+        {"cross_entropy", {"loss", [](const V& x, const P& p) {
+                               return F::cross_entropy(x[0], x[1], {}, static_cast<std::int64_t>(p[1]), reduction_of(p[0]),
+                                                       p[2]);
+                           }}},
+        {"cross_entropy_weighted", {"loss", [](const V& x, const P& p) {
+                                        return F::cross_entropy(x[0], x[1], x[2], static_cast<std::int64_t>(p[1]),
+                                                                reduction_of(p[0]), p[2]);
+                                    }}},
+        {"cross_entropy_probs",
+         {"loss", [](const V& x, const P& p) { return F::cross_entropy(x[0], x[1], {}, -100, reduction_of(p[0]), p[1]); }}},
+        {"nll_loss", {"loss", [](const V& x, const P& p) {
+                          return F::nll_loss(x[0], x[1], {}, static_cast<std::int64_t>(p[1]), reduction_of(p[0]));
+                      }}},
+        {"nll_loss_weighted", {"loss", [](const V& x, const P& p) {
+                                   return F::nll_loss(x[0], x[1], x[2], static_cast<std::int64_t>(p[1]), reduction_of(p[0]));
+                               }}},
+        // matmul: mm, mv and dot with one special entry.
+        {"matmul", {"matmul", [](const V& x, const P&) { return graft::matmul(x[0], x[1]); }}},
+    };
+    return table;
+}
+// NOLINTEND(readability-function-size)
+
+// ---------------------------------------------------------------- comparing
+
+bool is_elementwise_family(const std::string& family) { return family == "unary" || family == "binary"; }
+
+struct tolerance {
+    double rel = 1e-12, abs = 1e-300;
+};
+
+tolerance tolerance_of(const fixture_case& c, const op_entry& e) {
+    if (c.type == graft::dtype::float32) return {2e-5, 1e-30};
+    tolerance t;
+    if (!is_elementwise_family(e.family)) t.abs = 1e-14;
+    t.abs = std::max(t.abs, e.abs_tol);
+    return t;
+}
+
+bool same_value(double want, double got, tolerance tol) {
+    if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
+    if (std::isinf(want) || std::isinf(got)) return want == got;
+    return std::abs(want - got) <= tol.abs + tol.rel * std::max(std::abs(want), std::abs(got));
+}
+
+std::string show(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::ostringstream s;
+    s.precision(17);
+    s << v;
+    return s.str();
+}
+
+std::string show_values(const std::vector<double>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + show(v[i]);
+    return s + "]";
+}
+
+std::string describe_case(const fixture_case& c) {
+    std::string s = c.op + " " + (c.type == graft::dtype::float32 ? "float32" : "float64");
+    if (!c.params.empty()) s += " params " + show_values(c.params);
+    return s + " (fixture line " + std::to_string(c.line) + ")";
+}
+
+/// The inputs behind element i of a result with n elements: the i-th element of each input
+/// when the op is elementwise (an elementwise op, or a loss whose inputs all have n elements),
+/// else the inputs whole.
+std::string describe_inputs(const fixture_case& c, const op_entry& e, std::size_t i, std::size_t n) {
+    const bool elementwise = is_elementwise_family(e.family) ||
+                             (std::string(e.family) == "loss" &&
+                              std::all_of(c.inputs.begin(), c.inputs.end(),
+                                          [n](const fixture_input& x) { return x.values.size() == n; }));
+    std::string s;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+        s += (k ? ", " : "") + std::string("in") + std::to_string(k) + "=";
+        s += elementwise ? show(c.inputs[k].values[i]) : show_values(c.inputs[k].values);
+    }
+    return s;
+}
+
+std::ofstream* report_file() {
+    static std::ofstream file;
+    static const bool open = [] {
+        const char* path = std::getenv("GRAFT_SPECIAL_VALUES_REPORT");
+        if (path && *path) file.open(path, std::ios::app);
+        return file.is_open();
+    }();
+    return open ? &file : nullptr;
+}
+
+/// Checks graft's values against torch's, element by element.
+void compare(const fixture_case& c, const op_entry& e, const std::string& what, const std::vector<double>& want,
+             const std::vector<double>& got) {
+    INFO(what);  // run_case has named the case
+    CHECK(got.size() == want.size());
+    if (got.size() != want.size()) return;
+    const tolerance tol = tolerance_of(c, e);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        if (same_value(want[i], got[i], tol)) continue;
+        const std::string at = describe_inputs(c, e, i, want.size());
+        if (auto* f = report_file())
+            *f << describe_case(c) << " | " << what << "[" << i << "] | " << at << " | torch " << show(want[i])
+               << " | graft " << show(got[i]) << "\n";
+        INFO("element " << i << " at " << at);
+        const std::string torch_value = show(want[i]), graft_value = show(got[i]);
+        CHECK(graft_value == torch_value);
+    }
+}
+
+Tensor make_input(const fixture_input& x, graft::dtype type) {
+    if (x.kind == 'i') {
+        std::vector<std::int64_t> v(x.values.begin(), x.values.end());
+        return graft::from_vector(v, x.sizes);
+    }
+    if (x.kind == 'b') {
+        std::vector<bool> v;
+        for (const double d : x.values) v.push_back(d != 0.0);
+        return graft::from_vector(v, x.sizes);
+    }
+    return graft::from_vector(x.values, x.sizes).to(type);
+}
+
+std::vector<double> values_of(const Tensor& t) { return t.to(graft::dtype::float64).contiguous().to_vector<double>(); }
+
+/// Runs one fixture case through eager graft and compares the forward value and the gradients.
+void run_case(const fixture_case& c) {
+    const auto it = op_table().find(c.op);
+    INFO(describe_case(c));
+    REQUIRE(it != op_table().end());
+    std::vector<Tensor> inputs;
+    for (const auto& x : c.inputs) inputs.push_back(make_input(x, c.type));
+    std::vector<graft::autograd::grad_input> wrt;
+    for (const auto& g : c.grads) {
+        inputs[g.input].requires_grad_();
+        wrt.emplace_back(inputs[g.input]);
+    }
+    Tensor out;
+    try {
+        out = it->second.fn(inputs, c.params);
+    } catch (const std::exception& e) {
+        FAIL_CHECK("graft threw in the forward: " << e.what());
+        return;
+    }
+    CHECK(out.type() == c.type);
+    CHECK(out.sizes() == c.out_sizes);
+    if (out.sizes() != c.out_sizes) return;
+    compare(c, it->second, "forward", c.out, values_of(out));
+    if (c.grads.empty()) return;
+    std::vector<double> seed_values(c.out.size());
+    for (std::size_t i = 0; i < seed_values.size(); ++i) seed_values[i] = seed_pattern[i % 4];
+    const Tensor seed = graft::from_vector(seed_values).reshape(c.out_sizes).to(c.type);
+    graft::autograd::tensor_list grads;
+    try {
+        grads = graft::autograd::grad({out}, wrt, {seed}, {}, false, true);
+    } catch (const std::exception& e) {
+        FAIL_CHECK("graft threw in the backward: " << e.what());
+        return;
+    }
+    REQUIRE(grads.size() == c.grads.size());
+    for (std::size_t k = 0; k < c.grads.size(); ++k) {
+        const auto& want = c.grads[k];
+        const std::size_t n = c.inputs[want.input].values.size();
+        const std::vector<double> expected = want.values ? *want.values : std::vector<double>(n, 0.0);
+        // An undefined gradient (graft found no path) is zeros, as torch's None.
+        const std::vector<double> got = grads[k].defined() ? values_of(grads[k]) : std::vector<double>(n, 0.0);
+        compare(c, it->second, "grad of input " + std::to_string(want.input), expected, got);
+    }
+}
+
+void run_family(const char* family, std::optional<graft::dtype> type = std::nullopt) {
+    std::size_t ran = 0;
+    for (const auto& c : fixture()) {
+        const auto it = op_table().find(c.op);
+        if (it == op_table().end() || std::string(it->second.family) != family) continue;
+        if (type && c.type != *type) continue;
+        run_case(c);
+        ++ran;
+    }
+    CHECK(ran > 0);
+}
+
+}  // namespace
+
+TEST_CASE("special values: the fixture's ops are the table's", "[autograd][nan]") {
+    std::map<std::string, int> seen;
+    for (const auto& c : fixture()) {
+        INFO(describe_case(c));
+        CHECK(op_table().count(c.op) == 1);
+        ++seen[c.op];
+    }
+    for (const auto& [name, entry] : op_table()) {
+        INFO("op " << name << " has no case in special_values.txt");
+        CHECK(seen.count(name) == 1);
+    }
+}
+
+TEST_CASE("special values: unary ops and ops with a number, float64, as PyTorch", "[autograd][nan]") {
+    run_family("unary", graft::dtype::float64);
+}
+
+TEST_CASE("special values: unary ops, float32, as PyTorch", "[autograd][nan]") {
+    run_family("unary", graft::dtype::float32);
+}
+
+TEST_CASE("special values: binary ops over the grid of special values, as PyTorch", "[autograd][nan]") {
+    run_family("binary");
+}
+
+TEST_CASE("special values: reductions, softmax and layer_norm, as PyTorch", "[autograd][nan]") {
+    run_family("reduction");
+}
+
+TEST_CASE("special values: losses, as PyTorch", "[autograd][nan]") { run_family("loss"); }
+
+TEST_CASE("special values: matmul with a NaN or infinite entry, as PyTorch", "[autograd][nan]") {
+    run_family("matmul");
+}
