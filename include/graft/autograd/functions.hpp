@@ -263,7 +263,7 @@ Tensor record_unary_op(const Tensor& a, Tensor out) {
 
 GRAFT_INLINE Tensor neg(const Tensor& a);
 inline Tensor operator-(const Tensor& a) { return neg(a); }
-/// sign(x): -1, 0 or 1 (NaN stays NaN); not differentiable (its gradient is zero).
+/// sign(x): -1, 0 or 1, and 0 at NaN (PyTorch's); its gradient is zero (SignBackward0).
 GRAFT_INLINE Tensor sign(const Tensor& a);
 GRAFT_INLINE Tensor abs(const Tensor& a);
 GRAFT_INLINE Tensor exp(const Tensor& a);

@@ -37,3 +37,12 @@ public:
 };
 
 }  // namespace graft::autograd
+
+namespace graft {
+// PyTorch's top-level spellings (torch.no_grad, torch.enable_grad, torch.is_grad_enabled,
+// torch.set_grad_enabled): the same guards and functions as graft::autograd's.
+using autograd::enable_grad;
+using autograd::is_grad_enabled;
+using autograd::no_grad;
+using autograd::set_grad_enabled;
+}  // namespace graft

@@ -53,10 +53,12 @@ namespace graft {
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, bool keepdim = false);
 
 /// The largest / smallest element of `t` as a 0-dim tensor (torch.max(t) / torch.min(t)): the
-/// same as amax(t) / amin(t) over every dimension, so NaN wins and the gradient is shared evenly
-/// among tied extremes, as PyTorch's full reductions do. An empty tensor is an error.
-[[nodiscard]] inline Tensor max(const Tensor& t) { return amax(t); }
-[[nodiscard]] inline Tensor min(const Tensor& t) { return amin(t); }
+/// value of amax(t) / amin(t) over every dimension (NaN wins). The gradient is shared evenly
+/// among the elements equal to the result, and when the result is NaN among the NaN elements
+/// (PyTorch's MaxBackward1 / MinBackward1; amax's gradient is NaN everywhere then). Graph
+/// capture records amax / amin with the attribute nan_shares. An empty tensor is an error.
+[[nodiscard]] GRAFT_INLINE Tensor max(const Tensor& t);
+[[nodiscard]] GRAFT_INLINE Tensor min(const Tensor& t);
 
 /// log(sum(exp(t))) over `dims` (all when empty), with the maximum shifted out so that large
 /// and very negative inputs neither overflow nor underflow (torch.logsumexp). Integer inputs

@@ -159,7 +159,7 @@ GRAFT_DETAIL_IR_KIND(zeros_like, "zeros_like", 1)
 GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
 GRAFT_DETAIL_IR_KIND(full_like, "full_like", 1)  // full_like[value](x): value an int, float or bool
 GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
-GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (no gradient)
+GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (a zero gradient)
 GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
 // narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
 GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)

@@ -18,6 +18,23 @@
 
 namespace graft::kernels {
 
+/// Floating-point pow as PyTorch computes x ** number on the CPU: the exponents 0.5, -0.5, 2, 3,
+/// -1 and -2 are sqrt(x), 1 / sqrt(x), x*x, x*x*x, 1 / x and 1 / (x*x) (so pow(-inf, 0.5) is
+/// NaN and pow(-0, 0.5) is -0, where IEEE pow gives inf and +0); any other exponent is
+/// std::pow. graft applies it to every exponent, tensor ones included (PyTorch uses std::pow
+/// for a tensor exponent): one definition for eager kernels, fused programs and compile-time
+/// graphs, whichever way an exponent reaches them.
+template <class T>
+[[nodiscard]] inline T pow_value(T a, T b) {
+    if (b == T(0.5)) return std::sqrt(a);
+    if (b == T(-0.5)) return T(1) / std::sqrt(a);
+    if (b == T(2)) return a * a;
+    if (b == T(3)) return a * a * a;
+    if (b == T(-1)) return T(1) / a;
+    if (b == T(-2)) return T(1) / (a * a);
+    return std::pow(a, b);
+}
+
 // normal_cdf: the standard normal CDF, 0.5*erfc(-x/sqrt(2)) (GELU's derivative's main term).
 enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, normal_cdf, sin, cos };
 enum class binary_op : int { add, sub, mul, div, pow, maximum, minimum };

@@ -67,7 +67,8 @@
 //   sin, cos : Highway Sin/Cos (<= 3 ULP) for |x| <= 39000; other lanes (large |x|,
 //          ±inf, NaN) are recomputed with std::sin/std::cos, so results are libm's.
 //   add, sub, mul, div : exact IEEE (div by 0 → ±inf or NaN).
-//   pow  : scalar std::pow per element (exact libm semantics: 0^0 = 1, negative base
+//   pow  : scalar pow_value per element (api.hpp: PyTorch's sqrt / rsqrt / x*x / ... for
+//          the exponents 0.5, -0.5, 2, 3, -1, -2, else libm's std::pow: 0^0 = 1, negative base
 //          with integral exponent, pow(x, ±inf), ...). Not vectorized.
 //   maximum, minimum : NaN if either operand is NaN (PyTorch); otherwise max/min. The
 //          sign of a zero result for max(+0,-0) is unspecified (compares equal).
@@ -217,7 +218,7 @@ HWY_INLINE void binary_impl(binary_op op, const T* a, std::ptrdiff_t sa, const T
         case binary_op::div: return drive_binary(d, b_div{}, a, sa, b, sb, out, n);
         case binary_op::pow:
             for (std::size_t i = 0; i < n; ++i)
-                out[i] = std::pow(a[static_cast<std::ptrdiff_t>(i) * sa], b[static_cast<std::ptrdiff_t>(i) * sb]);
+                out[i] = pow_value(a[static_cast<std::ptrdiff_t>(i) * sa], b[static_cast<std::ptrdiff_t>(i) * sb]);
             return;
         case binary_op::maximum: return drive_binary(d, b_max{}, a, sa, b, sb, out, n);
         case binary_op::minimum: return drive_binary(d, b_min{}, a, sa, b, sb, out, n);

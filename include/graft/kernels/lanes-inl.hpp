@@ -581,7 +581,7 @@ struct b_pow {
         hn::Store(a, d, ba);
         hn::Store(b, d, bb);
         const std::size_t n = hn::Lanes(d);
-        for (std::size_t i = 0; i < n; ++i) ba[i] = std::pow(ba[i], bb[i]);
+        for (std::size_t i = 0; i < n; ++i) ba[i] = pow_value(ba[i], bb[i]);
         return hn::Load(d, ba);
     }
 };
@@ -631,9 +631,9 @@ struct c_ge { template <class V> HWY_INLINE auto operator()(V a, V b) const { re
 struct u_sign {
     template <class D, class V> HWY_INLINE V operator()(D d, V x) const {
         using T = hn::TFromD<D>;
+        // PyTorch's (0 < x) - (x < 0): NaN and -0 give +0.
         const V zero = hn::Zero(d);
-        const V z = hn::IfThenElse(hn::IsNaN(x), x, zero);
-        return hn::IfThenElse(hn::Gt(x, zero), hn::Set(d, T(1)), hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, T(-1)), z));
+        return hn::IfThenElse(hn::Gt(x, zero), hn::Set(d, T(1)), hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, T(-1)), zero));
     }
 };
 

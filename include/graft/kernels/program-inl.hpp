@@ -263,7 +263,7 @@ HWY_NOINLINE void step_pow(T* const* cur, const program_instr& in, std::size_t m
     const T* a = cur[in.a];
     const T* b = cur[in.b];
     T* out = cur[in.out];
-    for (std::size_t j = 0; j < m; ++j) out[j] = std::pow(a[j], b[j]);
+    for (std::size_t j = 0; j < m; ++j) out[j] = pow_value(a[j], b[j]);
 }
 template <class T, class F>
 HWY_NOINLINE void step_compare(T* const* cur, const program_instr& in, std::size_t m) {

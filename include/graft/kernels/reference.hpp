@@ -204,7 +204,7 @@ constexpr T binary_scalar(binary_op op, T a, T b) {
             case binary_op::sub: return a - b;
             case binary_op::mul: return a * b;
             case binary_op::div: return a / b;
-            case binary_op::pow: return std::pow(a, b);
+            case binary_op::pow: return pow_value(a, b);
             case binary_op::maximum: return detail::fp_max(a, b);
             case binary_op::minimum: return detail::fp_min(a, b);
         }

@@ -106,6 +106,10 @@ namespace ops {
 [[nodiscard]] GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
 /// Minimum over `dims` (all when empty); NaN propagates. Throws on empty reductions.
 [[nodiscard]] GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims = {}, bool keepdim = false);
+/// amax / amin over every element for torch.max(t) / torch.min(t): the same value, recorded for
+/// graph capture as amax / amin with nan_shares (their gradient differs from amax's at NaN).
+[[nodiscard]] GRAFT_INLINE Tensor max_all(const Tensor& t);
+[[nodiscard]] GRAFT_INLINE Tensor min_all(const Tensor& t);
 
 }  // namespace ops
 }  // namespace graft

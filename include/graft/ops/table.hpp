@@ -151,8 +151,10 @@ GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x
 GRAFT_DETAIL_BINARY_DEF(add, add, "AddBackward0", 0U, 0U, return g;, return g;)
 GRAFT_DETAIL_BINARY_DEF(sub, sub, "SubBackward0", 0U, 0U, return g;, return -g;)
 GRAFT_DETAIL_BINARY_DEF(mul, mul, "MulBackward0", reads_input1, reads_input0, return g * b;, return g * a;)
-GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input0 | reads_input1, return g / b;,
-                        return -g * a / (b * b);)
+// d/db is PyTorch's -g * ((a / b) / b), a / b being the output: -g * a / (b * b) underflows
+// b * b (0 / 1e-300 gave NaN, PyTorch -0).
+GRAFT_DETAIL_BINARY_DEF(div, div, "DivBackward0", reads_input1, reads_input1 | reads_output, return g / b;,
+                        return -g * (y / b);)
 // PyTorch masks the 0 * inf cases: d/da is 0 where b == 0; d/db is 0 where a == 0 and b >= 0.
 GRAFT_DETAIL_BINARY_DEF(pow, pow, "PowBackward1", reads_input0 | reads_input1,
                         reads_input0 | reads_input1 | reads_output,
@@ -223,7 +225,8 @@ struct where_op {
     }
 };
 
-/// sign(x): -1, 0 or 1 (NaN stays NaN). Its derivative is zero, as in PyTorch.
+/// sign(x): -1, 0 or 1; 0 at NaN and at -0, as PyTorch's (0 < x) - (x < 0) (so abs's derivative
+/// g * sign(x) is 0 at NaN, as PyTorch's). Its derivative is zero, as in PyTorch.
 /// No SIMD kernel id: used by derivatives (abs) and by the compile-time graphs.
 struct sign_op {
     static constexpr std::string_view name = "sign";
@@ -234,7 +237,6 @@ struct sign_op {
     static constexpr std::array<unsigned, 1> grad_reads{0U};
     template <class T>
     [[nodiscard]] static constexpr T scalar(T x) {
-        if (x != x) return x;
         return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
     }
     template <class X>

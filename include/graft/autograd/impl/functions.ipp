@@ -199,15 +199,17 @@ GRAFT_INLINE Tensor neg(const Tensor& a) {
 }
 
 GRAFT_INLINE Tensor sign(const Tensor& a) {
-    const graft::detail::observed_op obs;  // one op for graph capture (IR kind sign): no gradient
     Tensor out;
     {
+        const graft::detail::observed_op obs;  // one op for graph capture (IR kind sign)
         const Tensor x = a.detach();
+        // (0 < x) - (x < 0), as PyTorch: NaN and -0 give +0.
         const Tensor pos = ops::where(x > 0.0, ones_like(x), zeros_like(x));
-        out = ops::where(x < 0.0, full_like(x, -1), ops::where(x != x, x, pos));
+        out = ops::where(x < 0.0, full_like(x, -1), pos);
+        obs.record("sign", {a}, out);
     }
-    obs.record("sign", {a}, out);
-    return out;
+    // SignBackward0: a zero gradient (PyTorch's), so sign(x).sum().backward() works.
+    return autograd::detail::record_unary_op<ops::def::sign_op>(a, std::move(out));
 }
 
 GRAFT_INLINE Tensor abs(const Tensor& a) {
@@ -347,6 +349,7 @@ GRAFT_INLINE Tensor amax(const Tensor& t, const int_list& dims, bool keepdim) {
 GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims, bool keepdim) {
     return autograd::detail::record_extremum("AminBackward0", t, dims, keepdim, ops::amin(t, dims, keepdim));
 }
+
 
 GRAFT_INLINE Tensor matmul(const Tensor& a, const Tensor& b) {
     Tensor out = ops::matmul(a, b);

@@ -100,6 +100,36 @@ GRAFT_INLINE std::tuple<Tensor, Tensor> min(const Tensor& t, std::int64_t dim, b
     return autograd::detail::extremum_along("min", false, t, dim, keepdim);
 }
 
+namespace autograd::detail {
+
+/// torch.max(t) / torch.min(t)'s node (PyTorch's evenly_distribute_backward): g / count to each
+/// element equal to the result, or, when the result is NaN, to each NaN element.
+GRAFT_INLINE Tensor record_full_extremum(const char* name, const Tensor& t, Tensor out) {
+    auto node = make_node(name, t);
+    if (!node) return out;
+    node->save(t);
+    set_history(out, node);
+    node->save(out, true);
+    node->backward = [](function_node& n, const tensor_list& g) -> tensor_list {
+        const Tensor x = n.saved(0), y = n.saved(1);
+        // y is 0-dim: it broadcasts. No branch on its value, so a traced backward serves all.
+        const Tensor one = ones_like(x), zero = zeros_like(x);
+        const Tensor count_mask = where(y != y, where(x != x, one, zero), where(x == y, one, zero));
+        return {where(count_mask != 0.0, g[0] / sum(count_mask), 0.0)};
+    };
+    return out;
+}
+
+}  // namespace autograd::detail
+
+GRAFT_INLINE Tensor max(const Tensor& t) {
+    return autograd::detail::record_full_extremum("MaxBackward1", t, ops::max_all(t));
+}
+
+GRAFT_INLINE Tensor min(const Tensor& t) {
+    return autograd::detail::record_full_extremum("MinBackward1", t, ops::min_all(t));
+}
+
 GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim) {
     Tensor out = ops::logsumexp(t, dims, keepdim);
     auto node = autograd::detail::make_node("LogsumexpBackward0", t);

@@ -352,7 +352,10 @@ GRAFT_INLINE Tensor& inplace_binary(const char* op, binary_kind kind, Tensor& se
             if (!binary_saves_inputs(kind))
                 return {na ? sum_to_size(g[0], sa) : Tensor{},
                         nb ? sum_to_size(kind == binary_kind::sub ? -g[0] : g[0], sb) : Tensor{}};
-            return binary_backward(kind, g[0], n.saved(0), n.saved(1), Tensor{}, na, nb, sa, sb);
+            // div's d/dother reads the output: recomputed from self's saved value (the same
+            // division, so the same bits) rather than saved, as self is overwritten.
+            const Tensor out = kind == binary_kind::div && nb ? n.saved(0) / n.saved(1) : Tensor{};
+            return binary_backward(kind, g[0], n.saved(0), n.saved(1), out, na, nb, sa, sb);
         };
     }
     commit_inplace(self, result.type() == self.type() ? result : graft::detail::raw::to(result, self.type()), node);

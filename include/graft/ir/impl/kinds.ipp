@@ -76,10 +76,12 @@ GRAFT_DETAIL_IR_KIND_RUN(mean, {
                         attr_or<bool>(op, a, "keepdim", false))};
 })
 GRAFT_DETAIL_IR_KIND_RUN(amax, {
+    if (attr_or<bool>(op, a, "nan_shares", false)) return {graft::max(tensor_arg(op, in, 0))};
     return {graft::amax(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
                         attr_or<bool>(op, a, "keepdim", false))};
 })
 GRAFT_DETAIL_IR_KIND_RUN(amin, {
+    if (attr_or<bool>(op, a, "nan_shares", false)) return {graft::min(tensor_arg(op, in, 0))};
     return {graft::amin(tensor_arg(op, in, 0), to_int_list(attr_or<std::vector<std::int64_t>>(op, a, "dims", {})),
                         attr_or<bool>(op, a, "keepdim", false))};
 })

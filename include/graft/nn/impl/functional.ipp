@@ -55,10 +55,13 @@ inline Tensor reduce(const Tensor& loss, reduction how) {
 
 /// log(1 + exp(z)) without overflow and with the exact gradient sigmoid(z) everywhere
 /// (z = 0 included): z + log(1 + exp(-z)) for z > 0, log(1 + exp(z)) otherwise, each branch
-/// fed a clamped z so that neither ever sees a positive exponent.
+/// fed a z cut to its side so that neither ever sees a positive exponent. The cut is a
+/// `where`, not a clamp: clamp's gradient is 0 at NaN, and PyTorch's formulas built on
+/// sigmoid(z) (softplus, binary_cross_entropy_with_logits) give NaN there.
 inline Tensor log1p_exp(const Tensor& z) {
-    const Tensor pos = clamp_min(z, 0.0), neg = clamp_max(z, 0.0);
-    return where(z > 0.0, pos + log(1.0 + exp(-pos)), log(1.0 + exp(neg)));
+    const Tensor positive = z > 0.0;
+    const Tensor pos = where(positive, z, 0.0), neg = where(positive, 0.0, z);
+    return where(positive, pos + log(1.0 + exp(-pos)), log(1.0 + exp(neg)));
 }
 
 /// The sizes a per-class weight [C] is viewed as to broadcast along `class_dim` of `input`.
@@ -153,10 +156,13 @@ GRAFT_INLINE Tensor silu(const Tensor& x) { return x * graft::sigmoid(x); }
 
 GRAFT_INLINE Tensor softplus(const Tensor& x, double beta, double threshold) {
     detail::check_floating("softplus", "input", x);
-    // PyTorch: x where beta x > threshold, else log1p(exp(beta x)) / beta.
+    // PyTorch: x where beta x > threshold, else log1p(exp(beta x)) / beta; the gradient
+    // sigmoid(beta x) (1 above the threshold) is NaN at NaN, hence a where and not clamp_max
+    // (whose gradient is 0 at NaN) to keep the unselected branch finite.
     const Tensor bx = x * beta;
-    const Tensor soft = detail::log1p_exp(clamp_max(bx, threshold)) / beta;
-    return where(bx > threshold, x, soft);
+    const Tensor linear = bx > threshold;
+    const Tensor soft = detail::log1p_exp(where(linear, threshold, bx)) / beta;
+    return where(linear, x, soft);
 }
 
 GRAFT_INLINE Tensor leaky_relu(const Tensor& x, double negative_slope) {
@@ -186,9 +192,14 @@ GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, re
     detail::check_pair("smooth_l1_loss", input, target);
     graft::detail::check(beta >= 0.0, "smooth_l1_loss does not support negative values for beta (got ", beta, ")");
     if (beta == 0.0) return l1_loss(input, target, how);
+    // PyTorch's branches: |d| < beta quadratic, else linear. The quadratic branch is fed d only
+    // where it is taken (an infinite d would give it a 0 * inf = NaN gradient), and NaN takes it
+    // (d / beta * g: NaN, as PyTorch's backward).
     const Tensor d = input - target;
     const Tensor z = abs(d);
-    return detail::reduce(where(z < beta, d * d * (0.5 / beta), z - 0.5 * beta), how);
+    const Tensor linear = z >= beta;
+    const Tensor dq = where(linear, 0.0, d);
+    return detail::reduce(where(linear, z - 0.5 * beta, dq * dq * (0.5 / beta)), how);
 }
 
 GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,

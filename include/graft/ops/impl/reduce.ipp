@@ -139,5 +139,17 @@ GRAFT_INLINE Tensor amin(const Tensor& t, const int_list& dims, bool keepdim) {
                     {{"dims", detail::to_vector(dims)}, {"keepdim", keepdim}});
 }
 
+GRAFT_INLINE Tensor max_all(const Tensor& t) {
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("max", kernels::reduce_op::amax, t, {}, false), "amax", {t},
+                    {{"dims", std::vector<std::int64_t>{}}, {"keepdim", false}, {"nan_shares", true}});
+}
+
+GRAFT_INLINE Tensor min_all(const Tensor& t) {
+    const detail::observed_op obs;
+    return obs.done(detail::reduce("min", kernels::reduce_op::amin, t, {}, false), "amin", {t},
+                    {{"dims", std::vector<std::int64_t>{}}, {"keepdim", false}, {"nan_shares", true}});
+}
+
 }  // namespace ops
 }  // namespace graft
