@@ -149,6 +149,15 @@ TEST_CASE("no_grad and enable_grad are thread-local scopes", "[autograd][grad_mo
         t.join();
     }
     REQUIRE(other_thread_enabled);
+    // torch.no_grad's top-level spelling: graft::no_grad is the same guard.
+    {
+        graft::no_grad guard;
+        REQUIRE_FALSE(graft::is_grad_enabled());
+        REQUIRE_FALSE((x * 2.0).requires_grad());
+        graft::set_grad_enabled(true);
+        REQUIRE((x * 2.0).requires_grad());
+    }
+    REQUIRE(graft::is_grad_enabled());
 }
 
 TEST_CASE("tensor hooks: count, replacement, removal (B1-B5)", "[autograd][hooks]") {

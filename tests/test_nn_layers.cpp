@@ -78,6 +78,11 @@ TEST_CASE("nn::LayerNorm: ones and zeros, the normalization written out, no affi
     CHECK(allclose(plain(x), y));
     CHECK_THROWS_AS(nn::LayerNorm({0}), graft::error);
     CHECK_THROWS_AS(ln(randn({2, 5})), graft::error);
+    // nn.LayerNorm(4): an integer is one normalized dimension, also through make_shared.
+    const auto from_int = std::make_shared<nn::LayerNorm>(4);
+    CHECK(from_int->normalized_shape == int_list{4});
+    CHECK(allclose((*from_int)(x), y));
+    CHECK_THROWS_AS(nn::LayerNorm(0), graft::error);
 }
 
 TEST_CASE("nn::Embedding: N(0, 1) rows, a zero padding row without gradient, errors", "[nn]") {

@@ -76,6 +76,10 @@ class LayerNorm : public Module {
 public:
     GRAFT_INLINE explicit LayerNorm(int_list normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
                                     bool bias = true, dtype type = dtype::float32);
+    /// nn.LayerNorm(16): one normalized dimension given as an integer.
+    explicit LayerNorm(std::int64_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                       bool bias = true, dtype type = dtype::float32)
+        : LayerNorm(int_list{normalized_shape}, eps, elementwise_affine, bias, type) {}
     Tensor forward(const Tensor& input) override {
         return functional::layer_norm(input, normalized_shape, weight, bias, eps);
     }
