@@ -88,3 +88,51 @@ TEST_CASE("autograd: capture::aot and jit differentiable plans give the same NaN
         CHECK(same_values(via_jit[1], eager[1].to_vector<double>()));
     }
 }
+
+TEST_CASE("autograd: max(), sign, abs, div and smooth_l1 at NaN and inf: eager, aot and jit agree",
+          "[autograd][nan]") {
+    // PyTorch's formulas, written out: max(t) with a NaN result shares g among the NaN
+    // elements (here 2 of 5: g/2 each); abs' = sign = 0 at NaN; d(a/b)/db = -g*((a/b)/b), so
+    // 0 / 1e-300 gives -0 (not 0 * inf); smooth_l1 at an infinite difference is linear (g).
+    const auto f = [](Tensor x, Tensor y) {
+        return max(x) * 4.0 + (abs(x) * 2.0).sum() + (sign(x) * y).sum() + (y / x).sum() +
+               nn::functional::smooth_l1_loss(y, x, nn::functional::reduction::sum);
+    };
+    const std::vector<double> xv{nan_v, 1e-300, -2.0, nan_v, inf_v};
+    const std::vector<double> yv{1.0, 0.0, 3.0, -1.0, 0.5};
+    const auto run_eager = [&] {
+        const Tensor x = from_vector(xv, {-1}).requires_grad_(), y = from_vector(yv, {-1}).requires_grad_();
+        return autograd::grad({f(x, y)}, {x, y});
+    };
+    const auto eager = run_eager();
+    // d/dx: max: 4/2 at the NaNs; abs: 2*sign (0 at NaN); sign*y: 0; y/x: -y/x^2 as -(y/x)/x;
+    // smooth_l1(y - x): at NaN its quadratic branch gives NaN.
+    const std::vector<double> gx = eager[0].to_vector<double>();
+    CHECK(std::isnan(gx[0]));  // smooth_l1's NaN, as PyTorch
+    // abs 2, div -((0 / 1e-300) / 1e-300) = -0 (b * b would underflow: 0 * inf = NaN),
+    // smooth_l1's quadratic branch -(y - x) = 1e-300, lost next to 2.
+    CHECK(gx[1] == 2.0);
+    CHECK(gx[2] == Approx(-2.0 - (3.0 / -2.0) / -2.0 - 1.0));           // abs -2, div, smooth_l1: d = 5 > 1 -> -1
+    CHECK(std::isnan(gx[3]));
+    // y: sign(x) + 1/x + smooth_l1' (NaN at NaN; at x = inf the linear branch: -1).
+    const std::vector<double> gy = eager[1].to_vector<double>();
+    CHECK(std::isnan(gy[0]));
+    CHECK(gy[4] == 1.0 + 0.0 - 1.0);  // sign(inf) 1, 1/inf 0, smooth_l1 linear -1
+    // The same through capture::aot and the jit's differentiable plan (bitwise, NaN = NaN).
+    const Tensor x = from_vector(xv, {-1}).requires_grad_(), y = from_vector(yv, {-1}).requires_grad_();
+    auto compiled = capture::aot(f, {x, y});
+    const auto via_aot = autograd::grad({compiled({x, y})[0]}, {x, y});
+    CHECK(same_values(via_aot[0], gx));
+    CHECK(same_values(via_aot[1], gy));
+    auto fn = jit::script(f);
+    for (int i = 0; i < 3; ++i) {
+        const auto via_jit = autograd::grad({fn(x, y)}, {x, y});
+        CHECK(same_values(via_jit[0], gx));
+        CHECK(same_values(via_jit[1], gy));
+    }
+    // max() alone: the NaN elements share the gradient.
+    const Tensor m = from_vector(xv, {-1}).requires_grad_();
+    CHECK(same_values(autograd::grad({max(m)}, {m})[0], {0.5, 0.0, 0.0, 0.5, 0.0}));
+    CHECK(max(m).grad_fn()->name() == std::string("MaxBackward1"));
+    CHECK(sign(m).grad_fn()->name() == std::string("SignBackward0"));
+}
