@@ -172,6 +172,12 @@ std::vector<op_case> public_ops() {
         {{"binary_cross_entropy_with_logits"},
          [](const V& x) { return V{F::binary_cross_entropy_with_logits(x[0], x[1])}; },
          {m34, {m34.sizes, 0.0, 1.0, false}}},
+        {{"binary_cross_entropy", "binary_cross_entropy_elements"},
+         [](const V& x) {
+             const Tensor w = from_vector(std::vector<double>{1.0, 0.5, 2.0, 1.5}, {4}).to(x[0].type());
+             return V{F::binary_cross_entropy(x[0], x[1]), F::binary_cross_entropy(x[0], x[1], w, F::reduction::sum)};
+         },
+         {{m34.sizes, 0.05, 0.95, true}, {m34.sizes, 0.0, 1.0, true}}},
         {{"cross_entropy", "nll_loss"},
          [](const V& x) {
              const Tensor target = ids({3, 0, 2});

@@ -223,6 +223,81 @@ TEST_CASE("binary_cross_entropy_with_logits: formula, weights, pos_weight, stabi
             {leaf({3, 4}, 30, -3, 3), leaf({3, 4}, 31, 0, 1), leaf({3, 4}, 32, 0.2, 2), leaf({4}, 33, 0.2, 3)});
 }
 
+TEST_CASE("binary_cross_entropy: PyTorch's formula, clamped logs, bounded gradient, errors", "[nn]") {
+    // loss = -w (t max(log x, -100) + (1 - t) max(log(1 - x), -100)); PyTorch 1.13's values for
+    // x = [1e-10, 0, 1, 0.5], t = [0, 0, 1, 0.3]: [log(1 - 1e-10) negated, 0, 0, 0.693...].
+    const std::vector<double> xs = {1e-10, 0.0, 1.0, 0.5, 0.25, 0.9}, ts = {0.0, 0.0, 1.0, 0.3, 1.0, 0.0};
+    std::vector<double> by_hand;
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        by_hand.push_back(-(ts[i] * std::max(std::log(xs[i]), -100.0) + (1 - ts[i]) * std::max(std::log(1 - xs[i]), -100.0)));
+    const Tensor x = from_vector(xs).requires_grad_(), t = from_vector(ts).requires_grad_();
+    const auto loss = dvec(F::binary_cross_entropy(x, t, {}, reduction::none));
+    CHECK(near(loss, by_hand, 1e-15));
+    CHECK(loss[0] == 1.000000082790371e-10);  // PyTorch 1.13: log(1 - x), not log1p(-x)
+    CHECK(by_hand[3] == Approx(0.5 * std::log(2.0) + 0.5 * std::log(2.0)).epsilon(1e-12));
+    // Gradients: input g (x - t) / max(x (1 - x), 1e-12) (bounded at 0 and 1, where the clamped
+    // logs would give 0 or inf); target -g logit(x) (PyTorch: x = 0 gives inf, x = 1 -inf).
+    F::binary_cross_entropy(x, t, {}, reduction::sum).backward();
+    const auto gx = dvec(x.grad()), gt_ = dvec(t.grad());
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        CHECK(gx[i] == Approx((xs[i] - ts[i]) / std::max(xs[i] * (1 - xs[i]), 1e-12)).epsilon(1e-14));
+        if (xs[i] > 0 && xs[i] < 1) CHECK(gt_[i] == Approx(-std::log(xs[i] / (1 - xs[i]))).epsilon(1e-14));
+    }
+    CHECK(gx[0] == Approx(1.0));  // PyTorch 1.13 prints 1.0000
+    CHECK(gt_[1] == std::numeric_limits<double>::infinity());
+    CHECK(gt_[2] == -std::numeric_limits<double>::infinity());
+    CHECK(x.grad_fn() == nullptr);
+    CHECK(F::binary_cross_entropy(x, t, {}, reduction::none).grad_fn()->name() == std::string("BinaryCrossEntropyBackward0"));
+    // Weight and reductions (PyTorch: 1.1247 for these three).
+    const Tensor w = d64({2.0, 3.0});
+    CHECK(val(F::binary_cross_entropy(d64({0.5, 0.25}), d64({1.0, 0.0}), w)) ==
+          Approx((2.0 * std::log(2.0) - 3.0 * std::log(0.75)) / 2));
+    CHECK(val(F::binary_cross_entropy(d64({0.5, 0.25}), d64({1.0, 0.0}), w, reduction::sum)) ==
+          Approx(2.0 * std::log(2.0) - 3.0 * std::log(0.75)));
+    CHECK(std::isnan(val(F::binary_cross_entropy(zeros({0}, dtype::float64), zeros({0}, dtype::float64)))));
+    // Errors, PyTorch's: input outside [0, 1] or NaN, other sizes, other dtypes, a weight that
+    // requires grad. The objects stay usable.
+    check_error([] { (void)F::binary_cross_entropy(d64({1.5}), d64({0.5})); }, "between 0 and 1");
+    check_error([] { (void)F::binary_cross_entropy(d64({std::nan("")}), d64({0.5})); }, "between 0 and 1");
+    check_error([] { (void)F::binary_cross_entropy(d64({0.5, 0.2}), d64({0.5})); }, "same as input size");
+    check_error([] { (void)F::binary_cross_entropy(d64({0.5}), d64({0.5}).to(dtype::float32)); }, "float");
+    check_error([] { (void)F::binary_cross_entropy(d64({0.5}), d64({0.5}), d64({2.0}).requires_grad_()); },
+                "not differentiable with respect to argument 'weight'");
+    CHECK(val(F::binary_cross_entropy(d64({0.5}), d64({1.0}), {}, reduction::sum)) == Approx(std::log(2.0)));
+    // First and second derivatives away from 0 and 1.
+    for (reduction how : {reduction::none, reduction::mean, reduction::sum})
+        check_grads([&](const tensor_list& in) { return tensor_list{F::binary_cross_entropy(in[0], in[1], {}, how)}; },
+                    {leaf({3, 4}, 40, 0.05, 0.95), leaf({3, 4}, 41, 0, 1)});
+}
+
+TEST_CASE("binary_cross_entropy under capture::aot and jit::script: as eager, one op, checked each call",
+          "[nn][capture][jit]") {
+    const auto f = [](Tensor logits, Tensor t) {
+        return F::binary_cross_entropy(sigmoid(logits), t, {}, reduction::sum);
+    };
+    // Saturated sigmoids (float32: sigmoid(-120) = 0, sigmoid(40) = 1) hit the bounded gradient.
+    const Tensor logits = tensor({-120.0f, 40.0f, 0.5f, -1.0f}).requires_grad_();
+    const Tensor t = tensor({0.0f, 1.0f, 0.25f, 1.0f});
+    const Tensor eager_loss = f(logits, t);
+    const Tensor eager_grad = autograd::grad({eager_loss}, {logits})[0];
+    auto compiled = capture::aot(f, {logits, t});
+    const Tensor aot_loss = compiled({logits, t})[0];
+    CHECK(equal(aot_loss, eager_loss));
+    CHECK(equal(autograd::grad({aot_loss}, {logits})[0], eager_grad));
+    auto fn = jit::script(f);
+    for (int i = 0; i < 3; ++i) {
+        const Tensor l = fn(logits, t);
+        CHECK(equal(l, eager_loss));
+        CHECK(equal(autograd::grad({l}, {logits})[0], eager_grad));
+    }
+    const std::string text = ir::to_string(capture::trace(f, {logits, t}).graph());
+    CHECK(text.find("binary_cross_entropy") != std::string::npos);
+    // A probability outside [0, 1] fed to the compiled graph is refused, as eagerly.
+    const auto g = [](Tensor p, Tensor q) { return F::binary_cross_entropy(p, q); };
+    auto compiled_g = capture::aot(g, {tensor({0.5f}), tensor({1.0f})});
+    CHECK_THROWS_AS(compiled_g({tensor({1.5f}), tensor({1.0f})}), graft::error);
+}
+
 TEST_CASE("nll_loss and cross_entropy with class indices: reference loop, weights, ignore_index, label_smoothing",
           "[nn]") {
     const Tensor logits = leaf({5, 4}, 40, -2, 2).detach();

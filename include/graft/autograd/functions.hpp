@@ -281,6 +281,14 @@ GRAFT_INLINE Tensor sin(const Tensor& a);
 /// float32 in SIMD float32 arithmetic (<= 5 ULP), float64 with std::erfc per element.
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
+namespace autograd::detail {
+/// Binary cross entropy per element (ops::binary_cross_entropy) with PyTorch's backward,
+/// BinaryCrossEntropyBackward0: input g * (x - t) / max(x (1 - x), 1e-12) (bounded where the
+/// log's derivative is not), target -g * logit(x). nn::functional::binary_cross_entropy adds
+/// the weight and the reduction; graph capture records one binary_cross_entropy op.
+GRAFT_INLINE Tensor binary_cross_entropy_elements(const Tensor& input, const Tensor& target);
+}  // namespace autograd::detail
+
 /// GELU, exact (erf) or "tanh" approximation, as torch.nn.functional.gelu; twice differentiable.
 GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
 

@@ -160,6 +160,8 @@ GRAFT_DETAIL_IR_KIND(ones_like, "ones_like", 1)
 GRAFT_DETAIL_IR_KIND(full_like, "full_like", 1)  // full_like[value](x): value an int, float or bool
 GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact GELU's derivative)
 GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (a zero gradient)
+// binary_cross_entropy(input, target): per element, with PyTorch's backward (not a composite).
+GRAFT_DETAIL_IR_KIND(binary_cross_entropy, "binary_cross_entropy", 2)
 GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
 // narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
 GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
@@ -370,7 +372,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::binary_cross_entropy, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,

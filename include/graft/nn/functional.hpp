@@ -58,6 +58,15 @@ enum class reduction { none, mean, sum };
 [[nodiscard]] GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                                                  reduction how = reduction::mean, double beta = 1.0);
 
+/// Binary cross entropy of probabilities x in [0, 1] (a sigmoid's output) and targets t:
+/// -weight * (t * max(log(x), -100) + (1 - t) * max(log(1 - x), -100)), reduced. input and
+/// target have the same shape and dtype; an input element outside [0, 1] (or NaN) is an error
+/// on every call. Gradients as PyTorch's: input g * (x - t) / max(x (1 - x), 1e-12), target
+/// -g * logit(x); `weight` (broadcast to the input) must not require grad, as in PyTorch.
+/// binary_cross_entropy_with_logits is the stabler choice on logits.
+[[nodiscard]] GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                                                       const Tensor& weight = {}, reduction how = reduction::mean);
+
 /// Binary cross entropy on logits x and targets t in [0, 1], in the stable form
 /// (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x), times `weight` (broadcast to the input),
 /// reduced. pos_weight broadcasts along the last (class) dimension. Differentiable in input,

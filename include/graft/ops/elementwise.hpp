@@ -235,6 +235,11 @@ namespace ops {
 [[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
 /// The standard normal CDF 0.5*erfc(-x/sqrt(2)) of a floating-point tensor (IR kind normal_cdf).
 [[nodiscard]] GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
+/// Binary cross entropy per element, as PyTorch 1.13's CPU kernel:
+/// (t - 1) * max(log(1 - x), -100) - t * max(log(x), -100). `input` and `target` have the same
+/// sizes and floating dtype; every input element must be in [0, 1] (NaN is not), checked on
+/// each call. IR kind binary_cross_entropy.
+[[nodiscard]] GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target);
 
 }  // namespace ops
 }  // namespace graft

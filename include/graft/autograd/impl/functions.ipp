@@ -263,6 +263,21 @@ GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
                                           });
 }
 
+GRAFT_INLINE Tensor autograd::detail::binary_cross_entropy_elements(const Tensor& input, const Tensor& target) {
+    Tensor out = ops::binary_cross_entropy(input, target);
+    auto node = make_node("BinaryCrossEntropyBackward0", input, target);
+    if (!node) return out;
+    node->save(input);
+    node->save(target);
+    node->backward = [](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
+        const Tensor x = n.saved(0), t = n.saved(1);
+        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] * (x - t) / maximum((1.0 - x) * x, 1e-12) : Tensor{});
+        grad_inputs.push_back(n.needs_input_grad(1) ? -g[0] * log(x / (1.0 - x)) : Tensor{});
+    };
+    set_history(out, std::move(node));
+    return out;
+}
+
 GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     Tensor out = ops::gelu(a, approximate);
     if (approximate == "none")

@@ -105,6 +105,9 @@ GRAFT_DETAIL_IR_KIND_RUN(full_like, {
 })
 GRAFT_DETAIL_IR_KIND_RUN(normal_cdf, { return {graft::normal_cdf(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(sign, { return {graft::sign(tensor_arg(op, in, 0))}; })
+GRAFT_DETAIL_IR_KIND_RUN(binary_cross_entropy, {
+    return {autograd::detail::binary_cross_entropy_elements(tensor_arg(op, in, 0), tensor_arg(op, in, 1))};
+})
 GRAFT_DETAIL_IR_KIND_RUN(logical_and, { return {graft::logical_and(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
 GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
     // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.

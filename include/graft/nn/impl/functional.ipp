@@ -202,6 +202,19 @@ GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, re
     return detail::reduce(where(linear, z - 0.5 * beta, dq * dq * (0.5 / beta)), how);
 }
 
+GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                         reduction how) {
+    constexpr const char* op = "binary_cross_entropy";
+    detail::check_pair(op, input, target);
+    detail::check_broadcasts_to(op, "weight", weight, input);
+    graft::detail::check(!weight.defined() || !weight.requires_grad(), op,
+                         ": The function 'binary_cross_entropy' is not differentiable with respect to argument "
+                         "'weight'. This input cannot have requires_grad True.");
+    Tensor loss = autograd::detail::binary_cross_entropy_elements(input, target);
+    if (weight.defined()) loss = loss * weight;
+    return detail::reduce(loss, how);
+}
+
 GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                                      reduction how, const Tensor& pos_weight) {
     constexpr const char* op = "binary_cross_entropy_with_logits";

@@ -2,6 +2,7 @@
 // Definitions for graft/ops/elementwise.hpp (compiled once in compiled mode; see graft/config.hpp).
 #include "graft/ops/elementwise.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -344,6 +345,34 @@ GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     const detail::observed_op obs;
     return obs.done(detail::run_unary(approximate == "none" ? kernels::unary_op::gelu : kernels::unary_op::gelu_tanh, a),
                     "gelu", {a}, {{"approximate", std::string(approximate)}});
+}
+
+GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target) {
+    constexpr const char* op = "binary_cross_entropy";
+    detail::check_defined(op, input);
+    detail::check_defined(op, target);
+    detail::check(is_floating_point(input.type()), op, ": expected a floating-point input, got ", input.type());
+    detail::check(target.type() == input.type(), op, ": Found dtype ", target.type(), " but expected ", input.type());
+    detail::check(target.sizes() == input.sizes(), op, ": Using a target size (", target.sizes(),
+                  ") that is different to the input size (", input.sizes(), ") is deprecated. Please ensure they have the same size.");
+    const detail::observed_op obs;  // one op for graph capture: IR kind binary_cross_entropy
+    const Tensor x = graft::detail::raw::contiguous(input), t = graft::detail::raw::contiguous(target);
+    Tensor out = empty(input.sizes(), input.type());
+    const auto run = [&](auto zero) {
+        using T = decltype(zero);
+        const T* xp = x.data_ptr<T>();
+        const T* tp = t.data_ptr<T>();
+        T* op_out = out.data_ptr<T>();
+        const std::int64_t n = x.numel();
+        for (std::int64_t i = 0; i < n; ++i)  // checked first: a refused call writes nothing visible
+            detail::check(xp[i] >= T(0) && xp[i] <= T(1), op, ": all elements of input should be between 0 and 1");
+        for (std::int64_t i = 0; i < n; ++i)
+            op_out[i] = (tp[i] - T(1)) * std::max(T(std::log(T(1) - xp[i])), T(-100)) -
+                        tp[i] * std::max(T(std::log(xp[i])), T(-100));
+    };
+    if (input.type() == dtype::float32) run(0.0f);
+    else run(0.0);
+    return obs.done(out, "binary_cross_entropy", {input, target});
 }
 
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
