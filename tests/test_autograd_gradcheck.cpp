@@ -54,6 +54,8 @@ TEST_CASE("gradcheck: unary ops, contiguous and non-contiguous, 0-dim", "[autogr
              {"gelu_tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, false},
              {"sin", [](const Tensor& t) { return sin(t); }, false},
              {"cos", [](const Tensor& t) { return cos(t); }, false},
+             {"log1p", [](const Tensor& t) { return log1p(t); }, true},
+             {"expm1", [](const Tensor& t) { return expm1(t); }, false},
              {"pow_scalar", [](const Tensor& t) { return pow(t, 3.0); }, false},
              {"scalar_pow", [](const Tensor& t) { return pow(2.0, t); }, false},
              {"rsub", [](const Tensor& t) { return 1.0 - t; }, false},
@@ -68,6 +70,9 @@ TEST_CASE("gradcheck: unary ops, contiguous and non-contiguous, 0-dim", "[autogr
             check_unary(f, s);
         }
     }
+    // log1p on (-1, 0) too, its derivative 1/(1+x) growing toward -1.
+    check_unary([](const Tensor& t) { return log1p(t); }, leaf({2, 3}, -0.8, 1.5, 11));
+    check_unary([](const Tensor& t) { return log1p(t.t()); }, leaf({3, 2}, -0.8, 1.5, 12));
     // Piecewise ops: first derivatives away from the kinks.
     check_unary([](const Tensor& t) { return abs(t); }, leaf({5}, 0.1, 2.0, 5) * 1.0 - 1.05, false);
     check_unary([](const Tensor& t) { return relu(t); }, leaf({2, 3}, 0.1, 1.0, 6), false);

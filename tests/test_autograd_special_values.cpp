@@ -191,6 +191,8 @@ const std::map<std::string, op_entry>& op_table() {
         {"relu", {"unary", [](const V& x, const P&) { return graft::relu(x[0]); }}},
         {"sin", {"unary", [](const V& x, const P&) { return graft::sin(x[0]); }}},
         {"cos", {"unary", [](const V& x, const P&) { return graft::cos(x[0]); }}},
+        {"log1p", {"unary", [](const V& x, const P&) { return graft::log1p(x[0]); }}},
+        {"expm1", {"unary", [](const V& x, const P&) { return graft::expm1(x[0]); }}},
         {"sign", {"unary", [](const V& x, const P&) { return graft::sign(x[0]); }}},
         {"square", {"unary", [](const V& x, const P&) { return graft::square(x[0]); }}},
         // torch.special.ndtr; torch's underflows to 0 (see the top)

@@ -138,6 +138,9 @@ std::vector<op_case> public_ops() {
              return V{abs(x[0]), sign(x[0]), exp(x[0]), log(x[1]), sqrt(x[1]), rsqrt(x[1]), neg(x[0]), sin(x[0]), cos(x[0])};
          },
          {m34, pos34}},
+        {{"log1p", "expm1"},
+         [](const V& x) { return V{log1p(x[0]), expm1(x[0]), x[0].log1p() * x[0].expm1()}; },
+         {{{3, 4}, -0.9, 2.0}}},
         {{"clamp", "clamp_min", "clamp_max"},
          [](const V& x) {
              return V{clamp(x[0], scalar(-0.5), scalar(0.7)), clamp_min(x[0], 0.1), clamp_max(x[0], 0.2)};

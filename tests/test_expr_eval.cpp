@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -255,6 +256,35 @@ TEST_CASE("expr::evaluate on traced expressions", "[expr]") {
     }
 }
 
+TEST_CASE("expr::evaluate: log1p and expm1 are the eager kernels' values, special values included", "[expr]") {
+    target_guard guard;
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto e = ex::trace<1>([](auto x) { return ex::outputs_of(log1p(x), expm1(x), log1p(x) * expm1(x)); });
+    // The same values, the sign of a zero included (NaN matches NaN).
+    const auto same = [](const Tensor& a, const Tensor& b) {
+        const auto va = a.to(graft::dtype::float64).contiguous().to_vector<double>();
+        const auto vb = b.to(graft::dtype::float64).contiguous().to_vector<double>();
+        for (std::size_t i = 0; i < va.size(); ++i) {
+            if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+            if (!(va[i] == vb[i] && std::signbit(va[i]) == std::signbit(vb[i]))) return false;
+        }
+        return va.size() == vb.size();
+    };
+    for (auto t : graft::kernels::available_targets()) {
+        graft::kernels::set_target(t);
+        for (graft::dtype dt : {graft::dtype::float32, graft::dtype::float64}) {
+            INFO("target " << graft::kernels::target_name(t) << ", " << dt);
+            Tensor x = graft::linspace(-0.999, 100.0, 1001, dt);
+            x = graft::cat(std::vector<Tensor>{
+                x, graft::tensor({0.0, -0.0, -1.0, -2.0, 1e-30, -1e-30, 1e-8, 800.0, inf, -inf, std::nan("")}).to(dt)});
+            const auto o = ex::evaluate_all(e, x);
+            CHECK(same(o[0], graft::log1p(x)));
+            CHECK(same(o[1], graft::expm1(x)));
+            CHECK(same(o[2], graft::log1p(x) * graft::expm1(x)));
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ex::function
 
 namespace {
@@ -321,6 +351,14 @@ TEST_CASE("expr::function: gradcheck and gradgradcheck (float64)", "[expr]") {
         return {o[0], o[1]};
     };
     CHECK(graft::autograd::gradcheck(wrapped2, {leaf({6}, 10), leaf({6}, 11)}));
+    // log1p (on (-1, inf): |x| of a normal sample) and expm1: Log1PBackward0's and
+    // Expm1Backward0's formulas inside the fused backward.
+    const auto h = ex::function(ex::trace<2>([](auto x, auto y) { return log1p(abs(x)) * expm1(y); }));
+    const auto wrapped3 = [&](const graft::autograd::tensor_list& in) -> graft::autograd::tensor_list {
+        return {h(in[0], in[1])};
+    };
+    CHECK(graft::autograd::gradcheck(wrapped3, {leaf({7}, 14), leaf({7}, 15)}));
+    CHECK(graft::autograd::gradgradcheck(wrapped3, {leaf({7}, 16), leaf({7}, 17)}));
 }
 
 TEST_CASE("expr::function: numbers, no-grad, unused outputs, mixed with eager code", "[expr]") {

@@ -74,7 +74,8 @@ TEST_CASE("expr: every op of the table through the interpreter", "[expr]") {
     auto f = [](auto x, auto y) {
         return ex::outputs_of(neg(abs(exp(log(sqrt(rsqrt(tanh(sigmoid(relu(sin(cos(sign(x)))))))))))),
                               pow(abs(x) + 0.5, y) - x / y, where(logical_and(x < y, x != y), x, y),
-                              where(x <= y, x, y) + where(x >= y, x, y) + where(x == y, x, y));
+                              where(x <= y, x, y) + where(x >= y, x, y) + where(x == y, x, y),
+                              log1p(abs(x)) * expm1(y));
     };
     auto e = ex::trace<2>(f);
     const Tensor x = input({9}, 6), y = input({9}, 7);
@@ -83,6 +84,7 @@ TEST_CASE("expr: every op of the table through the interpreter", "[expr]") {
     CHECK(same_bits(outs[1], pow(abs(x) + 0.5, y) - x / y));
     CHECK(same_bits(outs[2], where(logical_and(x < y, x != y), x, y)));
     CHECK(same_bits(outs[3], where(x <= y, x, y) + where(x >= y, x, y) + where(x == y, x, y)));
+    CHECK(same_bits(outs[4], log1p(abs(x)) * expm1(y)));
 }
 
 TEST_CASE("expr: passes keep values bit for bit, signed zeros and NaN included", "[expr]") {

@@ -1584,6 +1584,56 @@ TEST_CASE("jit: gelu (erf and tanh forms) joins fusion groups, bitwise as eager"
     }
 }
 
+TEST_CASE("jit: log1p and expm1 join fusion groups, forward and backward, bitwise as eager", "[jit]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto f = [](Tensor x, Tensor b) { return log1p(x * b) * 3.0 - expm1(x * 0.5 + b); };
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        INFO(t);
+        {
+            // Forward: one fusion group, through log1p's domain edge (-1, NaN below) and expm1's
+            // saturation to -1 and overflow, with signed zeros, infinities and NaN.
+            auto fn = jit::script(f, opts());
+            for (int i = 0; i < 3; ++i) {
+                Tensor x = linspace(-3.0, 200.0, 4099, t);
+                x = cat(std::vector<Tensor>{x, tensor({0.0, -0.0, -1.0, 1e-30, -1e-30, inf, -inf, std::nan("")}).to(t)});
+                const Tensor b = rand({x.numel()}, t) * 1.5;
+                CHECK(bitwise_equal(fn(x, b), f(x, b)));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            CHECK(d.levels[0].plan->kind == jit::plan_kind::fused);
+            CHECK(d.levels[0].plan->fusion_groups == 1);
+        }
+        {
+            // Backward: Log1PBackward0 (g / (x + 1)) and Expm1Backward0 (g * (result + 1)), and the
+            // forward ops, inside fusion groups of the differentiable plan.
+            const auto loss = [&f](Tensor x, Tensor b) { return f(x, b).sum(); };
+            auto fn = jit::script(loss, opts(jit::strategy{{jit::fusion_behavior::static_, 2}}));
+            const Tensor x = linspace(-0.9, 5.0, 4099, t);
+            const Tensor b = rand({x.numel()}, t);
+            for (int i = 0; i < 3; ++i) {
+                Tensor xa = x.detach().requires_grad_(), xb = x.detach().requires_grad_();
+                const Tensor got = autograd::grad({fn(xa, b)}, {xa})[0];
+                const Tensor want = autograd::grad({loss(xb, b)}, {xb})[0];
+                CHECK(bitwise_equal(got, want));
+            }
+            const jit::debug_state d = fn.debug_state();
+            REQUIRE(d.levels[0].plan);
+            REQUIRE(d.levels[0].plan->kind == jit::plan_kind::differentiable);
+            const std::string& text = d.levels[0].plan->graph;
+            INFO(text);
+            bool log1p_fused = false, expm1_fused = false;
+            for (std::size_t at = text.find("FusionGroup"); at != std::string::npos; at = text.find("FusionGroup", at + 1)) {
+                const std::string line = text.substr(at, text.find('\n', at) - at);
+                log1p_fused = log1p_fused || line.find("log1p") != std::string::npos;
+                expm1_fused = expm1_fused || line.find("expm1") != std::string::npos;
+            }
+            CHECK(log1p_fused);
+            CHECK(expm1_fused);
+        }
+    }
+}
+
 TEST_CASE("jit: sizes a graph takes from its inputs (a view to x.size(0) rows) are symbolic", "[jit]") {
     const auto f = [](Tensor x) { return tanh(x.view({x.size(0) * x.size(1), -1})) * 2.0; };
     const std::vector<int_list> shapes{{8, 3, 2}, {8, 3, 2}, {4, 3, 4}, {4, 3, 4}, {4, 3, 4}, {6, 2, 2}, {8, 3, 2}, {5, 7, 3}};

@@ -16,7 +16,8 @@ namespace {
 
 const char* unary_name(unary_op op) {
     static const char* names[] = {"neg",  "abs",  "exp",       "log",        "sqrt", "rsqrt", "tanh",
-                                  "sigmoid", "relu", "gelu", "gelu_tanh", "normal_cdf", "sin",  "cos"};
+                                  "sigmoid", "relu", "gelu", "gelu_tanh", "normal_cdf", "sin",  "cos",
+                                  "log1p", "expm1"};
     return names[static_cast<int>(op)];
 }
 
@@ -34,6 +35,8 @@ tol unary_tol(unary_op op) {
         case unary_op::gelu_tanh: return {6, 0};  // sigmoid form, relative everywhere: max 5 ULP (all floats in [-14, 14])
         case unary_op::normal_cdf: return {5, 0};  // float32: max 5 ULP over every float in [-16, 16]
         case unary_op::sin: case unary_op::cos: return {4, 2};  // |err| <= 4 ULP or 2 eps absolute
+        case unary_op::log1p: return {2, 0};  // max 2 ULP: every float32, float64 sweeps
+        case unary_op::expm1: return {2, 0};  // max 2 ULP: every float32, float64 sweeps
     }
     return {};
 }
@@ -44,6 +47,8 @@ std::pair<double, double> unary_range(unary_op op) {
         case unary_op::exp: return {-110, 95};
         case unary_op::log: case unary_op::sqrt: case unary_op::rsqrt: return {0, 1e6};
         case unary_op::sin: case unary_op::cos: return {-100, 100};
+        case unary_op::log1p: return {-1, 30};
+        case unary_op::expm1: return {-50, 90};
         default: return {-12, 12};
     }
 }
@@ -65,7 +70,8 @@ void check_unary_all_targets() {
     target_guard guard;
     const unary_op ops[] = {unary_op::neg,  unary_op::abs,     unary_op::exp,  unary_op::log,      unary_op::sqrt,
                             unary_op::rsqrt, unary_op::tanh,   unary_op::sigmoid, unary_op::relu,  unary_op::gelu,
-                            unary_op::gelu_tanh, unary_op::normal_cdf, unary_op::sin, unary_op::cos};
+                            unary_op::gelu_tanh, unary_op::normal_cdf, unary_op::sin, unary_op::cos,
+                            unary_op::log1p, unary_op::expm1};
     for (gk::target t : gk::available_targets()) {
         gk::set_target(t);
         for (unary_op op : ops) {
@@ -337,6 +343,133 @@ TEST_CASE("kernels: float32 normal_cdf ULP bound over a dense sweep of [-16, 16]
             if (!(std::isnan(want) ? std::isnan(yd[i]) : std::memcmp(&want, &yd[i], sizeof(double)) == 0)) ++differ;
         }
         CHECK(differ == 0);
+    }
+}
+
+namespace {
+
+// log1p and expm1 at their special values, which must be std::log1p's / std::expm1's exactly
+// (the sign of a zero included), and at tiny inputs, where both return x itself.
+template <class T>
+void check_log1p_expm1_specials() {
+    using L = std::numeric_limits<T>;
+    const auto f = [](unary_op op, T x) {
+        T y;
+        gk::unary(op, &x, 1, &y, 1);
+        return y;
+    };
+    const auto same = [](T got, T want) {
+        if (std::isnan(want)) return std::isnan(got);
+        return got == want && std::signbit(got) == std::signbit(want);
+    };
+    const T inf = L::infinity();
+    const T nan = L::quiet_NaN();
+    // log1p: ±0 kept, -1 -> -inf, below -1 NaN, +inf -> +inf, NaN -> NaN.
+    CHECK(same(f(unary_op::log1p, T(0)), T(0)));
+    CHECK(same(f(unary_op::log1p, -T(0)), -T(0)));
+    CHECK(same(f(unary_op::log1p, T(-1)), -inf));
+    for (T x : {std::nextafter(T(-1), T(-2)), T(-1.5), T(-2), T(-1e6), -L::max(), -inf, nan, -nan})
+        CHECK(std::isnan(f(unary_op::log1p, x)));
+    CHECK(same(f(unary_op::log1p, inf), inf));
+    // expm1: ±0 kept, -inf -> -1, +inf -> +inf, NaN -> NaN, overflow past ln(max).
+    CHECK(same(f(unary_op::expm1, T(0)), T(0)));
+    CHECK(same(f(unary_op::expm1, -T(0)), -T(0)));
+    CHECK(same(f(unary_op::expm1, -inf), T(-1)));
+    CHECK(same(f(unary_op::expm1, inf), inf));
+    CHECK(std::isnan(f(unary_op::expm1, nan)));
+    CHECK(std::isnan(f(unary_op::expm1, -nan)));
+    const T ln_max = std::log(L::max());
+    CHECK(std::isfinite(f(unary_op::expm1, std::nextafter(ln_max, T(0)))));
+    CHECK(same(f(unary_op::expm1, std::nextafter(ln_max, inf) * T(1.0001)), inf));
+    CHECK(same(f(unary_op::expm1, L::max()), inf));
+    for (T x : {T(-40), T(-104), T(-745), T(-1e6), -L::max()}) CHECK(same(f(unary_op::expm1, x), T(-1)));
+    // Tiny inputs: log1p(x) = expm1(x) = x (the next terms, -x^2/2 and x^2/2, are far below
+    // half an ULP of x), subnormal inputs included.
+    for (T x : {T(1e-30), T(-1e-30), T(1e-20), T(-1e-20), T(1e-10) * T(1e-10) * T(1e-10), L::min(), -L::min(),
+                L::denorm_min(), -L::denorm_min(), L::min() / T(3)}) {
+        INFO("x " << x);
+        CHECK(same(f(unary_op::log1p, x), x));
+        CHECK(same(f(unary_op::expm1, x), x));
+    }
+    // Where the plain forms cancel: log(1+x) and exp(x)-1 would give 0 at x = 1e-10 (float32)
+    // or 1e-17 (float64).
+    const T small = sizeof(T) == 4 ? T(1e-10) : T(1e-17);
+    CHECK(f(unary_op::log1p, small) == small);
+    CHECK(f(unary_op::expm1, small) == small);
+    for (T x : {T(1e-4), T(-1e-4), T(0.3), T(-0.3), T(0.35), T(0.4), T(-0.75), T(std::nextafter(T(-1), T(0))),
+                T(1e10), L::max(), T(-16.9), T(-17.5), T(-36.9), T(-37.5), T(20), T(40), T(88), T(709)}) {
+        INFO("x " << x);
+        for (unary_op op : {unary_op::log1p, unary_op::expm1}) {
+            const T want = gk::reference::unary_scalar(op, x);
+            CHECK(close(f(op, x), want, unary_tol(op)));
+        }
+    }
+}
+
+// float64: |x| log-uniform in [2^lo_exp, 2^hi_exp], both signs (plus the neighbourhood of -1
+// for log1p): max ULP distance to the reference (long double, rounded once).
+double f64_ulp_sweep(unary_op op, double lo_exp, double hi_exp, std::size_t n, double& worst_x) {
+    std::mt19937_64 rng(99);
+    std::uniform_real_distribution<double> e(lo_exp, hi_exp);
+    std::vector<double> xs(n);
+    for (std::size_t i = 0; i < n; ++i) xs[i] = std::exp2(e(rng)) * ((rng() & 1) ? -1.0 : 1.0);
+    if (op == unary_op::log1p)
+        for (std::size_t i = 0; i < n / 8; ++i) xs[i] = -1.0 + std::exp2(-e(rng) - 8.0);  // just above -1
+    std::vector<double> ys(n);
+    gk::unary(op, xs.data(), 1, ys.data(), n);
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double want = gk::reference::unary_scalar(op, xs[i]);
+        if (!std::isfinite(want)) {
+            CHECK((std::isnan(want) ? std::isnan(ys[i]) : ys[i] == want));
+            continue;
+        }
+        const double u = ulp_distance(ys[i], want);
+        if (u > worst) {
+            worst = u;
+            worst_x = xs[i];
+        }
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: log1p and expm1 special values, tiny inputs and ULP bounds", "[kernels][unary][log1p]") {
+    target_guard guard;
+    for (gk::target t : gk::available_targets()) {
+        gk::set_target(t);
+        INFO("target " << gk::target_name(t));
+        check_log1p_expm1_specials<float>();
+        check_log1p_expm1_specials<double>();
+        for (unary_op op : {unary_op::log1p, unary_op::expm1}) {
+            INFO("op " << unary_name(op));
+            const double bound = unary_tol(op).ulps;
+            // float32: ~7M points over the whole finite range (both signs), every result of the
+            // reference's class (NaN below -1, -inf at -1, overflow, -1 and ±0 exactly).
+            const sweep_result r = ulp_sweep(op, 613, std::numeric_limits<float>::max());
+            INFO("float32 sweep: max ulp " << r.ulp << " at x=" << r.worst_x);
+            CHECK(r.ulp <= bound);
+            CHECK(r.class_mismatch == 0);
+            // float32: every float in [-1, 1] near the reconstruction edges (|x| around ln2/2 for
+            // expm1, -1 < x < -0.29 for log1p) in a dense stretch.
+            std::vector<float> xs;
+            for (float x = op == unary_op::expm1 ? 0.33f : -1.f; x < (op == unary_op::expm1 ? 0.4f : -0.99f);
+                 x = std::nextafter(x, 1.f))
+                xs.push_back(x);
+            std::vector<float> ys(xs.size());
+            gk::unary(op, xs.data(), 1, ys.data(), xs.size());
+            double worst = 0;
+            for (std::size_t i = 0; i < xs.size(); ++i)
+                worst = std::max(worst, ulp_distance(ys[i], gk::reference::unary_scalar(op, xs[i])));
+            INFO("float32 dense stretch: max ulp " << worst);
+            CHECK(worst <= bound);
+            // float64 against long double.
+            double wx = 0;
+            const double u64 = f64_ulp_sweep(op, -60.0, op == unary_op::expm1 ? 9.47 : 1023.0, 400000, wx);
+            INFO("float64 sweep: max ulp " << u64 << " at x=" << wx);
+            CHECK(u64 <= bound);
+        }
     }
 }
 
@@ -640,7 +773,7 @@ template <class T>
 void check_programs_bitwise() {
     using namespace kt;
     target_guard restore;
-    constexpr int num_unary = static_cast<int>(gk::unary_op::cos) + 1;
+    constexpr int num_unary = static_cast<int>(gk::unary_op::expm1) + 1;
     constexpr int num_binary = static_cast<int>(gk::binary_op::minimum) + 1;
     constexpr int num_compare = static_cast<int>(gk::compare_op::ge) + 1;
     std::mt19937 rng(7);

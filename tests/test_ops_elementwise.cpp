@@ -201,6 +201,47 @@ TEST_CASE("where selects with broadcasting and promotion", "[ops][where]") {
     REQUIRE(where(x != x, 0.0, x).to_vector<float>() == std::vector<float>{1, 0, 3});
 }
 
+TEST_CASE("log1p and expm1: accurate where log(1+x) and exp(x)-1 cancel, PyTorch's dtypes and backward nodes",
+          "[ops][log1p]") {
+    for (dtype t : {dtype::float32, dtype::float64}) {
+        INFO(t);
+        const double tiny = t == dtype::float32 ? 1e-10 : 1e-17;  // 1 + tiny rounds to 1
+        const Tensor x = tensor({tiny, -tiny, 0.0, -0.0, -1.0, -2.0}).to(t);
+        const auto l = log1p(x).to(dtype::float64).to_vector<double>();
+        const auto e = expm1(x).to(dtype::float64).to_vector<double>();
+        CHECK(log(x + 1.0).to(dtype::float64).to_vector<double>()[0] == 0.0);  // the cancellation
+        CHECK(l[0] == static_cast<double>(x.to(dtype::float64).to_vector<double>()[0]));
+        CHECK(e[0] == l[0]);
+        CHECK(l[1] == -l[0]);
+        CHECK(e[1] == -e[0]);
+        CHECK((l[2] == 0.0 && !std::signbit(l[2]) && std::signbit(l[3]) && l[3] == 0.0));
+        CHECK((e[2] == 0.0 && !std::signbit(e[2]) && std::signbit(e[3]) && e[3] == 0.0));
+        CHECK(l[4] == -std::numeric_limits<double>::infinity());
+        CHECK(std::isnan(l[5]));
+        CHECK(e[4] == Approx(std::expm1(-1.0)).epsilon(1e-6));
+        CHECK(log1p(x).type() == t);
+    }
+    // Integer tensors promote to the default float dtype, as torch.log1p / torch.expm1.
+    const Tensor i = tensor({0, 1, 2});
+    CHECK(log1p(i).type() == dtype::float32);
+    CHECK(expm1(i).type() == dtype::float32);
+    CHECK(log1p(i).to_vector<float>()[1] == static_cast<float>(std::log1p(1.0)));
+    // Backward nodes and their formulas: grad / (self + 1), grad * (result + 1).
+    const Tensor a = tensor({0.5, -0.5, 2.0}, {3}).to(dtype::float64).requires_grad_();
+    const Tensor yl = log1p(a), ye = expm1(a);
+    REQUIRE(yl.grad_fn());
+    REQUIRE(ye.grad_fn());
+    CHECK(yl.grad_fn()->name() == "Log1PBackward0");
+    CHECK(ye.grad_fn()->name() == "Expm1Backward0");
+    const auto gl = autograd::grad({yl.sum()}, {a})[0].to_vector<double>();
+    const auto ge = autograd::grad({ye.sum()}, {a})[0].to_vector<double>();
+    const auto av = a.detach().to_vector<double>();
+    for (std::size_t k = 0; k < av.size(); ++k) {
+        CHECK(gl[k] == Approx(1.0 / (1.0 + av[k])).epsilon(1e-15));
+        CHECK(ge[k] == Approx(std::exp(av[k])).epsilon(1e-15));
+    }
+}
+
 TEST_CASE("method forms and compound assignment match the free functions (PyTorch's Tensor methods)", "[ops][methods]") {
     const Tensor x = randn({3, 4}, dtype::float64), y = randn({3, 4}, dtype::float64);
     CHECK(equal(x.add(y), x + y));
@@ -214,6 +255,8 @@ TEST_CASE("method forms and compound assignment match the free functions (PyTorc
     CHECK(equal(x.div(4.0), x / 4.0));
     CHECK(equal(x.sin(), sin(x)));
     CHECK(equal(x.cos(), cos(x)));
+    CHECK(equal(x.abs().log1p(), log1p(abs(x))));
+    CHECK(equal(x.expm1(), expm1(x)));
     CHECK(equal(x.abs().rsqrt(), rsqrt(abs(x))));
     CHECK(equal(x.sign(), sign(x)));
     CHECK(equal(x.maximum(y), maximum(x, y)));

@@ -275,6 +275,10 @@ GRAFT_INLINE Tensor sigmoid(const Tensor& a);
 GRAFT_INLINE Tensor relu(const Tensor& a);
 GRAFT_INLINE Tensor cos(const Tensor& a);
 GRAFT_INLINE Tensor sin(const Tensor& a);
+/// log(1+x) (Log1PBackward0: grad / (x + 1)); accurate for small |x|.
+GRAFT_INLINE Tensor log1p(const Tensor& a);
+/// exp(x)-1 (Expm1Backward0: grad * (result + 1)); accurate for small |x|.
+GRAFT_INLINE Tensor expm1(const Tensor& a);
 
 /// The standard normal CDF Φ(x) = erfc(-x/√2)/2, from the exact gelu: Φ(x) = gelu(x)/x
 /// is unstable near 0, so it is computed elementwise by the kernel unary_op::normal_cdf:

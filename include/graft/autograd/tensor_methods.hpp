@@ -198,6 +198,8 @@ autograd::hook_handle Tensor::register_post_accumulate_grad_hook(F hook) const {
 inline Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
 inline Tensor Tensor::sin() const { return graft::sin(*this); }
 inline Tensor Tensor::cos() const { return graft::cos(*this); }
+inline Tensor Tensor::log1p() const { return graft::log1p(*this); }
+inline Tensor Tensor::expm1() const { return graft::expm1(*this); }
 inline Tensor Tensor::sign() const { return graft::sign(*this); }
 inline Tensor Tensor::square() const { return graft::square(*this); }
 inline Tensor Tensor::clamp(const std::optional<scalar>& min, const std::optional<scalar>& max) const {

@@ -235,6 +235,8 @@ public:
     [[nodiscard]] Tensor rsqrt() const;
     [[nodiscard]] Tensor sin() const;
     [[nodiscard]] Tensor cos() const;
+    [[nodiscard]] Tensor log1p() const;
+    [[nodiscard]] Tensor expm1() const;
     [[nodiscard]] Tensor sign() const;
     [[nodiscard]] Tensor square() const;
     [[nodiscard]] Tensor clamp(const std::optional<scalar>& min, const std::optional<scalar>& max = {}) const;

@@ -176,7 +176,8 @@ struct recompute_t {
 /// Save results of transcendental ops, recompute cheap arithmetic.
 struct recompute_cheap_t {
     static constexpr bool save(std::string_view op) {
-        constexpr std::string_view costly[] = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "pow"};
+        constexpr std::string_view costly[] = {"exp", "log",  "sqrt",  "rsqrt", "tanh", "sigmoid",
+                                               "sin", "cos", "log1p", "expm1", "pow"};
         for (auto c : costly)
             if (c == op) return true;
         return false;

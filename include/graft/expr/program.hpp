@@ -24,11 +24,11 @@ namespace graft::expr {
 /// Every op a graph may apply, in a fixed order (an instruction stores its index).
 using op_list = std::tuple<ops::def::neg_op, ops::def::abs_op, ops::def::exp_op, ops::def::log_op, ops::def::sqrt_op,
                            ops::def::rsqrt_op, ops::def::tanh_op, ops::def::sigmoid_op, ops::def::relu_op,
-                           ops::def::sin_op, ops::def::cos_op, ops::def::sign_op, ops::def::add_op, ops::def::sub_op,
-                           ops::def::mul_op, ops::def::div_op, ops::def::pow_op, ops::def::maximum_op,
-                           ops::def::minimum_op, ops::def::eq_op, ops::def::ne_op, ops::def::lt_op, ops::def::le_op,
-                           ops::def::gt_op, ops::def::ge_op, ops::def::where_op, ops::def::logical_and_op,
-                           sum_op, mean_op>;
+                           ops::def::sin_op, ops::def::cos_op, ops::def::log1p_op, ops::def::expm1_op,
+                           ops::def::sign_op, ops::def::add_op, ops::def::sub_op, ops::def::mul_op, ops::def::div_op,
+                           ops::def::pow_op, ops::def::maximum_op, ops::def::minimum_op, ops::def::eq_op, ops::def::ne_op,
+                           ops::def::lt_op, ops::def::le_op, ops::def::gt_op, ops::def::ge_op, ops::def::where_op,
+                           ops::def::logical_and_op, sum_op, mean_op>;
 
 inline constexpr std::size_t num_ops = std::tuple_size_v<op_list>;
 

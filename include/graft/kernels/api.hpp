@@ -36,7 +36,8 @@ template <class T>
 }
 
 // normal_cdf: the standard normal CDF, 0.5*erfc(-x/sqrt(2)) (GELU's derivative's main term).
-enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, normal_cdf, sin, cos };
+// log1p: log(1+x); expm1: exp(x)-1 (both accurate near x = 0, where the plain forms cancel).
+enum class unary_op : int { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, gelu_tanh, normal_cdf, sin, cos, log1p, expm1 };
 enum class binary_op : int { add, sub, mul, div, pow, maximum, minimum };
 enum class compare_op : int { eq, ne, lt, le, gt, ge };
 enum class reduce_op : int { sum, amax, amin };

@@ -290,6 +290,62 @@ HWY_INLINE V cos_ieee(D d, V x) {
     return fix_lanes_scalar(d, x, y, bad, [](T v) { return static_cast<T>(std::cos(v)); });
 }
 
+// log1p with std::log1p's special values: Highway's Log1p, log(u)*x/(u-1) with u = 1+x
+// rounded (D. Goldberg's correction of the rounding of 1+x; x itself where u rounds to 1, so
+// ±0 and tiny x give x exactly). Highway documents it for x >= 0; the form holds on (-1, +inf),
+// where u >= 2^-53 is a normal number (its log takes no subnormal path) and u-1 is exact for
+// x < 0 (Sterbenz). The other lanes: log1p(-1) = -inf, x < -1 -> NaN, +inf -> +inf, NaN -> NaN.
+template <class D, class V>
+HWY_INLINE V log1p_ieee(D d, V x) {
+    using T = hn::TFromD<D>;
+    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+    const V m1 = hn::Set(d, T(-1));
+    V y = hn::Log1p(d, x);
+    y = hn::IfThenElse(hn::Eq(x, m1), hn::Neg(inf), y);
+    y = hn::IfThenElse(hn::Lt(x, m1), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
+    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
+    return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// expm1 with std::expm1's special values. Highway's Expm1 forms 2^q*(1+p) - 1 for |x| >= ln2/2
+// (two roundings next to a cancellation: up to 4 ULP); here x = n*ln2 + r (n = round(x/ln2),
+// Cody-Waite split of ln2), p = expm1(r) from Highway's Expm1 on |r| <= ln2/2 (its polynomial
+// branch, r + r^2*P(r)), and expm1(x) = 2^n*p + (2^n - 1) in one multiply-add (fused where the
+// target has FMA): 2^n - 1 is exact for n >= -digits; below (x < -16.98 (f32) / -37.08 (f64))
+// (2^n + 2^n*p) - 1, whose result rounds to -1 or its neighbour. x is clamped to [lo, hi]
+// (f32 [-20, 88], f64 [-40, 709], so 2^n is a normal number); x < lo gives -1 (the rounded
+// result from -17.4 (f32) / -37.5 (f64) on), x > hi takes exp_ieee (e^x - 1 rounds as e^x
+// there; overflow to +inf past ln(max)). r + r^2*P(r) loses the sign of -0 (+0 - 0 = +0): zeros
+// are returned as they are; other tiny x give x exactly (r^2*P(r) underflows against r).
+// NaN -> NaN, -inf -> -1, +inf -> +inf. Measured: <= 2 ULP (see elementwise-inl.hpp).
+template <class D, class V>
+HWY_INLINE V expm1_ieee(D d, V x) {
+    using T = hn::TFromD<D>;
+    constexpr bool f32 = sizeof(T) == 4;
+    const hn::RebindToSigned<D> di;
+    using TI = hn::TFromD<decltype(di)>;
+    const V one = hn::Set(d, T(1));
+    const V lo = hn::Set(d, f32 ? T(-20) : T(-40));
+    const V hi = hn::Set(d, f32 ? T(88) : T(709));
+    // ln2 = hi + lo, hi with 15 (f32) / 33 (f64) significant bits: n*hi is exact.
+    const T kLn2Hi = f32 ? static_cast<T>(0x1.62e4p-1) : static_cast<T>(0x1.62e42feep-1);
+    const T kLn2Lo = f32 ? static_cast<T>(0x1.7f7d1cp-20) : static_cast<T>(0x1.a39ef35793c76p-33);
+    const V xc = hn::Min(hn::Max(hwy_math_arg(x), lo), hi);  // NaN lanes become finite (fixed at the end)
+    const V n = hn::Round(hn::Mul(xc, hn::Set(d, static_cast<T>(1.44269504088896340735992468100189214L))));
+    const V r = hn::MulAdd(n, hn::Set(d, -kLn2Lo), hn::MulAdd(n, hn::Set(d, -kLn2Hi), xc));
+    const V p = hn::Expm1(d, r);
+    constexpr int kMantBits = f32 ? 23 : 52;
+    const V s = hn::BitCast(d, hn::ShiftLeft<kMantBits>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, TI(f32 ? 127 : 1023)))));
+    V y = hn::MulAdd(s, p, hn::Sub(s, one));
+    const auto deep = hn::Lt(n, hn::Set(d, f32 ? T(-24) : T(-53)));  // 2^n - 1 not exact
+    y = hn::IfThenElse(deep, hn::Sub(hn::MulAdd(s, p, s), one), y);
+    const auto big = hn::Gt(x, hi);
+    if (HWY_UNLIKELY(!hn::AllFalse(d, big))) y = hn::IfThenElse(big, exp_ieee(d, x), y);
+    y = hn::IfThenElse(hn::Lt(x, lo), hn::Set(d, T(-1)), y);
+    y = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, y);
+    return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
 // Error-free product: returns p = fl(a*b) and sets e so that a*b = p + e exactly
 // (barring underflow/overflow). FMA targets: e = fma(a, b, -p). Others: Dekker's
 // product with Veltkamp splitting (needs round-to-nearest and no compiler contraction of
@@ -502,6 +558,8 @@ struct u_gelu_tanh {
 };
 struct u_sin { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return sin_ieee(d, x); } };
 struct u_cos { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return cos_ieee(d, x); } };
+struct u_log1p { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return log1p_ieee(d, x); } };
+struct u_expm1 { template <class D, class V> HWY_INLINE V operator()(D d, V x) const { return expm1_ieee(d, x); } };
 
 // gelu for float lanes (float32 arithmetic, see gelu_erf_f32).
 struct u_gelu_f32 {

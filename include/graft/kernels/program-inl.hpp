@@ -292,7 +292,8 @@ inline constexpr program_step<T> unary_steps[] = {
     &step_unary<T, u_neg>,  &step_unary<T, u_abs>,     &step_unary<T, u_exp>,       &step_unary<T, u_log>,
     &step_unary<T, u_sqrt>, &step_unary<T, u_rsqrt>,   &step_unary<T, u_tanh>,      &step_unary<T, u_sigmoid>,
     &step_unary<T, u_relu>, &step_unary<T, gelu_lanes<T>>, &step_unary<T, u_gelu_tanh>,
-    &step_unary<T, normal_cdf_lanes<T>>, &step_unary<T, u_sin>, &step_unary<T, u_cos>};
+    &step_unary<T, normal_cdf_lanes<T>>, &step_unary<T, u_sin>, &step_unary<T, u_cos>,
+    &step_unary<T, u_log1p>, &step_unary<T, u_expm1>};
 template <class T>
 inline constexpr program_step<T> binary_steps[] = {&step_binary<T, b_add>, &step_binary<T, b_sub>, &step_binary<T, b_mul>,
                                                    &step_binary<T, b_div>, &step_pow<T>,           &step_binary<T, b_max>,
@@ -300,7 +301,7 @@ inline constexpr program_step<T> binary_steps[] = {&step_binary<T, b_add>, &step
 template <class T>
 inline constexpr program_step<T> compare_steps[] = {&step_compare<T, c_eq>, &step_compare<T, c_ne>, &step_compare<T, c_lt>,
                                                     &step_compare<T, c_le>, &step_compare<T, c_gt>, &step_compare<T, c_ge>};
-static_assert(std::size(unary_steps<float>) == static_cast<std::size_t>(unary_op::cos) + 1);
+static_assert(std::size(unary_steps<float>) == static_cast<std::size_t>(unary_op::expm1) + 1);
 static_assert(std::size(binary_steps<float>) == static_cast<std::size_t>(binary_op::minimum) + 1);
 static_assert(std::size(compare_steps<float>) == static_cast<std::size_t>(compare_op::ge) + 1);
 

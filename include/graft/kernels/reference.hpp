@@ -183,6 +183,8 @@ constexpr T unary_scalar(unary_op op, T x) {
         case unary_op::normal_cdf: return static_cast<T>(W(0.5) * std::erfc(-w * W(0.707106781186547524400844362104849L)));
         case unary_op::sin: return static_cast<T>(std::sin(w));
         case unary_op::cos: return static_cast<T>(std::cos(w));
+        case unary_op::log1p: return static_cast<T>(std::log1p(w));
+        case unary_op::expm1: return static_cast<T>(std::expm1(w));
     }
     return x;
 }

@@ -211,6 +211,8 @@ namespace detail {
         case unary_op::normal_cdf: return "normal_cdf";
         case unary_op::sin: return "sin";
         case unary_op::cos: return "cos";
+        case unary_op::log1p: return "log1p";
+        case unary_op::expm1: return "expm1";
     }
     return "?";
 }
@@ -231,6 +233,10 @@ namespace ops {
 [[nodiscard]] GRAFT_INLINE Tensor relu(const Tensor& a);
 [[nodiscard]] GRAFT_INLINE Tensor sin(const Tensor& a);
 [[nodiscard]] GRAFT_INLINE Tensor cos(const Tensor& a);
+/// log(1+x), accurate for small |x| (log1p(-1) = -inf, x < -1 gives NaN).
+[[nodiscard]] GRAFT_INLINE Tensor log1p(const Tensor& a);
+/// exp(x)-1, accurate for small |x|.
+[[nodiscard]] GRAFT_INLINE Tensor expm1(const Tensor& a);
 /// GELU; `approximate` is "none" (exact, with erf) or "tanh", as torch.nn.functional.gelu.
 [[nodiscard]] GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate = "none");
 /// The standard normal CDF 0.5*erfc(-x/sqrt(2)) of a floating-point tensor (IR kind normal_cdf).

@@ -59,6 +59,8 @@ void sigmoid() = delete;
 void relu() = delete;
 void sin() = delete;
 void cos() = delete;
+void log1p() = delete;
+void expm1() = delete;
 void sign() = delete;
 void add() = delete;
 void sub() = delete;
@@ -115,6 +117,8 @@ GRAFT_DETAIL_UNARY_DEF(sigmoid, sigmoid, "SigmoidBackward0", reads_output, retur
 GRAFT_DETAIL_UNARY_DEF(relu, relu, "ReluBackward0", reads_output, return where(y <= 0.0, zeros_like(g), g);)
 GRAFT_DETAIL_UNARY_DEF(sin, sin, "SinBackward0", reads_input0, return g * cos(x);)
 GRAFT_DETAIL_UNARY_DEF(cos, cos, "CosBackward0", reads_input0, return -g * sin(x);)
+GRAFT_DETAIL_UNARY_DEF(log1p, log1p, "Log1PBackward0", reads_input0, return g / (x + 1.0);)
+GRAFT_DETAIL_UNARY_DEF(expm1, expm1, "Expm1Backward0", reads_output, return g * (y + 1.0);)
 #undef GRAFT_DETAIL_UNARY_DEF
 
 // ---------------------------------------------------------------- binary
@@ -267,7 +271,7 @@ struct logical_and_op {
 
 /// Every op in the table, for code that iterates over all of them.
 using all_elementwise_ops =
-    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
+    std::tuple<def::neg_op, def::abs_op, def::exp_op, def::log_op, def::sqrt_op, def::rsqrt_op, def::tanh_op, def::sigmoid_op, def::relu_op, def::sin_op, def::cos_op, def::log1p_op, def::expm1_op, def::add_op, def::sub_op, def::mul_op, def::div_op, def::pow_op, def::maximum_op, def::minimum_op, def::eq_op, def::ne_op, def::lt_op, def::le_op, def::gt_op, def::ge_op, def::where_op>;
 
 /// An op-table entry: what every layer may rely on.
 template <class Op>

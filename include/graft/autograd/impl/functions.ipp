@@ -252,6 +252,14 @@ GRAFT_INLINE Tensor sin(const Tensor& a) {
     return autograd::detail::record_unary_op<ops::def::sin_op>(a, ops::sin(a));
 }
 
+GRAFT_INLINE Tensor log1p(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::log1p_op>(a, ops::log1p(a));
+}
+
+GRAFT_INLINE Tensor expm1(const Tensor& a) {
+    return autograd::detail::record_unary_op<ops::def::expm1_op>(a, ops::expm1(a));
+}
+
 GRAFT_INLINE Tensor normal_cdf(const Tensor& a) {
     // The kernel (kernels::unary_op::normal_cdf): float32 lanes in float32 arithmetic, float64
     // per element 0.5*erfc(-x*sqrt(2)/2); graph capture records one normal_cdf op.

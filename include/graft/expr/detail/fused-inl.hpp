@@ -53,6 +53,8 @@ HWY_INLINE V apply_unary(D d, Op, V x) {
         else if constexpr (k == unary_op::gelu_tanh) return lanes::u_gelu_tanh{}(d, x);
         else if constexpr (k == unary_op::sin) return lanes::u_sin{}(d, x);
         else if constexpr (k == unary_op::cos) return lanes::u_cos{}(d, x);
+        else if constexpr (k == unary_op::log1p) return lanes::u_log1p{}(d, x);
+        else if constexpr (k == unary_op::expm1) return lanes::u_expm1{}(d, x);
         else if constexpr (k == unary_op::gelu) {
             if constexpr (sizeof(hn::TFromD<D>) == 4) return lanes::u_gelu_f32{}(d, x);
             else return lanes::u_gelu_f64{}(d, x);

@@ -339,6 +339,16 @@ GRAFT_INLINE Tensor cos(const Tensor& a) {
     return obs.done(detail::run_unary(kernels::unary_op::cos, a), "cos", {a});
 }
 
+GRAFT_INLINE Tensor log1p(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::log1p, a), "log1p", {a});
+}
+
+GRAFT_INLINE Tensor expm1(const Tensor& a) {
+    const detail::observed_op obs;
+    return obs.done(detail::run_unary(kernels::unary_op::expm1, a), "expm1", {a});
+}
+
 GRAFT_INLINE Tensor gelu(const Tensor& a, std::string_view approximate) {
     detail::check(approximate == "none" || approximate == "tanh",
                   "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
