@@ -54,14 +54,15 @@ inline Tensor reduce(const Tensor& loss, reduction how) {
 }
 
 /// log(1 + exp(z)) without overflow and with the exact gradient sigmoid(z) everywhere
-/// (z = 0 included): z + log(1 + exp(-z)) for z > 0, log(1 + exp(z)) otherwise, each branch
+/// (z = 0 included): z + log1p(exp(-z)) for z > 0, log1p(exp(z)) otherwise (log1p: exact
+/// where exp(z) is tiny, softplus(-30) = 9.3576e-14 as PyTorch's), each branch
 /// fed a z cut to its side so that neither ever sees a positive exponent. The cut is a
 /// `where`, not a clamp: clamp's gradient is 0 at NaN, and PyTorch's formulas built on
 /// sigmoid(z) (softplus, binary_cross_entropy_with_logits) give NaN there.
 inline Tensor log1p_exp(const Tensor& z) {
     const Tensor positive = z > 0.0;
     const Tensor pos = where(positive, z, 0.0), neg = where(positive, 0.0, z);
-    return where(positive, pos + log(1.0 + exp(-pos)), log(1.0 + exp(neg)));
+    return where(positive, pos + log1p(exp(-pos)), log1p(exp(neg)));
 }
 
 /// The sizes a per-class weight [C] is viewed as to broadcast along `class_dim` of `input`.
