@@ -281,6 +281,26 @@ TEST_CASE("index reductions and index ops: gradcheck and gradgradcheck in float6
             auto [s, m2] = std_mean(in[0], {0});
             return tensor_list{v * m, s + m2};
         }, {x});
+        // One node with two outputs, as PyTorch's; only one output used: the other's gradient
+        // is missing and the node's backward takes the used one's alone.
+        check_grads([](const tensor_list& in) { return tensor_list{std::get<0>(var_mean(in[0], {1}))}; }, {x});
+        check_grads([](const tensor_list& in) { return tensor_list{std::get<1>(std_mean(in[0], {0}))}; }, {x});
+        {
+            auto [v, m] = var_mean(x, {1});
+            CHECK(v.grad_fn() == m.grad_fn());
+            CHECK(v.grad_fn()->name() == std::string("VarMeanBackward0"));
+            CHECK(v.output_nr() == 0);
+            CHECK(m.output_nr() == 1);
+            auto [s, sm] = std_mean(x);
+            CHECK(s.grad_fn()->name() == std::string("StdMeanBackward0"));
+            CHECK(s.grad_fn() == sm.grad_fn());
+            // The same values as var and mean recorded apart (the same expressions, summed).
+            const Tensor g_pair = autograd::grad({(v * 3.0).sum() + (m * m.detach()).sum()}, {x})[0];
+            const Tensor m_apart = mean(x, {1});
+            const Tensor g_apart =
+                autograd::grad({(var(x, {1}) * 3.0).sum() + (m_apart * m_apart.detach()).sum()}, {x})[0];
+            CHECK(equal(g_pair, g_apart));
+        }
         // std of constant values: a zero gradient, not NaN (PyTorch's masked std_backward).
         Tensor c = full({3}, 2.0, dtype::float64).requires_grad_();
         CHECK(dvec(autograd::grad({graft::std(c)}, {c})[0]) == std::vector<double>{0.0, 0.0, 0.0});

@@ -4,7 +4,7 @@
 // logsumexp, var, std, var_mean, std_mean, gather, scatter_add, index_select (torch's ops
 // of these names). Names, defaults and errors follow PyTorch. Graph capture records each as
 // one node (outer as the unsqueezes and mul it is made of; max / min as argmax / argmin,
-// gather and squeeze; var_mean as var and mean), so every graph layer runs and
+// gather and squeeze; var_mean as var and mean, one autograd node eagerly), so every graph layer runs and
 // differentiates them.
 #include <cstdint>
 #include <optional>
@@ -74,7 +74,9 @@ namespace graft {
 /// sqrt(var) (torch.std; StdBackward0, with a zero gradient where the result is 0, as PyTorch).
 [[nodiscard]] GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims = {}, double correction = 1.0,
                                       bool keepdim = false);
-/// (var, mean) and (std, mean) over the same dims (torch.var_mean, torch.std_mean).
+/// (var, mean) and (std, mean) over the same dims (torch.var_mean, torch.std_mean): one
+/// autograd node with two outputs, VarMeanBackward0 / StdMeanBackward0, as PyTorch's (hooks
+/// and next_functions see one node); its gradient is the sum of var's (std's) and mean's.
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims = {},
                                                                double correction = 1.0, bool keepdim = false);
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims = {},

@@ -215,6 +215,18 @@ HWY_INLINE V exp_ieee(D d, V x) {
     }
 }
 
+// log's and log1p's special values around their pole p (0 for log, -1 for log1p), over the
+// vector result y: x == p -> -inf, x < p -> NaN, +inf -> +inf, NaN -> NaN (std::log's).
+template <class D, class V>
+HWY_INLINE V log_special_values(D d, V x, V y, V pole) {
+    using T = hn::TFromD<D>;
+    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+    y = hn::IfThenElse(hn::Eq(x, pole), hn::Neg(inf), y);
+    y = hn::IfThenElse(hn::Lt(x, pole), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
+    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
+    return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
 template <class D, class V>
 HWY_INLINE V log_ieee(D d, V x) {
     using T = hn::TFromD<D>;
@@ -235,11 +247,7 @@ HWY_INLINE V log_ieee(D d, V x) {
     } else {
         y = hn::Log(d, x);
     }
-    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
-    y = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), y);
-    y = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
-    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
+    return log_special_values(d, x, y, zero);
 }
 
 template <class D, class V>
@@ -298,13 +306,7 @@ HWY_INLINE V cos_ieee(D d, V x) {
 template <class D, class V>
 HWY_INLINE V log1p_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
-    const V m1 = hn::Set(d, T(-1));
-    V y = hn::Log1p(d, x);
-    y = hn::IfThenElse(hn::Eq(x, m1), hn::Neg(inf), y);
-    y = hn::IfThenElse(hn::Lt(x, m1), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
-    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
+    return log_special_values(d, x, hn::Log1p(d, x), hn::Set(d, T(-1)));
 }
 
 // expm1 with std::expm1's special values. Highway's Expm1 forms 2^q*(1+p) - 1 for |x| >= ln2/2

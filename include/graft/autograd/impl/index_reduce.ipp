@@ -198,16 +198,56 @@ GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims, double correction
     return out;
 }
 
+namespace autograd::detail {
+
+/// var_mean / std_mean: one node with two outputs (PyTorch's VarMeanBackward0 /
+/// StdMeanBackward0), whose backward adds the gradients var / std and mean would give alone
+/// (the same expressions, so the same values as two separate nodes). Either output's gradient
+/// may be missing.
+GRAFT_INLINE std::tuple<Tensor, Tensor> record_spread_mean(const char* name, bool is_std, const Tensor& t,
+                                                           const int_list& dims, double correction, bool keepdim) {
+    Tensor spread = is_std ? ops::std(t, dims, correction, keepdim) : ops::var(t, dims, correction, keepdim);
+    Tensor m = ops::mean(t, dims, keepdim);
+    auto node = make_node(name, t);
+    if (!node) return {spread, m};
+    function_node& recorded = *node;
+    recorded.save(t);
+    set_history(spread, node);
+    set_history(m, std::move(node));
+    recorded.save(is_std ? spread : Tensor{}, true);
+    const double dof = degrees_of_freedom(t, spread.numel(), correction);
+    const double count = m.numel() == 0 ? 0.0 : static_cast<double>(t.numel()) / static_cast<double>(m.numel());
+    recorded.backward = [is_std, dims, dof, count, keepdim](function_node& n, const tensor_list& g,
+                                                            tensor_list& grad_inputs) {
+        const Tensor x = n.saved(0);
+        Tensor gx;
+        if (g[0].defined()) {
+            Tensor gv = g[0];
+            if (is_std) {  // as std's node: d std = d var / (2 std), 0 where std is 0
+                const Tensor y = n.saved(1);
+                gv = masked_fill(g[0] / (y * 2.0), y == 0.0, 0.0);
+            }
+            gx = var_backward(gv, x, dims, dof, keepdim);
+        }
+        if (g.size() > 1 && g[1].defined()) {  // as mean's node
+            const Tensor gm = unsqueeze_reduced(g[1], x.sizes(), dims, keepdim).expand(x.sizes()) / count;
+            gx = gx.defined() ? gx + gm : gm;
+        }
+        grad_inputs.push_back(gx);
+    };
+    return {spread, m};
+}
+
+}  // namespace autograd::detail
+
 GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims, double correction,
                                                  bool keepdim) {
-    Tensor v = var(t, dims, correction, keepdim);
-    return {v, mean(t, dims, keepdim)};
+    return autograd::detail::record_spread_mean("VarMeanBackward0", false, t, dims, correction, keepdim);
 }
 
 GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims, double correction,
                                                  bool keepdim) {
-    Tensor s = graft::std(t, dims, correction, keepdim);
-    return {s, mean(t, dims, keepdim)};
+    return autograd::detail::record_spread_mean("StdMeanBackward0", true, t, dims, correction, keepdim);
 }
 
 // ---------------------------------------------------------------- index ops
