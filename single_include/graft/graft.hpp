@@ -3914,6 +3914,18 @@ HWY_INLINE V exp_ieee(D d, V x) {
     }
 }
 
+// log's and log1p's special values around their pole p (0 for log, -1 for log1p), over the
+// vector result y: x == p -> -inf, x < p -> NaN, +inf -> +inf, NaN -> NaN (std::log's).
+template <class D, class V>
+HWY_INLINE V log_special_values(D d, V x, V y, V pole) {
+    using T = hn::TFromD<D>;
+    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+    y = hn::IfThenElse(hn::Eq(x, pole), hn::Neg(inf), y);
+    y = hn::IfThenElse(hn::Lt(x, pole), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
+    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
+    return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
 template <class D, class V>
 HWY_INLINE V log_ieee(D d, V x) {
     using T = hn::TFromD<D>;
@@ -3934,11 +3946,7 @@ HWY_INLINE V log_ieee(D d, V x) {
     } else {
         y = hn::Log(d, x);
     }
-    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
-    y = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), y);
-    y = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
-    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
+    return log_special_values(d, x, y, zero);
 }
 
 template <class D, class V>
@@ -3997,13 +4005,7 @@ HWY_INLINE V cos_ieee(D d, V x) {
 template <class D, class V>
 HWY_INLINE V log1p_ieee(D d, V x) {
     using T = hn::TFromD<D>;
-    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
-    const V m1 = hn::Set(d, T(-1));
-    V y = hn::Log1p(d, x);
-    y = hn::IfThenElse(hn::Eq(x, m1), hn::Neg(inf), y);
-    y = hn::IfThenElse(hn::Lt(x, m1), hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
-    y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
-    return hn::IfThenElse(hn::IsNaN(x), x, y);
+    return log_special_values(d, x, hn::Log1p(d, x), hn::Set(d, T(-1)));
 }
 
 // expm1 with std::expm1's special values. Highway's Expm1 forms 2^q*(1+p) - 1 for |x| >= ln2/2
@@ -15251,7 +15253,7 @@ GRAFT_INLINE std::string to_dot(const Tensor& t) {
 // logsumexp, var, std, var_mean, std_mean, gather, scatter_add, index_select (torch's ops
 // of these names). Names, defaults and errors follow PyTorch. Graph capture records each as
 // one node (outer as the unsqueezes and mul it is made of; max / min as argmax / argmin,
-// gather and squeeze; var_mean as var and mean), so every graph layer runs and
+// gather and squeeze; var_mean as var and mean, one autograd node eagerly), so every graph layer runs and
 // differentiates them.
 #include <cstdint>
 #include <optional>
@@ -15317,7 +15319,9 @@ namespace graft {
 /// sqrt(var) (torch.std; StdBackward0, with a zero gradient where the result is 0, as PyTorch).
 [[nodiscard]] GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims = {}, double correction = 1.0,
                                       bool keepdim = false);
-/// (var, mean) and (std, mean) over the same dims (torch.var_mean, torch.std_mean).
+/// (var, mean) and (std, mean) over the same dims (torch.var_mean, torch.std_mean): one
+/// autograd node with two outputs, VarMeanBackward0 / StdMeanBackward0, as PyTorch's (hooks
+/// and next_functions see one node); its gradient is the sum of var's (std's) and mean's.
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims = {},
                                                                double correction = 1.0, bool keepdim = false);
 [[nodiscard]] GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims = {},
@@ -15554,16 +15558,56 @@ GRAFT_INLINE Tensor std(const Tensor& t, const int_list& dims, double correction
     return out;
 }
 
+namespace autograd::detail {
+
+/// var_mean / std_mean: one node with two outputs (PyTorch's VarMeanBackward0 /
+/// StdMeanBackward0), whose backward adds the gradients var / std and mean would give alone
+/// (the same expressions, so the same values as two separate nodes). Either output's gradient
+/// may be missing.
+GRAFT_INLINE std::tuple<Tensor, Tensor> record_spread_mean(const char* name, bool is_std, const Tensor& t,
+                                                           const int_list& dims, double correction, bool keepdim) {
+    Tensor spread = is_std ? ops::std(t, dims, correction, keepdim) : ops::var(t, dims, correction, keepdim);
+    Tensor m = ops::mean(t, dims, keepdim);
+    auto node = make_node(name, t);
+    if (!node) return {spread, m};
+    function_node& recorded = *node;
+    recorded.save(t);
+    set_history(spread, node);
+    set_history(m, std::move(node));
+    recorded.save(is_std ? spread : Tensor{}, true);
+    const double dof = degrees_of_freedom(t, spread.numel(), correction);
+    const double count = m.numel() == 0 ? 0.0 : static_cast<double>(t.numel()) / static_cast<double>(m.numel());
+    recorded.backward = [is_std, dims, dof, count, keepdim](function_node& n, const tensor_list& g,
+                                                            tensor_list& grad_inputs) {
+        const Tensor x = n.saved(0);
+        Tensor gx;
+        if (g[0].defined()) {
+            Tensor gv = g[0];
+            if (is_std) {  // as std's node: d std = d var / (2 std), 0 where std is 0
+                const Tensor y = n.saved(1);
+                gv = masked_fill(g[0] / (y * 2.0), y == 0.0, 0.0);
+            }
+            gx = var_backward(gv, x, dims, dof, keepdim);
+        }
+        if (g.size() > 1 && g[1].defined()) {  // as mean's node
+            const Tensor gm = unsqueeze_reduced(g[1], x.sizes(), dims, keepdim).expand(x.sizes()) / count;
+            gx = gx.defined() ? gx + gm : gm;
+        }
+        grad_inputs.push_back(gx);
+    };
+    return {spread, m};
+}
+
+}  // namespace autograd::detail
+
 GRAFT_INLINE std::tuple<Tensor, Tensor> var_mean(const Tensor& t, const int_list& dims, double correction,
                                                  bool keepdim) {
-    Tensor v = var(t, dims, correction, keepdim);
-    return {v, mean(t, dims, keepdim)};
+    return autograd::detail::record_spread_mean("VarMeanBackward0", false, t, dims, correction, keepdim);
 }
 
 GRAFT_INLINE std::tuple<Tensor, Tensor> std_mean(const Tensor& t, const int_list& dims, double correction,
                                                  bool keepdim) {
-    Tensor s = graft::std(t, dims, correction, keepdim);
-    return {s, mean(t, dims, keepdim)};
+    return autograd::detail::record_spread_mean("StdMeanBackward0", true, t, dims, correction, keepdim);
 }
 
 // ---------------------------------------------------------------- index ops
