@@ -186,7 +186,12 @@ std::vector<op_case> public_ops() {
          },
          {m34, m34, {{3, 1}}}},
         {{"pad"},
-         [](const V& x) { return V{F::pad(x[0], {1, 2}), F::pad(x[0], {-1, 2, 1, -1}, "constant", 0.5)}; }, {m34}},
+         [](const V& x) {
+             return V{F::pad(x[0], {1, 2}), F::pad(x[0], {-1, 2, 1, -1}, "constant", 0.5),
+                      F::pad(x[0], {2, 1}, "reflect"), F::pad(x[0], {1, 3}, "replicate"),
+                      F::pad(x[0].unsqueeze(0), {2, -1}, "circular")};
+         },
+         {m34}},
         {{"binary_cross_entropy_with_logits"},
          [](const V& x) { return V{F::binary_cross_entropy_with_logits(x[0], x[1])}; },
          {m34, {m34.sizes, 0.0, 1.0, false}}},

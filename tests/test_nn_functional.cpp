@@ -796,14 +796,11 @@ TEST_CASE("pad: constant mode from the last dimension, negative pads crop, gradi
     CHECK(same(y, {0.5, 0.5, 0.5, 0.5, 1.0, 2.0, 0.5, 0.5, 4.0, 5.0, 0.5, 0.5}));
     CHECK(same(autograd::grad({(y * arange(12).to(dtype::float64).view({3, 4})).sum()}, {xg})[0],
                {0.0, 4.0, 5.0, 0.0, 8.0, 9.0}));
-    // errors: PyTorch's messages; the other modes are not implemented yet
+    // errors: PyTorch's messages
     check_error([&] { (void)F::pad(x, {1}); }, "Padding length must be divisible by 2");
     check_error([&] { (void)F::pad(x, {1, 1, 1, 1, 1, 1}); }, "Padding length too large");
     check_error([&] { (void)F::pad(x, {-4, 0}); }, "negative output size");
     check_error([&] { (void)F::pad(x, {-2, -2}); }, "negative output size");
-    check_error([&] { (void)F::pad(x, {1, 1}, "reflect"); }, "not implemented yet");
-    check_error([&] { (void)F::pad(x, {1, 1}, "replicate"); }, "not implemented yet");
-    check_error([&] { (void)F::pad(x, {1, 1}, "circular"); }, "not implemented yet");
     check_error([&] { (void)F::pad(x, {1, 1}, "foo"); }, "Unrecognised padding mode");
     check_error([&] { (void)F::pad(Tensor{}, {1, 1}); }, "undefined");
     check_grads([](const tensor_list& in) { return tensor_list{F::pad(in[0], {2, -1, -1, 1, 1, 0}, "constant", 0.3)}; },
@@ -833,4 +830,56 @@ TEST_CASE("cosine_similarity, normalize and kl_div under capture::aot and jit::s
     matches(compiled({a, b, lp, t})[0]);
     auto fn = jit::script(f);
     for (int i = 0; i < 3; ++i) matches(fn(a, b, lp, t));
+}
+
+TEST_CASE("pad: reflect, replicate and circular modes as PyTorch's, gradients, errors", "[nn]") {
+    struct row {
+        std::string mode;
+        int_list sizes, pad, out_sizes;
+        std::vector<double> value, grad;
+    };
+    // x = torch.arange(n, dtype=float64).view(sizes); y = F.pad(x, pad, mode=mode);
+    // grad of (y * torch.arange(y.numel()).view(y.shape)).sum()
+    const std::vector<row> rows = {
+        {"reflect", {1, 2, 3}, {2, 1}, {1, 2, 6},
+         {2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4}, {2, 9, 4, 8, 27, 16}},
+        {"replicate", {1, 2, 3}, {3, 1}, {1, 2, 7},
+         {0, 0, 0, 0, 1, 2, 2, 3, 3, 3, 3, 4, 5, 5}, {6, 4, 11, 34, 11, 25}},
+        {"circular", {1, 2, 3}, {-1, 2}, {1, 2, 4}, {1, 2, 1, 2, 4, 5, 4, 5}, {0, 2, 4, 0, 10, 12}},
+        {"reflect", {1, 1, 2, 3}, {1, 2, 1, 0}, {1, 1, 3, 6},
+         {4, 3, 4, 5, 4, 3, 1, 0, 1, 2, 1, 0, 4, 3, 4, 5, 4, 3}, {18, 24, 9, 36, 48, 18}},
+        {"circular", {1, 1, 2, 3}, {1, 2, 1, 0}, {1, 1, 3, 6},
+         {5, 3, 4, 5, 3, 4, 2, 0, 1, 2, 0, 1, 5, 3, 4, 5, 3, 4}, {17, 19, 15, 34, 38, 30}},
+        {"replicate", {2, 3}, {-1, 2}, {2, 4}, {1, 2, 2, 2, 4, 5, 5, 5}, {0, 0, 6, 0, 4, 18}},
+    };
+    for (const row& r : rows) {
+        INFO(r.mode << " " << r.sizes << " " << r.pad);
+        std::int64_t n = 1;
+        for (auto v : r.sizes) n *= v;
+        const Tensor x = arange(n).to(dtype::float64).view(r.sizes).requires_grad_();
+        const Tensor y = F::pad(x, r.pad, r.mode);
+        REQUIRE(y.sizes() == r.out_sizes);
+        CHECK(same(y, r.value, 0.0));
+        const Tensor w = arange(y.numel()).to(dtype::float64).view(y.sizes());
+        CHECK(same(autograd::grad({(y * w).sum()}, {x})[0], r.grad, 0.0));
+    }
+    const Tensor x = arange(6).to(dtype::float64).view({1, 2, 3});
+    // F.pad(x, (2, 1), mode='replicate') of a NaN: the NaN is repeated
+    const Tensor xn = d64m({nan_, 1.0}, {1, 1, 2});
+    CHECK(same(F::pad(xn, {2, 1}, "replicate"), {nan_, nan_, nan_, 1.0, 1.0}));
+    // errors, PyTorch's messages
+    check_error([&] { (void)F::pad(x, {3, 0}, "reflect"); }, "Padding size should be less than");
+    check_error([&] { (void)F::pad(x, {4, 0}, "circular"); }, "wrapping around more than once");
+    check_error([&] { (void)F::pad(x.view({2, 3}), {1, 1}, "circular"); }, "Invalid padding size, expected 0 but got 2");
+    check_error([&] { (void)F::pad(x, {1, 1, 1, 0}, "circular"); }, "Invalid padding size, expected 2 but got 4");
+    check_error([&] { (void)F::pad(x.view({6}), {1, 1}, "reflect"); }, "Only 2D, 3D, 4D, 5D padding");
+    check_error([&] { (void)F::pad(x, {1, 1, 1, 1, 1, 1}, "replicate"); }, "Only 2D, 3D, 4D, 5D padding");
+    check_error([&] { (void)F::pad(x, {1, 1}, "reflect", 2.0); }, "doesn't take in value argument");
+    check_error([&] { (void)F::pad(zeros({1, 2, 0}, dtype::float64), {1, 1}, "replicate"); }, "non-empty");
+    check_error([&] { (void)F::pad(zeros({1, 2, 0}, dtype::float64), {1, 1}, "circular"); }, "wrapping around");
+    for (const char* mode : {"reflect", "replicate", "circular"}) {
+        INFO(mode);
+        const int_list p = std::string(mode) == "circular" ? int_list{2, -1} : int_list{2, -1, 1, 2};
+        check_grads([&](const tensor_list& in) { return tensor_list{F::pad(in[0], p, mode)}; }, {leaf({2, 3, 4}, 73)});
+    }
 }

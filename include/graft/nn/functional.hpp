@@ -132,8 +132,10 @@ enum class reduction { none, mean, sum, batchmean };
 /// Pads `input` (torch.nn.functional.pad): pad = {left, right} of the last dimension, then
 /// {left, right} of the one before, ... (at most 2 * input.dim() values, an even count);
 /// a negative amount crops. mode "constant" fills with `value` (any dtype; a copy even when
-/// nothing is padded). The other PyTorch modes ("reflect", "replicate", "circular") are not
-/// implemented yet: they give a graft::error saying so.
+/// nothing is padded); "reflect" (mirrored without the edge; each amount below the size),
+/// "replicate" (the edge repeated) and "circular" (wrapped around) pad the last 1, 2 or 3
+/// dimensions of an input with 1 or 2 more (circular: exactly 2 more), as PyTorch, and take no
+/// value (a non-zero one is an error).
 [[nodiscard]] GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode = "constant",
                                       double value = 0.0);
 

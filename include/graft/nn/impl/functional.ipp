@@ -432,18 +432,69 @@ GRAFT_INLINE Tensor normalize(const Tensor& input, double p, std::int64_t dim, d
     return input.dim() == 0 ? out.squeeze(0) : out;
 }
 
+namespace detail {
+
+/// pad's "reflect", "replicate" and "circular" modes (PyTorch's reflection_pad, replication_pad
+/// and _pad_circular): each padded dimension is one index_select of the positions PyTorch reads,
+/// so the gradient (index_select's: summed where a position is read twice) is PyTorch's.
+inline Tensor pad_indexed(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
+    constexpr const char* op = "pad";
+    const auto n = static_cast<std::int64_t>(pad.size()) / 2;
+    check(value == 0.0, op, ": Padding mode \"", mode, "\" doesn't take in value argument");
+    check(n >= 1 && n <= 3 && (input.dim() == n + 1 || input.dim() == n + 2), op,
+          ": Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now (", 2 * n,
+          " padding values for an input of ", input.dim(), " dimensions: expected ", n + 1, " or ", n + 2, ")");
+    const bool circular = mode == "circular";
+    if (circular)
+        check(2 * n == 2 * (input.dim() - 2), op, ": Invalid padding size, expected ", 2 * (input.dim() - 2),
+              " but got ", 2 * n, " (circular pads every dimension after the batch and channel ones)");
+    Tensor out = input;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t d = input.dim() - 1 - k, size = out.size(d);
+        const std::int64_t left = pad[static_cast<std::size_t>(2 * k)], right = pad[static_cast<std::size_t>(2 * k + 1)];
+        check(size + left + right >= 0 && std::max<std::int64_t>(-left, 0) + std::max<std::int64_t>(-right, 0) <= size,
+              op, ": the input size ", size, " of dimension ", d, ", plus negative padding ", left, " and ", right,
+              " resulted in a negative output size, which is invalid");
+        std::vector<std::int64_t> idx;
+        if (circular) {
+            // PyTorch crops first, then wraps the cropped part around.
+            const std::int64_t lo = std::max<std::int64_t>(-left, 0), kept = size - lo - std::max<std::int64_t>(-right, 0);
+            const std::int64_t pl = std::max<std::int64_t>(left, 0), pr = std::max<std::int64_t>(right, 0);
+            check(pl <= kept && pr <= kept, op, ": Padding value causes wrapping around more than once (padding (", left,
+                  ", ", right, ") of dimension ", d, " of size ", size, ")");
+            for (std::int64_t i = -pl; i < kept + pr; ++i) idx.push_back(lo + ((i % kept) + kept) % kept);
+        } else {
+            check(size > 0, op, ": ", mode, " padding needs a non-empty dimension ", d, ", got input sizes ",
+                  input.sizes());
+            if (mode == "reflect")
+                check(left < size && right < size, op,
+                      ": Padding size should be less than the corresponding input dimension, but got: padding (", left,
+                      ", ", right, ") at dimension ", d, " of input ", input.sizes());
+            for (std::int64_t i = -left; i < size + right; ++i) {
+                std::int64_t j = i;
+                if (mode == "reflect") j = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i;
+                else j = std::clamp<std::int64_t>(i, 0, size - 1);
+                idx.push_back(j);
+            }
+        }
+        out = index_select(out, d, from_vector(idx));
+    }
+    return out;
+}
+
+}  // namespace detail
+
 GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
     constexpr const char* op = "pad";
     detail::check_defined(op, "input", input);
-    if (mode == "reflect" || mode == "replicate" || mode == "circular")
-        graft::detail::fail(graft::detail::concat(op, ": mode \"", mode,
-                                                  "\" is not implemented yet in graft (only \"constant\")"));
-    graft::detail::check(mode == "constant", op, ": Unrecognised padding mode ", mode,
+    graft::detail::check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", op,
+                         ": Unrecognised padding mode ", mode,
                          " (one of \"constant\", \"reflect\", \"replicate\", \"circular\")");
     const auto n = static_cast<std::int64_t>(pad.size());
     graft::detail::check(n % 2 == 0, op, ": Padding length must be divisible by 2 (got ", n, " values)");
     graft::detail::check(n / 2 <= input.dim(), op, ": Padding length too large (", n, " values for an input of ",
                          input.dim(), " dimensions)");
+    if (mode != "constant") return detail::pad_indexed(input, pad, mode, value);
     // From the last dimension backwards: crop the negative amounts (narrow), then cat the
     // constant blocks on either side (PyTorch's constant_pad_nd). The result is a new tensor.
     Tensor out = input;
