@@ -172,6 +172,26 @@ std::vector<op_case> public_ops() {
              return V{F::mse_loss(x[0], x[1]), F::l1_loss(x[0], x[1]), F::smooth_l1_loss(x[0], x[1])};
          },
          {m34, {m34.sizes, -1.5, 1.5, false}}},
+        {{"huber_loss", "kl_div"},
+         [](const V& x) {
+             return V{F::huber_loss(x[0], x[1], F::reduction::mean, 0.6), F::huber_loss(x[0], x[1], F::reduction::none),
+                      F::kl_div(x[0], x[2], F::reduction::batchmean), F::kl_div(x[0], x[1], F::reduction::sum, true)};
+         },
+         {m34, {m34.sizes, -1.5, 1.5, true}, {m34.sizes, 0.05, 1.0, true}}},
+        {{"cosine_similarity", "normalize", "broadcast_tensors"},
+         [](const V& x) {
+             const auto b = broadcast_tensors({x[0], x[1]});
+             return V{F::cosine_similarity(x[0], x[1]), F::cosine_similarity(x[0], x[2], 0), F::normalize(x[0]),
+                      F::normalize(x[0], 3.0, 0), F::normalize(x[0], 1.0), b[0] * b[1]};
+         },
+         {m34, m34, {{3, 1}}}},
+        {{"pad"},
+         [](const V& x) {
+             return V{F::pad(x[0], {1, 2}), F::pad(x[0], {-1, 2, 1, -1}, "constant", 0.5),
+                      F::pad(x[0], {2, 1}, "reflect"), F::pad(x[0], {1, 3}, "replicate"),
+                      F::pad(x[0].unsqueeze(0), {2, -1}, "circular")};
+         },
+         {m34}},
         {{"binary_cross_entropy_with_logits"},
          [](const V& x) { return V{F::binary_cross_entropy_with_logits(x[0], x[1])}; },
          {m34, {m34.sizes, 0.0, 1.0, false}}},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -501,4 +502,384 @@ TEST_CASE("losses in float32 agree with float64", "[nn]") {
     same(F::smooth_l1_loss(f32(x), f32(y), reduction::sum), F::smooth_l1_loss(x, y, reduction::sum));
     same(F::softplus(f32(x) * 30.0), F::softplus(x * 30.0));
     same(F::linear(f32(x), f32(y)), F::linear(x, y));
+}
+
+// ---------------------------------------------------------------- huber_loss, kl_div, cosine_similarity,
+// normalize, pad: expected values computed with PyTorch 1.13 (float64; the torch expression is
+// next to each), including the gradients at 0, NaN and inf.
+
+namespace {
+
+const double nan_ = std::numeric_limits<double>::quiet_NaN();
+const double inf_ = std::numeric_limits<double>::infinity();
+
+/// a and b agree elementwise: NaN where b is NaN, the same infinity, else within tol (relative).
+bool same(const Tensor& t, const std::vector<double>& b, double tol = 1e-13) {
+    const auto a = t.detach().to(dtype::float64).contiguous().to_vector<double>();
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (std::isnan(b[i]) != std::isnan(a[i])) return false;
+        if (std::isnan(b[i])) continue;
+        if (std::isinf(b[i]) || std::isinf(a[i])) {
+            if (a[i] != b[i]) return false;
+            continue;
+        }
+        if (std::abs(a[i] - b[i]) > tol * (1 + std::abs(b[i]))) return false;
+    }
+    return true;
+}
+
+Tensor d64m(std::initializer_list<double> v, int_list sizes) { return tensor(v, std::move(sizes), dtype::float64); }
+
+}  // namespace
+
+TEST_CASE("huber_loss: PyTorch's values, reductions, gradients at 0, NaN and inf, errors", "[nn]") {
+    const Tensor a = d64({1.0, 2.0, 0.5, -1.0, 0.0}), b = d64({3.0, 5.0, 1.0, 1.5, 0.0});
+    // F.huber_loss(a, b, reduction='none') (delta 1)
+    CHECK(same(F::huber_loss(a, b, reduction::none), {1.5, 2.5, 0.125, 2.0, 0.0}));
+    CHECK(same(F::huber_loss(a, b), {1.225}));                   // F.huber_loss(a, b)
+    CHECK(same(F::huber_loss(a, b, reduction::sum), {6.125}));   // reduction='sum'
+    // F.huber_loss(a, b, reduction='none', delta=2.5); delta=0.3
+    CHECK(same(F::huber_loss(a, b, reduction::none, 2.5), {2.0, 4.375, 0.125, 3.125, 0.0}));
+    CHECK(same(F::huber_loss(a, b, reduction::none, 0.3), {0.555, 0.855, 0.105, 0.705, 0.0}));
+    CHECK(same(F::huber_loss(a, b, reduction::mean, 0.3), {0.444}));  // F.huber_loss(a, b, delta=0.3)
+    // x = [0, nan, inf, -inf, 1, -1, 2], t = zeros(7): F.huber_loss(x, t, reduction='none') and
+    // torch.autograd.grad(l.sum(), [x, t]): [0, nan, 1, -1, 1, -1, 1] and its negation.
+    const Tensor x = d64({0.0, nan_, inf_, -inf_, 1.0, -1.0, 2.0}).requires_grad_();
+    const Tensor t = zeros({7}, dtype::float64).requires_grad_();
+    const Tensor l = F::huber_loss(x, t, reduction::none);
+    CHECK(same(l, {0.0, nan_, inf_, inf_, 0.5, 0.5, 1.5}));
+    const auto g = autograd::grad({l.sum()}, {x, t});
+    CHECK(same(g[0], {0.0, nan_, 1.0, -1.0, 1.0, -1.0, 1.0}));
+    CHECK(same(g[1], {0.0, nan_, -1.0, 1.0, -1.0, 1.0, -1.0}));
+    // PyTorch: "huber_loss does not support non-positive values for delta."
+    check_error([&] { (void)F::huber_loss(a, b, reduction::mean, 0.0); }, "non-positive values for delta");
+    check_error([&] { (void)F::huber_loss(a, b, reduction::mean, -1.0); }, "non-positive values for delta");
+    check_error([&] { (void)F::huber_loss(a, b, reduction::mean, nan_); }, "non-positive values for delta");
+    check_error([&] { (void)F::huber_loss(a, b.view({5, 1})); }, "same as input size");
+    check_error([&] { (void)F::huber_loss(i64({1, 2}), i64({1, 2})); }, "floating");
+    check_error([&] { (void)F::huber_loss(a, Tensor{}); }, "undefined");
+    check_error([&] { (void)F::huber_loss(a, b, reduction::batchmean); }, "batchmean is only valid for kl_div");
+    for (reduction how : {reduction::none, reduction::mean, reduction::sum})
+        check_grads([&](const tensor_list& in) { return tensor_list{F::huber_loss(in[0], in[1], how, 0.7)}; },
+                    {leaf({3, 4}, 60), leaf({3, 4}, 61)});
+}
+
+TEST_CASE("kl_div: PyTorch's values, batchmean, log_target, xlogy at 0, special values, errors", "[nn]") {
+    const Tensor inp = d64m({-1.0, -0.5, -2.0, -0.3, -1.2, -0.1}, {2, 3}).requires_grad_();
+    const Tensor tg = d64m({0.2, 0.0, 0.8, 0.5, 0.25, 0.25}, {2, 3}).requires_grad_();
+    // F.kl_div(inp, tg, reduction='none'): 0 where tg = 0 (xlogy(0, 0) = 0)
+    CHECK(same(F::kl_div(inp, tg, reduction::none),
+               {-0.12188758248682008, 0.0, 1.4214851589486324, -0.19657359027997265, -0.046573590279972654,
+                -0.3215735902799726}));
+    CHECK(same(F::kl_div(inp, tg), {0.12247946760364904}));                          // reduction='mean'
+    CHECK(same(F::kl_div(inp, tg, reduction::sum), {0.7348768056218943}));           // 'sum'
+    CHECK(same(F::kl_div(inp, tg, reduction::batchmean), {0.36743840281094714}));    // 'batchmean'
+    // 'batchmean' of [1, 2, 3] divides by 1: F.kl_div(inp.view(1,2,3), tg.view(1,2,3), reduction='batchmean')
+    CHECK(same(F::kl_div(inp.view({1, 2, 3}), tg.view({1, 2, 3}), reduction::batchmean), {0.7348768056218943}));
+    // 0-dim: the sum. F.kl_div(torch.tensor(-1.), torch.tensor(0.5), reduction='batchmean')
+    CHECK(same(F::kl_div(scalar_tensor(-1.0, dtype::float64), scalar_tensor(0.5, dtype::float64), reduction::batchmean),
+               {0.15342640972002736}));
+    // empty: 0 / 0 (PyTorch: nan)
+    CHECK(std::isnan(val(F::kl_div(zeros({0, 3}, dtype::float64), zeros({0, 3}, dtype::float64), reduction::batchmean))));
+    // torch.autograd.grad(F.kl_div(inp, tg, reduction='sum'), [inp, tg]): the target's gradient
+    // is NaN at tg = 0 (xlogy's t / t in PyTorch 1.13's composite)
+    auto g = autograd::grad({F::kl_div(inp, tg, reduction::sum)}, {inp, tg});
+    CHECK(same(g[0], {-0.2, -0.0, -0.8, -0.5, -0.25, -0.25}));
+    CHECK(same(g[1], {0.3905620875658997, nan_, 2.7768564486857903, 0.6068528194400546, 0.8137056388801094,
+                      -0.2862943611198906}));
+    // log_target: lt = [[-1.6, -inf, -0.2], [0, -1, 2]]; F.kl_div(inp, lt, reduction='none', log_target=True)
+    const Tensor lt = d64m({-1.6, -inf_, -0.2, 0.0, -1.0, 2.0}, {2, 3}).requires_grad_();
+    const Tensor l = F::kl_div(inp, lt, reduction::none, true);
+    CHECK(same(l, {-0.12113791079679324, nan_, 1.4737153555403673, 0.3, 0.07357588823428846, 15.517017807754366}));
+    g = autograd::grad({l.sum()}, {inp, lt});
+    CHECK(same(g[0], {-0.20189651799465538, -0.0, -0.8187307530779818, -1.0, -0.36787944117144233, -7.38905609893065}));
+    CHECK(same(g[1], {0.08075860719786214, nan_, 2.292446108618349, 1.3, 0.4414553294057308, 22.906073906685016}));
+    // F.kl_div(inp, lt.clamp_min(-5), reduction='batchmean', log_target=True)
+    CHECK(same(F::kl_div(inp, clamp_min(lt, -5.0), reduction::batchmean, true), {8.606425189618172}));
+    // x = [0, nan, inf, -inf, -1, -1, -1, -inf, 0], t = [0, .5, .5, .5, nan, inf, -.5, 0, 0]:
+    // F.kl_div(x, t, reduction='none') and the gradients of its sum
+    const Tensor xs = d64({0.0, nan_, inf_, -inf_, -1.0, -1.0, -1.0, -inf_, 0.0}).requires_grad_();
+    const Tensor ts = d64({0.0, 0.5, 0.5, 0.5, nan_, inf_, -0.5, 0.0, 0.0}).requires_grad_();
+    const Tensor ls = F::kl_div(xs, ts, reduction::none);
+    CHECK(same(ls, {0.0, nan_, -inf_, inf_, nan_, inf_, nan_, nan_, 0.0}));
+    g = autograd::grad({ls.sum()}, {xs, ts});
+    CHECK(same(g[0], {-0.0, -0.5, -0.5, -0.5, nan_, -inf_, 0.5, -0.0, -0.0}));
+    CHECK(same(g[1], {nan_, nan_, -inf_, inf_, nan_, nan_, nan_, nan_, nan_}));
+    // errors: shapes (PyTorch broadcasts; graft refuses, as for its other losses), dtypes, undefined
+    check_error([&] { (void)F::kl_div(inp, tg[0]); }, "same as input size");
+    check_error([&] { (void)F::kl_div(i64({1, 2}), i64({1, 2})); }, "floating");
+    check_error([&] { (void)F::kl_div(Tensor{}, tg); }, "undefined");
+    // batchmean is kl_div's only (PyTorch: "batchmean is not a valid value for reduction")
+    check_error([&] { (void)F::mse_loss(inp, tg, reduction::batchmean); }, "batchmean is only valid for kl_div");
+    check_error([&] { (void)F::nll_loss(inp, i64({0, 1}), {}, -100, reduction::batchmean); }, "batchmean");
+    check_error([&] { (void)F::cross_entropy(inp, i64({0, 1}), {}, -100, reduction::batchmean); }, "batchmean");
+    check_error([&] { (void)F::binary_cross_entropy_with_logits(inp, tg, {}, reduction::batchmean); }, "batchmean");
+    for (reduction how : {reduction::none, reduction::mean, reduction::sum, reduction::batchmean}) {
+        check_grads([&](const tensor_list& in) { return tensor_list{F::kl_div(in[0], in[1], how)}; },
+                    {leaf({3, 4}, 62, -3, 0), leaf({3, 4}, 63, 0.05, 1)});
+        check_grads([&](const tensor_list& in) { return tensor_list{F::kl_div(in[0], in[1], how, true)}; },
+                    {leaf({3, 4}, 64, -3, 0), leaf({3, 4}, 65, -3, 0)});
+    }
+}
+
+TEST_CASE("cosine_similarity: PyTorch 1.13's squared-norm clamp, broadcasting, special values, errors", "[nn]") {
+    const Tensor a = d64m({1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1e-5, 0.0, 0.0, -1.0, 0.5, 2.0}, {4, 3}).requires_grad_();
+    const Tensor b = d64m({4.0, -5.0, 6.0, 1.0, 2.0, 3.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0}, {4, 3}).requires_grad_();
+    const Tensor c = F::cosine_similarity(a, b);
+    CHECK(same(c, {0.36548694232390355, 0.0, 1.0, 0.0}));  // F.cosine_similarity(a, b)
+    // torch.autograd.grad(c.sum(), [a, b]): a zero vector gets the other's unit vector / eps
+    const auto g = autograd::grad({c.sum()}, {a, b});
+    CHECK(same(g[0], {0.09572277060864141, -0.2044986463002794, 0.10442484066397245, 26726124.191242438,
+                      53452248.382484876, 80178372.57372732, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
+               1e-12));
+    CHECK(same(g[1], {0.011470910527481826, 0.08464740872003827, 0.0628922335817107, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                      -43643578.047198474, 21821789.023599237, 87287156.09439695},
+               1e-12));
+    CHECK(same(F::cosine_similarity(a, b, 1, 1e-3), {0.36548694232390355, 0.0, 0.01, 0.0}));  // eps=1e-3
+    CHECK(same(F::cosine_similarity(a, b, 0), {0.6666683333166668, -0.9007546982220901, 0.7442084075352507}));
+    // a norm below eps: the value uses eps, the gradient is sqrt(s)'s at s = eps^2 (PyTorch
+    // clamps the squared norm in place under no_grad). x1 = [[3e-9, 4e-9]], x2 = [[1., 0.]]:
+    // 0.3, grads [9.1e7, -1.2e7] and [0, 0.4] (a true clamp would give [1e8, 0]).
+    const Tensor t1 = d64m({3e-9, 4e-9}, {1, 2}).requires_grad_(), t2 = d64m({1.0, 0.0}, {1, 2}).requires_grad_();
+    const Tensor tc = F::cosine_similarity(t1, t2);
+    CHECK(same(tc, {0.3}));
+    const auto tg = autograd::grad({tc.sum()}, {t1, t2});
+    CHECK(same(tg[0], {91000000.0, -12000000.0}, 1e-9));
+    CHECK(same(tg[1], {0.0, 0.4}, 1e-9));
+    // broadcasting: m [2, 2] against v [2] along -1, and against [[1], [2]] along 0
+    const Tensor m = d64m({1.0, 2.0, 3.0, -1.0}, {2, 2}).requires_grad_(), v = d64({1.0, -0.5}).requires_grad_();
+    const Tensor bc = F::cosine_similarity(m, v, -1);
+    CHECK(same(bc, {0.0, 0.9899494936611666}));  // F.cosine_similarity(m, v, dim=-1)
+    const auto bg = autograd::grad({bc.sum()}, {m, v});
+    CHECK(same(bg[0], {0.39999999999999997, -0.19999999999999998, -0.0141421356237309, -0.04242640687119287}));
+    CHECK(same(bg[1], {0.4565685424949237, 0.9131370849898475}));
+    CHECK(same(F::cosine_similarity(m, d64m({1.0, 2.0}, {2, 1}), 0), {0.9899494936611666, 0.0}));
+    CHECK(same(F::cosine_similarity(d64({1.0, 2.0}), d64({3.0, 1.0}), 0), {0.7071067811865475}));  // 1-D
+    const Tensor s0 = F::cosine_similarity(scalar_tensor(1.0, dtype::float64), scalar_tensor(2.0, dtype::float64), 0);
+    CHECK(s0.dim() == 0);
+    CHECK(val(s0) == 1.0);  // F.cosine_similarity(torch.tensor(1.), torch.tensor(2.), dim=0)
+    // float32 and float64 promote: F.cosine_similarity(torch.ones(2, 3), torch.ones(2, 3, dtype=float64))
+    const Tensor mixed = F::cosine_similarity(ones({2, 3}, dtype::float32), ones({2, 3}, dtype::float64));
+    CHECK(mixed.type() == dtype::float64);
+    CHECK(same(mixed, {1.0000000000000002, 1.0000000000000002}, 0.0));
+    // float32: F.cosine_similarity(torch.tensor([[1., 2., 3.]]), torch.tensor([[4., -5., 6.]]))
+    CHECK(same(F::cosine_similarity(tensor({1.0f, 2.0f, 3.0f}, {1, 3}), tensor({4.0f, -5.0f, 6.0f}, {1, 3})),
+               {0.36548689007759094}, 1e-7));
+    // eps = 0 and a zero vector: 0 / 0 (PyTorch: nan)
+    CHECK(std::isnan(dvec(F::cosine_similarity(zeros({1, 3}, dtype::float64), ones({1, 3}, dtype::float64), 1, 0.0))[0]));
+    // NaN and inf: x = [[0, nan], [inf, 1], [0, 0], [1, 0]], y = [[1, 1], [1, 1], [0, 0], [inf, 1]]
+    const Tensor x = d64m({0.0, nan_, inf_, 1.0, 0.0, 0.0, 1.0, 0.0}, {4, 2}).requires_grad_();
+    const Tensor y = d64m({1.0, 1.0, 1.0, 1.0, 0.0, 0.0, inf_, 1.0}, {4, 2}).requires_grad_();
+    const Tensor cs = F::cosine_similarity(x, y);
+    CHECK(same(cs, {nan_, nan_, 0.0, nan_}));
+    const auto sg = autograd::grad({cs.sum()}, {x, y});
+    CHECK(same(sg[0], {nan_, nan_, nan_, nan_, 0.0, 0.0, nan_, nan_}));
+    CHECK(same(sg[1], {nan_, nan_, nan_, nan_, 0.0, 0.0, nan_, nan_}));
+    // errors (PyTorch's messages where it has them)
+    check_error([&] { (void)F::cosine_similarity(ones({2, 3}), ones({2, 4})); }, "do not broadcast");
+    check_error([&] { (void)F::cosine_similarity(ones({2, 3}), ones({2, 3}), 2); }, "Dimension out of range");
+    check_error([&] { (void)F::cosine_similarity(ones({2, 3}), ones({2, 3}), -3); }, "Dimension out of range");
+    check_error([&] { (void)F::cosine_similarity(i64({1, 2}), i64({1, 2}), 0); }, "floating");
+    check_error([&] { (void)F::cosine_similarity(ones({2, 3}), Tensor{}); }, "undefined");
+    check_error([&] { (void)F::cosine_similarity(ones({2, 3}), ones({2, 3}), 1, -1.0); }, "eps must be non-negative");
+    check_grads([](const tensor_list& in) { return tensor_list{F::cosine_similarity(in[0], in[1])}; },
+                {leaf({3, 4}, 66), leaf({3, 4}, 67)});
+    check_grads([](const tensor_list& in) { return tensor_list{F::cosine_similarity(in[0], in[1], 0)}; },
+                {leaf({3, 4}, 68), leaf({4}, 69)});
+}
+
+TEST_CASE("normalize: PyTorch's values and norm gradients for p = 2, 1, 3, 0.5, inf; zero vectors; errors", "[nn]") {
+    const Tensor x = d64m({3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 1e-13, 0.0, 0.0, -1.0, 2.0, -2.0}, {4, 3}).requires_grad_();
+    // w = torch.arange(12.).view(4, 3) / 7 - 0.5; y = F.normalize(x, p=p);
+    // torch.autograd.grad((y * w).sum(), [x]): the zero row and the row below eps get w / eps
+    const Tensor w = arange(12).to(dtype::float64).view({4, 3}) / 7.0 - 0.5;
+    struct row {
+        double p;
+        std::vector<double> value, grad;
+    };
+    const std::vector<row> rows = {
+        {2.0,
+         {0.6, 0.8, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, -0.3333333333333333, 0.6666666666666666, -0.6666666666666666},
+         {-0.02971428571428572, 0.022285714285714298, -0.04285714285714286, -71428571428.57146, 71428571428.5714,
+          214285714285.7143, 357142857142.8571, 500000000000.0, 642857142857.1428, 0.22222222222222224,
+          0.3888888888888889, 0.2777777777777778}},
+        {1.0,
+         {0.42857142857142855, 0.5714285714285714, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, -0.2, 0.4, -0.4},
+         {-0.011661807580174925, 0.008746355685131192, -0.030612244897959186, -71428571428.57146, 71428571428.5714,
+          214285714285.7143, 357142857142.8571, 500000000000.0, 642857142857.1428, 0.11428571428571431,
+          0.2285714285714286, 0.17142857142857143}},
+        {3.0,
+         {0.6669717773118556, 0.8892957030824742, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, -0.3889111187328203,
+          0.7778222374656406, -0.7778222374656406},
+         {-0.04676829835677061, 0.03507622376757798, -0.04764084123656112, -71428571428.57146, 71428571428.5714,
+          214285714285.7143, 357142857142.8571, 500000000000.0, 642857142857.1428, 0.28106181689934917,
+          0.4591765729576576, 0.318645664507983}},
+        {0.5,
+         {0.2153903091734725, 0.2871870788979633, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, -0.06822746429607389,
+          0.13645492859214778, -0.13645492859214778},
+         {-0.0033707451378836226, 0.0025280588534127256, -0.015385022083819463, -71428571428.57146, 71428571428.5714,
+          214285714285.7143, 357142857142.8571, 500000000000.0, 642857142857.1428, 0.03451306689003861,
+          0.07685573101858353, 0.05959919757356424}},
+        {inf_,
+         {0.75, 1.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, -0.5, 1.0, -1.0},
+         {-0.125, 0.09375000000000001, -0.053571428571428575, -71428571428.57146, 71428571428.5714, 214285714285.7143,
+          357142857142.8571, 500000000000.0, 642857142857.1428, 0.3928571428571429, 0.5982142857142857,
+          0.4017857142857143}},
+    };
+    for (const row& r : rows) {
+        INFO("p = " << r.p);
+        const Tensor y = F::normalize(x, r.p);
+        CHECK(same(y, r.value, 1e-12));
+        CHECK(same(autograd::grad({(y * w).sum()}, {x})[0], r.grad, 1e-12));
+    }
+    // F.normalize(x, dim=0)
+    const Tensor y0 = F::normalize(x, 2.0, 0);
+    CHECK(same(y0, {0.9486832980505138, 0.8944271909999159, 0.0, 0.0, 0.0, 0.0, 3.162277660168379e-14, 0.0, 0.0,
+                    -0.31622776601683794, 0.4472135954999579, -1.0}));
+    CHECK(same(autograd::grad({(y0 * w).sum()}, {x})[0],
+               {0.05872801368883793, -0.09902586757499068, -0.10714285714285715, -0.022587697572631286,
+                0.01597191412499849, 0.10714285714285715, 0.11293848786316361, 0.11180339887498948, 0.3214285714285714,
+                0.17618404106652513, 0.19805173514998137, 0.0}));
+    // p = inf with ties shares the gradient: t = [[2, -2, 1], [1, 1, .5]], F.normalize(t, p=inf),
+    // grad of (y * [1, 2, 3]).sum()
+    const Tensor tie = d64m({2.0, -2.0, 1.0, 1.0, 1.0, 0.5}, {2, 3}).requires_grad_();
+    const Tensor yt = F::normalize(tie, inf_);
+    CHECK(same(yt, {1.0, -1.0, 0.5, 1.0, 1.0, 0.5}));
+    CHECK(same(autograd::grad({(yt * d64({1.0, 2.0, 3.0})).sum()}, {tie})[0], {0.375, 1.125, 1.5, -1.25, -0.25, 3.0}));
+    // 1-D and 0-dim: F.normalize(torch.tensor([3., 4., 0.]), dim=0); F.normalize(torch.tensor(3.), dim=0)
+    CHECK(same(F::normalize(d64({3.0, 4.0, 0.0}), 2.0, 0), {0.6, 0.8, 0.0}));
+    CHECK(same(F::normalize(scalar_tensor(3.0, dtype::float64), 2.0, 0), {1.0}));
+    // NaN and inf: s = [[nan, 1], [inf, 1], [-inf, inf], [0, 0]]; grad of (y * [1, 2]).sum()
+    const Tensor s = d64m({nan_, 1.0, inf_, 1.0, -inf_, inf_, 0.0, 0.0}, {4, 2}).requires_grad_();
+    for (double p : {2.0, 1.0, 3.0}) {
+        INFO("p = " << p);
+        const Tensor ys = F::normalize(s, p);
+        CHECK(same(ys, {nan_, nan_, nan_, 0.0, nan_, nan_, 0.0, 0.0}));
+        CHECK(same(autograd::grad({(ys * d64({1.0, 2.0})).sum()}, {s})[0],
+                   {nan_, nan_, nan_, nan_, nan_, nan_, 1e12, 2e12}));
+    }
+    check_error([&] { (void)F::normalize(x, 2.0, 2); }, "Dimension out of range");
+    check_error([&] { (void)F::normalize(x, 0.0); }, "p must be positive");
+    check_error([&] { (void)F::normalize(x, -1.0); }, "p must be positive");
+    check_error([&] { (void)F::normalize(x, nan_); }, "p must be positive");
+    check_error([&] { (void)F::normalize(x, 2.0, 1, -1.0); }, "eps must be non-negative");
+    check_error([&] { (void)F::normalize(i64({1, 2}), 2.0, 0); }, "floating");
+    check_error([&] { (void)F::normalize(Tensor{}); }, "undefined");
+    for (double p : {2.0, 1.0, 3.0, 0.5, 1.5, inf_}) {
+        INFO("p = " << p);
+        check_grads([&](const tensor_list& in) { return tensor_list{F::normalize(in[0], p)}; }, {leaf({3, 4}, 70)});
+    }
+    check_grads([](const tensor_list& in) { return tensor_list{F::normalize(in[0], 2.0, 0)}; }, {leaf({3, 4}, 71)});
+}
+
+TEST_CASE("pad: constant mode from the last dimension, negative pads crop, gradients, errors", "[nn]") {
+    const Tensor x = arange(6).to(dtype::float64).view({2, 3});
+    CHECK(same(F::pad(x, {1, 2}), {0, 0, 1, 2, 0, 0, 0, 3, 4, 5, 0, 0}));  // F.pad(x, (1, 2))
+    // F.pad(x, (1, 0, 0, 1), value=-1.5)
+    const Tensor p2 = F::pad(x, {1, 0, 0, 1}, "constant", -1.5);
+    CHECK(p2.sizes() == int_list{3, 4});
+    CHECK(same(p2, {-1.5, 0, 1, 2, -1.5, 3, 4, 5, -1.5, -1.5, -1.5, -1.5}));
+    CHECK(same(F::pad(x, {-1, 1, 1, -1}), {0, 0, 0, 1, 2, 0}));  // F.pad(x, (-1, 1, 1, -1))
+    CHECK(F::pad(x.view({1, 2, 3}), {0, 0, 0, 0, 1, 1}).sizes() == int_list{3, 2, 3});
+    CHECK(F::pad(x, {-3, 0}).sizes() == int_list{2, 0});
+    const Tensor ints = F::pad(arange(3), {1, 1}, "constant", 7);  // F.pad(torch.arange(3), (1, 1), value=7)
+    CHECK(ints.type() == dtype::int64);
+    CHECK(ints.to_vector<std::int64_t>() == std::vector<std::int64_t>{7, 0, 1, 2, 7});
+    // a copy even with nothing to pad (PyTorch returns a new tensor)
+    const Tensor same_size = F::pad(x, {0, 0});
+    CHECK(equal(same_size, x));
+    CHECK(same_size.data_ptr<double>() != x.data_ptr<double>());
+    // gradient: y = F.pad(x, (-1, 2, 1, 0), value=0.5), grad of (y * arange(12).view(3, 4)).sum()
+    const Tensor xg = x.clone().requires_grad_();
+    const Tensor y = F::pad(xg, {-1, 2, 1, 0}, "constant", 0.5);
+    CHECK(same(y, {0.5, 0.5, 0.5, 0.5, 1.0, 2.0, 0.5, 0.5, 4.0, 5.0, 0.5, 0.5}));
+    CHECK(same(autograd::grad({(y * arange(12).to(dtype::float64).view({3, 4})).sum()}, {xg})[0],
+               {0.0, 4.0, 5.0, 0.0, 8.0, 9.0}));
+    // errors: PyTorch's messages
+    check_error([&] { (void)F::pad(x, {1}); }, "Padding length must be divisible by 2");
+    check_error([&] { (void)F::pad(x, {1, 1, 1, 1, 1, 1}); }, "Padding length too large");
+    check_error([&] { (void)F::pad(x, {-4, 0}); }, "negative output size");
+    check_error([&] { (void)F::pad(x, {-2, -2}); }, "negative output size");
+    check_error([&] { (void)F::pad(x, {1, 1}, "foo"); }, "Unrecognised padding mode");
+    check_error([&] { (void)F::pad(Tensor{}, {1, 1}); }, "undefined");
+    check_grads([](const tensor_list& in) { return tensor_list{F::pad(in[0], {2, -1, -1, 1, 1, 0}, "constant", 0.3)}; },
+                {leaf({2, 3, 4}, 72)});
+}
+
+TEST_CASE("cosine_similarity, normalize and kl_div under capture::aot and jit::script: special points as eager",
+          "[nn][capture][jit]") {
+    // The norm below eps (cosine_similarity's detach), a zero row (normalize's where cuts) and
+    // a zero target (kl_div's xlogy) take the same values and gradients in the compiled graphs.
+    const auto f = [](Tensor a, Tensor b, Tensor lp, Tensor t) {
+        return F::cosine_similarity(a, b).sum() + (F::normalize(a) * b).sum() +
+               F::kl_div(lp, t, reduction::batchmean);
+    };
+    const Tensor a = d64m({3e-9, 4e-9, 0.0, 0.0, 1.0, -2.0}, {3, 2}).requires_grad_();
+    const Tensor b = d64m({1.0, 0.0, 0.5, 2.0, 0.0, 0.0}, {3, 2}).requires_grad_();
+    const Tensor lp = d64m({-1.0, -0.5, -2.0, -0.3, -1.2, -0.1}, {3, 2}).requires_grad_();
+    const Tensor t = d64m({0.2, 0.8, 0.5, 0.5, 1.0, 0.0}, {3, 2});
+    const Tensor want = f(a, b, lp, t);
+    const auto want_g = autograd::grad({want}, {a, b, lp});
+    const auto matches = [&](const Tensor& got) {
+        CHECK(same(got, dvec(want), 1e-14));
+        const auto g = autograd::grad({got}, {a, b, lp});
+        for (std::size_t i = 0; i < g.size(); ++i) CHECK(same(g[i], dvec(want_g[i]), 1e-14));
+    };
+    auto compiled = capture::aot(f, {a, b, lp, t});
+    matches(compiled({a, b, lp, t})[0]);
+    auto fn = jit::script(f);
+    for (int i = 0; i < 3; ++i) matches(fn(a, b, lp, t));
+}
+
+TEST_CASE("pad: reflect, replicate and circular modes as PyTorch's, gradients, errors", "[nn]") {
+    struct row {
+        std::string mode;
+        int_list sizes, pad, out_sizes;
+        std::vector<double> value, grad;
+    };
+    // x = torch.arange(n, dtype=float64).view(sizes); y = F.pad(x, pad, mode=mode);
+    // grad of (y * torch.arange(y.numel()).view(y.shape)).sum()
+    const std::vector<row> rows = {
+        {"reflect", {1, 2, 3}, {2, 1}, {1, 2, 6},
+         {2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4}, {2, 9, 4, 8, 27, 16}},
+        {"replicate", {1, 2, 3}, {3, 1}, {1, 2, 7},
+         {0, 0, 0, 0, 1, 2, 2, 3, 3, 3, 3, 4, 5, 5}, {6, 4, 11, 34, 11, 25}},
+        {"circular", {1, 2, 3}, {-1, 2}, {1, 2, 4}, {1, 2, 1, 2, 4, 5, 4, 5}, {0, 2, 4, 0, 10, 12}},
+        {"reflect", {1, 1, 2, 3}, {1, 2, 1, 0}, {1, 1, 3, 6},
+         {4, 3, 4, 5, 4, 3, 1, 0, 1, 2, 1, 0, 4, 3, 4, 5, 4, 3}, {18, 24, 9, 36, 48, 18}},
+        {"circular", {1, 1, 2, 3}, {1, 2, 1, 0}, {1, 1, 3, 6},
+         {5, 3, 4, 5, 3, 4, 2, 0, 1, 2, 0, 1, 5, 3, 4, 5, 3, 4}, {17, 19, 15, 34, 38, 30}},
+        {"replicate", {2, 3}, {-1, 2}, {2, 4}, {1, 2, 2, 2, 4, 5, 5, 5}, {0, 0, 6, 0, 4, 18}},
+    };
+    for (const row& r : rows) {
+        INFO(r.mode << " " << r.sizes << " " << r.pad);
+        std::int64_t n = 1;
+        for (auto v : r.sizes) n *= v;
+        const Tensor x = arange(n).to(dtype::float64).view(r.sizes).requires_grad_();
+        const Tensor y = F::pad(x, r.pad, r.mode);
+        REQUIRE(y.sizes() == r.out_sizes);
+        CHECK(same(y, r.value, 0.0));
+        const Tensor w = arange(y.numel()).to(dtype::float64).view(y.sizes());
+        CHECK(same(autograd::grad({(y * w).sum()}, {x})[0], r.grad, 0.0));
+    }
+    const Tensor x = arange(6).to(dtype::float64).view({1, 2, 3});
+    // F.pad(x, (2, 1), mode='replicate') of a NaN: the NaN is repeated
+    const Tensor xn = d64m({nan_, 1.0}, {1, 1, 2});
+    CHECK(same(F::pad(xn, {2, 1}, "replicate"), {nan_, nan_, nan_, 1.0, 1.0}));
+    // errors, PyTorch's messages
+    check_error([&] { (void)F::pad(x, {3, 0}, "reflect"); }, "Padding size should be less than");
+    check_error([&] { (void)F::pad(x, {4, 0}, "circular"); }, "wrapping around more than once");
+    check_error([&] { (void)F::pad(x.view({2, 3}), {1, 1}, "circular"); }, "Invalid padding size, expected 0 but got 2");
+    check_error([&] { (void)F::pad(x, {1, 1, 1, 0}, "circular"); }, "Invalid padding size, expected 2 but got 4");
+    check_error([&] { (void)F::pad(x.view({6}), {1, 1}, "reflect"); }, "Only 2D, 3D, 4D, 5D padding");
+    check_error([&] { (void)F::pad(x, {1, 1, 1, 1, 1, 1}, "replicate"); }, "Only 2D, 3D, 4D, 5D padding");
+    check_error([&] { (void)F::pad(x, {1, 1}, "reflect", 2.0); }, "doesn't take in value argument");
+    check_error([&] { (void)F::pad(zeros({1, 2, 0}, dtype::float64), {1, 1}, "replicate"); }, "non-empty");
+    check_error([&] { (void)F::pad(zeros({1, 2, 0}, dtype::float64), {1, 1}, "circular"); }, "wrapping around");
+    for (const char* mode : {"reflect", "replicate", "circular"}) {
+        INFO(mode);
+        const int_list p = std::string(mode) == "circular" ? int_list{2, -1} : int_list{2, -1, 1, 2};
+        check_grads([&](const tensor_list& in) { return tensor_list{F::pad(in[0], p, mode)}; }, {leaf({2, 3, 4}, 73)});
+    }
 }

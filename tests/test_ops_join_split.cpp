@@ -580,3 +580,56 @@ TEST_CASE("chunk and flatten under jit::script: sizes as expressions, one dynami
     CHECK(d.symbolic.find("reshape.sizes") != std::string::npos);
     CHECK(d.compilations <= 2);  // the odd sizes did not each need a plan of their own
 }
+
+TEST_CASE("broadcast_tensors: views expanded to the common shape, gradients summed back, errors",
+          "[ops][join_split]") {
+    // torch.broadcast_tensors(torch.ones(3), torch.ones(2, 1))[0].shape == (2, 3)
+    const Tensor a = tensor({1.0, 2.0, 3.0}), b = tensor({10.0, 20.0}, {2, 1}), c = scalar_tensor(5.0, dtype::float64);
+    const auto out = broadcast_tensors({a, b, c});
+    REQUIRE(out.size() == 3);
+    for (const Tensor& t : out) CHECK(t.sizes() == int_list{2, 3});
+    CHECK(out[0].to_vector<double>() == std::vector<double>{1, 2, 3, 1, 2, 3});
+    CHECK(out[1].to_vector<double>() == std::vector<double>{10, 10, 10, 20, 20, 20});
+    CHECK(out[2].to_vector<double>() == std::vector<double>(6, 5.0));
+    // views: stride 0 along the stretched dimensions, the same storage
+    CHECK(out[0].strides() == int_list{0, 1});
+    CHECK(out[1].strides() == int_list{1, 0});
+    CHECK(out[0].data_ptr<float>() == a.data_ptr<float>());  // tensor({1.0, ...}) is float32
+    // an already broadcast shape, dtypes kept, an empty list
+    const auto same_shape = broadcast_tensors({a, arange(4, 7)});
+    CHECK(same_shape[0].sizes() == int_list{3});
+    CHECK(same_shape[1].type() == dtype::int64);
+    CHECK(broadcast_tensors({}).empty());
+    // gradients: each input gets the gradient summed over its stretched dimensions
+    const Tensor x = tensor({1.0, 2.0, 3.0}, {3}, dtype::float64).requires_grad_();
+    const Tensor y = tensor({1.0, 2.0}, {2, 1}, dtype::float64).requires_grad_();
+    const auto xy = broadcast_tensors({x, y});
+    const Tensor w = arange(6).to(dtype::float64).view({2, 3});
+    const auto g = autograd::grad({(xy[0] * w).sum() + (xy[1] * w * 2.0).sum()}, {x, y});
+    CHECK(g[0].to_vector<double>() == std::vector<double>{3, 5, 7});      // w.sum(0)
+    CHECK(g[1].to_vector<double>() == std::vector<double>{6, 24});        // 2 * w.sum(1)
+    CHECK(gradcheck([](const tensor_list& in) { return broadcast_tensors(in); }, {leaf({4}, 81), leaf({3, 1}, 82)}));
+    CHECK(gradgradcheck([](const tensor_list& in) { return broadcast_tensors(in); }, {leaf({4}, 83), leaf({3, 1}, 84)}));
+    // errors: PyTorch "The size of tensor a (3) must match the size of tensor b (2) ..."
+    try {
+        (void)broadcast_tensors({ones({3}), ones({2})});
+        FAIL("no graft::error");
+    } catch (const graft::error& e) {
+        CHECK(std::string(e.what()).find("broadcast_tensors: the sizes [2] of tensor 1 do not broadcast") !=
+              std::string::npos);
+    }
+    CHECK_THROWS_AS(broadcast_tensors({ones({3}), Tensor{}}), graft::error);
+    // under capture::aot: expand views in the graph, gradients as eager
+    const auto f = [](const std::vector<Tensor>& in) {
+        const auto b2 = broadcast_tensors(in);
+        return std::vector<Tensor>{b2[0] * b2[1]};
+    };
+    auto compiled = capture::aot(f, {x, y});
+    const Tensor got = compiled({x, y})[0];
+    const Tensor want = f({x, y})[0];
+    CHECK(equal(got.detach(), want.detach()));
+    const auto gg = autograd::grad({got.sum()}, {x, y});
+    const auto gw = autograd::grad({want.sum()}, {x, y});
+    CHECK(equal(gg[0], gw[0]));
+    CHECK(equal(gg[1], gw[1]));
+}

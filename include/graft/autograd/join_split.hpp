@@ -1,5 +1,6 @@
 #pragma once
-// Joining and splitting tensors, differentiable: cat, stack (torch.cat, torch.stack), and
+// Joining and splitting tensors, differentiable: cat, stack (torch.cat, torch.stack),
+// broadcast_tensors (expand views), and
 // the views split, chunk, unbind and flatten (torch.split, chunk, unbind, flatten). Names,
 // defaults, negative dims and errors follow PyTorch. Graph capture records cat as one `cat`
 // node and the others as the views and cat they are made of (narrow, select, unsqueeze,
@@ -20,6 +21,12 @@ namespace graft {
 /// The tensors (all of one size) stacked along a new dimension `dim` (torch.stack):
 /// `dim` ranges over [-(rank + 1), rank]; cat of the tensors unsqueezed at `dim`.
 [[nodiscard]] GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+
+/// The tensors expanded (views, torch.broadcast_tensors) to their common broadcast shape
+/// (trailing dimensions aligned, a size 1 stretches). Differentiable through expand (each
+/// gradient is summed back to its tensor's sizes). An empty list gives an empty list;
+/// an undefined tensor or incompatible shapes are a graft::error.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
 
 /// Views of consecutive pieces of `split_size` along `dim` (torch.split with an int); the
 /// last piece is smaller when the size does not divide. `split(t, {2, 3})` takes the sizes

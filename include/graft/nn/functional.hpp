@@ -11,6 +11,7 @@
 #include "graft/autograd/conv.hpp"
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/index_reduce.hpp"
+#include "graft/autograd/join_split.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/factories.hpp"
 #include "graft/core/tensor.hpp"
@@ -44,9 +45,11 @@ namespace graft::nn::functional {
 
 // ---------------------------------------------------------------- losses
 
-/// How a loss reduces its elementwise values (PyTorch's reduction="none" | "mean" | "sum";
-/// an enum, so a misspelling does not compile).
-enum class reduction { none, mean, sum };
+/// How a loss reduces its elementwise values (PyTorch's reduction="none" | "mean" | "sum" |
+/// "batchmean"; an enum, so a misspelling does not compile). `batchmean` (the sum divided by
+/// the input's first size) is kl_div's only: every other loss refuses it with a graft::error,
+/// as PyTorch raises "batchmean is not a valid value for reduction".
+enum class reduction { none, mean, sum, batchmean };
 
 /// (input - target)^2, reduced. input and target must have the same shape (PyTorch
 /// broadcasts with a warning; graft refuses) and a floating dtype.
@@ -57,6 +60,23 @@ enum class reduction { none, mean, sum };
 /// l1_loss, beta < 0 is an error.
 [[nodiscard]] GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                                                  reduction how = reduction::mean, double beta = 1.0);
+
+/// Huber loss (torch.nn.functional.huber_loss): 0.5 d^2 where |d| < delta, else
+/// delta (|d| - 0.5 delta) (d = input - target), reduced; same shape rules as mse_loss.
+/// delta <= 0 (or NaN) is an error, as PyTorch's. Gradient delta sign(d) on the linear part,
+/// d on the quadratic one, NaN at a NaN d (as PyTorch's).
+[[nodiscard]] GRAFT_INLINE Tensor huber_loss(const Tensor& input, const Tensor& target,
+                                             reduction how = reduction::mean, double delta = 1.0);
+
+/// Kullback-Leibler divergence (torch.nn.functional.kl_div) of log-probabilities `input`
+/// against probabilities `target`: xlogy(t, t) - t * input (0 where t = 0, as PyTorch's xlogy),
+/// or with log_target exp(t) (t - input) for log-probability targets; input and target have
+/// the same shape (PyTorch broadcasts; graft refuses, as for the other losses). Reductions
+/// none / mean (over all elements, as PyTorch's) / sum / batchmean (the sum divided by
+/// input.size(0); the sum for a 0-dim input), PyTorch's recommended one. PyTorch 1.13's
+/// composite gradients: target t = 0 gets a NaN gradient in t (xlogy's t / t), as in PyTorch.
+[[nodiscard]] GRAFT_INLINE Tensor kl_div(const Tensor& input, const Tensor& target, reduction how = reduction::mean,
+                                         bool log_target = false);
 
 /// Binary cross entropy of probabilities x in [0, 1] (a sigmoid's output) and targets t:
 /// -weight * (t * max(log(x), -100) + (1 - t) * max(log(1 - x), -100)), reduced. input and
@@ -90,6 +110,34 @@ enum class reduction { none, mean, sum };
 [[nodiscard]] GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                                 std::int64_t ignore_index = -100, reduction how = reduction::mean,
                                                 double label_smoothing = 0.0);
+
+// ---------------------------------------------------------------- distances and normalization
+
+/// The cosine of the angle between x1 and x2 along `dim` (torch.nn.functional.cosine_similarity),
+/// after broadcasting them (broadcast_tensors) and promoting to their common floating dtype:
+/// sum((x1 / n1) * (x2 / n2), dim) with n = sqrt(max(sum(x^2, dim), eps^2)), PyTorch 1.13's
+/// formula: its clamp of the squared norm runs outside autograd, so the gradient is that of
+/// sqrt(sum(x^2)) evaluated at the clamped value (a zero vector gets x2 / (|x2| eps), not NaN).
+/// eps < 0 is an error (PyTorch accepts it).
+[[nodiscard]] GRAFT_INLINE Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, std::int64_t dim = 1,
+                                                    double eps = 1e-8);
+
+/// input / max(||input||_p, eps), the p-norm taken along `dim` (torch.nn.functional.normalize).
+/// p > 0 (finite) or infinity; the norm's gradient is PyTorch's, 0 for a zero vector (and for
+/// zero elements when p < 1), and 0 wherever the norm is below eps (clamp_min). p <= 0 (which
+/// PyTorch computes as a count or a negative power) and eps < 0 are errors.
+[[nodiscard]] GRAFT_INLINE Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1,
+                                            double eps = 1e-12);
+
+/// Pads `input` (torch.nn.functional.pad): pad = {left, right} of the last dimension, then
+/// {left, right} of the one before, ... (at most 2 * input.dim() values, an even count);
+/// a negative amount crops. mode "constant" fills with `value` (any dtype; a copy even when
+/// nothing is padded); "reflect" (mirrored without the edge; each amount below the size),
+/// "replicate" (the edge repeated) and "circular" (wrapped around) pad the last 1, 2 or 3
+/// dimensions of an input with 1 or 2 more (circular: exactly 2 more), as PyTorch, and take no
+/// value (a non-zero one is an error).
+[[nodiscard]] GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode = "constant",
+                                      double value = 0.0);
 
 // ---------------------------------------------------------------- convolution and pooling
 

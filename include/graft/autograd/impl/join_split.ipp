@@ -81,6 +81,26 @@ GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) 
     return cat(parts, d);
 }
 
+GRAFT_INLINE std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
+    int_list shape;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        graft::detail::check(tensors[i].defined(), "broadcast_tensors: tensor ", i, " is an undefined tensor");
+        if (i == 0) {
+            shape = tensors[i].sizes();
+            continue;
+        }
+        int_list next;
+        graft::detail::check(graft::detail::try_broadcast_shapes(shape, tensors[i].sizes(), next),
+                             "broadcast_tensors: the sizes ", tensors[i].sizes(), " of tensor ", i,
+                             " do not broadcast with ", shape, " (the shape of the tensors before it)");
+        shape = std::move(next);
+    }
+    std::vector<Tensor> out;
+    out.reserve(tensors.size());
+    for (const Tensor& t : tensors) out.push_back(t.expand(shape));
+    return out;
+}
+
 GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim) {
     graft::detail::check(t.defined(), "split: got an undefined tensor");
     graft::detail::check(t.dim() > 0, "split: expects at least a 1-dimensional tensor");

@@ -4,6 +4,7 @@
 #include "graft/nn/functional.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -44,11 +45,18 @@ inline void check_broadcasts_to(const char* op, const char* what, const Tensor& 
     check(ok, op, ": ", what, " of sizes ", t.sizes(), " must broadcast to the input's sizes ", input.sizes());
 }
 
+/// Refuses reduction::batchmean, which only kl_div accepts (PyTorch: a ValueError elsewhere).
+inline void check_reduction(const char* op, reduction how) {
+    check(how != reduction::batchmean, op, ": reduction::batchmean is only valid for kl_div (PyTorch: batchmean is not ",
+          "a valid value for reduction)");
+}
+
 inline Tensor reduce(const Tensor& loss, reduction how) {
     switch (how) {
         case reduction::none: return loss;
         case reduction::sum: return graft::sum(loss);
         case reduction::mean: return graft::mean(loss);
+        case reduction::batchmean: break;  // kl_div's own; refused by check_reduction before
     }
     graft::detail::fail("nn::functional: unknown reduction");
 }
@@ -180,17 +188,20 @@ GRAFT_INLINE Tensor log_softmax(const Tensor& x, std::int64_t dim) { return graf
 
 GRAFT_INLINE Tensor mse_loss(const Tensor& input, const Tensor& target, reduction how) {
     detail::check_pair("mse_loss", input, target);
+    detail::check_reduction("mse_loss", how);
     const Tensor d = input - target;
     return detail::reduce(d * d, how);
 }
 
 GRAFT_INLINE Tensor l1_loss(const Tensor& input, const Tensor& target, reduction how) {
     detail::check_pair("l1_loss", input, target);
+    detail::check_reduction("l1_loss", how);
     return detail::reduce(abs(input - target), how);
 }
 
 GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, reduction how, double beta) {
     detail::check_pair("smooth_l1_loss", input, target);
+    detail::check_reduction("smooth_l1_loss", how);
     graft::detail::check(beta >= 0.0, "smooth_l1_loss does not support negative values for beta (got ", beta, ")");
     if (beta == 0.0) return l1_loss(input, target, how);
     // PyTorch's branches: |d| < beta quadratic, else linear. The quadratic branch is fed d only
@@ -203,10 +214,42 @@ GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, re
     return detail::reduce(where(linear, z - 0.5 * beta, dq * dq * (0.5 / beta)), how);
 }
 
+GRAFT_INLINE Tensor huber_loss(const Tensor& input, const Tensor& target, reduction how, double delta) {
+    detail::check_pair("huber_loss", input, target);
+    detail::check_reduction("huber_loss", how);
+    graft::detail::check(delta > 0.0, "huber_loss does not support non-positive values for delta (got ", delta, ")");
+    // PyTorch's branches: |d| < delta quadratic, else linear; as smooth_l1_loss, the quadratic
+    // branch is fed d only where it is taken (an infinite d would give it a 0 * inf = NaN
+    // gradient), and NaN takes it (gradient d * g: NaN, as PyTorch's huber_loss_backward).
+    const Tensor d = input - target;
+    const Tensor z = abs(d);
+    const Tensor linear = z >= delta;
+    const Tensor dq = where(linear, 0.0, d);
+    return detail::reduce(where(linear, (z - 0.5 * delta) * delta, dq * dq * 0.5), how);
+}
+
+GRAFT_INLINE Tensor kl_div(const Tensor& input, const Tensor& target, reduction how, bool log_target) {
+    detail::check_pair("kl_div", input, target);
+    // PyTorch 1.13's composite: exp(t) (t - input) or xlogy(t, t) - t input, xlogy(t, t) being
+    // 0 where t = 0 (NaN stays NaN). Its gradient in t is xlogy(t != 0, t) + t / t - input, NaN
+    // at t = 0; here the unselected branch t log t gets a zero gradient there, and
+    // 0 * log(0) = NaN gives the same NaN.
+    Tensor loss;
+    if (log_target) {
+        loss = exp(target) * (target - input);
+    } else {
+        loss = where(target == 0.0, 0.0, target * log(target)) - target * input;
+    }
+    if (how != reduction::batchmean) return detail::reduce(loss, how);
+    const Tensor total = graft::sum(loss);
+    return input.dim() == 0 ? total : total / static_cast<double>(input.size(0));
+}
+
 GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                                          reduction how) {
     constexpr const char* op = "binary_cross_entropy";
     detail::check_pair(op, input, target);
+    detail::check_reduction(op, how);
     detail::check_broadcasts_to(op, "weight", weight, input);
     graft::detail::check(!weight.defined() || !weight.requires_grad(), op,
                          ": The function 'binary_cross_entropy' is not differentiable with respect to argument "
@@ -220,6 +263,7 @@ GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const 
                                                      reduction how, const Tensor& pos_weight) {
     constexpr const char* op = "binary_cross_entropy_with_logits";
     detail::check_pair(op, input, target);
+    detail::check_reduction(op, how);
     detail::check_broadcasts_to(op, "weight", weight, input);
     detail::check_broadcasts_to(op, "pos_weight", pos_weight, input);
     const Tensor sp = detail::log1p_exp(-input);  // -log(sigmoid(x))
@@ -231,12 +275,14 @@ GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const 
 
 GRAFT_INLINE Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                              std::int64_t ignore_index, reduction how) {
+    detail::check_reduction("nll_loss", how);
     const std::int64_t cd = detail::check_nll("nll_loss", log_probs, target, weight, ignore_index);
     const detail::nll_parts p = detail::nll_elements(log_probs, target, weight, ignore_index, cd);
     switch (how) {
         case reduction::none: return p.loss;
         case reduction::sum: return graft::sum(p.loss);
         case reduction::mean: return graft::sum(p.loss) / graft::sum(p.weight);
+        case reduction::batchmean: break;  // refused above
     }
     graft::detail::fail("nll_loss: unknown reduction");
 }
@@ -244,6 +290,7 @@ GRAFT_INLINE Tensor nll_loss(const Tensor& log_probs, const Tensor& target, cons
 GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                                   std::int64_t ignore_index, reduction how, double label_smoothing) {
     constexpr const char* op = "cross_entropy";
+    detail::check_reduction(op, how);
     detail::check_floating(op, "input", input);
     detail::check_defined(op, "target", target);
     graft::detail::check(input.dim() >= 1, op, ": expected an input of 1 or more dimensions, got a 0-dim tensor");
@@ -280,6 +327,7 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
                 const double count = classes > 0 ? static_cast<double>(input.numel() / classes) : 0.0;
                 return -graft::sum(prod) / count;
             }
+            case reduction::batchmean: break;  // refused above
         }
         graft::detail::fail("cross_entropy: unknown reduction");
     }
@@ -297,6 +345,7 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
             denom = graft::sum(p.weight);
             nll = graft::sum(p.loss) / denom;
             break;
+        case reduction::batchmean: break;  // refused above
     }
     if (label_smoothing == 0.0) return nll;
     const Tensor weighted = weight.defined() ? logp * weight.reshape(detail::class_view(input, cd, classes)) : logp;
@@ -306,8 +355,175 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
         case reduction::none: reduced = smooth; break;
         case reduction::sum: reduced = graft::sum(smooth); break;
         case reduction::mean: reduced = graft::sum(smooth) / denom; break;
+        case reduction::batchmean: break;  // refused above
     }
     return nll * (1.0 - label_smoothing) + reduced * (label_smoothing / static_cast<double>(classes));
+}
+
+// ---------------------------------------------------------------- distances and normalization
+
+namespace detail {
+
+/// ||x||_p along dim d (kept), with PyTorch's gradient (linalg_vector_norm's backward): 0 for a
+/// zero vector (and for zero elements when p < 1), where the plain composite would give
+/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values.
+inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
+    if (p == 1.0) return graft::sum(abs(x), {d}, true);
+    if (std::isinf(p)) return amax(abs(x), {d}, true);
+    Tensor s;
+    if (p == 2.0) {
+        s = graft::sum(x * x, {d}, true);
+    } else {
+        const Tensor a = abs(x);
+        const Tensor zero = a == 0.0;
+        s = graft::sum(where(zero, 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
+    }
+    const Tensor zero = s == 0.0;
+    const Tensor safe = where(zero, 1.0, s);
+    return where(zero, 0.0, p == 2.0 ? sqrt(safe) : pow(safe, 1.0 / p));
+}
+
+/// dim wrapped for a reduction over `rank` dimensions, with PyTorch's message.
+inline std::int64_t reduce_dim(const char* op, std::int64_t dim, std::int64_t rank) {
+    const std::int64_t r = std::max<std::int64_t>(rank, 1);
+    check(dim >= -r && dim < r, op, ": Dimension out of range (expected to be in range of [", -r, ", ", r - 1,
+          "], but got ", dim, ")");
+    return dim < 0 ? dim + r : dim;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, std::int64_t dim, double eps) {
+    constexpr const char* op = "cosine_similarity";
+    detail::check_floating(op, "x1", x1);
+    detail::check_floating(op, "x2", x2);
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    int_list shape;
+    graft::detail::check(graft::detail::try_broadcast_shapes(x1.sizes(), x2.sizes(), shape), op, ": the sizes ",
+                         x1.sizes(), " of x1 and ", x2.sizes(), " of x2 do not broadcast");
+    const std::int64_t d = detail::reduce_dim(op, dim, static_cast<std::int64_t>(shape.size()));
+    const dtype t = promote_types(x1.type(), x2.type());
+    std::vector<Tensor> b = broadcast_tensors({x1.type() == t ? x1 : x1.to(t), x2.type() == t ? x2 : x2.to(t)});
+    const bool scalar_input = shape.empty();
+    if (scalar_input) b = {b[0].unsqueeze(0), b[1].unsqueeze(0)};
+    // PyTorch 1.13: n = sqrt(s), s = sum(x^2, dim) clamped in place to eps^2 under no_grad, so
+    // the value is sqrt(max(s, eps^2)) and the gradient that of sqrt(s) taken at the clamped
+    // value: s - detach(s) + eps^2 below eps^2 (exactly eps^2, gradient 1 in s).
+    const double e2 = eps * eps;
+    const auto norm = [&](const Tensor& x) {
+        const Tensor s = graft::sum(x * x, {d}, true);
+        return sqrt(where(s < e2, s - s.detach() + e2, s));
+    };
+    const Tensor out = graft::sum((b[0] / norm(b[0])) * (b[1] / norm(b[1])), {d}, false);
+    return scalar_input ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor normalize(const Tensor& input, double p, std::int64_t dim, double eps) {
+    constexpr const char* op = "normalize";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(p > 0.0, op, ": p must be positive (or infinity), got ", p,
+                         " (PyTorch's p = 0 and negative p are not supported)");
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    const std::int64_t d = detail::reduce_dim(op, dim, input.dim());
+    const Tensor x = input.dim() == 0 ? input.unsqueeze(0) : input;
+    // PyTorch: input / norm(input, p, dim, keepdim).clamp_min(eps) (clamp_min's gradient is 0
+    // below eps and at NaN, graft's as PyTorch's).
+    const Tensor out = x / clamp_min(detail::vector_norm(x, p, d), eps);
+    return input.dim() == 0 ? out.squeeze(0) : out;
+}
+
+namespace detail {
+
+/// pad's "reflect", "replicate" and "circular" modes (PyTorch's reflection_pad, replication_pad
+/// and _pad_circular): each padded dimension is one index_select of the positions PyTorch reads,
+/// so the gradient (index_select's: summed where a position is read twice) is PyTorch's.
+inline Tensor pad_indexed(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
+    constexpr const char* op = "pad";
+    const auto n = static_cast<std::int64_t>(pad.size()) / 2;
+    check(value == 0.0, op, ": Padding mode \"", mode, "\" doesn't take in value argument");
+    check(n >= 1 && n <= 3 && (input.dim() == n + 1 || input.dim() == n + 2), op,
+          ": Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now (", 2 * n,
+          " padding values for an input of ", input.dim(), " dimensions: expected ", n + 1, " or ", n + 2, ")");
+    const bool circular = mode == "circular";
+    if (circular)
+        check(2 * n == 2 * (input.dim() - 2), op, ": Invalid padding size, expected ", 2 * (input.dim() - 2),
+              " but got ", 2 * n, " (circular pads every dimension after the batch and channel ones)");
+    Tensor out = input;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t d = input.dim() - 1 - k, size = out.size(d);
+        const std::int64_t left = pad[static_cast<std::size_t>(2 * k)], right = pad[static_cast<std::size_t>(2 * k + 1)];
+        check(size + left + right >= 0 && std::max<std::int64_t>(-left, 0) + std::max<std::int64_t>(-right, 0) <= size,
+              op, ": the input size ", size, " of dimension ", d, ", plus negative padding ", left, " and ", right,
+              " resulted in a negative output size, which is invalid");
+        std::vector<std::int64_t> idx;
+        if (circular) {
+            // PyTorch crops first, then wraps the cropped part around.
+            const std::int64_t lo = std::max<std::int64_t>(-left, 0), kept = size - lo - std::max<std::int64_t>(-right, 0);
+            const std::int64_t pl = std::max<std::int64_t>(left, 0), pr = std::max<std::int64_t>(right, 0);
+            check(pl <= kept && pr <= kept, op, ": Padding value causes wrapping around more than once (padding (", left,
+                  ", ", right, ") of dimension ", d, " of size ", size, ")");
+            for (std::int64_t i = -pl; i < kept + pr; ++i) idx.push_back(lo + ((i % kept) + kept) % kept);
+        } else {
+            check(size > 0, op, ": ", mode, " padding needs a non-empty dimension ", d, ", got input sizes ",
+                  input.sizes());
+            if (mode == "reflect")
+                check(left < size && right < size, op,
+                      ": Padding size should be less than the corresponding input dimension, but got: padding (", left,
+                      ", ", right, ") at dimension ", d, " of input ", input.sizes());
+            for (std::int64_t i = -left; i < size + right; ++i) {
+                std::int64_t j = i;
+                if (mode == "reflect") j = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i;
+                else j = std::clamp<std::int64_t>(i, 0, size - 1);
+                idx.push_back(j);
+            }
+        }
+        out = index_select(out, d, from_vector(idx));
+    }
+    return out;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
+    constexpr const char* op = "pad";
+    detail::check_defined(op, "input", input);
+    graft::detail::check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", op,
+                         ": Unrecognised padding mode ", mode,
+                         " (one of \"constant\", \"reflect\", \"replicate\", \"circular\")");
+    const auto n = static_cast<std::int64_t>(pad.size());
+    graft::detail::check(n % 2 == 0, op, ": Padding length must be divisible by 2 (got ", n, " values)");
+    graft::detail::check(n / 2 <= input.dim(), op, ": Padding length too large (", n, " values for an input of ",
+                         input.dim(), " dimensions)");
+    if (mode != "constant") return detail::pad_indexed(input, pad, mode, value);
+    // From the last dimension backwards: crop the negative amounts (narrow), then cat the
+    // constant blocks on either side (PyTorch's constant_pad_nd). The result is a new tensor.
+    Tensor out = input;
+    bool copied = false;
+    for (std::int64_t k = 0; k < n / 2; ++k) {
+        const std::int64_t d = input.dim() - 1 - k, size = out.size(d);
+        const std::int64_t left = pad[static_cast<std::size_t>(2 * k)], right = pad[static_cast<std::size_t>(2 * k + 1)];
+        const std::int64_t crop_l = std::max<std::int64_t>(-left, 0), crop_r = std::max<std::int64_t>(-right, 0);
+        graft::detail::check(crop_l <= size && crop_r <= size - crop_l, op, ": the input size ", size,
+                             " of dimension ", d, ", plus negative padding ", left, " and ", right,
+                             " resulted in a negative output size, which is invalid");
+        if (crop_l > 0 || crop_r > 0) out = out.narrow(d, crop_l, size - crop_l - crop_r);
+        std::vector<Tensor> parts;
+        int_list sizes = out.sizes();
+        if (left > 0) {
+            sizes[static_cast<std::size_t>(d)] = left;
+            parts.push_back(full(sizes, value, input.type()));
+        }
+        parts.push_back(out);
+        if (right > 0) {
+            sizes[static_cast<std::size_t>(d)] = right;
+            parts.push_back(full(sizes, value, input.type()));
+        }
+        if (parts.size() > 1) {
+            out = cat(parts, d);
+            copied = true;
+        }
+    }
+    return copied ? out : out.clone();
 }
 
 // ---------------------------------------------------------------- convolution and pooling
