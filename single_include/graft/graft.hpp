@@ -12359,7 +12359,8 @@ GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
 #include <vector>
 
 // ---- begin graft/autograd/join_split.hpp
-// Joining and splitting tensors, differentiable: cat, stack (torch.cat, torch.stack), and
+// Joining and splitting tensors, differentiable: cat, stack (torch.cat, torch.stack),
+// broadcast_tensors (expand views), and
 // the views split, chunk, unbind and flatten (torch.split, chunk, unbind, flatten). Names,
 // defaults, negative dims and errors follow PyTorch. Graph capture records cat as one `cat`
 // node and the others as the views and cat they are made of (narrow, select, unsqueeze,
@@ -12378,6 +12379,12 @@ namespace graft {
 /// The tensors (all of one size) stacked along a new dimension `dim` (torch.stack):
 /// `dim` ranges over [-(rank + 1), rank]; cat of the tensors unsqueezed at `dim`.
 [[nodiscard]] GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim = 0);
+
+/// The tensors expanded (views, torch.broadcast_tensors) to their common broadcast shape
+/// (trailing dimensions aligned, a size 1 stretches). Differentiable through expand (each
+/// gradient is summed back to its tensor's sizes). An empty list gives an empty list;
+/// an undefined tensor or incompatible shapes are a graft::error.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
 
 /// Views of consecutive pieces of `split_size` along `dim` (torch.split with an int); the
 /// last piece is smaller when the size does not divide. `split(t, {2, 3})` takes the sizes
@@ -12485,6 +12492,26 @@ GRAFT_INLINE Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) 
     parts.reserve(tensors.size());
     for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
     return cat(parts, d);
+}
+
+GRAFT_INLINE std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
+    int_list shape;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        graft::detail::check(tensors[i].defined(), "broadcast_tensors: tensor ", i, " is an undefined tensor");
+        if (i == 0) {
+            shape = tensors[i].sizes();
+            continue;
+        }
+        int_list next;
+        graft::detail::check(graft::detail::try_broadcast_shapes(shape, tensors[i].sizes(), next),
+                             "broadcast_tensors: the sizes ", tensors[i].sizes(), " of tensor ", i,
+                             " do not broadcast with ", shape, " (the shape of the tensors before it)");
+        shape = std::move(next);
+    }
+    std::vector<Tensor> out;
+    out.reserve(tensors.size());
+    for (const Tensor& t : tensors) out.push_back(t.expand(shape));
+    return out;
 }
 
 GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim) {
@@ -31391,9 +31418,11 @@ namespace graft::nn::functional {
 
 // ---------------------------------------------------------------- losses
 
-/// How a loss reduces its elementwise values (PyTorch's reduction="none" | "mean" | "sum";
-/// an enum, so a misspelling does not compile).
-enum class reduction { none, mean, sum };
+/// How a loss reduces its elementwise values (PyTorch's reduction="none" | "mean" | "sum" |
+/// "batchmean"; an enum, so a misspelling does not compile). `batchmean` (the sum divided by
+/// the input's first size) is kl_div's only: every other loss refuses it with a graft::error,
+/// as PyTorch raises "batchmean is not a valid value for reduction".
+enum class reduction { none, mean, sum, batchmean };
 
 /// (input - target)^2, reduced. input and target must have the same shape (PyTorch
 /// broadcasts with a warning; graft refuses) and a floating dtype.
@@ -31404,6 +31433,23 @@ enum class reduction { none, mean, sum };
 /// l1_loss, beta < 0 is an error.
 [[nodiscard]] GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                                                  reduction how = reduction::mean, double beta = 1.0);
+
+/// Huber loss (torch.nn.functional.huber_loss): 0.5 d^2 where |d| < delta, else
+/// delta (|d| - 0.5 delta) (d = input - target), reduced; same shape rules as mse_loss.
+/// delta <= 0 (or NaN) is an error, as PyTorch's. Gradient delta sign(d) on the linear part,
+/// d on the quadratic one, NaN at a NaN d (as PyTorch's).
+[[nodiscard]] GRAFT_INLINE Tensor huber_loss(const Tensor& input, const Tensor& target,
+                                             reduction how = reduction::mean, double delta = 1.0);
+
+/// Kullback-Leibler divergence (torch.nn.functional.kl_div) of log-probabilities `input`
+/// against probabilities `target`: xlogy(t, t) - t * input (0 where t = 0, as PyTorch's xlogy),
+/// or with log_target exp(t) (t - input) for log-probability targets; input and target have
+/// the same shape (PyTorch broadcasts; graft refuses, as for the other losses). Reductions
+/// none / mean (over all elements, as PyTorch's) / sum / batchmean (the sum divided by
+/// input.size(0); the sum for a 0-dim input), PyTorch's recommended one. PyTorch 1.13's
+/// composite gradients: target t = 0 gets a NaN gradient in t (xlogy's t / t), as in PyTorch.
+[[nodiscard]] GRAFT_INLINE Tensor kl_div(const Tensor& input, const Tensor& target, reduction how = reduction::mean,
+                                         bool log_target = false);
 
 /// Binary cross entropy of probabilities x in [0, 1] (a sigmoid's output) and targets t:
 /// -weight * (t * max(log(x), -100) + (1 - t) * max(log(1 - x), -100)), reduced. input and
@@ -31437,6 +31483,34 @@ enum class reduction { none, mean, sum };
 [[nodiscard]] GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                                 std::int64_t ignore_index = -100, reduction how = reduction::mean,
                                                 double label_smoothing = 0.0);
+
+// ---------------------------------------------------------------- distances and normalization
+
+/// The cosine of the angle between x1 and x2 along `dim` (torch.nn.functional.cosine_similarity),
+/// after broadcasting them (broadcast_tensors) and promoting to their common floating dtype:
+/// sum((x1 / n1) * (x2 / n2), dim) with n = sqrt(max(sum(x^2, dim), eps^2)), PyTorch 1.13's
+/// formula: its clamp of the squared norm runs outside autograd, so the gradient is that of
+/// sqrt(sum(x^2)) evaluated at the clamped value (a zero vector gets x2 / (|x2| eps), not NaN).
+/// eps < 0 is an error (PyTorch accepts it).
+[[nodiscard]] GRAFT_INLINE Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, std::int64_t dim = 1,
+                                                    double eps = 1e-8);
+
+/// input / max(||input||_p, eps), the p-norm taken along `dim` (torch.nn.functional.normalize).
+/// p > 0 (finite) or infinity; the norm's gradient is PyTorch's, 0 for a zero vector (and for
+/// zero elements when p < 1), and 0 wherever the norm is below eps (clamp_min). p <= 0 (which
+/// PyTorch computes as a count or a negative power) and eps < 0 are errors.
+[[nodiscard]] GRAFT_INLINE Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1,
+                                            double eps = 1e-12);
+
+/// Pads `input` (torch.nn.functional.pad): pad = {left, right} of the last dimension, then
+/// {left, right} of the one before, ... (at most 2 * input.dim() values, an even count);
+/// a negative amount crops. mode "constant" fills with `value` (any dtype; a copy even when
+/// nothing is padded); "reflect" (mirrored without the edge; each amount below the size),
+/// "replicate" (the edge repeated) and "circular" (wrapped around) pad the last 1, 2 or 3
+/// dimensions of an input with 1 or 2 more (circular: exactly 2 more), as PyTorch, and take no
+/// value (a non-zero one is an error).
+[[nodiscard]] GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode = "constant",
+                                      double value = 0.0);
 
 // ---------------------------------------------------------------- convolution and pooling
 
@@ -31536,6 +31610,7 @@ struct conv_padding {
 // Everything is composed of differentiable ops; the comments give the formula each follows.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -31574,11 +31649,18 @@ inline void check_broadcasts_to(const char* op, const char* what, const Tensor& 
     check(ok, op, ": ", what, " of sizes ", t.sizes(), " must broadcast to the input's sizes ", input.sizes());
 }
 
+/// Refuses reduction::batchmean, which only kl_div accepts (PyTorch: a ValueError elsewhere).
+inline void check_reduction(const char* op, reduction how) {
+    check(how != reduction::batchmean, op, ": reduction::batchmean is only valid for kl_div (PyTorch: batchmean is not ",
+          "a valid value for reduction)");
+}
+
 inline Tensor reduce(const Tensor& loss, reduction how) {
     switch (how) {
         case reduction::none: return loss;
         case reduction::sum: return graft::sum(loss);
         case reduction::mean: return graft::mean(loss);
+        case reduction::batchmean: break;  // kl_div's own; refused by check_reduction before
     }
     graft::detail::fail("nn::functional: unknown reduction");
 }
@@ -31710,17 +31792,20 @@ GRAFT_INLINE Tensor log_softmax(const Tensor& x, std::int64_t dim) { return graf
 
 GRAFT_INLINE Tensor mse_loss(const Tensor& input, const Tensor& target, reduction how) {
     detail::check_pair("mse_loss", input, target);
+    detail::check_reduction("mse_loss", how);
     const Tensor d = input - target;
     return detail::reduce(d * d, how);
 }
 
 GRAFT_INLINE Tensor l1_loss(const Tensor& input, const Tensor& target, reduction how) {
     detail::check_pair("l1_loss", input, target);
+    detail::check_reduction("l1_loss", how);
     return detail::reduce(abs(input - target), how);
 }
 
 GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, reduction how, double beta) {
     detail::check_pair("smooth_l1_loss", input, target);
+    detail::check_reduction("smooth_l1_loss", how);
     graft::detail::check(beta >= 0.0, "smooth_l1_loss does not support negative values for beta (got ", beta, ")");
     if (beta == 0.0) return l1_loss(input, target, how);
     // PyTorch's branches: |d| < beta quadratic, else linear. The quadratic branch is fed d only
@@ -31733,10 +31818,42 @@ GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, re
     return detail::reduce(where(linear, z - 0.5 * beta, dq * dq * (0.5 / beta)), how);
 }
 
+GRAFT_INLINE Tensor huber_loss(const Tensor& input, const Tensor& target, reduction how, double delta) {
+    detail::check_pair("huber_loss", input, target);
+    detail::check_reduction("huber_loss", how);
+    graft::detail::check(delta > 0.0, "huber_loss does not support non-positive values for delta (got ", delta, ")");
+    // PyTorch's branches: |d| < delta quadratic, else linear; as smooth_l1_loss, the quadratic
+    // branch is fed d only where it is taken (an infinite d would give it a 0 * inf = NaN
+    // gradient), and NaN takes it (gradient d * g: NaN, as PyTorch's huber_loss_backward).
+    const Tensor d = input - target;
+    const Tensor z = abs(d);
+    const Tensor linear = z >= delta;
+    const Tensor dq = where(linear, 0.0, d);
+    return detail::reduce(where(linear, (z - 0.5 * delta) * delta, dq * dq * 0.5), how);
+}
+
+GRAFT_INLINE Tensor kl_div(const Tensor& input, const Tensor& target, reduction how, bool log_target) {
+    detail::check_pair("kl_div", input, target);
+    // PyTorch 1.13's composite: exp(t) (t - input) or xlogy(t, t) - t input, xlogy(t, t) being
+    // 0 where t = 0 (NaN stays NaN). Its gradient in t is xlogy(t != 0, t) + t / t - input, NaN
+    // at t = 0; here the unselected branch t log t gets a zero gradient there, and
+    // 0 * log(0) = NaN gives the same NaN.
+    Tensor loss;
+    if (log_target) {
+        loss = exp(target) * (target - input);
+    } else {
+        loss = where(target == 0.0, 0.0, target * log(target)) - target * input;
+    }
+    if (how != reduction::batchmean) return detail::reduce(loss, how);
+    const Tensor total = graft::sum(loss);
+    return input.dim() == 0 ? total : total / static_cast<double>(input.size(0));
+}
+
 GRAFT_INLINE Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                                          reduction how) {
     constexpr const char* op = "binary_cross_entropy";
     detail::check_pair(op, input, target);
+    detail::check_reduction(op, how);
     detail::check_broadcasts_to(op, "weight", weight, input);
     graft::detail::check(!weight.defined() || !weight.requires_grad(), op,
                          ": The function 'binary_cross_entropy' is not differentiable with respect to argument "
@@ -31750,6 +31867,7 @@ GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const 
                                                      reduction how, const Tensor& pos_weight) {
     constexpr const char* op = "binary_cross_entropy_with_logits";
     detail::check_pair(op, input, target);
+    detail::check_reduction(op, how);
     detail::check_broadcasts_to(op, "weight", weight, input);
     detail::check_broadcasts_to(op, "pos_weight", pos_weight, input);
     const Tensor sp = detail::log1p_exp(-input);  // -log(sigmoid(x))
@@ -31761,12 +31879,14 @@ GRAFT_INLINE Tensor binary_cross_entropy_with_logits(const Tensor& input, const 
 
 GRAFT_INLINE Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                              std::int64_t ignore_index, reduction how) {
+    detail::check_reduction("nll_loss", how);
     const std::int64_t cd = detail::check_nll("nll_loss", log_probs, target, weight, ignore_index);
     const detail::nll_parts p = detail::nll_elements(log_probs, target, weight, ignore_index, cd);
     switch (how) {
         case reduction::none: return p.loss;
         case reduction::sum: return graft::sum(p.loss);
         case reduction::mean: return graft::sum(p.loss) / graft::sum(p.weight);
+        case reduction::batchmean: break;  // refused above
     }
     graft::detail::fail("nll_loss: unknown reduction");
 }
@@ -31774,6 +31894,7 @@ GRAFT_INLINE Tensor nll_loss(const Tensor& log_probs, const Tensor& target, cons
 GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                                   std::int64_t ignore_index, reduction how, double label_smoothing) {
     constexpr const char* op = "cross_entropy";
+    detail::check_reduction(op, how);
     detail::check_floating(op, "input", input);
     detail::check_defined(op, "target", target);
     graft::detail::check(input.dim() >= 1, op, ": expected an input of 1 or more dimensions, got a 0-dim tensor");
@@ -31810,6 +31931,7 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
                 const double count = classes > 0 ? static_cast<double>(input.numel() / classes) : 0.0;
                 return -graft::sum(prod) / count;
             }
+            case reduction::batchmean: break;  // refused above
         }
         graft::detail::fail("cross_entropy: unknown reduction");
     }
@@ -31827,6 +31949,7 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
             denom = graft::sum(p.weight);
             nll = graft::sum(p.loss) / denom;
             break;
+        case reduction::batchmean: break;  // refused above
     }
     if (label_smoothing == 0.0) return nll;
     const Tensor weighted = weight.defined() ? logp * weight.reshape(detail::class_view(input, cd, classes)) : logp;
@@ -31836,8 +31959,175 @@ GRAFT_INLINE Tensor cross_entropy(const Tensor& input, const Tensor& target, con
         case reduction::none: reduced = smooth; break;
         case reduction::sum: reduced = graft::sum(smooth); break;
         case reduction::mean: reduced = graft::sum(smooth) / denom; break;
+        case reduction::batchmean: break;  // refused above
     }
     return nll * (1.0 - label_smoothing) + reduced * (label_smoothing / static_cast<double>(classes));
+}
+
+// ---------------------------------------------------------------- distances and normalization
+
+namespace detail {
+
+/// ||x||_p along dim d (kept), with PyTorch's gradient (linalg_vector_norm's backward): 0 for a
+/// zero vector (and for zero elements when p < 1), where the plain composite would give
+/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values.
+inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
+    if (p == 1.0) return graft::sum(abs(x), {d}, true);
+    if (std::isinf(p)) return amax(abs(x), {d}, true);
+    Tensor s;
+    if (p == 2.0) {
+        s = graft::sum(x * x, {d}, true);
+    } else {
+        const Tensor a = abs(x);
+        const Tensor zero = a == 0.0;
+        s = graft::sum(where(zero, 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
+    }
+    const Tensor zero = s == 0.0;
+    const Tensor safe = where(zero, 1.0, s);
+    return where(zero, 0.0, p == 2.0 ? sqrt(safe) : pow(safe, 1.0 / p));
+}
+
+/// dim wrapped for a reduction over `rank` dimensions, with PyTorch's message.
+inline std::int64_t reduce_dim(const char* op, std::int64_t dim, std::int64_t rank) {
+    const std::int64_t r = std::max<std::int64_t>(rank, 1);
+    check(dim >= -r && dim < r, op, ": Dimension out of range (expected to be in range of [", -r, ", ", r - 1,
+          "], but got ", dim, ")");
+    return dim < 0 ? dim + r : dim;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, std::int64_t dim, double eps) {
+    constexpr const char* op = "cosine_similarity";
+    detail::check_floating(op, "x1", x1);
+    detail::check_floating(op, "x2", x2);
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    int_list shape;
+    graft::detail::check(graft::detail::try_broadcast_shapes(x1.sizes(), x2.sizes(), shape), op, ": the sizes ",
+                         x1.sizes(), " of x1 and ", x2.sizes(), " of x2 do not broadcast");
+    const std::int64_t d = detail::reduce_dim(op, dim, static_cast<std::int64_t>(shape.size()));
+    const dtype t = promote_types(x1.type(), x2.type());
+    std::vector<Tensor> b = broadcast_tensors({x1.type() == t ? x1 : x1.to(t), x2.type() == t ? x2 : x2.to(t)});
+    const bool scalar_input = shape.empty();
+    if (scalar_input) b = {b[0].unsqueeze(0), b[1].unsqueeze(0)};
+    // PyTorch 1.13: n = sqrt(s), s = sum(x^2, dim) clamped in place to eps^2 under no_grad, so
+    // the value is sqrt(max(s, eps^2)) and the gradient that of sqrt(s) taken at the clamped
+    // value: s - detach(s) + eps^2 below eps^2 (exactly eps^2, gradient 1 in s).
+    const double e2 = eps * eps;
+    const auto norm = [&](const Tensor& x) {
+        const Tensor s = graft::sum(x * x, {d}, true);
+        return sqrt(where(s < e2, s - s.detach() + e2, s));
+    };
+    const Tensor out = graft::sum((b[0] / norm(b[0])) * (b[1] / norm(b[1])), {d}, false);
+    return scalar_input ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor normalize(const Tensor& input, double p, std::int64_t dim, double eps) {
+    constexpr const char* op = "normalize";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(p > 0.0, op, ": p must be positive (or infinity), got ", p,
+                         " (PyTorch's p = 0 and negative p are not supported)");
+    graft::detail::check(eps >= 0.0, op, ": eps must be non-negative, got ", eps);
+    const std::int64_t d = detail::reduce_dim(op, dim, input.dim());
+    const Tensor x = input.dim() == 0 ? input.unsqueeze(0) : input;
+    // PyTorch: input / norm(input, p, dim, keepdim).clamp_min(eps) (clamp_min's gradient is 0
+    // below eps and at NaN, graft's as PyTorch's).
+    const Tensor out = x / clamp_min(detail::vector_norm(x, p, d), eps);
+    return input.dim() == 0 ? out.squeeze(0) : out;
+}
+
+namespace detail {
+
+/// pad's "reflect", "replicate" and "circular" modes (PyTorch's reflection_pad, replication_pad
+/// and _pad_circular): each padded dimension is one index_select of the positions PyTorch reads,
+/// so the gradient (index_select's: summed where a position is read twice) is PyTorch's.
+inline Tensor pad_indexed(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
+    constexpr const char* op = "pad";
+    const auto n = static_cast<std::int64_t>(pad.size()) / 2;
+    check(value == 0.0, op, ": Padding mode \"", mode, "\" doesn't take in value argument");
+    check(n >= 1 && n <= 3 && (input.dim() == n + 1 || input.dim() == n + 2), op,
+          ": Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now (", 2 * n,
+          " padding values for an input of ", input.dim(), " dimensions: expected ", n + 1, " or ", n + 2, ")");
+    const bool circular = mode == "circular";
+    if (circular)
+        check(2 * n == 2 * (input.dim() - 2), op, ": Invalid padding size, expected ", 2 * (input.dim() - 2),
+              " but got ", 2 * n, " (circular pads every dimension after the batch and channel ones)");
+    Tensor out = input;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t d = input.dim() - 1 - k, size = out.size(d);
+        const std::int64_t left = pad[static_cast<std::size_t>(2 * k)], right = pad[static_cast<std::size_t>(2 * k + 1)];
+        check(size + left + right >= 0 && std::max<std::int64_t>(-left, 0) + std::max<std::int64_t>(-right, 0) <= size,
+              op, ": the input size ", size, " of dimension ", d, ", plus negative padding ", left, " and ", right,
+              " resulted in a negative output size, which is invalid");
+        std::vector<std::int64_t> idx;
+        if (circular) {
+            // PyTorch crops first, then wraps the cropped part around.
+            const std::int64_t lo = std::max<std::int64_t>(-left, 0), kept = size - lo - std::max<std::int64_t>(-right, 0);
+            const std::int64_t pl = std::max<std::int64_t>(left, 0), pr = std::max<std::int64_t>(right, 0);
+            check(pl <= kept && pr <= kept, op, ": Padding value causes wrapping around more than once (padding (", left,
+                  ", ", right, ") of dimension ", d, " of size ", size, ")");
+            for (std::int64_t i = -pl; i < kept + pr; ++i) idx.push_back(lo + ((i % kept) + kept) % kept);
+        } else {
+            check(size > 0, op, ": ", mode, " padding needs a non-empty dimension ", d, ", got input sizes ",
+                  input.sizes());
+            if (mode == "reflect")
+                check(left < size && right < size, op,
+                      ": Padding size should be less than the corresponding input dimension, but got: padding (", left,
+                      ", ", right, ") at dimension ", d, " of input ", input.sizes());
+            for (std::int64_t i = -left; i < size + right; ++i) {
+                std::int64_t j = i;
+                if (mode == "reflect") j = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i;
+                else j = std::clamp<std::int64_t>(i, 0, size - 1);
+                idx.push_back(j);
+            }
+        }
+        out = index_select(out, d, from_vector(idx));
+    }
+    return out;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor pad(const Tensor& input, const int_list& pad, std::string_view mode, double value) {
+    constexpr const char* op = "pad";
+    detail::check_defined(op, "input", input);
+    graft::detail::check(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", op,
+                         ": Unrecognised padding mode ", mode,
+                         " (one of \"constant\", \"reflect\", \"replicate\", \"circular\")");
+    const auto n = static_cast<std::int64_t>(pad.size());
+    graft::detail::check(n % 2 == 0, op, ": Padding length must be divisible by 2 (got ", n, " values)");
+    graft::detail::check(n / 2 <= input.dim(), op, ": Padding length too large (", n, " values for an input of ",
+                         input.dim(), " dimensions)");
+    if (mode != "constant") return detail::pad_indexed(input, pad, mode, value);
+    // From the last dimension backwards: crop the negative amounts (narrow), then cat the
+    // constant blocks on either side (PyTorch's constant_pad_nd). The result is a new tensor.
+    Tensor out = input;
+    bool copied = false;
+    for (std::int64_t k = 0; k < n / 2; ++k) {
+        const std::int64_t d = input.dim() - 1 - k, size = out.size(d);
+        const std::int64_t left = pad[static_cast<std::size_t>(2 * k)], right = pad[static_cast<std::size_t>(2 * k + 1)];
+        const std::int64_t crop_l = std::max<std::int64_t>(-left, 0), crop_r = std::max<std::int64_t>(-right, 0);
+        graft::detail::check(crop_l <= size && crop_r <= size - crop_l, op, ": the input size ", size,
+                             " of dimension ", d, ", plus negative padding ", left, " and ", right,
+                             " resulted in a negative output size, which is invalid");
+        if (crop_l > 0 || crop_r > 0) out = out.narrow(d, crop_l, size - crop_l - crop_r);
+        std::vector<Tensor> parts;
+        int_list sizes = out.sizes();
+        if (left > 0) {
+            sizes[static_cast<std::size_t>(d)] = left;
+            parts.push_back(full(sizes, value, input.type()));
+        }
+        parts.push_back(out);
+        if (right > 0) {
+            sizes[static_cast<std::size_t>(d)] = right;
+            parts.push_back(full(sizes, value, input.type()));
+        }
+        if (parts.size() > 1) {
+            out = cat(parts, d);
+            copied = true;
+        }
+    }
+    return copied ? out : out.clone();
 }
 
 // ---------------------------------------------------------------- convolution and pooling
