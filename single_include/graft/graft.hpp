@@ -31665,6 +31665,16 @@ inline Tensor reduce(const Tensor& loss, reduction how) {
     graft::detail::fail("nn::functional: unknown reduction");
 }
 
+/// smooth_l1_loss's and huber_loss's PyTorch branches of d: linear(|d|) where |d| >= threshold,
+/// else quadratic(d). The quadratic branch is fed d only where it is taken (an infinite d would
+/// give it a 0 * inf = NaN gradient), and NaN takes it (a NaN gradient, as PyTorch's backward).
+template <class Linear, class Quadratic>
+Tensor quadratic_then_linear(const Tensor& d, double threshold, Linear linear, Quadratic quadratic) {
+    const Tensor z = abs(d);
+    const Tensor is_linear = z >= threshold;
+    return where(is_linear, linear(z), quadratic(where(is_linear, 0.0, d)));
+}
+
 /// log(1 + exp(z)) without overflow and with the exact gradient sigmoid(z) everywhere
 /// (z = 0 included): z + log1p(exp(-z)) for z > 0, log1p(exp(z)) otherwise (log1p: exact
 /// where exp(z) is tiny, softplus(-30) = 9.3576e-14 as PyTorch's), each branch
@@ -31808,28 +31818,20 @@ GRAFT_INLINE Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, re
     detail::check_reduction("smooth_l1_loss", how);
     graft::detail::check(beta >= 0.0, "smooth_l1_loss does not support negative values for beta (got ", beta, ")");
     if (beta == 0.0) return l1_loss(input, target, how);
-    // PyTorch's branches: |d| < beta quadratic, else linear. The quadratic branch is fed d only
-    // where it is taken (an infinite d would give it a 0 * inf = NaN gradient), and NaN takes it
-    // (d / beta * g: NaN, as PyTorch's backward).
-    const Tensor d = input - target;
-    const Tensor z = abs(d);
-    const Tensor linear = z >= beta;
-    const Tensor dq = where(linear, 0.0, d);
-    return detail::reduce(where(linear, z - 0.5 * beta, dq * dq * (0.5 / beta)), how);
+    return detail::reduce(detail::quadratic_then_linear(
+                              input - target, beta, [&](const Tensor& z) { return z - 0.5 * beta; },
+                              [&](const Tensor& dq) { return dq * dq * (0.5 / beta); }),
+                          how);
 }
 
 GRAFT_INLINE Tensor huber_loss(const Tensor& input, const Tensor& target, reduction how, double delta) {
     detail::check_pair("huber_loss", input, target);
     detail::check_reduction("huber_loss", how);
     graft::detail::check(delta > 0.0, "huber_loss does not support non-positive values for delta (got ", delta, ")");
-    // PyTorch's branches: |d| < delta quadratic, else linear; as smooth_l1_loss, the quadratic
-    // branch is fed d only where it is taken (an infinite d would give it a 0 * inf = NaN
-    // gradient), and NaN takes it (gradient d * g: NaN, as PyTorch's huber_loss_backward).
-    const Tensor d = input - target;
-    const Tensor z = abs(d);
-    const Tensor linear = z >= delta;
-    const Tensor dq = where(linear, 0.0, d);
-    return detail::reduce(where(linear, (z - 0.5 * delta) * delta, dq * dq * 0.5), how);
+    return detail::reduce(detail::quadratic_then_linear(
+                              input - target, delta, [&](const Tensor& z) { return (z - 0.5 * delta) * delta; },
+                              [](const Tensor& dq) { return dq * dq * 0.5; }),
+                          how);
 }
 
 GRAFT_INLINE Tensor kl_div(const Tensor& input, const Tensor& target, reduction how, bool log_target) {
