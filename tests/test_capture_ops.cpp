@@ -208,6 +208,20 @@ std::vector<op_case> public_ops() {
          },
          {m34}},
         {{"layer_norm"}, [](const V& x) { return V{F::layer_norm(x[0], {4}, x[1], x[2])}; }, {m34, v4, v4}},
+        {{"batch_norm", "batch_norm_with_factor", "instance_norm", "group_norm"},
+         [](const V& x) {
+             // Running statistics as inputs (written back: graph outputs of their own).
+             Tensor rm = x[3].detach().clone(), rv = x[4].detach().clone();
+             const Tensor factor = full({}, 0.25, x[0].type());
+             return V{F::batch_norm(x[0], {}, {}, x[1], x[2], true),
+                      F::batch_norm(x[0], x[3], x[4], x[1], x[2], false),
+                      F::detail::batch_norm_with_factor(x[0], rm, rv, x[1], x[2], true, factor, 1e-5, false),
+                      rm,
+                      rv,
+                      F::instance_norm(x[0], {}, {}, x[1], x[2]),
+                      F::group_norm(x[0], 3, x[1], x[2])};
+         },
+         {img, {{3}, 0.5, 1.5}, {{3}}, {{3}, -0.5, 0.5, false}, {{3}, 0.5, 2.0, false}}},
         {{"embedding"}, [](const V& x) { return V{F::embedding(ids({2, 0, 2, 4}, {2, 2}), x[0])}; }, {{{5, 3}}}},
         {{"conv2d"}, [](const V& x) { return V{F::conv2d(x[0], x[1], x[2], 1, 1)}; }, {img, kern, bias4}},
         {{"max_pool2d", "avg_pool2d"},

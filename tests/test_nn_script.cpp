@@ -308,6 +308,6 @@ TEST_CASE("nn::script captures again after a parameter was registered; nn::aot r
         (void)a(x);
         FAIL("no error");
     } catch (const graft::error& e) {
-        CHECK(std::string(e.what()).find("captured with 1 parameter tensors and has 2 now") != std::string::npos);
+        CHECK(std::string(e.what()).find("captured with 1 parameter and buffer tensors and has 2 now") != std::string::npos);
     }
 }

@@ -147,7 +147,7 @@ public:
                    std::initializer_list<graft::detail::op_attr_entry> attrs, const Tensor& result,
                    const generator& gen) override;
 
-    void on_alloc(const Tensor& t) override;
+    void on_alloc(const Tensor& t, bool by_op) override;
 
     /// A detached alias: reads of it become detach(its value), so no gradient flows through.
     void on_detach(const Tensor& result) override;
@@ -250,6 +250,7 @@ private:
     std::map<const void*, entry> values_;
     std::vector<Tensor> keep_;  // every tensor seen stays alive, so addresses stay unique
     std::set<const void*> fresh_;  // storages allocated by empty() outside any op or factory
+    std::set<const void*> made_;   // storages allocated while tracing (by ops or not): f may write them
     std::set<const void*> detached_;  // tensors made by detach() (kept alive in keep_)
     std::vector<ir::size_hint> hints_;  // SymInt expressions, in the order the ops got them
     std::size_t mutations_ = 0;

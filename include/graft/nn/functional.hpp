@@ -216,6 +216,46 @@ struct conv_padding {
 [[nodiscard]] GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_shape,
                                              const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
 
+/// Batch normalization (torch.nn.functional.batch_norm) of an input [N, C, *] per channel C:
+/// (x - mean) / sqrt(var + eps) * weight + bias. training: mean and var are the batch's
+/// (biased var), and defined running_mean / running_var [C] are updated in place (under
+/// no_grad) to (1 - momentum) * running + momentum * batch, with the unbiased batch variance,
+/// as PyTorch; more than one value per channel is required. Not training: the running
+/// statistics (both required) are used and left as they are. weight and bias are [C] or
+/// undefined. Under capture the running statistics are graph inputs written back (nn::script
+/// and nn::aot pass a module's buffers so).
+[[nodiscard]] GRAFT_INLINE Tensor batch_norm(const Tensor& input, const Tensor& running_mean,
+                                             const Tensor& running_var, const Tensor& weight = {},
+                                             const Tensor& bias = {}, bool training = false, double momentum = 0.1,
+                                             double eps = 1e-5);
+
+/// Instance normalization (torch.nn.functional.instance_norm) of an input [N, C, *]: each
+/// (sample, channel) slice normalized by its own mean and biased variance (use_input_stats),
+/// or by running_mean / running_var [C] (use_input_stats = false). With use_input_stats,
+/// defined running statistics are updated with the mean over the batch of the slices' means and
+/// unbiased variances (PyTorch's). More than one spatial element is required.
+[[nodiscard]] GRAFT_INLINE Tensor instance_norm(const Tensor& input, const Tensor& running_mean = {},
+                                                const Tensor& running_var = {}, const Tensor& weight = {},
+                                                const Tensor& bias = {}, bool use_input_stats = true,
+                                                double momentum = 0.1, double eps = 1e-5);
+
+/// Group normalization (torch.nn.functional.group_norm) of an input [N, C, *]: the C channels
+/// in num_groups groups (C divisible by it), each (sample, group) normalized by its own mean and
+/// biased variance, then weight and bias [C] (or undefined) per channel.
+[[nodiscard]] GRAFT_INLINE Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight = {},
+                                             const Tensor& bias = {}, double eps = 1e-5);
+
+namespace detail {
+/// batch_norm's and instance_norm's running-statistics factor when it is a tensor: the
+/// modules' momentum = None (a cumulative average, 1 / num_batches_tracked) computed in the
+/// graph rather than read out of it, so a captured module keeps counting. `factor` is a 0-dim
+/// floating tensor; a double `momentum` is the functions' own form.
+[[nodiscard]] GRAFT_INLINE Tensor batch_norm_with_factor(const Tensor& input, const Tensor& running_mean,
+                                                         const Tensor& running_var, const Tensor& weight,
+                                                         const Tensor& bias, bool training, const Tensor& factor,
+                                                         double eps, bool per_instance);
+}  // namespace detail
+
 /// The rows of a 2-D weight [num_embeddings, dim] at int64 indices (torch.nn.functional.embedding):
 /// the result has the input's sizes plus dim. The padding_idx row (negative counts from the end)
 /// gets no gradient. max_norm / scale_grad_by_freq / sparse are not offered.

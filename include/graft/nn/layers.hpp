@@ -1,6 +1,7 @@
 #pragma once
 // graft::nn layers over the convolution, pooling, normalization, embedding and dropout
-// functions (torch.nn.Conv2d, MaxPool2d, AvgPool2d, LayerNorm, Embedding, Dropout), with
+// functions (torch.nn.Conv2d, MaxPool2d, AvgPool2d, LayerNorm, BatchNorm1d/2d/3d,
+// InstanceNorm1d/2d, GroupNorm, Embedding, Dropout), with
 // PyTorch's arguments, defaults and initializations. Each forward calls graft::nn::functional,
 // so autograd, capture and the executor see ordinary ops. Construct them with std::make_shared.
 #include <cstdint>
@@ -88,6 +89,107 @@ public:
     const double eps;
     Tensor& weight;  // undefined without elementwise_affine
     Tensor& bias;    // undefined without elementwise_affine or bias
+};
+
+namespace detail {
+/// What BatchNorm1d/2d/3d and InstanceNorm1d/2d/3d share (PyTorch's _NormBase): weight
+/// (ones) and bias (zeros) [num_features] when affine; running_mean (zeros), running_var
+/// (ones) and num_batches_tracked (int64, 0-dim) buffers when track_running_stats. momentum
+/// nullopt is PyTorch's momentum=None: the running statistics are the cumulative average
+/// (factor 1 / num_batches_tracked).
+class norm_base : public Module {
+public:
+    GRAFT_INLINE norm_base(std::string type_name, std::int64_t num_features, double eps,
+                           std::optional<double> momentum, bool affine, bool track_running_stats, dtype type);
+    /// running_mean to zeros, running_var to ones, num_batches_tracked to 0.
+    GRAFT_INLINE void reset_running_stats();
+    /// reset_running_stats(), weight to ones and bias to zeros.
+    GRAFT_INLINE void reset_parameters();
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t num_features;
+    const double eps;
+    const std::optional<double> momentum;
+    const bool affine, track_running_stats;
+    Tensor& weight;               // undefined without affine
+    Tensor& bias;                 // undefined without affine
+    Tensor& running_mean;         // undefined without track_running_stats
+    Tensor& running_var;          // undefined without track_running_stats
+    Tensor& num_batches_tracked;  // undefined without track_running_stats
+
+protected:
+    /// Counts the batch (training with running statistics) and normalizes `input` [N, C, *]
+    /// with batch statistics (training, or no running statistics) or the running ones.
+    GRAFT_INLINE Tensor normalize(const Tensor& input, bool per_instance);
+};
+}  // namespace detail
+
+/// torch.nn.BatchNorm1d: input [N, C] or [N, C, L]. In training, normalized with the batch's
+/// statistics and the running ones updated; in eval, normalized with the running statistics
+/// (the batch's when track_running_stats is false). State: weight, bias, running_mean,
+/// running_var, num_batches_tracked, as PyTorch's state_dict.
+class BatchNorm1d : public detail::norm_base {
+public:
+    explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                         bool affine = true, bool track_running_stats = true, dtype type = dtype::float32)
+        : norm_base("BatchNorm1d", num_features, eps, momentum, affine, track_running_stats, type) {}
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// torch.nn.BatchNorm2d: input [N, C, H, W]; otherwise as BatchNorm1d.
+class BatchNorm2d : public detail::norm_base {
+public:
+    explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                         bool affine = true, bool track_running_stats = true, dtype type = dtype::float32)
+        : norm_base("BatchNorm2d", num_features, eps, momentum, affine, track_running_stats, type) {}
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// torch.nn.BatchNorm3d: input [N, C, D, H, W]; otherwise as BatchNorm1d.
+class BatchNorm3d : public detail::norm_base {
+public:
+    explicit BatchNorm3d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                         bool affine = true, bool track_running_stats = true, dtype type = dtype::float32)
+        : norm_base("BatchNorm3d", num_features, eps, momentum, affine, track_running_stats, type) {}
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// torch.nn.InstanceNorm1d: input [N, C, L] or unbatched [C, L], each (sample, channel)
+/// normalized by its own statistics. PyTorch's defaults: no affine, no running statistics;
+/// with track_running_stats, eval mode uses the running statistics. num_features must match
+/// the input's channels when affine or tracking (PyTorch only warns otherwise; so does graft not check).
+class InstanceNorm1d : public detail::norm_base {
+public:
+    explicit InstanceNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                            bool affine = false, bool track_running_stats = false, dtype type = dtype::float32)
+        : norm_base("InstanceNorm1d", num_features, eps, momentum, affine, track_running_stats, type) {}
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// torch.nn.InstanceNorm2d: input [N, C, H, W] or unbatched [C, H, W]; otherwise as InstanceNorm1d.
+class InstanceNorm2d : public detail::norm_base {
+public:
+    explicit InstanceNorm2d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                            bool affine = false, bool track_running_stats = false, dtype type = dtype::float32)
+        : norm_base("InstanceNorm2d", num_features, eps, momentum, affine, track_running_stats, type) {}
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+};
+
+/// torch.nn.GroupNorm: num_channels in num_groups groups (divisible), weight ones and bias
+/// zeros [num_channels] when affine; input [N, C, *].
+class GroupNorm : public Module {
+public:
+    GRAFT_INLINE GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
+                           dtype type = dtype::float32);
+    Tensor forward(const Tensor& input) override {
+        return functional::group_norm(input, num_groups, weight, bias, eps);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const std::int64_t num_groups, num_channels;
+    const double eps;
+    const bool affine;
+    Tensor& weight;  // undefined without affine
+    Tensor& bias;    // undefined without affine
 };
 
 /// torch.nn.Embedding: weight [num_embeddings, embedding_dim] ~ N(0, 1), the padding_idx row

@@ -179,7 +179,9 @@ private:
 namespace detail {
 /// Runs `body` with `module`'s parameters replaced by `parameters` (parameters()'s order, tied
 /// slots together, as the positional functional_call), restored afterwards, also on an exception.
-GRAFT_INLINE void with_parameters(Module& module, std::span<const Tensor> parameters, const std::function<void()>& body);
+/// with_buffers: `parameters` continues with the buffers (buffers()'s order), replaced too.
+GRAFT_INLINE void with_parameters(Module& module, std::span<const Tensor> parameters, const std::function<void()>& body,
+                                  bool with_buffers = false);
 }  // namespace detail
 
 /// The module tree as text (Module::to_string()).

@@ -1,9 +1,11 @@
 #pragma once
-// Modules under jit::script and capture::aot, with the parameters as graph inputs.
+// Modules under jit::script and capture::aot, with the parameters and buffers as graph inputs.
 //
 // nn::script(model) and nn::aot(model, example) trace functional_call(model, {p0, p1, ...}, x),
-// with the module's current parameters passed as graph inputs on every call: the graph holds
-// no copy of them, an optimizer's in-place update is seen by the next call, and backward fills
+// with the module's current parameters and buffers passed as graph inputs on every call: the
+// graph holds no copy of them, an optimizer's in-place update is seen by the next call, buffers
+// a forward writes (BatchNorm's running statistics, num_batches_tracked) are written back into
+// the module on every call as eager code writes them, and backward fills
 // p.grad() of the module's parameters through the compiled graph's autograd node.
 // nn::script(model, fn) and nn::aot(model, fn, examples...) do the same for any function of
 // the module and several tensors returning a Tensor, a vector or a tuple of tensors (a VAE's
@@ -26,17 +28,22 @@
 namespace graft::nn {
 
 namespace detail {
-/// forward(in[0]) with in[1..] as the module's parameters (in parameters() order).
+/// forward(in[0]) with in[1..] as the module's parameters and buffers (parameters()'s order,
+/// then buffers()'s).
 struct module_forward {
     Module* module = nullptr;
     GRAFT_INLINE Tensor operator()(const std::vector<Tensor>& in) const;
 };
-/// {input, p0, p1, ...}: the graph's inputs for one call.
+/// parameters() then buffers(): the module's tensors a capture takes as graph inputs, so that
+/// the graph reads their current values and writes the buffers a forward updates (BatchNorm's
+/// running statistics) back into the module.
+[[nodiscard]] GRAFT_INLINE std::vector<Tensor> module_tensors(const Module& module);
+/// {input, p0, p1, ..., b0, b1, ...}: the graph's inputs for one call.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input);
 /// is_training() of the module and each descendant: a capture holds the path one mode takes.
 [[nodiscard]] GRAFT_INLINE std::vector<bool> training_flags(Module& module);
 
-/// fn(module, in[0], ..., in[n - 1]) with in[n..] as the module's parameters: the function a
+/// fn(module, in[0], ..., in[n - 1]) with in[n..] as the module's tensors: the function a
 /// capture of nn::script(model, fn) / nn::aot(model, fn, ...) traces.
 template <class M, class Fn>
 struct module_call {
@@ -48,7 +55,8 @@ struct module_call {
         graft::detail::check(in.size() >= num_inputs, "nn::script: expected ", num_inputs, " inputs");
         const std::span<const Tensor> all(in);
         std::vector<Tensor> out;
-        with_parameters(*module, all.subspan(num_inputs), [&] { out = invoke(all.first(num_inputs)); });
+        with_parameters(
+            *module, all.subspan(num_inputs), [&] { out = invoke(all.first(num_inputs)); }, true);
         return out;
     }
 
@@ -97,7 +105,7 @@ template <class R>
 
 /// One value per train/eval mode of a module tree (its training_flags), made on first use and
 /// kept side by side (a few modes at most: the oldest goes past max_modes). A change in the
-/// number of parameters forgets them all (the graphs' inputs changed).
+/// number of the module's tensors forgets them all (the graphs' inputs changed).
 template <class T>
 class per_mode {
 public:
@@ -125,7 +133,7 @@ private:
 };
 }  // namespace detail
 
-/// jit::script of a module's forward, parameters as graph inputs. Keeps the module alive.
+/// jit::script of a module's forward, parameters and buffers as graph inputs. Keeps the module alive.
 class scripted_module {
 public:
     scripted_module(std::shared_ptr<Module> module, std::optional<jit::options> o)
@@ -136,9 +144,9 @@ public:
     Tensor operator()(const Tensor& input) { return function()(detail::graph_inputs(*module_, input)); }
     [[nodiscard]] Module& module() const { return *module_; }
     /// The script function of the module's current mode (debug_state(), graph(),
-    /// flush_compilation_cache()); its inputs are {input, parameters()...}.
+    /// flush_compilation_cache()); its inputs are {input, parameters()..., buffers()...}.
     [[nodiscard]] jit::script_function<detail::module_forward>& function() {
-        return plans_.get(*module_, module_->parameters().size(), [&] {
+        return plans_.get(*module_, detail::module_tensors(*module_).size(), [&] {
             return std::make_unique<jit::script_function<detail::module_forward>>(detail::module_forward{module_.get()},
                                                                                   options_);
         });
@@ -152,7 +160,7 @@ private:
     detail::per_mode<jit::script_function<detail::module_forward>> plans_;
 };
 
-/// jit::script of fn(module, inputs...) (nn::script(model, fn)), the module's parameters as
+/// jit::script of fn(module, inputs...) (nn::script(model, fn)), the module's parameters and buffers as
 /// graph inputs; calls return what fn returns.
 template <class M, class Fn>
 class scripted_function {
@@ -166,7 +174,7 @@ public:
     auto operator()(const Ts&... inputs) {
         using R = detail::module_call_result<Fn, M, Ts...>;
         std::vector<Tensor> in{Tensor(inputs)...};
-        const std::vector<Tensor> params = module_->parameters();
+        const std::vector<Tensor> params = detail::module_tensors(*module_);
         in.insert(in.end(), params.begin(), params.end());
         auto& fn = plans_.get(*module_, params.size(), [&] {
             return std::make_unique<jit::script_function<traced>>(traced{module_.get(), fn_, sizeof...(Ts)}, options_);
@@ -204,7 +212,7 @@ template <class M, class Fn>
     return {std::move(module), std::forward<Fn>(fn), std::move(o)};
 }
 
-/// capture::aot of a module's forward at `example_input`, parameters as graph inputs: calls
+/// capture::aot of a module's forward at `example_input`, parameters and buffers as graph inputs: calls
 /// run the forward graph and record one CompiledFunctionBackward node whose backward fills the
 /// parameters' grads. A call with another input signature captures again (as capture::aot).
 /// options.dynamic_dims index the graph's inputs: input 0 is the module's input. A call in
@@ -215,7 +223,8 @@ public:
                             capture::aot_options options = {});
     GRAFT_INLINE Tensor operator()(const Tensor& input);
     [[nodiscard]] Module& module() const { return *module_; }
-    /// The forward and backward graphs of the current mode (inputs {input, parameters()...}),
+    /// The forward and backward graphs of the current mode (inputs {input, parameters()...,
+    /// buffers()...}),
     /// captured at `example_input` for a mode not called yet.
     [[nodiscard]] GRAFT_INLINE const capture::aot_function& function(const Tensor& example_input);
     /// The first capture's graphs (the mode and example of the constructor).
@@ -236,7 +245,7 @@ private:
 }
 
 /// capture::aot of fn(module, inputs...) (nn::aot(model, fn, examples...)), captured at the
-/// examples, the module's parameters as graph inputs; calls return what fn returns.
+/// examples, the module's parameters and buffers as graph inputs; calls return what fn returns.
 template <class M, class Fn>
 class aot_function_of {
 public:
@@ -252,7 +261,7 @@ public:
         using R = detail::module_call_result<Fn, M, Ts...>;
         std::vector<Tensor> in{Tensor(inputs)...};
         const capture::aot_function& f = capture_for(in);
-        const std::vector<Tensor> params = module_->parameters();
+        const std::vector<Tensor> params = detail::module_tensors(*module_);
         in.insert(in.end(), params.begin(), params.end());
         return detail::as_result<R>(f(in));
     }
@@ -262,7 +271,7 @@ public:
 private:
     const capture::aot_function& capture_for(std::vector<Tensor> in) {
         const std::size_t n = in.size();
-        const std::vector<Tensor> params = module_->parameters();
+        const std::vector<Tensor> params = detail::module_tensors(*module_);
         in.insert(in.end(), params.begin(), params.end());
         return captures_.get(*module_, params.size(), [&] {
             return std::make_unique<capture::aot_function>(

@@ -169,6 +169,15 @@ GRAFT_INLINE void tracer::on_detach(const Tensor& result) {
 }
 
 GRAFT_INLINE void tracer::on_write(const Tensor& dst, const graft::detail::op_operand& src) {
+    if (!made_.count(storage_key(dst))) {
+        const auto bit = bases_.find(storage_key(dst));
+        graft::detail::check(bit != bases_.end() && bit->second.input >= 0, "capture::trace: the function writes into a tensor (sizes ",
+                             dst.sizes(), ", ", dst.type(),
+                             ") that is neither one of its inputs nor made by it (a closed-over tensor, such as "
+                             "a module's buffer): the captured graph could not repeat that write on later calls; "
+                             "pass the tensor as an input (nn::script and nn::aot pass a module's buffers), or "
+                             "write into a copy");
+    }
     const bool src_traced = src.tensor && traced(*src.tensor);
     if (!traced(dst) && !src_traced) return;  // initialising a constant
     (void)value_of(dst, true);                // registers an untraced destination as a constant first
@@ -223,8 +232,13 @@ GRAFT_INLINE void tracer::on_symbolic_sizes(const sym_int_list& sizes) {
     }
 }
 
-GRAFT_INLINE void tracer::on_alloc(const Tensor& t) {
-    keep_.push_back(t);  // its address must stay unique while tracing
+GRAFT_INLINE void tracer::on_alloc(const Tensor& t, bool by_op) {
+    // Storages made while tracing are told from f's closed-over tensors by address: tensors
+    // alive before the trace cannot share one with them. Ops' results are kept by record();
+    // empty()'s are kept here, so their addresses stay unique while tracing.
+    made_.insert(storage_key(t));
+    if (by_op) return;
+    keep_.push_back(t);
     fresh_.insert(storage_key(t));
 }
 

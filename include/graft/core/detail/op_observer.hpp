@@ -63,9 +63,9 @@ public:
     virtual void on_write(const Tensor& dst, const op_operand& src) = 0;
     /// A tensor's value is being read into the program (e.g. item()).
     virtual void on_read(std::string_view what, const Tensor& t) = 0;
-    /// Memory was allocated outside any op or factory (empty() called by user code):
-    /// its contents come from code the observer does not see.
-    virtual void on_alloc(const Tensor&);
+    /// Memory was allocated: by an op or factory (`by_op`), or outside any (empty() called by
+    /// user code: its contents come from code the observer does not see).
+    virtual void on_alloc(const Tensor&, bool by_op);
     /// graft::cond with a one-element bool tensor `pred`: the observer runs the branches its
     /// own way (graph capture records both as a prim::If). The default refuses.
     virtual std::vector<Tensor> on_cond(const Tensor& pred, const branch_ref& then_branch,
@@ -144,9 +144,10 @@ private:
     bool outer_ = true;
 };
 
-/// Reports an allocation made outside any observed op or factory, if an observer is installed.
+/// Reports an allocation (made by an observed op or factory, or outside any), if an observer
+/// is installed.
 inline void observe_alloc(const Tensor& t) {
-    if (tl_op_observer && tl_op_depth == 0) tl_op_observer->on_alloc(t);
+    if (tl_op_observer) tl_op_observer->on_alloc(t, tl_op_depth != 0);
 }
 
 /// Reports a detached alias (Tensor::detach) made outside any observed op, if an observer is installed.

@@ -799,6 +799,164 @@ GRAFT_INLINE Tensor layer_norm(const Tensor& input, const int_list& normalized_s
     return out;
 }
 
+namespace detail {
+
+/// A per-channel vector [C] shaped to broadcast over an input of `rank` dimensions: [1, C, 1, ...].
+inline Tensor channel_view(const Tensor& t, std::int64_t rank) {
+    int_list sizes(static_cast<std::size_t>(rank), 1);
+    sizes[1] = t.size(0);
+    return t.reshape(sizes);
+}
+
+inline void check_channel_vector(const char* op, const char* what, const Tensor& t, std::int64_t channels,
+                                 dtype input_type) {
+    if (!t.defined()) return;
+    check_floating(op, what, t);
+    check(t.dim() == 1 && t.size(0) == channels, op, ": ", what, " should contain ", channels, " elements not ",
+          t.numel(), " (sizes ", t.sizes(), ")");
+    check(t.type() == input_type, op, ": expected ", what, " of the input's dtype ", input_type, ", got ", t.type());
+}
+
+/// How the running statistics move: (1 - f) * running + f * batch with f = `momentum`, or the
+/// 0-dim tensor `factor` when it is defined.
+struct running_factor {
+    double momentum = 0.1;
+    Tensor factor;
+};
+
+/// batch_norm (per_instance = false) and instance_norm (true): the statistics are taken over
+/// dims {0, 2, ...} or {2, ...}; see their declarations.
+inline Tensor normalize_per_channel(const char* op, const Tensor& input, const Tensor& running_mean,
+                                    const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                                    bool batch_stats, const running_factor& factor, double eps, bool per_instance) {
+    check_floating(op, "input", input);
+    check(input.dim() >= 2, op, ": expected an input [N, C, *] of at least 2 dimensions, got sizes ", input.sizes());
+    const std::int64_t rank = input.dim();
+    const std::int64_t channels = input.size(1);
+    for (const auto& [t, what] : {std::pair{&running_mean, "running_mean"}, std::pair{&running_var, "running_var"},
+                                   std::pair{&weight, "weight"}, std::pair{&bias, "bias"}})
+        check_channel_vector(op, what, *t, channels, input.type());
+    check(running_mean.defined() == running_var.defined(), op,
+          ": running_mean and running_var must be both defined or both undefined");
+    check(batch_stats || running_mean.defined(), op,
+          ": running_mean and running_var are required when the input's statistics are not used (eval mode)");
+    check(eps >= 0.0 && !std::isnan(eps), op, ": eps must be non-negative, got ", eps);
+    if (factor.factor.defined())
+        check(factor.factor.dim() == 0 && is_floating_point(factor.factor.type()), op,
+              ": the running-statistics factor must be a 0-dim floating tensor");
+    const auto affine = [&](Tensor out) {
+        if (weight.defined()) out = out * channel_view(weight, rank);
+        if (bias.defined()) out = out + channel_view(bias, rank);
+        return out;
+    };
+    if (input.numel() == 0) return affine(input.clone());  // nothing to normalize; statistics untouched (PyTorch)
+    if (!batch_stats) {
+        Tensor scale = rsqrt(channel_view(running_var, rank) + eps);
+        if (weight.defined()) scale = scale * channel_view(weight, rank);
+        Tensor out = (input - channel_view(running_mean, rank)) * scale;
+        return bias.defined() ? out + channel_view(bias, rank) : out;
+    }
+    int_list dims;
+    if (!per_instance) dims.push_back(0);
+    std::int64_t count = per_instance ? 1 : input.size(0);
+    for (std::int64_t d = 2; d < rank; ++d) {
+        dims.push_back(d);
+        count *= input.size(d);
+    }
+    check(count > 1, op,
+          per_instance ? ": Expected more than 1 spatial element when training, got input size "
+                       : ": Expected more than 1 value per channel when training, got input size ",
+          input.sizes());
+    const Tensor mu = mean(input, dims, true);
+    const Tensor centered = input - mu;
+    const Tensor var = mean(centered * centered, dims, true);  // biased, as PyTorch normalizes
+    Tensor scale = rsqrt(var + eps);
+    if (weight.defined()) scale = scale * channel_view(weight, rank);
+    Tensor out = centered * scale;
+    if (bias.defined()) out = out + channel_view(bias, rank);
+    if (running_mean.defined()) {
+        const autograd::no_grad guard;
+        // The unbiased variance, n / (n - 1) of the biased one, taken by var() so that n is
+        // the graph's (a captured module serves other batch sizes).
+        Tensor batch_mean = mu.detach();
+        Tensor batch_var = graft::var(input.detach(), dims, 1.0, true);
+        if (per_instance) {  // the mean over the batch of the slices' statistics
+            const sym_int_list nc{input.sym_size(0), SymInt(channels)};
+            batch_mean = mean(batch_mean.reshape_symint(nc), {0});
+            batch_var = mean(batch_var.reshape_symint(nc), {0});
+        } else {
+            batch_mean = batch_mean.reshape({channels});
+            batch_var = batch_var.reshape({channels});
+        }
+        const auto update = [&](Tensor running, const Tensor& batch) {
+            const Tensor b = batch.to(running.type());
+            if (factor.factor.defined()) {
+                const Tensor f = factor.factor.to(running.type());
+                running.copy_(running * (1.0 - f) + b * f);
+            } else {
+                running.copy_(running * (1.0 - factor.momentum) + b * factor.momentum);
+            }
+        };
+        update(running_mean, batch_mean);
+        update(running_var, batch_var);
+    }
+    return out;
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                               const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+    return detail::normalize_per_channel("batch_norm", input, running_mean, running_var, weight, bias, training,
+                                         {momentum, {}}, eps, false);
+}
+
+GRAFT_INLINE Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& weight, const Tensor& bias, bool use_input_stats, double momentum,
+                                  double eps) {
+    return detail::normalize_per_channel("instance_norm", input, running_mean, running_var, weight, bias,
+                                         use_input_stats, {momentum, {}}, eps, true);
+}
+
+GRAFT_INLINE Tensor detail::batch_norm_with_factor(const Tensor& input, const Tensor& running_mean,
+                                                   const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                                                   bool training, const Tensor& factor, double eps, bool per_instance) {
+    detail::check_defined(per_instance ? "instance_norm" : "batch_norm", "factor", factor);
+    return detail::normalize_per_channel(per_instance ? "instance_norm" : "batch_norm", input, running_mean,
+                                         running_var, weight, bias, training, {0.0, factor}, eps, per_instance);
+}
+
+GRAFT_INLINE Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                               double eps) {
+    const char* op = "group_norm";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(input.dim() >= 2, op, ": expected an input [N, C, *] of at least 2 dimensions, got sizes ",
+                         input.sizes());
+    const std::int64_t channels = input.size(1);
+    graft::detail::check(num_groups > 0, op, ": num_groups must be positive, got ", num_groups);
+    graft::detail::check(channels % num_groups == 0, op,
+                         ": Expected number of channels in input to be divisible by num_groups, but got input of shape ",
+                         input.sizes(), " and num_groups=", num_groups);
+    detail::check_channel_vector(op, "weight", weight, channels, input.type());
+    detail::check_channel_vector(op, "bias", bias, channels, input.type());
+    graft::detail::check(eps >= 0.0 && !std::isnan(eps), op, ": eps must be non-negative, got ", eps);
+    const std::int64_t rank = input.dim();
+    Tensor out;
+    if (input.numel() == 0) {
+        out = input.clone();
+    } else {
+        SymInt per_group(channels / num_groups);
+        for (std::int64_t d = 2; d < rank; ++d) per_group = per_group * input.sym_size(d);
+        const Tensor x = input.reshape_symint({input.sym_size(0), SymInt(num_groups), per_group});
+        const Tensor centered = x - mean(x, {2}, true);
+        const Tensor var = mean(centered * centered, {2}, true);  // biased
+        out = (centered * rsqrt(var + eps)).reshape_symint(input.sym_sizes());
+    }
+    if (weight.defined()) out = out * detail::channel_view(weight, rank);
+    if (bias.defined()) out = out + detail::channel_view(bias, rank);
+    return out;
+}
+
 GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
     const char* op = "embedding";
     detail::check_floating(op, "weight", weight);

@@ -103,6 +103,132 @@ GRAFT_INLINE std::string LayerNorm::extra_repr() const {
     return graft::detail::concat(normalized_shape, ", eps=", eps, ", elementwise_affine=", weight.defined() ? "True" : "False");
 }
 
+GRAFT_INLINE detail::norm_base::norm_base(std::string name, std::int64_t features, double eps_,
+                                          std::optional<double> momentum_, bool affine_, bool track, dtype type)
+    : Module(std::move(name)),
+      num_features(detail::checked_positive(type_name().c_str(), "num_features", features)),
+      eps(eps_),
+      momentum(momentum_),
+      affine(affine_),
+      track_running_stats(track),
+      weight(register_parameter("weight", affine_ ? ones({features}, detail::checked_float(type_name().c_str(), type))
+                                                  : Tensor{})),
+      bias(register_parameter("bias", affine_ ? zeros({features}, type) : Tensor{})),
+      running_mean(register_buffer("running_mean", track ? zeros({features}, type) : Tensor{})),
+      running_var(register_buffer("running_var", track ? ones({features}, type) : Tensor{})),
+      num_batches_tracked(register_buffer("num_batches_tracked", track ? zeros({}, dtype::int64) : Tensor{})) {
+    (void)detail::checked_float(type_name().c_str(), type);
+    graft::detail::check(eps >= 0.0 && !std::isnan(eps), type_name(), ": eps must be non-negative, got ", eps);
+    graft::detail::check(!momentum || std::isfinite(*momentum), type_name(), ": momentum must be finite, got ",
+                         momentum.value_or(0.0));
+}
+
+GRAFT_INLINE void detail::norm_base::reset_running_stats() {
+    if (!running_mean.defined()) return;
+    const autograd::no_grad guard;
+    running_mean.zero_();
+    running_var.fill_(1.0);
+    num_batches_tracked.zero_();
+}
+
+GRAFT_INLINE void detail::norm_base::reset_parameters() {
+    reset_running_stats();
+    if (!weight.defined()) return;
+    const autograd::no_grad guard;
+    weight.fill_(1.0);
+    bias.zero_();
+}
+
+GRAFT_INLINE std::string detail::norm_base::extra_repr() const {
+    return graft::detail::concat(num_features, ", eps=", eps, ", momentum=",
+                                 momentum ? graft::detail::concat(*momentum) : std::string("None"),
+                                 ", affine=", affine ? "True" : "False", ", track_running_stats=",
+                                 track_running_stats ? "True" : "False");
+}
+
+GRAFT_INLINE Tensor detail::norm_base::normalize(const Tensor& input, bool per_instance) {
+    const char* name = type_name().c_str();
+    graft::detail::check(input.defined(), name, ": the input is an undefined tensor");
+    // InstanceNorm without affine or running statistics does not use num_features: PyTorch
+    // only warns on a mismatch there, and so computes.
+    if (affine || track_running_stats || !per_instance)
+        graft::detail::check(input.size(1) == num_features, name, ": expected input with ", num_features,
+                             " channels (input.size(1)), got input of size ", input.sizes());
+    const bool tracking = running_mean.defined();
+    const bool batch_stats = is_training() || !tracking;
+    if (!tracking) return per_instance ? functional::instance_norm(input, {}, {}, weight, bias, true, 0.0, eps)
+                                       : functional::batch_norm(input, {}, {}, weight, bias, true, 0.0, eps);
+    if (!batch_stats)
+        return per_instance ? functional::instance_norm(input, running_mean, running_var, weight, bias, false, 0.0, eps)
+                            : functional::batch_norm(input, running_mean, running_var, weight, bias, false, 0.0, eps);
+    if (per_instance) {
+        // PyTorch's InstanceNorm neither counts batches nor updates with momentum = None.
+        return functional::instance_norm(input, running_mean, running_var, weight, bias, true, momentum.value_or(0.0),
+                                         eps);
+    }
+    Tensor out;
+    if (momentum) {
+        out = functional::batch_norm(input, running_mean, running_var, weight, bias, true, *momentum, eps);
+    } else {
+        // The cumulative average: this batch weighs 1 / (batches counted, this one included).
+        const Tensor factor = 1.0 / (num_batches_tracked + 1).to(input.type());
+        out = functional::detail::batch_norm_with_factor(input, running_mean, running_var, weight, bias, true, factor,
+                                                         eps, false);
+    }
+    // Counted once the batch was accepted (PyTorch counts first, also a batch it then refuses).
+    const autograd::no_grad guard;
+    num_batches_tracked.add_(1);
+    return out;
+}
+
+namespace detail {
+inline void check_norm_rank(const Module& m, const Tensor& input, std::int64_t low, std::int64_t high) {
+    graft::detail::check(input.defined(), m.type_name(), ": the input is an undefined tensor");
+    graft::detail::check(input.dim() >= low && input.dim() <= high, m.type_name(), ": expected ",
+                         low == high ? graft::detail::concat(low, "D") : graft::detail::concat(low, "D or ", high, "D"),
+                         " input (got ", input.dim(), "D input)");
+}
+}  // namespace detail
+
+GRAFT_INLINE Tensor BatchNorm1d::forward(const Tensor& input) {
+    detail::check_norm_rank(*this, input, 2, 3);
+    return normalize(input, false);
+}
+GRAFT_INLINE Tensor BatchNorm2d::forward(const Tensor& input) {
+    detail::check_norm_rank(*this, input, 4, 4);
+    return normalize(input, false);
+}
+GRAFT_INLINE Tensor BatchNorm3d::forward(const Tensor& input) {
+    detail::check_norm_rank(*this, input, 5, 5);
+    return normalize(input, false);
+}
+GRAFT_INLINE Tensor InstanceNorm1d::forward(const Tensor& input) {
+    detail::check_norm_rank(*this, input, 2, 3);
+    return input.dim() == 2 ? normalize(input.unsqueeze(0), true).squeeze(0) : normalize(input, true);
+}
+GRAFT_INLINE Tensor InstanceNorm2d::forward(const Tensor& input) {
+    detail::check_norm_rank(*this, input, 3, 4);
+    return input.dim() == 3 ? normalize(input.unsqueeze(0), true).squeeze(0) : normalize(input, true);
+}
+
+GRAFT_INLINE GroupNorm::GroupNorm(std::int64_t groups, std::int64_t channels, double eps_, bool affine_, dtype type)
+    : Module("GroupNorm"),
+      num_groups(detail::checked_positive("GroupNorm", "num_groups", groups)),
+      num_channels(detail::checked_positive("GroupNorm", "num_channels", channels)),
+      eps(eps_),
+      affine(affine_),
+      weight(register_parameter("weight",
+                                affine_ ? ones({channels}, detail::checked_float("GroupNorm", type)) : Tensor{})),
+      bias(register_parameter("bias", affine_ ? zeros({channels}, type) : Tensor{})) {
+    (void)detail::checked_float("GroupNorm", type);
+    graft::detail::check(channels % groups == 0, "GroupNorm: num_channels must be divisible by num_groups");
+    graft::detail::check(eps >= 0.0 && !std::isnan(eps), "GroupNorm: eps must be non-negative, got ", eps);
+}
+
+GRAFT_INLINE std::string GroupNorm::extra_repr() const {
+    return graft::detail::concat(num_groups, ", ", num_channels, ", eps=", eps, ", affine=", affine ? "True" : "False");
+}
+
 namespace detail {
 inline std::optional<std::int64_t> normalized_padding_idx(std::optional<std::int64_t> idx, std::int64_t num) {
     if (!idx) return idx;

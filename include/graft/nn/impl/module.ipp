@@ -414,22 +414,39 @@ GRAFT_INLINE Tensor functional_call(Module& module, std::span<const Tensor> para
 }
 
 GRAFT_INLINE void detail::with_parameters(Module& module, std::span<const Tensor> parameters,
-                                          const std::function<void()>& body) {
+                                          const std::function<void()>& body, bool with_buffers) {
     std::vector<std::pair<std::string, Tensor*>> slots;
     detail::collect(module, [](Module& m) -> auto& { return detail_access::parameters(m); }, true, false, false, slots);
-    // Group the slots by tensor (a tied tensor fills several slots) in parameters()'s order.
+    // Group the slots by tensor (a tied tensor fills several slots) in parameters()'s order,
+    // then buffers()'s.
     std::vector<Tensor> distinct;
-    std::vector<std::size_t> group(slots.size());
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-        const Tensor& t = *slots[i].second;
-        const auto it = std::find_if(distinct.begin(), distinct.end(), [&](const Tensor& d) { return d.is_same(t); });
-        group[i] = static_cast<std::size_t>(it - distinct.begin());
-        if (it == distinct.end()) distinct.push_back(t);
+    std::vector<std::size_t> group;
+    const auto add_groups = [&](std::size_t from) {
+        const std::size_t first_distinct = distinct.size();
+        for (std::size_t i = from; i < slots.size(); ++i) {
+            const Tensor& t = *slots[i].second;
+            const auto begin = distinct.begin() + static_cast<std::ptrdiff_t>(first_distinct);
+            const auto it = std::find_if(begin, distinct.end(), [&](const Tensor& d) { return d.is_same(t); });
+            group.push_back(static_cast<std::size_t>(it - distinct.begin()));
+            if (it == distinct.end()) distinct.push_back(t);
+        }
+    };
+    add_groups(0);
+    const std::size_t num_parameters = distinct.size();
+    if (with_buffers) {
+        const std::size_t from = slots.size();
+        detail::collect(module, [](Module& m) -> auto& { return detail_access::buffers(m); }, true, false, false,
+                        slots);
+        add_groups(from);
     }
     graft::detail::check(parameters.size() == distinct.size(), "functional_call: ", module.type_name(), " has ",
-                         distinct.size(), " parameters, got ", parameters.size(), " tensors");
+                         num_parameters, " parameters",
+                         with_buffers ? graft::detail::concat(" and ", distinct.size() - num_parameters, " buffers")
+                                      : std::string(),
+                         ", got ", parameters.size(), " tensors");
     for (std::size_t i = 0; i < parameters.size(); ++i)
-        graft::detail::check(parameters[i].defined(), "functional_call: parameter ", i, " is an undefined tensor");
+        graft::detail::check(parameters[i].defined(), "functional_call: ", i < num_parameters ? "parameter " : "buffer ",
+                             i < num_parameters ? i : i - num_parameters, " is an undefined tensor");
     detail::slot_swap swap;
     swap.lock(module);
     for (std::size_t i = 0; i < slots.size(); ++i) swap.replace(slots[i].second, parameters[group[i]]);

@@ -9,11 +9,19 @@ namespace detail {
 
 GRAFT_INLINE Tensor module_forward::operator()(const std::vector<Tensor>& in) const {
     graft::detail::check(!in.empty(), "nn::script: expected the module's input first");
-    return functional_call(*module, std::span<const Tensor>(in).subspan(1), in[0]);
+    Tensor out;
+    with_parameters(*module, std::span<const Tensor>(in).subspan(1), [&] { out = module->forward(in[0]); }, true);
+    return out;
+}
+
+GRAFT_INLINE std::vector<Tensor> module_tensors(const Module& module) {
+    std::vector<Tensor> all = module.parameters();
+    for (Tensor& b : module.buffers()) all.push_back(std::move(b));
+    return all;
 }
 
 GRAFT_INLINE std::vector<Tensor> graph_inputs(const Module& module, const Tensor& input) {
-    std::vector<Tensor> in = module.parameters();
+    std::vector<Tensor> in = module_tensors(module);
     in.insert(in.begin(), input);
     return in;
 }
@@ -30,15 +38,16 @@ GRAFT_INLINE aot_module::aot_module(std::shared_ptr<Module> module, const Tensor
                                     capture::aot_options options)
     : module_(std::move(module)), options_(std::move(options)) {
     graft::detail::check(module_ != nullptr, "nn::aot: the module is null");
-    num_parameters_ = module_->parameters().size();
+    num_parameters_ = detail::module_tensors(*module_).size();
     (void)function(example_input);
     first_ = captures_.last();
 }
 
 GRAFT_INLINE const capture::aot_function& aot_module::function(const Tensor& example_input) {
-    graft::detail::check(module_->parameters().size() == num_parameters_, "nn::aot: ", module_->type_name(),
-                         " was captured with ", num_parameters_, " parameter tensors and has ",
-                         module_->parameters().size(), " now; capture it again with nn::aot");
+    const std::size_t now = detail::module_tensors(*module_).size();
+    graft::detail::check(now == num_parameters_, "nn::aot: ", module_->type_name(), " was captured with ",
+                         num_parameters_, " parameter and buffer tensors and has ", now,
+                         " now; capture it again with nn::aot");
     return captures_.get(*module_, num_parameters_, [&] {
         return std::make_unique<capture::aot_function>(capture::aot(
             detail::module_forward{module_.get()}, detail::graph_inputs(*module_, example_input), options_));

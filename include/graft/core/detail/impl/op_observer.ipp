@@ -4,6 +4,6 @@
 
 namespace graft::detail {
 
-GRAFT_INLINE void op_observer::on_alloc(const Tensor&) {}
+GRAFT_INLINE void op_observer::on_alloc(const Tensor&, bool) {}
 
 }  // namespace graft::detail
