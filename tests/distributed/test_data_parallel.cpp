@@ -1,7 +1,7 @@
 // nn::parallel::DistributedDataParallel under mpirun (-np 2 and -np 3): gradients against one
 // process on the concatenated batch (computed on every rank from the same data), parameters
 // identical across ranks over 50 steps, no_sync accumulation, buckets, ranks whose backward
-// produces the gradients in different orders, unused parameters.
+// produces the gradients in different orders, unused parameters, buffers broadcast from rank 0.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -209,6 +209,35 @@ TEST_CASE("DDP: ranks whose models differ are refused at construction, on every 
     Tensor z = full({1}, 1.0);
     dist::all_reduce(z);
     CHECK(z.item<double>() == Approx(double(dist::get_world_size())));
+}
+
+TEST_CASE("DDP: rank 0's BatchNorm buffers are broadcast before each training forward, as PyTorch's broadcast_buffers",
+          "[distributed][norm]") {
+    const int r = dist::get_rank();
+    auto bn = std::make_shared<nn::BatchNorm1d>(2, 1e-5, 0.1, true, true, dtype::float64);
+    {
+        autograd::no_grad guard;  // every rank starts from its own statistics
+        bn->running_mean.fill_(static_cast<double>(r + 1));
+        bn->num_batches_tracked.fill_(r * 10);
+    }
+    nn::parallel::DistributedDataParallel ddp(bn);
+    CHECK(bn->running_mean.to_vector<double>() == std::vector<double>{1, 1});  // rank 0's
+    CHECK(bn->num_batches_tracked.item<std::int64_t>() == 0);
+    for (int step = 0; step < 3; ++step) {
+        // Each rank its own batch; the statistics start from rank 0's, then move by this batch.
+        const Tensor x = from_vector(std::vector<double>{1.0 + r + step, -1.0, 3.0 + 2 * r, 2.0 * step}).reshape({2, 2});
+        Tensor start = bn->running_mean.clone();
+        dist::broadcast(start, 0);
+        ddp(x).sum().backward();
+        const Tensor expected = start * 0.9 + x.mean({0}) * 0.1;
+        CHECK(allclose(bn->running_mean, expected, 0.0, 1e-15));
+        CHECK(bn->num_batches_tracked.item<std::int64_t>() == step + 1);
+    }
+    // eval: no broadcast, each rank keeps its own.
+    bn->eval();
+    Tensor before = bn->running_mean.clone();
+    (void)ddp(zeros({2, 2}, dtype::float64));
+    CHECK(equal(bn->running_mean, before));
 }
 
 int main(int argc, char** argv) {

@@ -1,6 +1,7 @@
 #pragma once
 // nn::parallel::DistributedDataParallel over graft::distributed (torch.nn.parallel.
-// DistributedDataParallel): the module's parameters are broadcast from rank 0 at construction,
+// DistributedDataParallel): the module's parameters and buffers are broadcast from rank 0 at
+// construction, its buffers (BatchNorm's running statistics) again before each training forward,
 // and during backward their gradients are averaged across ranks in buckets (reverse
 // registration order, bucket_cap_mb, PyTorch's 25 MB by default): each bucket's non-blocking
 // all_reduce starts from the post-accumulate-grad hooks once it and every bucket before it are
@@ -23,6 +24,10 @@ namespace graft::nn::parallel {
 struct ddp_options {
     double bucket_cap_mb = 25.0;  // PyTorch's default bucket size
     bool broadcast_parameters = true;  // from rank 0 at construction (PyTorch always does)
+    /// Rank 0's buffers to every rank at construction and before each forward in training mode
+    /// with grad enabled (PyTorch's broadcast_buffers): every rank then updates them from its own
+    /// batch, and the next forward starts again from rank 0's.
+    bool broadcast_buffers = true;
     /// Launch each bucket's all-reduce from the backward hooks as soon as its gradients are in
     /// (PyTorch's behaviour). false: launch every bucket after the last gradient arrived, so
     /// nothing overlaps with backward (for measuring what the overlap hides; bench/bench_ddp.cpp).
@@ -88,6 +93,7 @@ private:
     bool sync_ = true;
     bool reducing_ = false;  // an iteration started reducing (some gradients arrived)
     bool overlap_ = true;
+    bool broadcast_buffers_ = true;
     std::vector<autograd::hook_handle> hooks_;
 };
 
@@ -102,6 +108,7 @@ inline DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> 
     graft::detail::check(options.bucket_cap_mb > 0, name, ": bucket_cap_mb must be positive");
     register_module("module", module_);
     overlap_ = options.overlap;
+    broadcast_buffers_ = options.broadcast_buffers;
     params_ = module_->parameters();
     for (const Tensor& p : params_)
         graft::detail::check(p.requires_grad() && p.is_leaf(), name, ": every parameter must be a leaf that requires grad");
@@ -148,8 +155,17 @@ inline DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> 
             layout = (layout ^ v) * 1099511628211ull;
         total += b.offsets.back();
     }
+    // The buffers too: every rank broadcasts them in the same order (a count that differs
+    // would leave a rank waiting for a broadcast the others never start).
+    for (const Tensor& b : module_->buffers())
+        for (const std::uint64_t v : {static_cast<std::uint64_t>(b.numel()), static_cast<std::uint64_t>(b.type())})
+            layout = (layout ^ v) * 1099511628211ull;
     distributed::detail::check_same_everywhere(name, total, params_.empty() ? dtype::float32 : params_[0].type(),
                                                static_cast<std::int64_t>(layout >> 1));
+    if (broadcast_buffers_) {
+        autograd::no_grad guard;
+        for (Tensor b : module_->buffers()) distributed::broadcast(b, 0);
+    }
     reset();
     for (std::size_t k = 0; k < params_.size(); ++k)
         hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](Tensor&) { on_grad(k); }));
@@ -170,6 +186,10 @@ inline Tensor DistributedDataParallel::forward(const Tensor& input) {
             " received no gradient (they took no part in the loss). graft's DistributedDataParallel needs every "
             "parameter to get a gradient in every synchronized backward; the previous step's gradients were not "
             "averaged.");
+    }
+    if (broadcast_buffers_ && module_->is_training() && autograd::is_grad_enabled()) {
+        autograd::no_grad guard;
+        for (Tensor b : module_->buffers()) distributed::broadcast(b, 0);
     }
     return (*module_)(input);
 }
