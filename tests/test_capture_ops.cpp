@@ -222,6 +222,15 @@ std::vector<op_case> public_ops() {
                       F::group_norm(x[0], 3, x[1], x[2])};
          },
          {img, {{3}, 0.5, 1.5}, {{3}}, {{3}, -0.5, 0.5, false}, {{3}, 0.5, 2.0, false}}},
+        {{"scaled_dot_product_attention"},
+         [](const V& x) {
+             const Tensor mask = from_vector(std::vector<double>{1, 0, 1, 1, 1, 0}, {2, 3}).ne(0.0);
+             return V{F::scaled_dot_product_attention(x[0], x[1], x[2]),
+                      F::scaled_dot_product_attention(x[0], x[1], x[2], mask),
+                      F::scaled_dot_product_attention(x[0], x[0], x[0], x[3], 0.0, false, 0.5),
+                      F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true)};
+         },
+         {{{2, 2, 4}}, {{2, 3, 4}}, {{2, 3, 5}}, {{2, 2}, -1.0, 1.0, false}}},
         {{"embedding"}, [](const V& x) { return V{F::embedding(ids({2, 0, 2, 4}, {2, 2}), x[0])}; }, {{{5, 3}}}},
         {{"conv2d"}, [](const V& x) { return V{F::conv2d(x[0], x[1], x[2], 1, 1)}; }, {img, kern, bias4}},
         {{"max_pool2d", "avg_pool2d"},

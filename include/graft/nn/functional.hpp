@@ -262,6 +262,23 @@ namespace detail {
 [[nodiscard]] GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight,
                                             std::optional<std::int64_t> padding_idx = std::nullopt);
 
+// ---------------------------------------------------------------- attention
+
+/// softmax(query key^T * scale + mask) value (torch.nn.functional.scaled_dot_product_attention,
+/// PyTorch 2's math reference): query [..., L, E], key [..., S, E], value [..., S, Ev] (batch
+/// dimensions broadcast), result [..., L, Ev]. attn_mask (broadcasting to [..., L, S]): bool,
+/// true where a query may attend (false positions get -inf), or floating, added to the scores.
+/// is_causal: query i attends to keys j <= i (the top-left causal mask; not with attn_mask).
+/// dropout_p: dropout on the attention weights, drawn from `gen` (pass 0 in eval, as PyTorch's
+/// caller does). scale: default 1 / sqrt(E). A query whose keys are all masked gets NaN, as
+/// PyTorch's math path. The [..., L, S] scores are materialized (no flash kernel); masks are
+/// broadcast, not expanded.
+[[nodiscard]] GRAFT_INLINE Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key,
+                                                               const Tensor& value, const Tensor& attn_mask = {},
+                                                               double dropout_p = 0.0, bool is_causal = false,
+                                                               std::optional<double> scale = std::nullopt,
+                                                               generator& gen = default_generator());
+
 /// Zeroes each element with probability p and scales the others by 1 / (1 - p)
 /// (torch.nn.functional.dropout), with a mask drawn from `gen`. training = false or p = 0
 /// return the input itself; p = 1 gives zeros; inplace multiplies the input in place (and

@@ -984,6 +984,54 @@ GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::op
     return out;
 }
 
+GRAFT_INLINE Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                 const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                                 std::optional<double> scale, generator& gen) {
+    const char* op = "scaled_dot_product_attention";
+    detail::check_floating(op, "query", query);
+    detail::check_floating(op, "key", key);
+    detail::check_floating(op, "value", value);
+    graft::detail::check(query.type() == key.type() && key.type() == value.type(), op,
+                         ": Expected query, key, and value to have the same dtype, but got query.dtype: ",
+                         query.type(), ", key.dtype: ", key.type(), " and value.dtype: ", value.type());
+    graft::detail::check(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, op,
+                         ": query, key and value must have at least 2 dimensions, got sizes ", query.sizes(), ", ",
+                         key.sizes(), ", ", value.sizes());
+    graft::detail::check(query.size(-1) == key.size(-1), op, ": query's last size ", query.size(-1),
+                         " differs from key's ", key.size(-1));
+    graft::detail::check(key.size(-2) == value.size(-2), op, ": key has ", key.size(-2), " positions and value ",
+                         value.size(-2));
+    graft::detail::check(dropout_p >= 0.0 && dropout_p < 1.0, op, ": dropout_p must be in [0, 1), got ", dropout_p);
+    graft::detail::check(!(is_causal && attn_mask.defined()), op,
+                         ": Explicit attn_mask should not be set when is_causal=True");
+    graft::detail::check(!scale || std::isfinite(*scale), op, ": scale must be finite");
+    const std::int64_t L = query.size(-2), S = key.size(-2);
+    if (attn_mask.defined()) {
+        graft::detail::check(attn_mask.type() == dtype::bool_ || attn_mask.type() == query.type(), op,
+                             ": attn_mask must be bool or of the query's dtype ", query.type(), ", got ",
+                             attn_mask.type());
+        bool ok = attn_mask.dim() >= 1;
+        for (std::int64_t i = 1; ok && i <= attn_mask.dim(); ++i) {
+            const std::int64_t want = i == 1 ? S : i == 2 ? L : 0;
+            ok = attn_mask.size(-i) == 1 || i > 2 || attn_mask.size(-i) == want;
+        }
+        graft::detail::check(ok, op, ": attn_mask of sizes ", attn_mask.sizes(),
+                             " does not broadcast to the scores' [..., ", L, ", ", S, "]");
+    }
+    const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(-1))));
+    Tensor scores = matmul(query, key.transpose(-2, -1)) * s;
+    if (is_causal) {
+        scores = where(tril(ones({L, S}, dtype::bool_)), scores, -std::numeric_limits<double>::infinity());
+    } else if (attn_mask.defined()) {
+        scores = attn_mask.type() == dtype::bool_
+                     ? where(attn_mask, scores, -std::numeric_limits<double>::infinity())
+                     : scores + attn_mask;
+    }
+    Tensor weights = graft::softmax(scores, -1);
+    if (dropout_p > 0.0) weights = dropout(weights, dropout_p, true, false, gen);
+    return matmul(weights, value);
+}
+
 GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool inplace, generator& gen) {
     const char* op = "dropout";
     detail::check_floating(op, "input", input);
