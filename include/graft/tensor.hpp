@@ -28,6 +28,7 @@
 #include "graft/ops/softmax.hpp"
 #include "graft/ops/table.hpp"
 #include "graft/autograd/advanced_index.hpp"
+#include "graft/autograd/indexing.hpp"
 #include "graft/autograd/conv.hpp"
 #include "graft/autograd/custom_function.hpp"
 #include "graft/autograd/einsum.hpp"

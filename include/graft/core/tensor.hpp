@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -22,6 +23,9 @@
 namespace graft {
 
 class Tensor;
+namespace indexing {
+class TensorIndex;  // graft/autograd/indexing.hpp
+}
 namespace autograd {
 class Node;
 struct hook_handle;
@@ -271,6 +275,16 @@ public:
     [[nodiscard]] Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
                                    bool accumulate = false) const;
     Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+    /// PyTorch's full indexing, as libtorch spells it (graft/autograd/indexing.hpp):
+    /// t.index({Slice(), 0, None, Ellipsis, idx, mask}) is t[:, 0, None, ..., idx, mask], and
+    /// t.index_put_({...}, v) is t[...] = v.
+    [[nodiscard]] Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+    [[nodiscard]] Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+    Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values,
+                       bool accumulate = false);
+    Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const scalar& value);
+    Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                       bool accumulate = false);
     [[nodiscard]] Tensor pow(const Tensor& exponent) const;
     [[nodiscard]] Tensor pow(const scalar& exponent) const;
     /// self + alpha * other (torch.add's alpha), and the other arithmetic as methods.
