@@ -3,16 +3,15 @@
 #include "graft/data/progress.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <ostream>
 #include <sstream>
 #include <string>
 
-#if defined(_WIN32)
-#include <io.h>
-#else
+#if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
+#elif defined(_WIN32)
+#include <io.h>
 #endif
 
 #include "graft/core/error.hpp"
@@ -25,10 +24,12 @@ GRAFT_INLINE bool is_terminal(const std::ostream& os) {
     if (&os == &std::cout) fd = 1;
     else if (&os == &std::cerr || &os == &std::clog) fd = 2;
     if (fd < 0) return false;
-#if defined(_WIN32)
+#if defined(__unix__) || defined(__APPLE__)
+    return isatty(fd) != 0;
+#elif defined(_WIN32)
     return _isatty(fd) != 0;
 #else
-    return isatty(fd) != 0;
+    return false;  // no way to tell: one line per bar
 #endif
 }
 }  // namespace detail
