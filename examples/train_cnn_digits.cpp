@@ -1,7 +1,9 @@
 // A small CNN on scikit-learn's handwritten digits (1,797 8x8 images of 0-9, the data set
 // Debian's python3-sklearn ships as digits.csv.gz): Conv2d, MaxPool2d, Linear, cross_entropy
-// and Adam, trained on 80% of the images and tested on the other 20%. Prints a progress bar per
-// epoch, the test accuracy and the confusion matrix, saves the model as a safetensors file and
+// and Adam, trained on 80% of the images and tested on the other 20%. A data::DataLoader over a
+// data::TensorDataset of the training images shuffles them every epoch and collates batches of
+// 32 on its worker thread; a data::progress bar per epoch shows the loss and accuracy so far.
+// Prints the test accuracy and the confusion matrix, saves the model as a safetensors file and
 // loads it back into a fresh model, whose accuracy must be the same.
 //
 //   train_cnn_digits [digits.csv.gz]          train, test, save digits_cnn.safetensors
@@ -11,12 +13,12 @@
 // /usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz (the default path); each
 // line is 64 pixel values (0-16) and the label. Without it the program says so and exits with
 // 77 (CTest's "skipped").
-#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -61,31 +63,32 @@ int main(int argc, char** argv) {
     auto model = make_model();
     optim::Adam opt(model->parameters(), 3e-3);
     const int epochs = 15;
-    const std::size_t batch_size = 32;
-    std::mt19937 rng(1);
-    std::vector<std::size_t> shuffled = train;
+    // The training images [n, 1, 8, 8] and labels [n], shuffled anew every epoch by randperm draws
+    // from the default generator (manual_seed(0) above makes them reproducible).
+    auto [images, labels] = batch(d, train, 0, train.size());
+    data::DataLoader loader(data::TensorDataset(images, labels), {.batch_size = 32, .shuffle = true, .num_workers = 1});
     for (int epoch = 1; epoch <= epochs; ++epoch) {
         model->train();
-        std::shuffle(shuffled.begin(), shuffled.end(), rng);
+        data::progress bar(std::cout, loader.size(), "epoch " + std::to_string(epoch) + "/" + std::to_string(epochs));
         double loss_sum = 0;
-        int right = 0;
-        for (std::size_t b = 0; b < shuffled.size(); b += batch_size) {
-            const std::size_t e = std::min(b + batch_size, shuffled.size());
-            auto [x, y] = batch(d, shuffled, b, e);
+        std::int64_t right = 0, seen = 0;
+        for (auto& b : loader) {
+            const Tensor& x = b[0];
+            const Tensor& y = b[1];
             opt.zero_grad();
             const Tensor logits = (*model)(x);
             const Tensor loss = F::cross_entropy(logits, y);
             loss.backward();
             opt.step();
-            loss_sum += loss.item<double>() * static_cast<double>(e - b);
-            right += static_cast<int>((argmax(logits, 1) == y).sum().item<std::int64_t>());
+            seen += x.size(0);
+            loss_sum += loss.item<double>() * static_cast<double>(x.size(0));
+            right += (argmax(logits, 1) == y).sum().item<std::int64_t>();
+            char text[64];
+            std::snprintf(text, sizeof text, "loss %.4f, train accuracy %.1f%%", loss_sum / static_cast<double>(seen),
+                          100.0 * static_cast<double>(right) / static_cast<double>(seen));
+            bar.set_postfix(text);
+            bar.update();
         }
-        const int filled = 20 * epoch / epochs;
-        std::printf("epoch %2d/%d [%s%s] loss %.4f, train accuracy %.1f%%\n", epoch, epochs,
-                    std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                    std::string(static_cast<std::size_t>(20 - filled), '.').c_str(),
-                    loss_sum / static_cast<double>(train.size()),
-                    100.0 * right / static_cast<double>(train.size()));
     }
     const double acc = evaluate(*model, d, test, confusion);
     print_confusion(confusion);

@@ -2,8 +2,9 @@
 //
 // The data: two interleaved spirals of 2-D points that graft generates. The model: an
 // nn::Sequential 2 -> 32 -> 32 -> 1 with tanh hidden layers and one logit out, trained with
-// binary_cross_entropy_with_logits and optim::Adam in mini-batches, as one writes it with
-// torch.nn and torch.optim. The loss is jit::script'ed over nn::functional_call, with the
+// binary_cross_entropy_with_logits and optim::Adam in mini-batches that a data::DataLoader
+// prepares on its worker thread, as one writes it with torch.nn, torch.optim and
+// torch.utils.data; a data::progress bar follows the epochs. The loss is jit::script'ed over nn::functional_call, with the
 // parameters as graph inputs: the first call captures it into a graph and profiles it, the
 // next calls run a specialized plan (a differentiable graph whose forward and backward are
 // fused into SIMD tile loops) and backward() fills every parameter's grad as eager autograd
@@ -76,30 +77,36 @@ int main() {
         return in;
     };
 
+    // The batches, in order (no shuffle): rows start .. start+127 of both tensors, stacked.
+    data::DataLoader loader(data::TensorDataset(points, labels), {.batch_size = batch, .num_workers = 1});
+
     std::cout << "graft " << version_string << " (SIMD: " << kernels::target_name(kernels::current_target())
               << "): training a 2-32-32-1 MLP (nn::Sequential, Adam) on " << n << " spiral points, batch " << batch
               << ", " << epochs << " epochs, jit-scripted loss\n";
     double last = 0;
-    for (std::int64_t epoch = 1; epoch <= epochs; ++epoch) {
-        double total = 0;
-        for (std::int64_t start = 0; start < n; start += batch) {
-            const std::int64_t len = std::min(batch, n - start);
-            const Tensor x = points.narrow(0, start, len).contiguous();
-            const Tensor y = labels.narrow(0, start, len).contiguous();
-            opt.zero_grad();
-            Tensor loss = scripted(inputs(x, y));
-            loss.backward();
-            opt.step();
-            total += loss.item<double>() * static_cast<double>(len);
-        }
-        last = total / static_cast<double>(n);
-        if (epoch % 10 == 0 || epoch == 1) {
-            std::printf("\repoch %4lld/%lld  loss %.4f  accuracy %.3f", static_cast<long long>(epoch),
-                        static_cast<long long>(epochs), last, accuracy(*model, points, labels));
-            std::fflush(stdout);
+    {
+        // Redrawn every epoch on a terminal; one line at the end in a log.
+        data::progress bar(std::cout, epochs, "epochs");
+        for (std::int64_t epoch = 1; epoch <= epochs; ++epoch) {
+            double total = 0;
+            for (auto& b : loader) {
+                const Tensor& x = b[0];
+                const Tensor& y = b[1];
+                opt.zero_grad();
+                Tensor loss = scripted(inputs(x, y));
+                loss.backward();
+                opt.step();
+                total += loss.item<double>() * static_cast<double>(x.size(0));
+            }
+            last = total / static_cast<double>(n);
+            if (epoch % 10 == 0 || epoch == 1) {
+                char text[64];
+                std::snprintf(text, sizeof text, "loss %.4f  accuracy %.3f", last, accuracy(*model, points, labels));
+                bar.set_postfix(text);
+            }
+            bar.update();
         }
     }
-    std::printf("\n");
     const double acc = accuracy(*model, points, labels);
 
     // The compiled loss computes what the eager function computes, and the same gradients.

@@ -243,6 +243,11 @@ GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype t
 /// Integers uniform in [low, high) (torch.randint), int64 by default; high > low.
 [[nodiscard]] GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes,
                                           dtype type = dtype::int64, generator& gen = default_generator());
+/// A random permutation of 0, 1, ..., n-1 (torch.randperm), int64 by default (float32 and float64
+/// when every value is exact in them: n <= 2^24, 2^53). A Fisher-Yates shuffle drawing from gen:
+/// for i = 0 .. n-2, position i swaps with position i + gen.below(n - i) (one draw each).
+[[nodiscard]] GRAFT_INLINE Tensor randperm(std::int64_t n, dtype type = dtype::int64,
+                                           generator& gen = default_generator());
 /// 1 with probability p[i], else 0, for every element of the floating-point tensor p (values in
 /// [0, 1]); p's sizes and dtype (torch.bernoulli(p)). Never differentiable.
 [[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen = default_generator());

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace graft {
 
@@ -173,6 +175,31 @@ GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list&
                           {{"low", low}, {"high", high}, {"sizes", detail::to_vector(sizes)},
                            {"dtype", std::string(name(type))}},
                           gen);
+}
+
+GRAFT_INLINE Tensor randperm(std::int64_t n, dtype type, generator& gen) {
+    detail::check(n >= 0, "randperm: n must be non-negative, got ", n);
+    detail::check(type == dtype::int64 || type == dtype::float32 || type == dtype::float64,
+                  "randperm: expected dtype int64, float32 or float64, got ", type);
+    const std::int64_t exact = type == dtype::float32 ? std::int64_t{1} << 24
+                               : type == dtype::float64 ? std::int64_t{1} << 53
+                                                        : std::numeric_limits<std::int64_t>::max();
+    detail::check(n <= exact, "randperm: n = ", n, " is too large for dtype ", type, " (at most ", exact,
+                  " values are exact in it)");
+    const detail::observed_op op;
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+    for (std::int64_t i = 0; i + 1 < n; ++i) {
+        const auto j = i + static_cast<std::int64_t>(gen.below(static_cast<std::uint64_t>(n - i)));
+        std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(j)]);
+    }
+    Tensor t = empty({n}, type);
+    detail::visit_dtype(type, [&](auto z) {
+        using T = decltype(z);
+        T* p = t.data_ptr<T>();
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(perm[static_cast<std::size_t>(i)]);
+    });
+    return op.random_done(std::move(t), "randperm", {}, {{"n", n}, {"dtype", std::string(name(type))}}, gen);
 }
 
 namespace detail {

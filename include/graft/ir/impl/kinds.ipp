@@ -181,6 +181,10 @@ GRAFT_INLINE std::vector<ivalue> randint::run(const attribute_map& a, std::span<
                            detail::to_int_list(detail::attr_of<std::vector<std::int64_t>>("randint", a, "sizes")),
                            random_detail::dtype_attr("randint", a))};
 }
+GRAFT_INLINE std::vector<ivalue> randperm::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randperm", in, 0);
+    return {graft::randperm(detail::attr_of<std::int64_t>("randperm", a, "n"), random_detail::dtype_attr("randperm", a))};
+}
 GRAFT_INLINE std::vector<ivalue> rand_like::run(const attribute_map&, std::span<const ivalue> in) {
     detail::check_inputs("rand_like", in, 1);
     return {graft::rand_like(detail::tensor_arg("rand_like", in, 0))};
