@@ -149,7 +149,7 @@ TEST_CASE("randperm is a random node under capture: it draws when the graph runs
 
 // ------------------------------------------------------------------------------- data sets
 
-TEST_CASE("data::TensorDataset: rows of every tensor, views; bad input is an error", "[data]") {
+TEST_CASE("data::TensorDataset: rows of every tensor as views, bad input is an error", "[data]") {
     const Tensor x = randn({5, 3}), y = arange(5);
     data::TensorDataset ds(x, y);
     CHECK(ds.size() == 5);
