@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -524,6 +525,7 @@ TEST_CASE("optim::LBFGS: defaults, closure, state_dict round trip, errors", "[op
     Tensor p = param_of({1.0, 2.0}, dtype::float64);
     check_error([&] { optim::LBFGS({p}, -1); }, "LBFGS: Invalid learning rate");
     check_error([&] { optim::LBFGS({p}, 1, 0); }, "max_iter must be an integer >= 1");
+    check_error([&] { optim::LBFGS({p}, 1, std::numeric_limits<std::int64_t>::max()); }, "max_iter must be an integer");
     check_error([&] { optim::LBFGS({p}, 1, 20, 0); }, "max_eval must be an integer >= 1");
     check_error([&] { optim::LBFGS({p}, 1, 20, std::nullopt, 1e-7, 1e-9, 0); }, "history_size must be an integer >= 1");
     check_error([&] { optim::LBFGS({p}, 1, 20, std::nullopt, std::nan(""), 1e-9); }, "tolerance_grad is NaN");
@@ -549,4 +551,26 @@ TEST_CASE("optim::LBFGS: defaults, closure, state_dict round trip, errors", "[op
     a.step(closure_for(a, y));
     c.step(closure_for(c, v));
     CHECK(y.to_vector<double>() == v.to_vector<double>());
+}
+
+TEST_CASE("optim::LBFGS: a non-contiguous parameter follows the same path as a contiguous one", "[optim][lbfgs]") {
+    // Two Rosenbrock problems in the rows of a 2x2 parameter, once transposed (non-contiguous).
+    const Tensor start = tensor({-1.5, 2.0, 0.5, -0.3}, {2, 2}, dtype::float64);
+    Tensor contiguous = start.detach().clone().requires_grad_();
+    Tensor transposed = start.t().contiguous().t().detach().requires_grad_();
+    REQUIRE(!transposed.is_contiguous());
+    auto run = [](Tensor& w) {
+        optim::LBFGS opt({w}, 1, 5, std::nullopt, 1e-7, 1e-9, 100, "strong_wolfe");
+        for (int s = 0; s < 3; ++s)
+            opt.step([&] {
+                opt.zero_grad();
+                Tensor loss = rosenbrock(w[0][0], w[0][1]) + rosenbrock(w[1][0], w[1][1]);
+                loss.backward();
+                return loss;
+            });
+    };
+    run(contiguous);
+    run(transposed);
+    CHECK(transposed.to_vector<double>() == contiguous.to_vector<double>());
+    CHECK(contiguous.to_vector<double>() != start.to_vector<double>());
 }

@@ -194,6 +194,11 @@ wolfe_result strong_wolfe(Obj&& obj, double t, const lbfgs_vec& d, double f, con
     return {bracket_f[l], std::move(bracket_g[l]), bracket[l], evals};
 }
 
+/// PyTorch's max_iter * 5 // 4, without overflow (a max_iter out of range fails check_options).
+[[nodiscard]] inline std::int64_t default_max_eval(std::int64_t max_iter) {
+    return max_iter > 0 && max_iter <= (std::int64_t{1} << 53) ? max_iter + max_iter / 4 : max_iter;
+}
+
 /// An integer option (a count): a whole number in [min, 2^53].
 inline void check_count_option(const options_map& o, std::string_view key, double min) {
     const double v = option(o, key);
@@ -209,7 +214,7 @@ GRAFT_INLINE LBFGS::LBFGS(std::vector<Tensor> params, double lr, std::int64_t ma
     : Optimizer("LBFGS",
                 {{"lr", lr},
                  {"max_iter", static_cast<double>(max_iter)},
-                 {"max_eval", static_cast<double>(max_eval ? *max_eval : max_iter + max_iter / 4)},  // max_iter * 5 // 4
+                 {"max_eval", static_cast<double>(max_eval ? *max_eval : detail::default_max_eval(max_iter))},
                  {"tolerance_grad", tolerance_grad},
                  {"tolerance_change", tolerance_change},
                  {"history_size", static_cast<double>(history_size)},
