@@ -15,6 +15,18 @@
 #include "graft/core/factories.hpp"
 
 namespace graft::optim {
+namespace detail {
+
+/// The option `key` of a complete options map (check_options and update see complete maps).
+[[nodiscard]] inline double option(const options_map& o, std::string_view key) { return o.find(key)->second; }
+
+/// Checks that the flag option `key` is 0 or 1.
+inline void check_flag_option(const std::string& op, const options_map& o, std::string_view key) {
+    const double v = option(o, key);
+    graft::detail::check(v == 0 || v == 1, op, ": option '", key, "' is a flag and must be 0 or 1, got ", v);
+}
+
+}  // namespace detail
 
 GRAFT_INLINE double& ParamGroup::operator[](std::string_view key) {
     auto it = options.find(key);
@@ -28,8 +40,8 @@ GRAFT_INLINE double ParamGroup::operator[](std::string_view key) const {
     return it->second;
 }
 
-GRAFT_INLINE Optimizer::Optimizer(std::string name, options_map defaults)
-    : name_(std::move(name)), defaults_(std::move(defaults)) {}
+GRAFT_INLINE Optimizer::Optimizer(std::string name, options_map defaults, bool single_group)
+    : name_(std::move(name)), defaults_(std::move(defaults)), single_group_(single_group) {}
 
 GRAFT_INLINE void Optimizer::init_groups(std::vector<ParamGroup> groups) {
     graft::detail::check(!groups.empty(), name_, ": optimizer got an empty parameter list");
@@ -42,10 +54,12 @@ GRAFT_INLINE void Optimizer::init_groups(std::vector<ParamGroup> groups) {
 GRAFT_INLINE void Optimizer::add_param_group(ParamGroup group) {
     using graft::detail::check;
     const std::string& op = name_;
-    // Options: known keys only ("initial_lr" is the schedulers' own, as in PyTorch), the
-    // rest from the defaults.
+    check(!single_group_ || groups_.empty(), op,
+          " doesn't support per-parameter options (parameter groups): it takes one group only");
+    // Options: known keys only (plus the schedulers' own, such as "initial_lr", as in
+    // PyTorch), the rest from the defaults.
     for (const auto& [key, value] : group.options)
-        check(defaults_.count(key) != 0 || key == "initial_lr", op, ": add_param_group: unknown option '", key,
+        check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op, ": add_param_group: unknown option '", key,
               "' (this optimizer's options: ",
               [&] {
                   std::string s;
@@ -71,7 +85,11 @@ GRAFT_INLINE void Optimizer::add_param_group(ParamGroup group) {
             for (const auto& q : other.params)
                 check(!q.is_same(p), op, ": some parameters appear in more than one parameter group");
     }
-    state_.emplace_back(group.params.size());
+    std::vector<ParamState> fresh(group.params.size());
+    for (std::size_t i = 0; i < group.params.size(); ++i) init_state(group.options, group.params[i], fresh[i]);
+    state_.reserve(state_.size() + 1);
+    groups_.reserve(groups_.size() + 1);
+    state_.push_back(std::move(fresh));
     groups_.push_back(std::move(group));
 }
 
@@ -185,7 +203,7 @@ GRAFT_INLINE void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
         }
         options_map opts = saved.options;
         for (const auto& [key, value] : opts)
-            check(defaults_.count(key) != 0 || key == "initial_lr", op, ": unknown option '", key,
+            check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op, ": unknown option '", key,
                   "' in parameter group ", gi);
         for (const auto& [key, value] : defaults_)
             check(opts.count(key) != 0, op, ": parameter group ", gi, " lacks the option '", key, "'");
