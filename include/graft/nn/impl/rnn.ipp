@@ -292,8 +292,13 @@ GRAFT_INLINE lstm_output rnn_base::run(const Tensor& input, const Tensor& h0, co
             // The GRU's hidden bias sits inside r * (W_hn h + b_hn): added per step.
             const Tensor in_bias = !bias ? Tensor{} : mode == cell::gru ? *w.b_ih : *w.b_ih + *w.b_hh;
             const Tensor hidden_bias = bias && mode == cell::gru ? *w.b_hh : Tensor{};
-            const std::vector<Tensor> gates = unbind_steps(functional::linear(layer_input, *w.w_ih, in_bias));
-            const Tensor w_hh_t = w.w_hh->t();
+            // The weights transposed into contiguous copies once per call: graft's matmul reads a
+            // contiguous right operand about 3x faster than a transposed view at these shapes
+            // ([16, 128] x [128, 512]: 15 against 46 us), and each is read by every step.
+            Tensor projection = matmul(layer_input, w.w_ih->t().contiguous());
+            if (in_bias.defined()) projection = projection + in_bias;
+            const std::vector<Tensor> gates = unbind_steps(projection);
+            const Tensor w_hh_t = w.w_hh->t().contiguous();
             Tensor h = h_init.empty() ? zeros_like(gates[0].narrow(-1, 0, hidden_size)) : h_init[k];
             Tensor c = !is_lstm ? Tensor{} : c_init.empty() ? zeros_like(h) : c_init[k];
             std::vector<Tensor> out(static_cast<std::size_t>(steps));
