@@ -201,6 +201,14 @@ std::vector<op_case> public_ops() {
              return V{F::binary_cross_entropy(x[0], x[1]), F::binary_cross_entropy(x[0], x[1], w, F::reduction::sum)};
          },
          {{m34.sizes, 0.05, 0.95, true}, {m34.sizes, 0.0, 1.0, true}}},
+        // The recurrent cells' fused gate ops (graft/ops/rnn_cell.hpp; their backward ops are in
+        // the backward graphs): (h', c') of an LSTM step and h' of a GRU step.
+        {{"fused_lstm_cell", "fused_lstm_cell_backward"},
+         [](const V& x) { return V{autograd::detail::fused_lstm_cell(x[0], x[1], x[2])}; },
+         {{{3, 8}}, {{3, 8}}, {{3, 2}}}},
+        {{"fused_gru_cell", "fused_gru_cell_backward"},
+         [](const V& x) { return V{autograd::detail::fused_gru_cell(x[0], x[1], x[2])}; },
+         {{{3, 6}}, {{3, 6}}, {{3, 2}}}},
         {{"cross_entropy", "nll_loss"},
          [](const V& x) {
              const Tensor target = ids({3, 0, 2});

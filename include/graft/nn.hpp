@@ -11,6 +11,7 @@
 #include "graft/nn/layers.hpp"
 #include "graft/nn/module.hpp"
 #include "graft/nn/modules.hpp"
+#include "graft/nn/rnn.hpp"
 #include "graft/nn/serialize.hpp"
 #include "graft/nn/transformer.hpp"
 #include "graft/nn/utils.hpp"

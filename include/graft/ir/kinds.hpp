@@ -18,6 +18,7 @@
 #include "graft/autograd/functions.hpp"
 #include "graft/autograd/index_reduce.hpp"
 #include "graft/autograd/join_split.hpp"
+#include "graft/autograd/rnn_cell.hpp"
 #include "graft/autograd/tensor_methods.hpp"
 #include "graft/core/error.hpp"
 #include "graft/ops/table.hpp"
@@ -162,6 +163,14 @@ GRAFT_DETAIL_IR_KIND(normal_cdf, "normal_cdf", 1)  // graft::normal_cdf (exact G
 GRAFT_DETAIL_IR_KIND(sign, "sign", 1)              // graft::sign (a zero gradient)
 // binary_cross_entropy(input, target): per element, with PyTorch's backward (not a composite).
 GRAFT_DETAIL_IR_KIND(binary_cross_entropy, "binary_cross_entropy", 2)
+// The recurrent cells' gate math (graft/ops/rnn_cell.hpp): fused_lstm_cell(input_gates,
+// hidden_gates, cx) -> (h', c') stacked [2, ..., H]; fused_lstm_cell_backward(grad,
+// input_gates, hidden_gates, cx) -> [..., 5H]; fused_gru_cell(input_gates, hidden_gates, hx)
+// -> h'; fused_gru_cell_backward(grad, input_gates, hidden_gates, hx) -> [..., 7H].
+GRAFT_DETAIL_IR_KIND(fused_lstm_cell, "fused_lstm_cell", 3)
+GRAFT_DETAIL_IR_KIND(fused_lstm_cell_backward, "fused_lstm_cell_backward", 4)
+GRAFT_DETAIL_IR_KIND(fused_gru_cell, "fused_gru_cell", 3)
+GRAFT_DETAIL_IR_KIND(fused_gru_cell_backward, "fused_gru_cell_backward", 4)
 GRAFT_DETAIL_IR_KIND(logical_and, "logical_and", 2)  // of two bool tensors (pow's derivative)
 // narrow_backward[sizes, dim, start, length](g): zeros of `sizes` with g at narrow(dim, start, length).
 GRAFT_DETAIL_IR_KIND(narrow_backward, "narrow_backward", 1)
@@ -374,7 +383,7 @@ using all_kinds = decltype(std::tuple_cat(
     std::declval<typename detail::table_kinds<ops::all_elementwise_ops>::type>(),
     std::declval<std::tuple<kinds::constant, kinds::if_, kinds::loop, kinds::call, kinds::sum, kinds::mean, kinds::amax, kinds::amin,
                             kinds::matmul, kinds::softmax, kinds::log_softmax, kinds::sum_to_size, kinds::clone,
-                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::binary_cross_entropy, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
+                            kinds::contiguous, kinds::detach, kinds::zeros_like, kinds::ones_like, kinds::full_like, kinds::normal_cdf, kinds::sign, kinds::binary_cross_entropy, kinds::fused_lstm_cell, kinds::fused_lstm_cell_backward, kinds::fused_gru_cell, kinds::fused_gru_cell_backward, kinds::logical_and, kinds::narrow_backward, kinds::reshape,
                             kinds::expand, kinds::permute, kinds::transpose, kinds::narrow, kinds::select,
                             kinds::squeeze, kinds::unsqueeze, kinds::copy_, kinds::to, kinds::gelu, kinds::take,
                             kinds::put, kinds::cat, kinds::clamp, kinds::tril, kinds::triu,

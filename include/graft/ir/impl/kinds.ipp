@@ -108,6 +108,20 @@ GRAFT_DETAIL_IR_KIND_RUN(sign, { return {graft::sign(tensor_arg(op, in, 0))}; })
 GRAFT_DETAIL_IR_KIND_RUN(binary_cross_entropy, {
     return {autograd::detail::binary_cross_entropy_elements(tensor_arg(op, in, 0), tensor_arg(op, in, 1))};
 })
+GRAFT_DETAIL_IR_KIND_RUN(fused_lstm_cell, {
+    return {autograd::detail::fused_lstm_cell(tensor_arg(op, in, 0), tensor_arg(op, in, 1), tensor_arg(op, in, 2))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(fused_lstm_cell_backward, {
+    return {autograd::detail::fused_lstm_cell_backward(tensor_arg(op, in, 0), tensor_arg(op, in, 1),
+                                                       tensor_arg(op, in, 2), tensor_arg(op, in, 3))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(fused_gru_cell, {
+    return {autograd::detail::fused_gru_cell(tensor_arg(op, in, 0), tensor_arg(op, in, 1), tensor_arg(op, in, 2))};
+})
+GRAFT_DETAIL_IR_KIND_RUN(fused_gru_cell_backward, {
+    return {autograd::detail::fused_gru_cell_backward(tensor_arg(op, in, 0), tensor_arg(op, in, 1),
+                                                      tensor_arg(op, in, 2), tensor_arg(op, in, 3))};
+})
 GRAFT_DETAIL_IR_KIND_RUN(logical_and, { return {graft::logical_and(tensor_arg(op, in, 0), tensor_arg(op, in, 1))}; })
 GRAFT_DETAIL_IR_KIND_RUN(narrow_backward, {
     // Through narrow's own autograd (its backward is narrow), so graphs stay differentiable.
