@@ -956,8 +956,10 @@ inline double resize_scale(std::int64_t in, std::int64_t out, std::optional<doub
     return scale && *scale > 0 ? 1.0 / *scale : static_cast<double>(in) / static_cast<double>(out);
 }
 
-/// The source index of each output index of a nearest resize (PyTorch 1.13's nearest_idx and
-/// nearest-exact's, including their float arithmetic and nearest's shortcuts).
+/// The source index of each output index of a nearest resize, as PyTorch 1.13's forward kernel
+/// for contiguous inputs computes it (in float). Its channels-last kernel and its backward
+/// shortcut an unchanged size to the identity and a doubled one to dst / 2 whatever the scale;
+/// graft does not, so its gradient is its forward's adjoint (docs/nn.md).
 inline std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t out, std::optional<double> scale,
                                                  bool exact) {
     std::vector<std::int64_t> idx(static_cast<std::size_t>(out));
@@ -965,9 +967,7 @@ inline std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t o
                                         : static_cast<float>(in) / static_cast<float>(out);
     for (std::int64_t i = 0; i < out; ++i) {
         std::int64_t v = 0;
-        if (!exact && out == in) v = i;
-        else if (!exact && out == 2 * in) v = i >> 1;
-        else if (exact) v = static_cast<std::int64_t>(std::floor((static_cast<float>(i) + 0.5f) * s));
+        if (exact) v = static_cast<std::int64_t>(std::floor((static_cast<float>(i) + 0.5f) * s));
         else v = static_cast<std::int64_t>(std::floor(static_cast<float>(i) * s));
         idx[static_cast<std::size_t>(i)] = std::min(v, in - 1);
     }
