@@ -422,7 +422,9 @@ TEST_CASE("conv1d, conv_transpose2d, adaptive pools, interpolate: bad input is a
     CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 1, 0, 1, 4), Catch::Contains("divisible by 4"));
     CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 2, "same", 1, 2), Catch::Contains("strided"));
     CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 1, {1, 2}, 1, 2), Catch::Contains("padding is one int"));
-    CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 1, "full", 1, 2), Catch::Contains("Invalid padding string 'full'"));
+    CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 1, "full", 1, 2), Catch::Contains("conv1d: Invalid padding string 'full'"));
+    CHECK_THROWS_WITH(F::conv1d(randn({2, 4, 2}, dtype::float64), w3, {}, 1, "valid", 1, 2),
+                      Catch::Contains("conv1d: Calculated padded input size per channel: (2)"));
     CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 0, 0, 1, 2), Catch::Contains("stride should be greater than zero"));
     CHECK_THROWS_WITH(F::conv1d(x3, w3, {}, 1, 0, 5, 2), Catch::Contains("Kernel size can't be greater"));
     CHECK_THROWS_WITH(F::conv1d(x3, w3, zeros({5}, dtype::float64), 1, 0, 1, 2), Catch::Contains("bias of size [6]"));

@@ -725,20 +725,24 @@ GRAFT_INLINE Tensor conv1d(const Tensor& input, const Tensor& weight, const Tens
     check(stride > 0, op, ": stride should be greater than zero, but got ", stride);
     check(dilation > 0, op, ": dilation should be greater than zero, but got ", dilation);
     conv_padding p2 = padding;
+    std::int64_t total = 0;  // padding at both sides ("same" always fits)
     if (padding.mode.empty()) {
         check(padding.size.h == padding.size.w, op, ": padding is one int, got (", padding.size.h, ", ",
               padding.size.w, ")");
         check(padding.size.h >= 0, op, ": padding should be non-negative, but got ", padding.size.h);
         p2 = conv_padding(int_pair{0, padding.size.w});
-        const auto lim = detail::size_limit;
-        check(stride < lim && dilation < lim && padding.size.w < lim && k < lim && l < lim, op,
-              ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
-        check(l + 2 * padding.size.w >= dilation * (k - 1) + 1, op, ": Calculated padded input size per channel: (",
-              l + 2 * padding.size.w, "). Kernel size: (", dilation * (k - 1) + 1,
-              "). Kernel size can't be greater than actual input size");
+        total = 2 * std::min(padding.size.w, detail::size_limit);
     } else {
+        check(padding.mode == "valid" || padding.mode == "same", op, ": Invalid padding string '", padding.mode,
+              "', should be one of {'valid', 'same'}");
         check(padding.mode != "same" || stride == 1, op, ": padding='same' is not supported for strided convolutions");
     }
+    const auto lim = detail::size_limit;
+    check(stride < lim && dilation < lim && padding.size.w < lim && k < lim && l < lim, op,
+          ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
+    check(padding.mode == "same" || l + total >= dilation * (k - 1) + 1, op,
+          ": Calculated padded input size per channel: (", l + total, "). Kernel size: (", dilation * (k - 1) + 1,
+          "). Kernel size can't be greater than actual input size");
     // A height-1 image: [N, C, 1, L] with weight [O, C / groups, 1, k].
     const Tensor out = conv2d(input.unsqueeze(-2), weight.unsqueeze(2), bias, int_pair{1, stride}, p2,
                               int_pair{1, dilation}, groups);
