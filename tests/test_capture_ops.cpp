@@ -251,6 +251,22 @@ std::vector<op_case> public_ops() {
          {img}},
         {{"dropout"},  // p = 0 and eval return their input (random masks: test_capture_random.cpp)
          [](const V& x) { return V{F::dropout(x[0] * 2.0, 0.0), F::dropout(x[0] * 3.0, 0.3, false)}; }, {m34}},
+        {{"conv1d"}, [](const V& x) { return V{F::conv1d(x[0], x[1], x[2], 2, 1, 1, 2)}; },
+         {{{2, 4, 7}}, {{6, 2, 3}}, {{6}}}},
+        {{"conv_transpose2d"},
+         [](const V& x) { return V{F::conv_transpose2d(x[0], x[1], x[2], 2, 1, 1, 1, {1, 2})}; },
+         {{{2, 3, 4, 3}}, {{3, 2, 3, 2}}, {{2}}}},
+        {{"adaptive_avg_pool2d", "adaptive_max_pool2d"},
+         [](const V& x) { return V{F::adaptive_avg_pool2d(x[0], {4, 5}), F::adaptive_max_pool2d(x[0], {4, std::nullopt})}; },
+         {img}},
+        {{"interpolate"},
+         [](const V& x) {
+             return V{F::interpolate(x[0], {}, 1.5, "bilinear"), F::interpolate(x[0], {4, 9}),
+                      F::interpolate(x[0], {3, 3}, {}, "area")};
+         },
+         {img}},
+        {{"dropout2d"},  // p = 0 and eval return their input (random masks: test_capture_random.cpp's dropout)
+         [](const V& x) { return V{F::dropout2d(x[0] * 2.0, 0.0), F::dropout2d(x[0] * 3.0, 0.3, false)}; }, {img}},
     };
 }
 

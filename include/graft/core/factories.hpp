@@ -248,6 +248,14 @@ GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype t
 /// for i = 0 .. n-2, position i swaps with position i + gen.below(n - i) (one draw each).
 [[nodiscard]] GRAFT_INLINE Tensor randperm(std::int64_t n, dtype type = dtype::int64,
                                            generator& gen = default_generator());
+/// randint with `like`'s sizes and dtype (torch.randint_like; any dtype but bool). Its values
+/// are not read: under graph capture the sizes follow `like`'s.
+[[nodiscard]] GRAFT_INLINE Tensor randint_like(const Tensor& like, std::int64_t low, std::int64_t high,
+                                               generator& gen = default_generator());
+/// randint_like(like, 0, high).
+[[nodiscard]] inline Tensor randint_like(const Tensor& like, std::int64_t high, generator& gen = default_generator()) {
+    return randint_like(like, 0, high, gen);
+}
 /// 1 with probability p[i], else 0, for every element of the floating-point tensor p (values in
 /// [0, 1]); p's sizes and dtype (torch.bernoulli(p)). Never differentiable.
 [[nodiscard]] GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen = default_generator());

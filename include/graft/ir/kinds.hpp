@@ -295,7 +295,8 @@ struct index_backward {
 
 /// Random ops (graft/core/factories.hpp), drawing from graft::default_generator() when the node
 /// runs: rand[sizes, dtype](), randn[sizes, dtype](), randint[low, high, sizes, dtype](),
-/// randperm[n, dtype](), rand_like(x), randn_like(x) (x's sizes and dtype), bernoulli(p),
+/// randperm[n, dtype](), rand_like(x), randn_like(x), randint_like[low, high](x) (x's sizes and dtype),
+/// bernoulli(p),
 /// bernoulli_p[p](x).
 #define GRAFT_DETAIL_IR_RANDOM_KIND(ident, text, n_in)                                       \
     struct ident {                                                                           \
@@ -308,6 +309,7 @@ GRAFT_DETAIL_IR_RANDOM_KIND(randint, "randint", 0)
 GRAFT_DETAIL_IR_RANDOM_KIND(randperm, "randperm", 0)
 GRAFT_DETAIL_IR_RANDOM_KIND(rand_like, "rand_like", 1)
 GRAFT_DETAIL_IR_RANDOM_KIND(randn_like, "randn_like", 1)
+GRAFT_DETAIL_IR_RANDOM_KIND(randint_like, "randint_like", 1)
 GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli, "bernoulli", 1)
 GRAFT_DETAIL_IR_RANDOM_KIND(bernoulli_p, "bernoulli_p", 1)
 #undef GRAFT_DETAIL_IR_RANDOM_KIND
@@ -391,7 +393,8 @@ using all_kinds = decltype(std::tuple_cat(
                             kinds::std_, kinds::gather, kinds::scatter_add, kinds::index_select,
                             kinds::gather_backward, kinds::index_select_backward, kinds::im2col,
                             kinds::col2im, kinds::index, kinds::index_put, kinds::index_backward, kinds::rand,
-                            kinds::randn, kinds::randint, kinds::randperm, kinds::rand_like, kinds::randn_like, kinds::bernoulli,
+                            kinds::randn, kinds::randint, kinds::randperm, kinds::rand_like, kinds::randn_like,
+                            kinds::randint_like, kinds::bernoulli,
                             kinds::bernoulli_p>>()));
 
 /// A kind type's registry entry: nodes of kind K point here.

@@ -5,8 +5,11 @@
 // ops and gradients of any order follow. Names, arguments and defaults follow PyTorch; the
 // differences are listed in docs/nn.md.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "graft/autograd/conv.hpp"
 #include "graft/autograd/functions.hpp"
@@ -192,6 +195,25 @@ struct conv_padding {
                                          int_pair stride = 1, conv_padding padding = 0, int_pair dilation = 1,
                                          std::int64_t groups = 1);
 
+/// 1-D cross-correlation (torch.nn.functional.conv1d): input [N, C, L] or [C, L], weight
+/// [O, C / groups, k], bias [O] or undefined; the result is [N, O, ol] (or [O, ol]). padding is
+/// one int or "valid" / "same" (stride 1 only; an odd total pads one more at the right).
+/// Computed as conv2d over a height-1 view, so it is differentiable to any order.
+[[nodiscard]] GRAFT_INLINE Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                                         std::int64_t stride = 1, conv_padding padding = 0, std::int64_t dilation = 1,
+                                         std::int64_t groups = 1);
+
+/// 2-D transposed convolution (torch.nn.functional.conv_transpose2d), the gradient of conv2d
+/// with respect to its input: input [N, C, H, W] or [C, H, W], weight [C, O / groups, kh, kw],
+/// bias [O] or undefined. The output size is (H - 1) stride - 2 padding + dilation (k - 1) +
+/// output_padding + 1 per dimension; output_padding must be below stride or dilation.
+/// Computed as matmul + fold (col2im), then cropped by padding (output_padding rows past the
+/// uncropped result get only the bias).
+[[nodiscard]] GRAFT_INLINE Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                                                   int_pair stride = 1, int_pair padding = 0,
+                                                   int_pair output_padding = 0, std::int64_t groups = 1,
+                                                   int_pair dilation = 1);
+
 /// The maximum of each window (torch.nn.functional.max_pool2d): input [N, C, H, W] or
 /// [C, H, W]; stride defaults to kernel_size; implicit padding is -inf and must be at most half
 /// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
@@ -207,6 +229,60 @@ struct conv_padding {
                                              int_pair padding = 0, bool ceil_mode = false,
                                              bool count_include_pad = true,
                                              std::optional<std::int64_t> divisor_override = std::nullopt);
+
+/// An adaptive pooling output size (PyTorch's int, or pair with None for "keep the input's
+/// size"): `3`, `{3, 2}`, `{std::nullopt, 2}`.
+struct adaptive_size {
+    std::optional<std::int64_t> h, w;
+    adaptive_size(int both) : h(both), w(both) {}           // NOLINT(google-explicit-constructor)
+    adaptive_size(std::int64_t both) : h(both), w(both) {}  // NOLINT(google-explicit-constructor)
+    adaptive_size(std::optional<std::int64_t> height, std::optional<std::int64_t> width) : h(height), w(width) {}
+};
+
+/// The mean of each adaptive window (torch.nn.functional.adaptive_avg_pool2d): input
+/// [N, C, H, W] or [C, H, W]; output row i averages input rows floor(i H / oh) up to
+/// ceil((i + 1) H / oh) (windows may overlap), columns alike. Computed as constant pooling
+/// matrices multiplied on each side.
+[[nodiscard]] GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size output_size);
+/// The maximum of each adaptive window (torch.nn.functional.adaptive_max_pool2d; windows as
+/// adaptive_avg_pool2d's), taken over the columns of each window, then over its rows. The
+/// gradient goes to the first maximal element of each window in row-major order, as PyTorch;
+/// NaN propagates. return_indices is not offered.
+[[nodiscard]] GRAFT_INLINE Tensor adaptive_max_pool2d(const Tensor& input, adaptive_size output_size);
+
+/// interpolate's size: none (`{}`), one size for every spatial dimension, or one per dimension.
+struct size_list {
+    int_list values;
+    size_list() = default;
+    size_list(std::nullopt_t) {}                                              // NOLINT
+    size_list(int both) : values{both} {}                                     // NOLINT
+    size_list(std::int64_t both) : values{both} {}                            // NOLINT
+    size_list(std::initializer_list<std::int64_t> v) : values(v) {}           // NOLINT
+    size_list(int_list v) : values(std::move(v)) {}                           // NOLINT
+};
+/// interpolate's scale_factor: none (`{}`), one factor for every spatial dimension, or one per
+/// dimension.
+struct scale_list {
+    std::vector<double> values;
+    scale_list() = default;
+    scale_list(std::nullopt_t) {}                                     // NOLINT
+    scale_list(double both) : values{both} {}                         // NOLINT
+    scale_list(std::initializer_list<double> v) : values(v) {}        // NOLINT
+};
+
+/// Resizes the spatial dimensions of a [N, C, L] or [N, C, H, W] input
+/// (torch.nn.functional.interpolate) to `size`, or to floor(input size * scale_factor) (exactly
+/// one of them). Modes: "nearest" (source index floor(dst * scale), PyTorch's legacy nearest),
+/// "nearest-exact" (floor((dst + 0.5) * scale)), "linear" (3-D input), "bilinear" (4-D input;
+/// align_corners as PyTorch, default false) and "area" (adaptive average pooling); the others
+/// ("bicubic", "trilinear", 5-D inputs, antialias) are errors. As PyTorch 1.13, a given
+/// scale_factor is also the scale the source indices use, unless recompute_scale_factor is
+/// true (then in / out). Linear modes multiply constant weight matrices on each side; nearest
+/// modes select rows and columns; all are differentiable to any order.
+[[nodiscard]] GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size = {}, scale_list scale_factor = {},
+                                              std::string_view mode = "nearest",
+                                              std::optional<bool> align_corners = std::nullopt,
+                                              std::optional<bool> recompute_scale_factor = std::nullopt);
 
 // ---------------------------------------------------------------- normalization, embedding, dropout
 
@@ -285,6 +361,14 @@ namespace detail {
 /// returns it). p outside [0, 1] is an error.
 [[nodiscard]] GRAFT_INLINE Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
                                           bool inplace = false, generator& gen = default_generator());
+
+/// Zeroes whole channels (torch.nn.functional.dropout2d): a mask [N, C, 1, 1] drawn from `gen`
+/// (each channel kept with probability 1 - p), the kept ones scaled by 1 / (1 - p). As PyTorch
+/// 1.13, a 3-D input is taken as batched [N, C, L] (channel-wise 1-D dropout; PyTorch warns
+/// that this will change), not as an unbatched [C, H, W] one; other ranks (which PyTorch
+/// deprecates) are errors. training = false or p = 0 return the input itself.
+[[nodiscard]] GRAFT_INLINE Tensor dropout2d(const Tensor& input, double p = 0.5, bool training = true,
+                                            bool inplace = false, generator& gen = default_generator());
 
 }  // namespace graft::nn::functional
 

@@ -1,7 +1,8 @@
 #pragma once
-// graft::nn layers over the convolution, pooling, normalization, embedding and dropout
-// functions (torch.nn.Conv2d, MaxPool2d, AvgPool2d, LayerNorm, BatchNorm1d/2d/3d,
-// InstanceNorm1d/2d, GroupNorm, Embedding, Dropout), with
+// graft::nn layers over the convolution, pooling, resizing, normalization, embedding and dropout
+// functions (torch.nn.Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+// AdaptiveMaxPool2d, Upsample, LayerNorm, BatchNorm1d/2d/3d, InstanceNorm1d/2d, GroupNorm,
+// Embedding, Dropout, Dropout2d), with
 // PyTorch's arguments, defaults and initializations. Each forward calls graft::nn::functional,
 // so autograd, capture and the executor see ordinary ops. Construct them with std::make_shared.
 #include <cstdint>
@@ -38,6 +39,53 @@ public:
     Tensor& bias;  // undefined without bias
 };
 
+/// 1-D convolution (torch.nn.Conv1d): weight [out_channels, in_channels / groups, kernel_size],
+/// bias [out_channels]; initialized as Conv2d (fan_in = in_channels / groups * kernel_size).
+/// `padding` is one int or "valid" / "same" (stride 1 only). Input [N, C, L] or [C, L].
+class Conv1d : public Module {
+public:
+    GRAFT_INLINE Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+                        std::int64_t stride = 1, functional::conv_padding padding = 0, std::int64_t dilation = 1,
+                        std::int64_t groups = 1, bool bias = true, dtype type = dtype::float32,
+                        generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t in_channels, out_channels, kernel_size, stride, dilation;
+    const std::int64_t padding;      // when padding_mode is empty
+    const std::string padding_mode;  // "", "valid" or "same"
+    const std::int64_t groups;
+    Tensor& weight;
+    Tensor& bias;  // undefined without bias
+};
+
+/// 2-D transposed convolution (torch.nn.ConvTranspose2d): weight [in_channels,
+/// out_channels / groups, kh, kw], bias [out_channels]. Initialized as PyTorch's
+/// reset_parameters, whose fan_in is read off the weight as for any layer: weight.size(1) *
+/// kh * kw = out_channels / groups * kh * kw (kaiming_uniform_ with a = sqrt(5), bias
+/// ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))). forward's output_size argument is not offered (give
+/// output_padding instead).
+class ConvTranspose2d : public Module {
+public:
+    GRAFT_INLINE ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, functional::int_pair kernel_size,
+                                 functional::int_pair stride = 1, functional::int_pair padding = 0,
+                                 functional::int_pair output_padding = 0, std::int64_t groups = 1, bool bias = true,
+                                 functional::int_pair dilation = 1, dtype type = dtype::float32,
+                                 generator& gen = default_generator());
+    /// Draws new initial values (PyTorch's reset_parameters).
+    GRAFT_INLINE void reset_parameters(generator& gen = default_generator());
+    GRAFT_INLINE Tensor forward(const Tensor& input) override;
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+
+    const std::int64_t in_channels, out_channels;
+    const functional::int_pair kernel_size, stride, padding, output_padding, dilation;
+    const std::int64_t groups;
+    Tensor& weight;
+    Tensor& bias;  // undefined without bias
+};
+
 /// torch.nn.MaxPool2d: stride defaults to kernel_size.
 class MaxPool2d : public Module {
 public:
@@ -69,6 +117,43 @@ public:
     functional::int_pair kernel_size, stride, padding;
     bool ceil_mode, count_include_pad;
     std::optional<std::int64_t> divisor_override;
+};
+
+/// torch.nn.AdaptiveAvgPool2d: output_size an int, or a pair whose nullopt keeps the input's size.
+class AdaptiveAvgPool2d : public Module {
+public:
+    explicit AdaptiveAvgPool2d(functional::adaptive_size output_size)
+        : Module("AdaptiveAvgPool2d"), output_size(output_size) {}
+    Tensor forward(const Tensor& input) override { return functional::adaptive_avg_pool2d(input, output_size); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::adaptive_size output_size;
+};
+
+/// torch.nn.AdaptiveMaxPool2d (without return_indices): output_size as AdaptiveAvgPool2d's.
+class AdaptiveMaxPool2d : public Module {
+public:
+    explicit AdaptiveMaxPool2d(functional::adaptive_size output_size)
+        : Module("AdaptiveMaxPool2d"), output_size(output_size) {}
+    Tensor forward(const Tensor& input) override { return functional::adaptive_max_pool2d(input, output_size); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::adaptive_size output_size;
+};
+
+/// torch.nn.Upsample: functional::interpolate with the module's size or scale_factor, mode
+/// ("nearest" by default), align_corners and recompute_scale_factor.
+class Upsample : public Module {
+public:
+    GRAFT_INLINE explicit Upsample(functional::size_list size = {}, functional::scale_list scale_factor = {},
+                                   std::string mode = "nearest", std::optional<bool> align_corners = std::nullopt,
+                                   std::optional<bool> recompute_scale_factor = std::nullopt);
+    Tensor forward(const Tensor& input) override {
+        return functional::interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor);
+    }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    functional::size_list size;
+    functional::scale_list scale_factor;
+    std::string mode;
+    std::optional<bool> align_corners, recompute_scale_factor;
 };
 
 /// torch.nn.LayerNorm over the trailing `normalized_shape`: weight ones and bias zeros of that
@@ -214,6 +299,17 @@ class Dropout : public Module {
 public:
     GRAFT_INLINE explicit Dropout(double p = 0.5, bool inplace = false);
     Tensor forward(const Tensor& input) override { return functional::dropout(input, p, is_training(), inplace); }
+    [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
+    const double p;
+    const bool inplace;
+};
+
+/// torch.nn.Dropout2d: functional::dropout2d(x, p, is_training(), inplace) with graft's default
+/// generator; whole channels of a [N, C, H, W] (or, as PyTorch 1.13, [N, C, L]) input.
+class Dropout2d : public Module {
+public:
+    GRAFT_INLINE explicit Dropout2d(double p = 0.5, bool inplace = false);
+    Tensor forward(const Tensor& input) override { return functional::dropout2d(input, p, is_training(), inplace); }
     [[nodiscard]] GRAFT_INLINE std::string extra_repr() const override;
     const double p;
     const bool inplace;

@@ -155,14 +155,16 @@ GRAFT_INLINE Tensor randn_like(const Tensor& like, generator& gen) {
                           "randn_like", {like}, {}, gen);
 }
 
-GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes, dtype type, generator& gen) {
-    detail::check(high > low, "randint: expected low < high, got low = ", low, ", high = ", high);
-    detail::check(type != dtype::bool_, "randint: dtype bool is not supported");
-    const detail::observed_op op;
+namespace detail {
+/// A tensor of `type` filled with gen's integers in [low, high), row-major.
+inline Tensor randint_tensor(const char* op, std::int64_t low, std::int64_t high, const int_list& sizes, dtype type,
+                             generator& gen) {
+    check(high > low, op, ": expected low < high, got low = ", low, ", high = ", high);
+    check(type != dtype::bool_, op, ": dtype bool is not supported");
     Tensor t = empty(sizes, type);
     const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
     const std::int64_t n = t.numel();
-    detail::visit_dtype(type, [&](auto z) {
+    visit_dtype(type, [&](auto z) {
         using T = decltype(z);
         if constexpr (!std::is_same_v<T, bool>) {
             T* p = t.data_ptr<T>();
@@ -171,7 +173,13 @@ GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list&
             });
         }
     });
-    return op.random_done(std::move(t), "randint", {},
+    return t;
+}
+}  // namespace detail
+
+GRAFT_INLINE Tensor randint(std::int64_t low, std::int64_t high, const int_list& sizes, dtype type, generator& gen) {
+    const detail::observed_op op;
+    return op.random_done(detail::randint_tensor("randint", low, high, sizes, type, gen), "randint", {},
                           {{"low", low}, {"high", high}, {"sizes", detail::to_vector(sizes)},
                            {"dtype", std::string(name(type))}},
                           gen);
@@ -200,6 +208,13 @@ GRAFT_INLINE Tensor randperm(std::int64_t n, dtype type, generator& gen) {
         for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(perm[static_cast<std::size_t>(i)]);
     });
     return op.random_done(std::move(t), "randperm", {}, {{"n", n}, {"dtype", std::string(name(type))}}, gen);
+}
+
+GRAFT_INLINE Tensor randint_like(const Tensor& like, std::int64_t low, std::int64_t high, generator& gen) {
+    detail::check(like.defined(), "randint_like: the tensor is undefined");
+    const detail::observed_op op;
+    return op.random_done(detail::randint_tensor("randint_like", low, high, like.sizes(), like.type(), gen),
+                          "randint_like", {like}, {{"low", low}, {"high", high}}, gen);
 }
 
 namespace detail {

@@ -207,6 +207,12 @@ GRAFT_INLINE std::vector<ivalue> randn_like::run(const attribute_map&, std::span
     detail::check_inputs("randn_like", in, 1);
     return {graft::randn_like(detail::tensor_arg("randn_like", in, 0))};
 }
+GRAFT_INLINE std::vector<ivalue> randint_like::run(const attribute_map& a, std::span<const ivalue> in) {
+    detail::check_inputs("randint_like", in, 1);
+    return {graft::randint_like(detail::tensor_arg("randint_like", in, 0),
+                                detail::attr_of<std::int64_t>("randint_like", a, "low"),
+                                detail::attr_of<std::int64_t>("randint_like", a, "high"))};
+}
 GRAFT_INLINE std::vector<ivalue> bernoulli::run(const attribute_map&, std::span<const ivalue> in) {
     detail::check_inputs("bernoulli", in, 1);
     return {graft::bernoulli(detail::tensor_arg("bernoulli", in, 0))};

@@ -704,6 +704,118 @@ GRAFT_INLINE Tensor conv2d(const Tensor& input, const Tensor& weight, const Tens
     return unbatched ? out.squeeze(0) : out;
 }
 
+GRAFT_INLINE Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride,
+                           conv_padding padding, std::int64_t dilation, std::int64_t groups) {
+    const char* op = "conv1d";
+    using graft::detail::check;
+    detail::check_floating(op, "input", input);
+    check(input.dim() == 2 || input.dim() == 3, op,
+          ": Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: ", input.sizes());
+    detail::check_floating(op, "weight", weight);
+    check(weight.dim() == 3, op,
+          ": Expected 3-dimensional weight [out_channels, in_channels / groups, kW], but got weight of size ",
+          weight.sizes());
+    check(groups > 0, op, ": non-positive groups is not supported (got ", groups, ")");
+    const std::int64_t c = input.size(-2), l = input.size(-1), k = weight.size(2);
+    check(weight.size(0) > 0 && weight.size(0) % groups == 0, op, ": Given groups=", groups,
+          ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ", weight.sizes());
+    check(weight.size(1) * groups == c, op, ": Given groups=", groups, ", weight of size ", weight.sizes(),
+          ", expected input", input.sizes(), " to have ", weight.size(1) * groups, " channels, but got ", c,
+          " channels instead");
+    check(stride > 0, op, ": stride should be greater than zero, but got ", stride);
+    check(dilation > 0, op, ": dilation should be greater than zero, but got ", dilation);
+    conv_padding p2 = padding;
+    std::int64_t total = 0;  // padding at both sides ("same" always fits)
+    if (padding.mode.empty()) {
+        check(padding.size.h == padding.size.w, op, ": padding is one int, got (", padding.size.h, ", ",
+              padding.size.w, ")");
+        check(padding.size.h >= 0, op, ": padding should be non-negative, but got ", padding.size.h);
+        p2 = conv_padding(int_pair{0, padding.size.w});
+        total = 2 * std::min(padding.size.w, detail::size_limit);
+    } else {
+        check(padding.mode == "valid" || padding.mode == "same", op, ": Invalid padding string '", padding.mode,
+              "', should be one of {'valid', 'same'}");
+        check(padding.mode != "same" || stride == 1, op, ": padding='same' is not supported for strided convolutions");
+    }
+    const auto lim = detail::size_limit;
+    check(stride < lim && dilation < lim && padding.size.w < lim && k < lim && l < lim, op,
+          ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
+    check(padding.mode == "same" || l + total >= dilation * (k - 1) + 1, op,
+          ": Calculated padded input size per channel: (", l + total, "). Kernel size: (", dilation * (k - 1) + 1,
+          "). Kernel size can't be greater than actual input size");
+    // A height-1 image: [N, C, 1, L] with weight [O, C / groups, 1, k].
+    const Tensor out = conv2d(input.unsqueeze(-2), weight.unsqueeze(2), bias, int_pair{1, stride}, p2,
+                              int_pair{1, dilation}, groups);
+    return out.squeeze(-2);
+}
+
+GRAFT_INLINE Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, int_pair stride,
+                                     int_pair padding, int_pair output_padding, std::int64_t groups,
+                                     int_pair dilation) {
+    const char* op = "conv_transpose2d";
+    using graft::detail::check;
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    detail::check_floating(op, "weight", weight);
+    check(weight.type() == input.type(), op, ": expected input and weight to have the same dtype, got ", input.type(),
+          " and ", weight.type());
+    check(weight.dim() == 4, op,
+          ": Expected 4-dimensional weight [in_channels, out_channels / groups, kH, kW], but got weight of size ",
+          weight.sizes());
+    check(groups > 0, op, ": non-positive groups is not supported (got ", groups, ")");
+    const std::int64_t n = x.size(0), c = x.size(1), kh = weight.size(2), kw = weight.size(3);
+    check(weight.size(0) == c, op, ": Given transposed=1, weight of size ", weight.sizes(), ", expected input",
+          x.sizes(), " to have ", weight.size(0), " channels, but got ", c, " channels instead");
+    check(c > 0 && c % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ", groups,
+          " at dimension 0, but got weight of size ", weight.sizes());
+    check(weight.size(1) > 0 && kh > 0 && kw > 0, op, ": empty kernel or channels (weight ", weight.sizes(), ")");
+    const std::int64_t o = weight.size(1) * groups;
+    if (bias.defined()) {
+        detail::check_floating(op, "bias", bias);
+        check(bias.type() == input.type(), op, ": expected bias of dtype ", input.type(), ", got ", bias.type());
+        check(bias.dim() == 1 && bias.numel() == o, op, ": expected bias of size [", o, "], got ", bias.sizes());
+    }
+    detail::check_positive(op, "stride", stride);
+    detail::check_positive(op, "dilation", dilation);
+    detail::check_padding(op, padding);
+    check(output_padding.h >= 0 && output_padding.w >= 0, op, ": output_padding should be non-negative, but got (",
+          output_padding.h, ", ", output_padding.w, ")");
+    check((output_padding.h < stride.h || output_padding.h < dilation.h) &&
+              (output_padding.w < stride.w || output_padding.w < dilation.w),
+          op, ": output padding must be smaller than either stride or dilation, but got output_padding (",
+          output_padding.h, ", ", output_padding.w, "), stride (", stride.h, ", ", stride.w, ") and dilation (",
+          dilation.h, ", ", dilation.w, ")");
+    const auto lim = detail::size_limit;
+    check(stride.h < lim && stride.w < lim && dilation.h < lim && dilation.w < lim && padding.h < lim &&
+              padding.w < lim && kh < lim && kw < lim && x.size(2) < lim && x.size(3) < lim,
+          op, ": stride, padding, dilation, kernel or input size too large (limit 2^31)");
+    const std::int64_t h = x.size(2), w = x.size(3);
+    check(h > 0 && w > 0, op, ": Expected non-empty spatial dimensions, got input sizes ", x.sizes());
+    // The uncropped output (padding 0), which col2im builds from H x W blocks.
+    const std::int64_t fh = (h - 1) * stride.h + dilation.h * (kh - 1) + 1;
+    const std::int64_t fw = (w - 1) * stride.w + dilation.w * (kw - 1) + 1;
+    const std::int64_t oh = fh - 2 * padding.h + output_padding.h, ow = fw - 2 * padding.w + output_padding.w;
+    check(oh > 0 && ow > 0, op, ": Given input size per channel: (", h, " x ", w,
+          "). Calculated output size per channel: (", oh, " x ", ow, "). Output size is too small");
+    const std::int64_t cg = c / groups, k = (o / groups) * kh * kw, l = h * w;
+    Tensor cols;  // [N, O kh kw, L]: every input pixel's contribution to its output block
+    if (groups == 1) {
+        cols = matmul(weight.reshape({c, k}).transpose(0, 1), x.reshape({n, c, l}));
+    } else {
+        cols = matmul(weight.reshape({groups, cg, k}).transpose(1, 2), x.reshape({n, groups, cg, l}))
+                   .reshape({n, o * kh * kw, l});
+    }
+    const Tensor full = col2im(cols, {fh, fw}, {kh, kw}, detail::pair_list(dilation), {0, 0},
+                               detail::pair_list(stride));  // [N, O, fh, fw]
+    // Crop `padding` at the top / left; output_padding may reach past the uncropped bottom / right.
+    const std::int64_t th = std::min(padding.h, fh), tw = std::min(padding.w, fw);
+    const std::int64_t kept_h = std::min(oh, fh - th), kept_w = std::min(ow, fw - tw);
+    Tensor out = full.narrow(2, th, kept_h).narrow(3, tw, kept_w);
+    out = detail::pad_bottom_right(out, oh - kept_h, ow - kept_w);
+    if (bias.defined()) out = out + bias.reshape({1, o, 1, 1});
+    return unbatched ? out.squeeze(0) : out;
+}
+
 GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride, int_pair padding,
                                int_pair dilation, bool ceil_mode) {
     const char* op = "max_pool2d";
@@ -764,6 +876,201 @@ GRAFT_INLINE Tensor avg_pool2d(const Tensor& input, int_pair kernel_size, option
     const Tensor div = from_vector(d);  // a constant of the sizes (captured as one)
     const Tensor out = (sum(v, {2}, false) / div.to(x.type())).reshape({x.size(0), x.size(1), g.oh, g.ow});
     return unbatched ? out.squeeze(0) : out;
+}
+
+namespace detail {
+
+/// Adaptive pooling's window i of `out` over `in` elements: [floor(i in / out), ceil((i + 1) in / out)).
+inline std::int64_t adaptive_start(std::int64_t i, std::int64_t in, std::int64_t out) { return i * in / out; }
+inline std::int64_t adaptive_end(std::int64_t i, std::int64_t in, std::int64_t out) {
+    return ((i + 1) * in + out - 1) / out;
+}
+
+/// The output sizes of an adaptive pooling of x [N, C, H, W] (nullopt keeps the input's).
+inline int_pair adaptive_out(const char* op, const Tensor& x, adaptive_size s) {
+    const std::int64_t oh = s.h.value_or(x.size(2)), ow = s.w.value_or(x.size(3));
+    check(oh > 0 && ow > 0, op, ": output_size must be positive, got (", oh, ", ", ow, ")");
+    check(oh < size_limit && ow < size_limit && x.size(2) < size_limit && x.size(3) < size_limit, op,
+          ": output or input size too large (limit 2^31)");
+    check(x.size(1) > 0 && x.size(2) > 0 && x.size(3) > 0, op,
+          ": Expected input to have non-zero size for non-batch dimensions, but input has sizes ", x.sizes());
+    return {oh, ow};
+}
+
+/// [out, in]: row i averages window i (a constant of the sizes, captured as one).
+inline Tensor adaptive_avg_matrix(std::int64_t in, std::int64_t out, dtype type) {
+    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
+    for (std::int64_t i = 0; i < out; ++i) {
+        const std::int64_t s = adaptive_start(i, in, out), e = adaptive_end(i, in, out);
+        for (std::int64_t j = s; j < e; ++j)
+            m[static_cast<std::size_t>(i * in + j)] = 1.0 / static_cast<double>(e - s);
+    }
+    return from_vector(m, {out, in}).to(type);
+}
+
+/// The maximum over adaptive windows of dimension d of x: the windows' elements selected into
+/// [..., out * k, ...] (each window padded to the longest, k, by repeating its last element,
+/// which never changes the maximum nor which element is first), then max over k.
+inline Tensor adaptive_max_along(const Tensor& x, std::int64_t d, std::int64_t out) {
+    const std::int64_t in = x.size(d);
+    if (in == out) return x;  // windows of one element
+    std::int64_t k = 0;
+    for (std::int64_t i = 0; i < out; ++i) k = std::max(k, adaptive_end(i, in, out) - adaptive_start(i, in, out));
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(out * k));
+    for (std::int64_t i = 0; i < out; ++i) {
+        const std::int64_t s = adaptive_start(i, in, out), e = adaptive_end(i, in, out);
+        for (std::int64_t j = 0; j < k; ++j) idx[static_cast<std::size_t>(i * k + j)] = std::min(s + j, e - 1);
+    }
+    const Tensor picked = x.index_select(d, from_vector(idx));
+    int_list sizes = x.sizes();
+    sizes[static_cast<std::size_t>(d)] = out;
+    sizes.insert(sizes.begin() + d + 1, k);
+    return std::get<0>(graft::max(picked.reshape(sizes), d + 1));
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size output_size) {
+    const char* op = "adaptive_avg_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair o = detail::adaptive_out(op, x, output_size);
+    Tensor out = x;
+    if (o.h != x.size(2)) out = matmul(detail::adaptive_avg_matrix(x.size(2), o.h, x.type()), out);
+    if (o.w != x.size(3)) out = matmul(out, detail::adaptive_avg_matrix(x.size(3), o.w, x.type()).transpose(0, 1));
+    if (o.h == x.size(2) && o.w == x.size(3)) out = x * 1.0;  // a new tensor, as PyTorch's
+    return unbatched ? out.squeeze(0) : out;
+}
+
+GRAFT_INLINE Tensor adaptive_max_pool2d(const Tensor& input, adaptive_size output_size) {
+    const char* op = "adaptive_max_pool2d";
+    bool unbatched = false;
+    const Tensor x = detail::batched4(op, input, unbatched);
+    const int_pair o = detail::adaptive_out(op, x, output_size);
+    // Columns first, then rows: the first maximal element in row-major order wins ties.
+    Tensor out = detail::adaptive_max_along(detail::adaptive_max_along(x, 3, o.w), 2, o.h);
+    if (o.h == x.size(2) && o.w == x.size(3)) out = x * 1.0;
+    return unbatched ? out.squeeze(0) : out;
+}
+
+namespace detail {
+
+/// PyTorch's scale of a resized dimension: 1 / scale_factor when one is used, else in / out.
+inline double resize_scale(std::int64_t in, std::int64_t out, std::optional<double> scale) {
+    return scale && *scale > 0 ? 1.0 / *scale : static_cast<double>(in) / static_cast<double>(out);
+}
+
+/// The source index of each output index of a nearest resize, as PyTorch 1.13's forward kernel
+/// for contiguous inputs computes it (in float). Its channels-last kernel and its backward
+/// shortcut an unchanged size to the identity and a doubled one to dst / 2 whatever the scale;
+/// graft does not, so its gradient is its forward's adjoint (docs/nn.md).
+inline std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t out, std::optional<double> scale,
+                                                 bool exact) {
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(out));
+    const float s = scale && *scale > 0 ? static_cast<float>(1.0 / *scale)
+                                        : static_cast<float>(in) / static_cast<float>(out);
+    for (std::int64_t i = 0; i < out; ++i) {
+        std::int64_t v = 0;
+        if (exact) v = static_cast<std::int64_t>(std::floor((static_cast<float>(i) + 0.5f) * s));
+        else v = static_cast<std::int64_t>(std::floor(static_cast<float>(i) * s));
+        idx[static_cast<std::size_t>(i)] = std::min(v, in - 1);
+    }
+    return idx;
+}
+
+/// [out, in]: the linear interpolation weights of a resize (PyTorch's source index rule).
+inline Tensor linear_matrix(std::int64_t in, std::int64_t out, std::optional<double> scale, bool align_corners,
+                            dtype type) {
+    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
+    const double s = align_corners ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                                   : resize_scale(in, out, scale);
+    for (std::int64_t i = 0; i < out; ++i) {
+        const double src = align_corners ? s * static_cast<double>(i)
+                                         : std::max(s * (static_cast<double>(i) + 0.5) - 0.5, 0.0);
+        const auto i0 = std::min(static_cast<std::int64_t>(src), in - 1);
+        const std::int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
+        const double l1 = std::clamp(src - static_cast<double>(i0), 0.0, 1.0);
+        m[static_cast<std::size_t>(i * in + i0)] += 1.0 - l1;
+        m[static_cast<std::size_t>(i * in + i1)] += l1;
+    }
+    return from_vector(m, {out, in}).to(type);
+}
+
+}  // namespace detail
+
+GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size, scale_list scale_factor, std::string_view mode,
+                                std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor) {
+    const char* op = "interpolate";
+    using graft::detail::check;
+    detail::check_floating(op, "input", input);
+    const bool nearest = mode == "nearest", exact = mode == "nearest-exact", area = mode == "area";
+    const bool linear = mode == "linear", bilinear = mode == "bilinear";
+    check(nearest || exact || area || linear || bilinear, op, ": mode '", mode,
+          "' is not supported (graft offers nearest, nearest-exact, linear, bilinear and area)");
+    check(input.dim() == 3 || input.dim() == 4, op,
+          ": expected a 3-D [N, C, L] or 4-D [N, C, H, W] input (5-D is not supported), got sizes ", input.sizes());
+    check(!(nearest || exact || area) || !align_corners, op,
+          ": align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | "
+          "trilinear");
+    check(!linear || input.dim() == 3, op, ": Got ", input.dim(), "D input, but linear mode needs 3D input");
+    check(!bilinear || input.dim() == 4, op, ": Got ", input.dim(), "D input, but bilinear mode needs 4D input");
+    const std::int64_t dims = input.dim() - 2;
+    const bool has_size = !size.values.empty(), has_scale = !scale_factor.values.empty();
+    check(!(has_size && has_scale), op, ": only one of size or scale_factor should be defined");
+    check(has_size || has_scale, op, ": either size or scale_factor should be defined");
+    check(!(has_size && recompute_scale_factor.value_or(false)), op,
+          ": recompute_scale_factor is not meaningful with an explicit size.");
+    check(!has_size || size.values.size() == 1 || static_cast<std::int64_t>(size.values.size()) == dims, op,
+          ": Input and output must have the same number of spatial dimensions, but got input of sizes ",
+          input.sizes(), " and output size ", size.values);
+    check(!has_scale || scale_factor.values.size() == 1 ||
+              static_cast<std::int64_t>(scale_factor.values.size()) == dims,
+          op, ": Input and scale_factor must have the same number of spatial dimensions, but got input of sizes ",
+          input.sizes(), " and ", scale_factor.values.size(), " scale factors");
+    // Per spatial dimension: the output size and the scale the source indices use.
+    std::vector<std::int64_t> out(static_cast<std::size_t>(dims));
+    std::vector<std::optional<double>> scales(static_cast<std::size_t>(dims));
+    const bool recompute = recompute_scale_factor.value_or(false) || area;
+    for (std::int64_t d = 0; d < dims; ++d) {
+        const auto i = static_cast<std::size_t>(d);
+        const std::int64_t in = input.size(2 + d);
+        check(in < detail::size_limit, op, ": input size too large (limit 2^31)");
+        if (has_size) {
+            out[i] = size.values[size.values.size() == 1 ? 0 : i];
+        } else {
+            const double f = scale_factor.values[scale_factor.values.size() == 1 ? 0 : i];
+            check(std::isfinite(f) && f > 0, op, ": scale_factor must be positive and finite, got ", f);
+            const double o = std::floor(static_cast<double>(in) * f);
+            check(o < static_cast<double>(detail::size_limit), op, ": output size too large (limit 2^31)");
+            out[i] = static_cast<std::int64_t>(o);
+            if (!recompute) scales[i] = f;
+        }
+        check(out[i] < detail::size_limit, op, ": output size too large (limit 2^31)");
+    }
+    bool positive = input.size(-1) > 0 && input.size(-2) > 0;
+    for (const std::int64_t o : out) positive = positive && o > 0;
+    check(positive, op, ": Input and output sizes should be greater than 0, but got input sizes ", input.sizes(),
+          " and output size ", int_list(out.begin(), out.end()));
+    if (area) {
+        const Tensor x = dims == 1 ? input.unsqueeze(2) : input;
+        const Tensor y = adaptive_avg_pool2d(x, dims == 1 ? adaptive_size{1, out[0]} : adaptive_size{out[0], out[1]});
+        return dims == 1 ? y.squeeze(2) : y;
+    }
+    Tensor y = input;
+    for (std::int64_t d = 0; d < dims; ++d) {
+        const auto i = static_cast<std::size_t>(d);
+        const std::int64_t dim = 2 + d, in = input.size(dim);
+        if (nearest || exact) {
+            const std::vector<std::int64_t> idx = detail::nearest_indices(in, out[i], scales[i], exact);
+            bool identity = out[i] == in;
+            for (std::int64_t j = 0; identity && j < in; ++j) identity = idx[static_cast<std::size_t>(j)] == j;
+            if (!identity) y = y.index_select(dim, from_vector(idx));
+        } else {
+            const Tensor m = detail::linear_matrix(in, out[i], scales[i], align_corners.value_or(false), input.type());
+            y = dim == input.dim() - 1 ? matmul(y, m.transpose(0, 1)) : matmul(m, y);
+        }
+    }
+    return y.is_same(input) ? input * 1.0 : y;
 }
 
 // ---------------------------------------------------------------- normalization, embedding, dropout
@@ -1043,6 +1350,26 @@ GRAFT_INLINE Tensor dropout(const Tensor& input, double p, bool training, bool i
     } else {
         scale = rand_like(input, gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
     }
+    if (inplace) {
+        Tensor self = input;
+        self.mul_(scale);
+        return self;
+    }
+    return input * scale;
+}
+
+GRAFT_INLINE Tensor dropout2d(const Tensor& input, double p, bool training, bool inplace, generator& gen) {
+    const char* op = "dropout2d";
+    detail::check_floating(op, "input", input);
+    graft::detail::check(input.dim() == 3 || input.dim() == 4, op,
+                         ": expected a 3-D [N, C, L] or 4-D [N, C, H, W] input, got sizes ", input.sizes(),
+                         " (PyTorch 1.13 deprecates other ranks; use dropout)");
+    graft::detail::check(p >= 0.0 && p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ", p);
+    if (!training || p == 0.0) return input;
+    // The mask's sizes follow the input's (a view [N, C, 1(, 1)]), so a captured graph draws per call.
+    Tensor like = input;
+    for (std::int64_t d = 2; d < input.dim(); ++d) like = like.narrow(d, 0, std::min<std::int64_t>(1, input.size(d)));
+    const Tensor scale = p == 1.0 ? zeros_like(like) : rand_like(like, gen).lt(1.0 - p).to(input.type()) * (1.0 / (1.0 - p));
     if (inplace) {
         Tensor self = input;
         self.mul_(scale);

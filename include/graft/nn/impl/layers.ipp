@@ -3,6 +3,8 @@
 #include "graft/nn/layers.hpp"
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "graft/nn/init.hpp"
 
@@ -76,6 +78,113 @@ GRAFT_INLINE std::string Conv2d::extra_repr() const {
     return s;
 }
 
+GRAFT_INLINE Conv1d::Conv1d(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s,
+                            functional::conv_padding p, std::int64_t d, std::int64_t g, bool with_bias, dtype type,
+                            generator& gen)
+    : Module("Conv1d"),
+      in_channels(detail::checked_positive("Conv1d", "in_channels", in)),
+      out_channels(detail::checked_positive("Conv1d", "out_channels", out)),
+      kernel_size(detail::checked_positive("Conv1d", "kernel_size", k)),
+      stride(detail::checked_positive("Conv1d", "stride", s)),
+      dilation(detail::checked_positive("Conv1d", "dilation", d)),
+      padding(p.mode.empty() ? p.size.w : 0),
+      padding_mode(detail::padding_mode_of("Conv1d", p, functional::int_pair{1, s})),
+      groups(detail::checked_positive("Conv1d", "groups", g)),
+      weight(register_parameter(
+          "weight", (graft::detail::check(in % g == 0, "Conv1d: in_channels must be divisible by groups"),
+                     graft::detail::check(out % g == 0, "Conv1d: out_channels must be divisible by groups"),
+                     graft::detail::check(!p.mode.empty() || (p.size.h == p.size.w && p.size.w >= 0),
+                                          "Conv1d: padding must be one non-negative int, got (", p.size.h, ", ",
+                                          p.size.w, ")"),
+                     empty({out, in / g, k}, detail::checked_float("Conv1d", type))))),
+      bias(register_parameter("bias", with_bias ? empty({out}, type) : Tensor{})) {
+    reset_parameters(gen);
+}
+
+GRAFT_INLINE void Conv1d::reset_parameters(generator& gen) {
+    init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
+    if (bias.defined()) {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(init::calculate_fan_in_and_fan_out(weight).first));
+        init::uniform_(bias, -bound, bound, gen);
+    }
+}
+
+GRAFT_INLINE Tensor Conv1d::forward(const Tensor& input) {
+    const functional::conv_padding p = padding_mode.empty() ? functional::conv_padding(padding)
+                                                            : functional::conv_padding(padding_mode.c_str());
+    return functional::conv1d(input, weight, bias, stride, p, dilation, groups);
+}
+
+GRAFT_INLINE std::string Conv1d::extra_repr() const {
+    std::string s = graft::detail::concat(in_channels, ", ", out_channels, ", kernel_size=(", kernel_size,
+                                          ",), stride=(", stride, ",)");
+    if (!padding_mode.empty()) s += ", padding=" + padding_mode;
+    else if (padding != 0) s += graft::detail::concat(", padding=(", padding, ",)");
+    if (dilation != 1) s += graft::detail::concat(", dilation=(", dilation, ",)");
+    if (groups != 1) s += graft::detail::concat(", groups=", groups);
+    if (!bias.defined()) s += ", bias=False";
+    return s;
+}
+
+GRAFT_INLINE ConvTranspose2d::ConvTranspose2d(std::int64_t in, std::int64_t out, functional::int_pair k,
+                                              functional::int_pair s, functional::int_pair p, functional::int_pair op,
+                                              std::int64_t g, bool with_bias, functional::int_pair d, dtype type,
+                                              generator& gen)
+    : Module("ConvTranspose2d"),
+      in_channels(detail::checked_positive("ConvTranspose2d", "in_channels", in)),
+      out_channels(detail::checked_positive("ConvTranspose2d", "out_channels", out)),
+      kernel_size(k),
+      stride(s),
+      padding(p),
+      output_padding(op),
+      dilation(d),
+      groups(detail::checked_positive("ConvTranspose2d", "groups", g)),
+      weight(register_parameter(
+          "weight",
+          (graft::detail::check(in % g == 0, "ConvTranspose2d: in_channels must be divisible by groups"),
+           graft::detail::check(out % g == 0, "ConvTranspose2d: out_channels must be divisible by groups"),
+           graft::detail::check(k.h > 0 && k.w > 0, "ConvTranspose2d: kernel_size must be positive, got ",
+                                detail::pair_text(k)),
+           graft::detail::check(s.h > 0 && s.w > 0 && d.h > 0 && d.w > 0,
+                                "ConvTranspose2d: stride and dilation must be positive, got stride ",
+                                detail::pair_text(s), " and dilation ", detail::pair_text(d)),
+           graft::detail::check(p.h >= 0 && p.w >= 0 && op.h >= 0 && op.w >= 0,
+                                "ConvTranspose2d: padding and output_padding must be non-negative, got padding ",
+                                detail::pair_text(p), " and output_padding ", detail::pair_text(op)),
+           graft::detail::check((op.h < s.h || op.h < d.h) && (op.w < s.w || op.w < d.w),
+                                "ConvTranspose2d: output padding must be smaller than either stride or dilation, got "
+                                "output_padding ",
+                                detail::pair_text(op), ", stride ", detail::pair_text(s), " and dilation ",
+                                detail::pair_text(d)),
+           empty({in, out / g, k.h, k.w}, detail::checked_float("ConvTranspose2d", type))))),
+      bias(register_parameter("bias", with_bias ? empty({out}, type) : Tensor{})) {
+    reset_parameters(gen);
+}
+
+GRAFT_INLINE void ConvTranspose2d::reset_parameters(generator& gen) {
+    // fan_in from the weight [in, out / groups, kh, kw]: out / groups * kh * kw, as PyTorch's.
+    init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
+    if (bias.defined()) {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(init::calculate_fan_in_and_fan_out(weight).first));
+        init::uniform_(bias, -bound, bound, gen);
+    }
+}
+
+GRAFT_INLINE Tensor ConvTranspose2d::forward(const Tensor& input) {
+    return functional::conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation);
+}
+
+GRAFT_INLINE std::string ConvTranspose2d::extra_repr() const {
+    std::string s = graft::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", detail::pair_text(kernel_size),
+                                          ", stride=", detail::pair_text(stride));
+    if (padding.h != 0 || padding.w != 0) s += ", padding=" + detail::pair_text(padding);
+    if (dilation.h != 1 || dilation.w != 1) s += ", dilation=" + detail::pair_text(dilation);
+    if (output_padding.h != 0 || output_padding.w != 0) s += ", output_padding=" + detail::pair_text(output_padding);
+    if (groups != 1) s += graft::detail::concat(", groups=", groups);
+    if (!bias.defined()) s += ", bias=False";
+    return s;
+}
+
 GRAFT_INLINE std::string MaxPool2d::extra_repr() const {
     return graft::detail::concat("kernel_size=", detail::pair_text(kernel_size), ", stride=", detail::pair_text(stride),
                                  ", padding=", detail::pair_text(padding), ", dilation=", detail::pair_text(dilation),
@@ -85,6 +194,64 @@ GRAFT_INLINE std::string MaxPool2d::extra_repr() const {
 GRAFT_INLINE std::string AvgPool2d::extra_repr() const {
     return graft::detail::concat("kernel_size=", detail::pair_text(kernel_size), ", stride=", detail::pair_text(stride),
                                  ", padding=", detail::pair_text(padding));
+}
+
+namespace detail {
+inline std::string optional_text(std::optional<std::int64_t> v) {
+    return v ? graft::detail::concat(*v) : std::string("None");
+}
+/// A float as Python's repr writes it (2.0, 0.5).
+inline std::string float_text(double v) {
+    std::string s = graft::detail::concat(v);
+    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+    return s;
+}
+inline std::string adaptive_text(functional::adaptive_size s) {
+    if (s.h && s.w && *s.h == *s.w) return graft::detail::concat(*s.h);
+    return "(" + optional_text(s.h) + ", " + optional_text(s.w) + ")";
+}
+}  // namespace detail
+
+GRAFT_INLINE std::string AdaptiveAvgPool2d::extra_repr() const {
+    return "output_size=" + detail::adaptive_text(output_size);
+}
+
+GRAFT_INLINE std::string AdaptiveMaxPool2d::extra_repr() const {
+    return "output_size=" + detail::adaptive_text(output_size);
+}
+
+GRAFT_INLINE Upsample::Upsample(functional::size_list size_, functional::scale_list scale_factor_, std::string mode_,
+                                std::optional<bool> align_corners_, std::optional<bool> recompute_scale_factor_)
+    : Module("Upsample"),
+      size(std::move(size_)),
+      scale_factor(std::move(scale_factor_)),
+      mode(std::move(mode_)),
+      align_corners(align_corners_),
+      recompute_scale_factor(recompute_scale_factor_) {}
+
+GRAFT_INLINE std::string Upsample::extra_repr() const {
+    std::string s;
+    if (!scale_factor.values.empty()) {
+        s = "scale_factor=";
+        if (scale_factor.values.size() == 1) {
+            s += detail::float_text(scale_factor.values[0]);
+        } else {
+            s += "(";
+            for (std::size_t i = 0; i < scale_factor.values.size(); ++i)
+                s += (i ? ", " : "") + detail::float_text(scale_factor.values[i]);
+            s += ")";
+        }
+    } else {
+        s = "size=";
+        if (size.values.size() == 1) {
+            s += graft::detail::concat(size.values[0]);
+        } else {
+            s += "(";
+            for (std::size_t i = 0; i < size.values.size(); ++i) s += graft::detail::concat(i ? ", " : "", size.values[i]);
+            s += ")";
+        }
+    }
+    return s + ", mode='" + mode + "'";
 }
 
 GRAFT_INLINE LayerNorm::LayerNorm(int_list shape, double eps_, bool affine, bool with_bias, dtype type)
@@ -267,6 +434,15 @@ GRAFT_INLINE Dropout::Dropout(double p_, bool inplace_) : Module("Dropout"), p(p
 }
 
 GRAFT_INLINE std::string Dropout::extra_repr() const {
+    return graft::detail::concat("p=", p, ", inplace=", inplace ? "True" : "False");
+}
+
+GRAFT_INLINE Dropout2d::Dropout2d(double p_, bool inplace_) : Module("Dropout2d"), p(p_), inplace(inplace_) {
+    graft::detail::check(p >= 0.0 && p <= 1.0, "Dropout2d: dropout probability has to be between 0 and 1, but got ",
+                         p);
+}
+
+GRAFT_INLINE std::string Dropout2d::extra_repr() const {
     return graft::detail::concat("p=", p, ", inplace=", inplace ? "True" : "False");
 }
 
