@@ -18,6 +18,7 @@
 
 #include <graft/graft.hpp>
 
+#include "fixture_common.hpp"
 #include "grad_test_common.hpp"
 
 using namespace graft;
@@ -25,13 +26,8 @@ namespace F = graft::nn::functional;
 
 namespace {
 
-Tensor formula(const int_list& sizes, const std::function<double(std::int64_t)>& f) {
-    std::int64_t n = 1;
-    for (auto s : sizes) n *= s;
-    std::vector<double> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = f(i);
-    return from_vector(v).reshape(sizes);
-}
+using fx::close_to;
+using fx::formula;
 
 struct attention_case {
     std::string name;
@@ -51,12 +47,6 @@ std::vector<attention_case> read_fixture() {
         int_list sizes(static_cast<std::size_t>(rank));
         for (auto& s : sizes) in >> s;
         return sizes;
-    };
-    const auto read_values = [](std::istringstream& in) {
-        std::vector<double> v;
-        std::string tok;
-        while (in >> tok) v.push_back(std::strtod(tok.c_str(), nullptr));
-        return v;
     };
     while (std::getline(file, line)) {
         if (line.empty() || line[0] == '#') continue;
@@ -79,12 +69,10 @@ std::vector<attention_case> read_fixture() {
         } else if (tag == "mask") {
             std::string kind;
             in >> kind;
-            const int_list sizes = read_sizes(in);
-            const Tensor m = from_vector(read_values(in)).reshape(sizes);
+            const Tensor m = fx::read_tensor(in);
             c.inputs[label] = kind == "b" ? m.ne(0.0) : m;
         } else if (tag == "t") {
-            const int_list sizes = read_sizes(in);
-            c.results[label] = from_vector(read_values(in)).reshape(sizes);
+            c.results[label] = fx::read_tensor(in);
         }
     }
     REQUIRE(cases.size() == 17);
@@ -212,12 +200,6 @@ std::map<std::string, Tensor> run_case(const attention_case& c, const built& b, 
     if (b.module)
         for (const auto& [k, p] : b.module->named_parameters()) r["g." + k] = p.grad();
     return r;
-}
-
-bool close_to(const Tensor& a, const Tensor& b, double tol) {
-    if (!a.defined() || a.sizes() != b.sizes()) return false;
-    return ((a - b).abs() <= (b.abs() + 1.0) * tol).to(dtype::float64).sum().item<double>() ==
-           static_cast<double>(a.numel());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include <graft/graft.hpp>
 
+#include "fixture_common.hpp"
 #include "grad_test_common.hpp"
 
 using namespace graft;
@@ -58,14 +59,8 @@ std::vector<fixture_case> read_fixture() {
             cases.push_back(std::move(c));
         } else if (tag == "t") {
             std::string label;
-            std::int64_t rank = 0;
-            in >> label >> rank;
-            int_list sizes(static_cast<std::size_t>(rank));
-            for (auto& s : sizes) in >> s;
-            std::vector<double> values;
-            std::string v;
-            while (in >> v) values.push_back(std::strtod(v.c_str(), nullptr));
-            cases.back().results[label] = from_vector(values).reshape(sizes);
+            in >> label;
+            cases.back().results[label] = fx::read_tensor(in);
         }
     }
     REQUIRE(cases.size() == 49);
@@ -101,14 +96,7 @@ std::optional<bool> flag_of(const std::map<std::string, std::string>& o, const s
     return o.at(key) == "1";
 }
 
-/// The fixture's formulas (see gen_conv_family.py), float64.
-Tensor formula(const int_list& sizes, const std::function<double(std::int64_t)>& f) {
-    std::int64_t n = 1;
-    for (auto s : sizes) n *= s;
-    std::vector<double> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = f(i);
-    return from_vector(v).reshape(sizes);
-}
+using fx::formula;  // the fixture's formulas (see gen_conv_family.py), float64
 Tensor input_of(const fixture_case& c) {
     const bool ties = c.options.count("ties") != 0;
     return formula(int_list_of(c.options.at("x")), [ties](std::int64_t i) {
@@ -153,12 +141,7 @@ Tensor call(const fixture_case& c, const Tensor& x, const Tensor& w, const Tenso
                           flag_of(o, "recompute_scale_factor"));
 }
 
-/// |a - b| <= tol * (1 + |b|) everywhere, sizes equal.
-bool close_to(const Tensor& a, const Tensor& b, double tol) {
-    if (!a.defined() || a.sizes() != b.sizes()) return false;
-    return ((a - b).abs() <= (b.abs() + 1.0) * tol).to(dtype::float64).sum().item<double>() ==
-           static_cast<double>(a.numel());
-}
+using fx::close_to;
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 
 #include <graft/graft.hpp>
 
+#include "fixture_common.hpp"
 #include "grad_test_common.hpp"
 
 using namespace graft;
@@ -52,30 +53,16 @@ std::vector<norm_case> read_fixture() {
             cases.push_back(std::move(c));
         } else if (tag == "t") {
             std::string label;
-            std::int64_t rank = 0;
-            in >> label >> rank;
-            int_list sizes(static_cast<std::size_t>(rank));
-            for (auto& s : sizes) in >> s;
-            std::vector<double> values;
-            std::string v;
-            while (in >> v) values.push_back(std::strtod(v.c_str(), nullptr));
+            in >> label;
             const bool counter = label == "num_batches_tracked";
-            cases.back().results[label] =
-                from_vector(values).reshape(sizes).to(counter ? dtype::int64 : cases.back().type);
+            cases.back().results[label] = fx::read_tensor(in).to(counter ? dtype::int64 : cases.back().type);
         }
     }
     REQUIRE(cases.size() == 24);
     return cases;
 }
 
-/// The fixture's formulas (see gen_norms.py), computed in float64 and rounded to `type`.
-Tensor formula(const int_list& sizes, const std::function<double(std::int64_t)>& f, dtype type) {
-    std::int64_t n = 1;
-    for (auto s : sizes) n *= s;
-    std::vector<double> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = f(i);
-    return from_vector(v).reshape(sizes).to(type);
-}
+using fx::formula;  // the fixture's formulas (see gen_norms.py)
 Tensor step_input(const int_list& sizes, int k, dtype type) {
     return formula(
         sizes, [k](std::int64_t i) { return std::sin(0.37 * i + 0.11 * k + 0.2) * (1 + 0.5 * k) + 0.25 * k; }, type);
@@ -168,13 +155,9 @@ std::map<std::string, Tensor> run_case(const norm_case& c, path p) {
     return r;
 }
 
-/// |a - b| <= tol * (1 + |b|) everywhere, sizes and dtypes equal.
+/// fx::close_to with equal dtypes.
 bool close_to(const Tensor& a, const Tensor& b, double tol) {
-    if (!a.defined() || a.sizes() != b.sizes() || a.type() != b.type()) return false;
-    if (a.type() == dtype::int64) return equal(a, b);
-    const Tensor ad = a.to(dtype::float64), bd = b.to(dtype::float64);
-    return ((ad - bd).abs() <= (bd.abs() + 1.0) * tol).to(dtype::float64).sum().item<double>() ==
-           static_cast<double>(a.numel());
+    return a.defined() && a.type() == b.type() && fx::close_to(a, b, tol);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <graft/graft.hpp>
 
+#include "fixture_common.hpp"
 #include "grad_test_common.hpp"
 
 using namespace graft;
@@ -30,14 +31,8 @@ std::map<std::string, Tensor> read_fixture() {
         if (line.empty() || line[0] == '#') continue;
         std::istringstream in(line);
         std::string name;
-        std::int64_t rank = 0;
-        in >> name >> rank;
-        int_list sizes(static_cast<std::size_t>(rank));
-        for (auto& s : sizes) in >> s;
-        std::vector<double> v;
-        std::string tok;
-        while (in >> tok) v.push_back(std::strtod(tok.c_str(), nullptr));
-        r[name] = v.empty() ? zeros(sizes, dtype::float64) : from_vector(v).reshape(sizes);
+        in >> name;
+        r[name] = fx::read_tensor(in);
     }
     return r;
 }
