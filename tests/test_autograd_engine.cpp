@@ -73,7 +73,7 @@ TEST_CASE("gradients accumulate into leaves across backward calls", "[autograd][
     REQUIRE_FALSE(h.grad().defined());
 }
 
-TEST_CASE("retain_graph: a second backward through freed buffers throws; without saved values it does not", "[autograd][engine][errors]") {
+TEST_CASE("retain_graph: a second backward through freed buffers throws, without saved values it does not", "[autograd][engine][errors]") {
     Tensor a = leaf({1.0, 2.0});
     Tensor b = a * a;  // saves a
     Tensor s = b.sum();
@@ -324,7 +324,7 @@ TEST_CASE("node metadata is a per-node map users write", "[autograd][graph]") {
     REQUIRE(std::any_cast<std::string>(y.grad_fn()->metadata().at("tag")) == "scale");
 }
 
-TEST_CASE("maximum splits tied gradients evenly, amax among ties; relu'(0) = 0, sqrt'(0) = inf", "[autograd][semantics]") {
+TEST_CASE("maximum splits tied gradients evenly, amax among ties, relu'(0) = 0, sqrt'(0) = inf", "[autograd][semantics]") {
     Tensor a = leaf({1.0, 2.0, 3.0}), b = leaf({1.0, 1.0, 4.0});
     maximum(a, b).sum().backward();
     REQUIRE(vals(a.grad()) == std::vector<float>{0.5f, 1, 0});
@@ -413,7 +413,7 @@ TEST_CASE("hooks as C++ callers write them: void tensor hooks, post-accumulate h
     CHECK(equal(p.detach(), tensor({1.0 - 1.5, -1.0 - 1.5})));
 }
 
-TEST_CASE("function_node: undefined saves keep their positions; both backward forms give the same gradients",
+TEST_CASE("function_node: undefined saves keep their positions, both backward forms give the same gradients",
           "[autograd][engine]") {
     Tensor x = leaf({1.0, 2.0}), w = leaf({3.0, -4.0});
     for (const bool appending : {false, true}) {

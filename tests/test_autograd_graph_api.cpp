@@ -336,7 +336,7 @@ TEST_CASE("save_on_disk: values round-trip bitwise (float32, float64, non-contig
     REQUIRE(dir.files() == 0);  // each file is removed with its last reference
 }
 
-TEST_CASE("save_on_disk: gradients equal those without the hooks; files live as long as the graph", "[autograd][save_on_disk]") {
+TEST_CASE("save_on_disk: gradients equal those without the hooks, files live as long as the graph", "[autograd][save_on_disk]") {
     temp_dir dir;
     for (dtype type : {dtype::float32, dtype::float64}) {
         auto forward = [&](const Tensor& x, const Tensor& w) { return (tanh(x.t().matmul(w)) * x.t().sum({1}, true)).sum(); };

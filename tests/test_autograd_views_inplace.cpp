@@ -44,7 +44,7 @@ struct counting_hooks {
 
 }  // namespace
 
-TEST_CASE("in-place on a view rebases the base onto CopySlices; the view gets AsStridedBackward0",
+TEST_CASE("in-place on a view rebases the base onto CopySlices, the view gets AsStridedBackward0",
           "[autograd][views][inplace]") {
     Tensor a = leaf({1, 2, 3, 4});
     Tensor b = a * 1.0;
@@ -234,7 +234,7 @@ TEST_CASE("a base that did not require grad starts requiring it through an in-pl
     REQUIRE(vals(g[0]) == std::vector<float>{2, 4, 0});
 }
 
-TEST_CASE("in-place on a view of a leaf that requires grad throws PyTorch's error; no_grad still works",
+TEST_CASE("in-place on a view of a leaf that requires grad throws PyTorch's error, no_grad still works",
           "[autograd][views][inplace][errors]") {
     Tensor a = leaf({1, 2, 3});
     REQUIRE_THROWS_WITH(a[0].mul_(2.0),
@@ -363,7 +363,7 @@ TEST_CASE("CopySlices: second backward without retain_graph, autograd::grad w.r.
     REQUIRE_THROWS_WITH(loss.backward(), Contains("Trying to backward through the graph a second time"));
 }
 
-TEST_CASE("expanded views: a stale one regenerates a summing grad_fn; writing to one with grad throws",
+TEST_CASE("expanded views: a stale one regenerates a summing grad_fn, writing to one with grad throws",
           "[autograd][views][inplace]") {
     Tensor a = leaf({1, 2, 3});
     Tensor b = a * 1.0;
@@ -457,7 +457,7 @@ TEST_CASE("mul and div save only the operands their needed derivatives read (F3)
     REQUIRE(packs([&] { return d.mul_(y); }) == 1);  // only the pre-write clone of d
 }
 
-TEST_CASE("PyTorch's example: b = a.clone(); v = b[0]; v.mul_(2)", "[autograd][views][inplace]") {
+TEST_CASE("PyTorch's example: b = a.clone(), v = b[0], v.mul_(2)", "[autograd][views][inplace]") {
     Tensor a = leaf({1, 2, 3});
     Tensor b = a.clone();
     Tensor v = b[0];

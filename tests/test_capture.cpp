@@ -252,7 +252,7 @@ TEST_CASE("capture::aot: the recompute policy saves less than save_all", "[captu
     CHECK(allclose(g2, ge));
 }
 
-TEST_CASE("capture::aot: saved values go through saved-tensor hooks; misuse is a clear error", "[capture]") {
+TEST_CASE("capture::aot: saved values go through saved-tensor hooks, misuse is a clear error", "[capture]") {
     const Tensor x = randn({4}).requires_grad_();
     auto a = capture::aot([](Tensor t) { return (t * t).sum(); }, {x});
     int packed = 0;
@@ -572,7 +572,7 @@ TEST_CASE("capture::aot: dynamic_dims give one capture with symbolic sizes for e
 
 // ---------------------------------------------------------------- SymInt: sizes as expressions
 
-TEST_CASE("SymInt: outside capture a plain number; the _symint ops equal their int forms", "[capture]") {
+TEST_CASE("SymInt: outside capture a plain number, the _symint ops equal their int forms", "[capture]") {
     const Tensor x = randn({6, 4}, dtype::float64);
     const SymInt n = x.sym_size(0);
     CHECK_FALSE(n.is_symbolic());  // no capture running

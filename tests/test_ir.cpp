@@ -72,7 +72,7 @@ TEST_CASE("ir: floats print as the shortest text that reads back to the same val
     }
 }
 
-TEST_CASE("ir: print_options abbreviate long tensor constants for reading; the default prints all", "[ir]") {
+TEST_CASE("ir: print_options abbreviate long tensor constants for reading, the default prints all", "[ir]") {
     const auto text_of = [](const Tensor& t, std::int64_t limit) {
         ir::Graph g;
         g.append<ir::kinds::constant>()->set_attr("value", t)->add_output(ir::Type::tensor_type());

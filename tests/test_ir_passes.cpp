@@ -304,7 +304,7 @@ TEST_CASE("ir passes: canonicalize orders commutative operands and renumbers", "
                                  randn_inputs({{3}, {3}}));
 }
 
-TEST_CASE("ir passes: a pipeline is a type; it lints after every pass", "[ir][passes]") {
+TEST_CASE("ir passes: a pipeline is a type, it lints after every pass", "[ir][passes]") {
     auto g = ir::parse(R"(graph(%x : Float(3)):
   %one : float = prim::Constant[value=1.]()
   %a : Float(3) = mul(%x, %one)

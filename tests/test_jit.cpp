@@ -137,7 +137,7 @@ TEST_CASE("jit: the profiling record is released after the configured delay", "[
     CHECK(fn.debug_state().levels[0].profiling_released);
 }
 
-TEST_CASE("jit: shape changes bail out to fallbacks; STATIC then DYNAMIC; depth spent means no compiling",
+TEST_CASE("jit: shape changes bail out to fallbacks, STATIC then DYNAMIC, depth spent means no compiling",
           "[jit]") {
     jit::options o = opts(jit::fusion_strategy<jit::static_<2>, jit::dynamic_<1>>{});
     o.automatic_dynamic = false;  // the strategy's steps exactly as written (TorchScript)
@@ -1387,7 +1387,7 @@ TEST_CASE("jit: symbolic sizes from two varying dimensions (a mean over both)", 
 
 // ---------------------------------------------------------------- control flow
 
-TEST_CASE("jit: a script with data-dependent cond takes each call's branch; gradients match eager", "[jit]") {
+TEST_CASE("jit: a script with data-dependent cond takes each call's branch, gradients match eager", "[jit]") {
     const auto f = [](Tensor x, Tensor w) {
         return cond(
             (x * w).sum() > 0.0, [](Tensor a, Tensor b) { return tanh(a * b) * a; },
@@ -1894,7 +1894,7 @@ TEST_CASE("ir: graphs with symbolic sizes print, parse back and run at every siz
     CHECK(ir::parse_symbolic(ir::to_string(*a.forward)).sizes.patches.empty());
 }
 
-TEST_CASE("ir: a hand-written graph with symbolic sizes; malformed sizes sections are clear errors", "[jit][ir]") {
+TEST_CASE("ir: a hand-written graph with symbolic sizes, malformed sizes sections are clear errors", "[jit][ir]") {
     const std::string body = "graph(%x : Double(*, 3)):\n"
                              "  %1 : Double(7, 3) = narrow[dim=0, length=7, start=1](%x)\n"
                              "  %2 : Double(7, 3) = tanh(%1)\n"

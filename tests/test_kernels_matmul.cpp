@@ -65,7 +65,7 @@ TEST_CASE("kernels: matmul float64 odd shapes and leading dims on every target",
     check_matmul_all_targets<double>();
 }
 
-TEST_CASE("kernels: matmul k == 0 zeroes C; special values propagate", "[kernels][matmul]") {
+TEST_CASE("kernels: matmul k == 0 zeroes C, special values propagate", "[kernels][matmul]") {
     target_guard guard;
     for (gk::target t : gk::available_targets()) {
         gk::set_target(t);

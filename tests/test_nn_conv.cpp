@@ -583,7 +583,7 @@ TEST_CASE("layer_norm: bad input", "[nn][norm]") {
 
 // ---------------------------------------------------------------- embedding
 
-TEST_CASE("embedding picks rows; padding_idx gets no gradient", "[nn][embedding]") {
+TEST_CASE("embedding picks rows, padding_idx gets no gradient", "[nn][embedding]") {
     const Tensor w = leaf({5, 3}, 500);
     const Tensor idx = tensor({4, 0, 2, 2, 1, 4}, {2, 3});
     const Tensor y = F::embedding(idx, w);

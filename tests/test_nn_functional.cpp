@@ -689,7 +689,7 @@ TEST_CASE("cosine_similarity: PyTorch 1.13's squared-norm clamp, broadcasting, s
                 {leaf({3, 4}, 68), leaf({4}, 69)});
 }
 
-TEST_CASE("normalize: PyTorch's values and norm gradients for p = 2, 1, 3, 0.5, inf; zero vectors; errors", "[nn]") {
+TEST_CASE("normalize: PyTorch's values and norm gradients for p = 2, 1, 3, 0.5, inf, zero vectors, errors", "[nn]") {
     const Tensor x = d64m({3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 1e-13, 0.0, 0.0, -1.0, 2.0, -2.0}, {4, 3}).requires_grad_();
     // w = torch.arange(12.).view(4, 3) / 7 - 0.5; y = F.normalize(x, p=p);
     // torch.autograd.grad((y * w).sum(), [x]): the zero row and the row below eps get w / eps

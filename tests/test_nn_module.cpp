@@ -225,7 +225,7 @@ TEST_CASE("Module: to(float64) converts parameters into leaves that require grad
     check_error([&] { net.to(dtype::int64); }, {"Net.to", "floating-point"});
 }
 
-TEST_CASE("Module: state_dict is detached and shares memory; load_state_dict copies in place", "[nn][module]") {
+TEST_CASE("Module: state_dict is detached and shares memory, load_state_dict copies in place", "[nn][module]") {
     manual_seed(4);
     Net a;
     manual_seed(5);
@@ -332,7 +332,7 @@ TEST_CASE("nn::save_state_dict / load_state_dict: safetensors round trip, wrong 
     fs::remove(path);
 }
 
-TEST_CASE("Linear: x W^T + b against a reference loop; default init bounds; wrong sizes", "[nn][module]") {
+TEST_CASE("Linear: x W^T + b against a reference loop, default init bounds, wrong sizes", "[nn][module]") {
     manual_seed(9);
     nn::Linear lin(3, 2);
     CHECK(lin.weight.sizes() == int_list{2, 3});

@@ -157,7 +157,7 @@ TEST_CASE("nn::script / nn::aot: misuse", "[nn][jit]") {
     CHECK(fn(zeros({2, 5})).sizes() == int_list{2, 3});
 }
 
-TEST_CASE("nn::script follows train/eval; nn::aot captures each mode beside the first", "[nn][jit]") {
+TEST_CASE("nn::script follows train/eval, nn::aot captures each mode beside the first", "[nn][jit]") {
     // A layer that reads is_training() while traced, as Dropout will.
     struct TrainScale : nn::Module {
         TrainScale() : Module("TrainScale") { register_parameter("w", full({3}, 2.0f)); }
@@ -289,7 +289,7 @@ TEST_CASE("jit::script's result follows f's return type for a list of inputs", "
     CHECK(r.size() == 2);
 }
 
-TEST_CASE("nn::script captures again after a parameter was registered; nn::aot refuses the new count",
+TEST_CASE("nn::script captures again after a parameter was registered, nn::aot refuses the new count",
           "[nn][jit][capture]") {
     auto lin = std::make_shared<nn::Linear>(2, 1, false);
     {

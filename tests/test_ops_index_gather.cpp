@@ -83,7 +83,7 @@ TEST_CASE("argmax/argmin: hand values, dims, keepdim, the flattened tensor", "[o
     CHECK(argmax(zeros({0, 3}), 1).sizes() == int_list{0});  // nothing to reduce in an empty output
 }
 
-TEST_CASE("argmax/argmin: NaN counts as the extreme, first occurrence; a scalar reference", "[ops][index_gather][argmax]") {
+TEST_CASE("argmax/argmin: NaN counts as the extreme, first occurrence, a scalar reference", "[ops][index_gather][argmax]") {
     const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
     const Tensor x = tensor({1.0, nan, 5.0, nan, inf}).to(dtype::float64);
     CHECK(ivec(argmax(x)) == std::vector<std::int64_t>{1});

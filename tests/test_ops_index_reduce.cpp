@@ -132,7 +132,7 @@ TEST_CASE("masked_fill: hand values, broadcasting, dtype kept, NaN and inf value
     CHECK(masked_fill(big, bm, 0.5).to_vector<double>() == want);
 }
 
-TEST_CASE("masked_fill: gradient zero where the mask is set, summed over broadcasting; in place",
+TEST_CASE("masked_fill: gradient zero where the mask is set, summed over broadcasting, in place",
           "[autograd][index_reduce][masked_fill]") {
     Tensor x = tensor({1.0, 2.0, 3.0}).to(dtype::float64).requires_grad_();
     const Tensor mask = tensor({true, false, false, false, false, true}).view({2, 3});
@@ -199,7 +199,7 @@ TEST_CASE("tril/triu/masked_fill/outer: gradcheck and gradgradcheck in float64",
 
 // ---------------------------------------------------------------- errors
 
-TEST_CASE("tril/triu/masked_fill/outer: bad input is a graft::error naming the op; inputs unchanged",
+TEST_CASE("tril/triu/masked_fill/outer: bad input is a graft::error naming the op, inputs unchanged",
           "[ops][index_reduce][bad_input]") {
     const Tensor v = tensor({1.0, 2.0, 3.0});
     CHECK_THROWS_WITH(tril(v), Catch::Contains("tril: input tensor must have at least 2 dimensions"));

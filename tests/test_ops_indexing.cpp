@@ -200,7 +200,7 @@ TEST_CASE("indexing: gradients (reads and writes) against finite differences", "
         {gt::leaf({2, 3, 4}, 34), gt::leaf({2, 2, 4}, 35), gt::leaf({3}, 36)});
 }
 
-TEST_CASE("indexing: captured by jit::script; a mask is refused under capture", "[ops][indexing][jit]") {
+TEST_CASE("indexing: captured by jit::script, a mask is refused under capture", "[ops][indexing][jit]") {
     const Tensor i = ints({2, 0});
     auto f = jit::script([&](const Tensor& x) { return x.index({Slice(), i, None, Slice(1)}) * 2.0; });
     for (int n : {3, 3, 3}) {

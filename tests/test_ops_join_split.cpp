@@ -151,7 +151,7 @@ TEST_CASE("stack: a new dimension at every position", "[ops][join_split]") {
 
 // ---------------------------------------------------------------- split, chunk, unbind
 
-TEST_CASE("split: pieces of split_size, and of given sizes; views of the input", "[ops][join_split]") {
+TEST_CASE("split: pieces of split_size, and of given sizes, views of the input", "[ops][join_split]") {
     const Tensor t = arange(10).view({5, 2});
     const auto p = t.split(2);
     REQUIRE(p.size() == 3);
@@ -286,7 +286,7 @@ TEST_CASE("clamp: NaN, min > max, dtypes, against a scalar reference", "[ops][jo
     CHECK(x.clamp(0.0).to_vector<double>()[1] == 0.0);
 }
 
-TEST_CASE("clamp: gradient passes where min <= x <= max, 0 at NaN; node names", "[autograd][join_split][clamp]") {
+TEST_CASE("clamp: gradient passes where min <= x <= max, 0 at NaN, node names", "[autograd][join_split][clamp]") {
     const double nan = std::nan("");
     Tensor x = tensor({-1.0, 0.0, 0.5, 1.0, 2.0, nan}).to(dtype::float64).requires_grad_();
     const Tensor y = clamp(x, 0.0, 1.0);

@@ -80,7 +80,7 @@ TEST_CASE("DDP: parameters stay identical across ranks over 50 SGD steps", "[dis
     }
 }
 
-TEST_CASE("DDP: no_sync accumulates locally; the next backward averages the sum", "[distributed]") {
+TEST_CASE("DDP: no_sync accumulates locally, the next backward averages the sum", "[distributed]") {
     const int r = dist::get_rank(), p = dist::get_world_size();
     manual_seed(3);
     auto model = mlp();
