@@ -131,7 +131,11 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
                                                               node_name);
     for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
     node->reserve_saved(num_saved);
-    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
+    // Saved as aliases without history (the same storage and version counter): a saved value
+    // that is also an output (tanh's result) would otherwise hold this node through its
+    // grad_fn, a cycle that leaked the node and its saved tensors whenever the outputs were
+    // dropped without a backward (PyTorch's SavedVariable saves outputs so, for that reason).
+    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k].detach());
     // A symbolic backward may compute sizes from the forward's input sizes (ir::size_symbol::context).
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
