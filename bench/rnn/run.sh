@@ -9,9 +9,13 @@
 #   cmake --build <build dir> --target graft_bench_rnn graft_bench_rnn_torch
 # (graft_bench_rnn_torch exists when libtorch was found; without it only graft's rows run).
 # Debian's libtorch calls the system's libblas.so.3, which is the reference (netlib) BLAS unless
-# an optimized one is selected: its rows are "/torch". When OpenBLAS is installed
-# (apt-get install libopenblas0-pthread), libtorch runs a second time with OpenBLAS loaded first
-# (LD_LIBRARY_PATH, whatever the system's choice): rows "/torch_openblas".
+# an optimized one is selected, and allocates through glibc's malloc, which maps and unmaps
+# every large buffer (page faults on each first touch, counted in the thread's CPU time): its
+# rows as installed are "/torch". When OpenBLAS is installed (apt-get install
+# libopenblas0-pthread), libtorch runs a second time with OpenBLAS loaded first (LD_LIBRARY_PATH,
+# whatever the system's choice) and glibc told to keep freed memory (MALLOC_MMAP_THRESHOLD_,
+# MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_: reuse, as a caching allocator does; graft has one):
+# rows "/torch_tuned".
 set -euo pipefail
 build="${1:?usage: run.sh <build dir> [rounds] [repetitions]}"
 rounds="${2:-5}"
@@ -27,7 +31,10 @@ for ((r = 0; r < rounds; ++r)); do
     "$graft_bin" "$reps" >>"$out"
     if [ -x "$torch_bin" ]; then
         LD_LIBRARY_PATH="" "$torch_bin" "$reps" torch >>"$out"
-        if [ -e "$openblas/libblas.so.3" ]; then LD_LIBRARY_PATH="$openblas" "$torch_bin" "$reps" torch_openblas >>"$out"; fi
+        if [ -e "$openblas/libblas.so.3" ]; then
+            LD_LIBRARY_PATH="$openblas" MALLOC_MMAP_THRESHOLD_=4000000000 MALLOC_TRIM_THRESHOLD_=4000000000 \
+                MALLOC_TOP_PAD_=100000000 "$torch_bin" "$reps" torch_tuned >>"$out"
+        fi
     fi
 done
 echo "load average at end:   $(cut -d' ' -f1-3 /proc/loadavg)  ($(date -u '+%Y-%m-%d %H:%M UTC'))"
