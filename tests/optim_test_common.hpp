@@ -49,7 +49,8 @@ inline const std::map<std::string, std::vector<double>>& fixture() {
                 values.push_back(std::strtod(token.c_str(), &end));
                 if (end == token.c_str() || *end != '\0') FAIL("optim.txt: bad number '" << token << "' in " << name);
             }
-            if (values.size() != count) FAIL("optim.txt: " << name << " has " << values.size() << " values, not " << count);
+            if (values.size() != count)
+                FAIL("optim.txt: " << name << " has " << values.size() << " values, not " << count);
             r[name] = std::move(values);
         }
         return r;

@@ -153,7 +153,8 @@ const problem& fixture_problem() {
     return p;
 }
 
-void check_against_torch(const std::string& name, const std::function<std::unique_ptr<optim::Optimizer>(Tensor)>& make) {
+void check_against_torch(const std::string& name,
+                         const std::function<std::unique_ptr<optim::Optimizer>(Tensor)>& make) {
     INFO("fixture opt/" << name);
     const problem& pr = fixture_problem();
     Tensor x = param_of(pr.x0, dtype::float64);
@@ -169,7 +170,9 @@ void check_against_torch(const std::string& name, const std::function<std::uniqu
 }
 
 // ---- Rosenbrock's function (1 - a)^2 + 100 (b - a^2)^2, minimum 0 at (1, 1).
-Tensor rosenbrock(const Tensor& a, const Tensor& b) { return (1.0 - a) * (1.0 - a) + (b - a * a) * (b - a * a) * 100.0; }
+Tensor rosenbrock(const Tensor& a, const Tensor& b) {
+    return (1.0 - a) * (1.0 - a) + (b - a * a) * (b - a * a) * 100.0;
+}
 
 }  // namespace
 
@@ -245,21 +248,24 @@ TEST_CASE("optim::Adadelta trajectories match PyTorch's update for every option"
 
 TEST_CASE("optim: RMSprop, Adagrad and Adadelta match PyTorch 1.13's trajectories", "[optim]") {
     using P = std::unique_ptr<optim::Optimizer>;
-    check_against_torch("rmsprop_plain", [](Tensor x) -> P { return std::make_unique<optim::RMSprop>(std::vector{x}); });
+    check_against_torch("rmsprop_plain",
+                        [](Tensor x) -> P { return std::make_unique<optim::RMSprop>(std::vector{x}); });
     check_against_torch("rmsprop_all", [](Tensor x) -> P {
         return std::make_unique<optim::RMSprop>(std::vector{x}, 0.02, 0.9, 1e-6, 0.1, 0.8, true);
     });
     check_against_torch("rmsprop_max", [](Tensor x) -> P {
         return std::make_unique<optim::RMSprop>(std::vector{x}, 0.01, 0.99, 1e-8, 0, 0.5, false, true);
     });
-    check_against_torch("adagrad_plain", [](Tensor x) -> P { return std::make_unique<optim::Adagrad>(std::vector{x}, 0.1); });
+    check_against_torch("adagrad_plain",
+                        [](Tensor x) -> P { return std::make_unique<optim::Adagrad>(std::vector{x}, 0.1); });
     check_against_torch("adagrad_all", [](Tensor x) -> P {
         return std::make_unique<optim::Adagrad>(std::vector{x}, 0.2, 0.05, 0.1, 0.3, 1e-8);
     });
     check_against_torch("adagrad_max", [](Tensor x) -> P {
         return std::make_unique<optim::Adagrad>(std::vector{x}, 0.1, 0, 0, 0, 1e-10, true);
     });
-    check_against_torch("adadelta_plain", [](Tensor x) -> P { return std::make_unique<optim::Adadelta>(std::vector{x}); });
+    check_against_torch("adadelta_plain",
+                        [](Tensor x) -> P { return std::make_unique<optim::Adadelta>(std::vector{x}); });
     check_against_torch("adadelta_all", [](Tensor x) -> P {
         return std::make_unique<optim::Adadelta>(std::vector{x}, 0.5, 0.8, 1e-4, 0.2, true);
     });

@@ -389,7 +389,9 @@ TEST_CASE("lr_scheduler: state_dict round trips mid-schedule continue identicall
         lrs::CosineAnnealingLR cosine;
         lrs::SequentialLR s;
         explicit seq(bool other)
-            : warm(*opt, other ? 0.5 : 0.1, 1.0, 3), cosine(*opt, other ? 4 : 10, 0.001), s(*opt, {warm, cosine}, {3}) {}
+            : warm(*opt, other ? 0.5 : 0.1, 1.0, 3),
+              cosine(*opt, other ? 4 : 10, 0.001),
+              s(*opt, {warm, cosine}, {3}) {}
     };
     for (int before : {2, 3, 7}) {
         INFO("SequentialLR saved after " << before << " steps");
@@ -454,7 +456,8 @@ TEST_CASE("lr_scheduler: bad arguments are errors and change nothing", "[optim][
     check_error([&] { lrs::LambdaLR(*opt, [](std::int64_t) -> double { throw graft::error("lambda failed"); }); },
                 "lambda failed");
     check_error([&] { lrs::CosineAnnealingLR(*opt, 0); }, "T_max must be positive");
-    check_error([&] { lrs::OneCycleLR(*opt, 0.1); }, "You must define either total_steps OR (epochs AND steps_per_epoch)");
+    check_error([&] { lrs::OneCycleLR(*opt, 0.1); },
+                "You must define either total_steps OR (epochs AND steps_per_epoch)");
     check_error([&] { lrs::OneCycleLR(*opt, 0.1, std::nullopt, 3); }, "You must define either total_steps");
     check_error([&] { lrs::OneCycleLR(*opt, 0.1, 0); }, "Expected positive integer total_steps, but got 0");
     check_error([&] { lrs::OneCycleLR(*opt, 0.1, std::nullopt, -1, 5); }, "Expected positive integer epochs");
@@ -475,8 +478,10 @@ TEST_CASE("lr_scheduler: bad arguments are errors and change nothing", "[optim][
     check_error([&] { lrs::OneCycleLR(ada, 0.1, 10); }, "optimizer must support momentum with `cycle_momentum`");
     check_error([&] { lrs::ReduceLROnPlateau(*opt, "min", 1.0); }, "Factor should be < 1.0");
     check_error([&] { lrs::ReduceLROnPlateau(*opt, "low"); }, "mode low is unknown!");
-    check_error([&] { lrs::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "relative"); }, "threshold mode relative is unknown!");
-    check_error([&] { lrs::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "rel", 0, {0.1}); }, "expected 2 values for min_lr");
+    check_error([&] { lrs::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "relative"); },
+                "threshold mode relative is unknown!");
+    check_error([&] { lrs::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "rel", 0, {0.1}); },
+                "expected 2 values for min_lr");
     CHECK(options_before() == before);  // no failed constructor left initial_lr, max_lr, ... behind
     CHECK(ada.param_groups()[0].options.count("initial_lr") == 0);
 
@@ -553,7 +558,8 @@ TEST_CASE("lr_scheduler: errors while stepping or loading leave the scheduler un
     const auto s1_before = s1.state_dict();
     sd.schedulers[0].values["last_epoch"] = 1;
     sd.schedulers[1].values.erase("gamma");
-    check_error([&] { seq.load_state_dict(sd); }, "ExponentialLR: load_state_dict: the state_dict lacks the value 'gamma'");
+    check_error([&] { seq.load_state_dict(sd); },
+                "ExponentialLR: load_state_dict: the state_dict lacks the value 'gamma'");
     CHECK(s1.state_dict().values == s1_before.values);
 
     // ReduceLROnPlateau: a metric that is not one number.

@@ -574,8 +574,8 @@ GRAFT_INLINE void LBFGS::load_state_dict(const OptimizerStateDict& sd) {
             const Tensor* dirs = get("old_dirs");
             check(dirs->dim() == 2, op, ": state 'old_dirs' must be [k, ", n, "], got shape ", dirs->sizes());
             const std::int64_t k = dirs->size(0);
-            check(k <= static_cast<std::int64_t>(detail::option(saved.options, "history_size")), op, ": the state holds ",
-                  k, " history pairs, more than history_size");
+            check(k <= static_cast<std::int64_t>(detail::option(saved.options, "history_size")), op,
+                  ": the state holds ", k, " history pairs, more than history_size");
             st.d = read_vector("d", {n});
             st.prev_flat_grad = read_vector("prev_flat_grad", {n});
             st.ro = read_vector("ro", {k});

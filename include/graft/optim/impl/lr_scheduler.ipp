@@ -132,8 +132,8 @@ GRAFT_INLINE void LRScheduler::start(std::int64_t last_epoch) {
     auto& groups = optimizer_->param_groups();
     if (last_epoch != -1)
         for (std::size_t i = 0; i < groups.size(); ++i)
-            check(groups[i].options.count("initial_lr") != 0, name_, ": param 'initial_lr' is not specified in param_groups[",
-                  i, "] when resuming an optimizer");
+            check(groups[i].options.count("initial_lr") != 0, name_,
+                  ": param 'initial_lr' is not specified in param_groups[", i, "] when resuming an optimizer");
     std::vector<options_map> saved = detail::save_options(*optimizer_);
     try {
         if (last_epoch == -1)
@@ -335,8 +335,8 @@ GRAFT_INLINE LinearLR::LinearLR(Optimizer& optimizer, double start_factor, doubl
     check(start_factor > 0 && start_factor <= 1,
           "LinearLR: Starting multiplicative factor expected to be greater than 0 and less or equal to 1, got ",
           start_factor);
-    check(end_factor >= 0 && end_factor <= 1, "LinearLR: Ending multiplicative factor expected to be between 0 and 1, got ",
-          end_factor);
+    check(end_factor >= 0 && end_factor <= 1,
+          "LinearLR: Ending multiplicative factor expected to be between 0 and 1, got ", end_factor);
     check(total_iters >= 1, "LinearLR: total_iters must be positive, got ", total_iters);
     start(last_epoch);
 }
@@ -488,14 +488,17 @@ GRAFT_INLINE OneCycleLR::OneCycleLR(Optimizer& optimizer, group_values max_lr, s
         check(*total_steps > 0, "OneCycleLR: Expected positive integer total_steps, but got ", *total_steps);
         total_steps_ = *total_steps;
     } else {
-        check(epochs && steps_per_epoch, "OneCycleLR: You must define either total_steps OR (epochs AND steps_per_epoch)");
+        check(epochs && steps_per_epoch,
+              "OneCycleLR: You must define either total_steps OR (epochs AND steps_per_epoch)");
         check(*epochs > 0, "OneCycleLR: Expected positive integer epochs, but got ", *epochs);
-        check(*steps_per_epoch > 0, "OneCycleLR: Expected positive integer steps_per_epoch, but got ", *steps_per_epoch);
+        check(*steps_per_epoch > 0, "OneCycleLR: Expected positive integer steps_per_epoch, but got ",
+              *steps_per_epoch);
         check(*epochs <= std::numeric_limits<std::int64_t>::max() / *steps_per_epoch,
               "OneCycleLR: epochs * steps_per_epoch overflows");
         total_steps_ = *epochs * *steps_per_epoch;
     }
-    check(pct_start >= 0 && pct_start <= 1, "OneCycleLR: Expected float between 0 and 1 pct_start, but got ", pct_start);
+    check(pct_start >= 0 && pct_start <= 1, "OneCycleLR: Expected float between 0 and 1 pct_start, but got ",
+          pct_start);
     check(anneal_strategy == "cos" || anneal_strategy == "linear",
           "OneCycleLR: anneal_strategy must by one of 'cos' or 'linear', instead got ", anneal_strategy);
     linear_ = anneal_strategy == "linear";
@@ -595,8 +598,8 @@ GRAFT_INLINE std::function<void()> OneCycleLR::load_extra(detail::state_reader& 
     using graft::detail::check;
     const std::int64_t total = r.integer("total_steps", 1);
     std::vector<double> ends = r.list("_schedule_phases");
-    check(ends.size() == 2 || ends.size() == 3, r.op(), ": '_schedule_phases' must hold the end steps of 2 or 3 phases, got ",
-          ends.size());
+    check(ends.size() == 2 || ends.size() == 3, r.op(),
+          ": '_schedule_phases' must hold the end steps of 2 or 3 phases, got ", ends.size());
     for (double e : ends) check(std::isfinite(e), r.op(), ": '_schedule_phases' holds ", e);
     const bool linear = r.word("anneal_strategy", {"cos", "linear"}) == "linear";
     const bool cycle = r.flag("cycle_momentum"), beta1 = r.flag("use_beta1");
@@ -640,8 +643,8 @@ GRAFT_INLINE SequentialLR::SequentialLR(Optimizer& optimizer,
           last_epoch);
     auto& groups = optimizer.param_groups();
     for (std::size_t i = 0; i < groups.size(); ++i)
-        check(groups[i].options.count("initial_lr") != 0, "SequentialLR: param 'initial_lr' is not specified in param_groups[",
-              i, "]");
+        check(groups[i].options.count("initial_lr") != 0,
+              "SequentialLR: param 'initial_lr' is not specified in param_groups[", i, "]");
     // Reset the lrs, move every scheduler one epoch back and restart the first (PyTorch's
     // construction); undone if that first step fails.
     std::vector<options_map> saved = detail::save_options(optimizer);
@@ -788,7 +791,8 @@ GRAFT_INLINE SchedulerStateDict ReduceLROnPlateau::state_dict() const {
     sd.strings["threshold_mode"] = abs_threshold_ ? "abs" : "rel";
     sd.values["best"] = best_;
     sd.values["num_bad_epochs"] = static_cast<double>(num_bad_epochs_);
-    sd.values["mode_worse"] = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    sd.values["mode_worse"] = maximize_ ? -inf : inf;
     sd.values["eps"] = eps_;
     sd.values["last_epoch"] = static_cast<double>(last_epoch_);
     sd.lists["_last_lr"] = last_lr_;

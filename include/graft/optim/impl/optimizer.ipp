@@ -59,8 +59,8 @@ GRAFT_INLINE void Optimizer::add_param_group(ParamGroup group) {
     // Options: known keys only (plus the schedulers' own, such as "initial_lr", as in
     // PyTorch), the rest from the defaults.
     for (const auto& [key, value] : group.options)
-        check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op, ": add_param_group: unknown option '", key,
-              "' (this optimizer's options: ",
+        check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op,
+              ": add_param_group: unknown option '", key, "' (this optimizer's options: ",
               [&] {
                   std::string s;
                   for (const auto& [k, v] : defaults_) s += (s.empty() ? "" : ", ") + k;
