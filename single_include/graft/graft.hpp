@@ -26726,7 +26726,11 @@ GRAFT_INLINE std::vector<Tensor> aot_function::operator()(const std::vector<Tens
                                                               node_name);
     for (std::size_t i : grad_inputs) node->add_next_edge(autograd::detail::gradient_edge(args[i]));
     node->reserve_saved(num_saved);
-    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k]);
+    // Saved as aliases without history (the same storage and version counter): a saved value
+    // that is also an output (tanh's result) would otherwise hold this node through its
+    // grad_fn, a cycle that leaked the node and its saved tensors whenever the outputs were
+    // dropped without a backward (PyTorch's SavedVariable saves outputs so, for that reason).
+    for (std::size_t k = 0; k < num_saved; ++k) node->save(results[num_outputs + n_mut + k].detach());
     // A symbolic backward may compute sizes from the forward's input sizes (ir::size_symbol::context).
     std::vector<int_list> context;
     if (backward_sizes && backward_sizes->uses_context())
@@ -37440,8 +37444,8 @@ GRAFT_INLINE void Optimizer::add_param_group(ParamGroup group) {
     // Options: known keys only (plus the schedulers' own, such as "initial_lr", as in
     // PyTorch), the rest from the defaults.
     for (const auto& [key, value] : group.options)
-        check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op, ": add_param_group: unknown option '", key,
-              "' (this optimizer's options: ",
+        check(defaults_.count(key) != 0 || detail::is_scheduler_option(key), op,
+              ": add_param_group: unknown option '", key, "' (this optimizer's options: ",
               [&] {
                   std::string s;
                   for (const auto& [k, v] : defaults_) s += (s.empty() ? "" : ", ") + k;
@@ -38992,8 +38996,8 @@ GRAFT_INLINE void LBFGS::load_state_dict(const OptimizerStateDict& sd) {
             const Tensor* dirs = get("old_dirs");
             check(dirs->dim() == 2, op, ": state 'old_dirs' must be [k, ", n, "], got shape ", dirs->sizes());
             const std::int64_t k = dirs->size(0);
-            check(k <= static_cast<std::int64_t>(detail::option(saved.options, "history_size")), op, ": the state holds ",
-                  k, " history pairs, more than history_size");
+            check(k <= static_cast<std::int64_t>(detail::option(saved.options, "history_size")), op,
+                  ": the state holds ", k, " history pairs, more than history_size");
             st.d = read_vector("d", {n});
             st.prev_flat_grad = read_vector("prev_flat_grad", {n});
             st.ro = read_vector("ro", {k});
@@ -39513,8 +39517,8 @@ GRAFT_INLINE void LRScheduler::start(std::int64_t last_epoch) {
     auto& groups = optimizer_->param_groups();
     if (last_epoch != -1)
         for (std::size_t i = 0; i < groups.size(); ++i)
-            check(groups[i].options.count("initial_lr") != 0, name_, ": param 'initial_lr' is not specified in param_groups[",
-                  i, "] when resuming an optimizer");
+            check(groups[i].options.count("initial_lr") != 0, name_,
+                  ": param 'initial_lr' is not specified in param_groups[", i, "] when resuming an optimizer");
     std::vector<options_map> saved = detail::save_options(*optimizer_);
     try {
         if (last_epoch == -1)
@@ -39716,8 +39720,8 @@ GRAFT_INLINE LinearLR::LinearLR(Optimizer& optimizer, double start_factor, doubl
     check(start_factor > 0 && start_factor <= 1,
           "LinearLR: Starting multiplicative factor expected to be greater than 0 and less or equal to 1, got ",
           start_factor);
-    check(end_factor >= 0 && end_factor <= 1, "LinearLR: Ending multiplicative factor expected to be between 0 and 1, got ",
-          end_factor);
+    check(end_factor >= 0 && end_factor <= 1,
+          "LinearLR: Ending multiplicative factor expected to be between 0 and 1, got ", end_factor);
     check(total_iters >= 1, "LinearLR: total_iters must be positive, got ", total_iters);
     start(last_epoch);
 }
@@ -39869,14 +39873,17 @@ GRAFT_INLINE OneCycleLR::OneCycleLR(Optimizer& optimizer, group_values max_lr, s
         check(*total_steps > 0, "OneCycleLR: Expected positive integer total_steps, but got ", *total_steps);
         total_steps_ = *total_steps;
     } else {
-        check(epochs && steps_per_epoch, "OneCycleLR: You must define either total_steps OR (epochs AND steps_per_epoch)");
+        check(epochs && steps_per_epoch,
+              "OneCycleLR: You must define either total_steps OR (epochs AND steps_per_epoch)");
         check(*epochs > 0, "OneCycleLR: Expected positive integer epochs, but got ", *epochs);
-        check(*steps_per_epoch > 0, "OneCycleLR: Expected positive integer steps_per_epoch, but got ", *steps_per_epoch);
+        check(*steps_per_epoch > 0, "OneCycleLR: Expected positive integer steps_per_epoch, but got ",
+              *steps_per_epoch);
         check(*epochs <= std::numeric_limits<std::int64_t>::max() / *steps_per_epoch,
               "OneCycleLR: epochs * steps_per_epoch overflows");
         total_steps_ = *epochs * *steps_per_epoch;
     }
-    check(pct_start >= 0 && pct_start <= 1, "OneCycleLR: Expected float between 0 and 1 pct_start, but got ", pct_start);
+    check(pct_start >= 0 && pct_start <= 1, "OneCycleLR: Expected float between 0 and 1 pct_start, but got ",
+          pct_start);
     check(anneal_strategy == "cos" || anneal_strategy == "linear",
           "OneCycleLR: anneal_strategy must by one of 'cos' or 'linear', instead got ", anneal_strategy);
     linear_ = anneal_strategy == "linear";
@@ -39976,8 +39983,8 @@ GRAFT_INLINE std::function<void()> OneCycleLR::load_extra(detail::state_reader& 
     using graft::detail::check;
     const std::int64_t total = r.integer("total_steps", 1);
     std::vector<double> ends = r.list("_schedule_phases");
-    check(ends.size() == 2 || ends.size() == 3, r.op(), ": '_schedule_phases' must hold the end steps of 2 or 3 phases, got ",
-          ends.size());
+    check(ends.size() == 2 || ends.size() == 3, r.op(),
+          ": '_schedule_phases' must hold the end steps of 2 or 3 phases, got ", ends.size());
     for (double e : ends) check(std::isfinite(e), r.op(), ": '_schedule_phases' holds ", e);
     const bool linear = r.word("anneal_strategy", {"cos", "linear"}) == "linear";
     const bool cycle = r.flag("cycle_momentum"), beta1 = r.flag("use_beta1");
@@ -40021,8 +40028,8 @@ GRAFT_INLINE SequentialLR::SequentialLR(Optimizer& optimizer,
           last_epoch);
     auto& groups = optimizer.param_groups();
     for (std::size_t i = 0; i < groups.size(); ++i)
-        check(groups[i].options.count("initial_lr") != 0, "SequentialLR: param 'initial_lr' is not specified in param_groups[",
-              i, "]");
+        check(groups[i].options.count("initial_lr") != 0,
+              "SequentialLR: param 'initial_lr' is not specified in param_groups[", i, "]");
     // Reset the lrs, move every scheduler one epoch back and restart the first (PyTorch's
     // construction); undone if that first step fails.
     std::vector<options_map> saved = detail::save_options(optimizer);
@@ -40169,7 +40176,8 @@ GRAFT_INLINE SchedulerStateDict ReduceLROnPlateau::state_dict() const {
     sd.strings["threshold_mode"] = abs_threshold_ ? "abs" : "rel";
     sd.values["best"] = best_;
     sd.values["num_bad_epochs"] = static_cast<double>(num_bad_epochs_);
-    sd.values["mode_worse"] = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    sd.values["mode_worse"] = maximize_ ? -inf : inf;
     sd.values["eps"] = eps_;
     sd.values["last_epoch"] = static_cast<double>(last_epoch_);
     sd.lists["_last_lr"] = last_lr_;
