@@ -447,7 +447,7 @@ TEST_CASE("conv1d, conv_transpose2d, adaptive pools, interpolate: bad input is a
     CHECK_THROWS_WITH(nn::Upsample(3, {}, "trilinear")(img), Catch::Contains("mode 'trilinear' is not supported"));
 }
 
-TEST_CASE("randint_like: like's sizes and dtype, values in [low, high), a random op under capture", "[factories][conv]") {
+TEST_CASE("randint_like: like's sizes and dtype, values from low up to (without) high, a random op under capture", "[factories][conv]") {
     manual_seed(2);
     const Tensor like = zeros({3, 50}, dtype::float64);
     const Tensor r = randint_like(like, -2, 3);
