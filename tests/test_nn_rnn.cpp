@@ -17,6 +17,7 @@
 
 #include <graft/graft.hpp>
 
+#include "fixture_common.hpp"
 #include "grad_test_common.hpp"
 
 using namespace graft;
@@ -55,14 +56,8 @@ std::vector<rnn_case> read_fixture() {
             while (in >> k) cases.back().keys.push_back(k);
         } else if (tag == "t") {
             std::string label;
-            std::int64_t rank = 0;
-            in >> label >> rank;
-            int_list sizes(static_cast<std::size_t>(rank));
-            for (auto& s : sizes) in >> s;
-            std::vector<double> values;
-            std::string v;
-            while (in >> v) values.push_back(std::strtod(v.c_str(), nullptr));
-            cases.back().results[label] = from_vector(values).reshape(sizes).to(cases.back().type);
+            in >> label;
+            cases.back().results[label] = fx::read_tensor(in).to(cases.back().type);
         }
     }
     REQUIRE(cases.size() == 23);
