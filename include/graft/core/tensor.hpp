@@ -351,12 +351,38 @@ namespace detail {
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
 
+template <class T>
+inline constexpr bool is_half_type_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// One element converted as PyTorch converts it: float16/bfloat16 through float32 (a float64
+/// is rounded to float32 first, then to 16 bits), floating to int32 truncated with
+/// INT32_MIN for NaN and out-of-range values (x86's result), int64 to int32 wrapping.
 template <class To, class From>
 [[nodiscard]] constexpr To convert_element(From v) noexcept {
-    if constexpr (std::is_same_v<To, bool>) return v != From{};
-    else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
+    if constexpr (std::is_same_v<To, From>) return v;
+    else if constexpr (is_half_type_v<From>) return convert_element<To>(static_cast<float>(v));
+    else if constexpr (is_half_type_v<To>) return To(static_cast<float>(v));
+    else if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else if constexpr (std::is_same_v<To, std::int32_t> && std::is_floating_point_v<From>) {
+        const double d = static_cast<double>(v);
+        return d > -2147483649.0 && d < 2147483648.0 ? static_cast<std::int32_t>(d)
+                                                      : std::int32_t{-2147483647 - 1};
+    } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
         return static_cast<To>(float_to_int64(static_cast<double>(v)));  // NaN, inf: defined (scalar.hpp)
     else return static_cast<To>(v);
+}
+
+/// A C++ number as an element of type T: the compute types as scalar::to, the storage types
+/// converted from the number's own kind (convert_element).
+template <class T>
+[[nodiscard]] constexpr T scalar_to_element(const scalar& s) noexcept {
+    if constexpr (is_half_type_v<T> || std::is_same_v<T, std::int32_t>) {
+        if (s.kind() == dtype::float64) return convert_element<T>(s.to_double());
+        if (s.kind() == dtype::bool_) return convert_element<T>(s.to_int64() != 0);
+        return convert_element<T>(s.to_int64());
+    } else {
+        return s.to<T>();
+    }
 }
 
 /// dst[i] = convert(src[i]) elementwise; src is broadcast to dst's shape already.
@@ -419,7 +445,7 @@ inline std::vector<T> Tensor::to_vector() const {
         detail::fail(detail::concat("to_vector: out of memory for ", numel(), " elements (sizes ", sizes(), ")"));
     }
     const int_list s = detail::byte_strides(*this);
-    detail::visit_dtype(type(), [&](auto z) {
+    detail::visit_storage_dtype(type(), [&](auto z) {
         using S = decltype(z);
         detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {

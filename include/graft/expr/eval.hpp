@@ -235,7 +235,7 @@ template <class G, class... Args>
     graft::detail::promotion_state s;
     (add_promotion(s, args), ...);
     const dtype t = s.result();
-    graft::detail::check(is_floating_point(t), "expr::evaluate(", expr_name<G>(),
+    graft::detail::check(t == dtype::float32 || t == dtype::float64, "expr::evaluate(", expr_name<G>(),
                          "): the arguments promote to ", name(t),
                          "; the fused evaluator computes in float32 or float64 (convert an argument with .to())");
     return t;
@@ -553,7 +553,7 @@ template <class... Args>
             }
         }(),
         ...);
-    return ok && any && is_floating_point(t);
+    return ok && any && (t == dtype::float32 || t == dtype::float64);
 }
 
 template <class G, std::size_t M, class... Args>

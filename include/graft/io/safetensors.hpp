@@ -70,7 +70,7 @@ GRAFT_INLINE void save_file(const named_tensors& tensors, const std::filesystem:
 
 /// The tensors of a safetensors file held in memory (safetensors.torch.load): new, contiguous
 /// tensors that own their data. Every check of docs/io.md#what-is-checked is applied first;
-/// any failure, or a tensor whose dtype graft does not have (F16, BF16, I32, ...), throws
+/// any failure, or a tensor whose dtype graft does not have (U8, I16, F8_E4M3, ...), throws
 /// graft::error naming the tensor and the problem.
 [[nodiscard]] GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes);
 /// load() over a string's bytes, for files read into a std::string.

@@ -17,7 +17,11 @@ namespace detail {
 struct promotion_state {
     int dim_result = -1, zero_result = -1, wrapped_result = -1;
 
-    static int promote(int a, int b) { return a < 0 ? b : (b < 0 ? a : (a > b ? a : b)); }
+    static int promote(int a, int b) {
+        if (a < 0) return b;
+        if (b < 0) return a;
+        return static_cast<int>(promote_types(static_cast<dtype>(a), static_cast<dtype>(b)));
+    }
     void add(const Tensor& t) {
         int& slot = t.dim() > 0 ? dim_result : zero_result;
         slot = promote(slot, static_cast<int>(t.type()));
@@ -48,6 +52,15 @@ template <class... Args>
 }
 
 GRAFT_INLINE void check_defined(const char* op, const Tensor& t);
+
+/// An operand of a computation whose dtype is the storage dtype `type` (float16, bfloat16,
+/// int32): converted to `type` first (as PyTorch converts every operand to the result dtype),
+/// then widened exactly to compute_dtype(type), which the kernels compute in.
+[[nodiscard]] GRAFT_INLINE Tensor widen_operand(const Tensor& t, dtype type);
+/// An op's result computed from widened operands, rounded back to the storage dtype `type`
+/// when it came out in compute_dtype(type) (results of another dtype, such as bool or an
+/// integer sum, are PyTorch's as they are).
+[[nodiscard]] GRAFT_INLINE Tensor narrow_result(const Tensor& out, dtype type);
 
 /// A C++ number as a 0-dim tensor of the computation's dtype.
 [[nodiscard]] GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type);

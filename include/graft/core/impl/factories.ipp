@@ -21,6 +21,7 @@ GRAFT_INLINE Tensor full(const int_list& sizes, const scalar& value, dtype type)
 
 GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
     const detail::observed_op factory;  // its contents are known: a constant when captured
+    if (is_storage_dtype(type)) return detail::raw::to(arange(start, end, step, compute_dtype(type)), type);
     const double s = start.to_double(), e = end.to_double(), d = step.to_double();
     detail::check(d != 0.0, "arange: step must be nonzero");
     detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
@@ -58,7 +59,9 @@ GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar&
 GRAFT_INLINE Tensor linspace(double start, double end, std::int64_t steps, dtype type) {
     const detail::observed_op factory;  // its contents are known: a constant when captured
     detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
+    detail::check(is_floating_point(type) || type == dtype::int64 || type == dtype::int32,
+                  "linspace: unsupported dtype ", type);
+    if (is_storage_dtype(type)) return detail::raw::to(linspace(start, end, steps, compute_dtype(type)), type);
     Tensor t = empty({steps}, type);
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
     const std::int64_t half = steps / 2;
@@ -103,6 +106,20 @@ GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
 namespace detail {
 GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform) {
     check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    if (is_storage_dtype(type)) {
+        // Drawn in float32 and rounded; a uniform draw that rounds up to 1 takes the largest
+        // value below 1 instead, so that rand stays in [0, 1).
+        Tensor t = raw::to(random_tensor(op, sizes, compute_dtype(type), gen, uniform), type);
+        if (uniform) {
+            const Tensor below_one = full({}, 1.0, type);
+            const std::uint16_t largest = type == dtype::float16 ? 0x3BFF : 0x3F7F;
+            auto* p = static_cast<std::uint16_t*>(t.raw_data());
+            const auto one = *static_cast<const std::uint16_t*>(below_one.raw_data());
+            for (std::int64_t i = 0; i < t.numel(); ++i)
+                if (p[i] == one) p[i] = largest;
+        }
+        return t;
+    }
     Tensor t = empty(sizes, type);
     const std::int64_t n = t.numel();
     visit_dtype(type, [&](auto z) {
@@ -164,12 +181,12 @@ inline Tensor randint_tensor(const char* op, std::int64_t low, std::int64_t high
     Tensor t = empty(sizes, type);
     const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
     const std::int64_t n = t.numel();
-    visit_dtype(type, [&](auto z) {
+    visit_storage_dtype(type, [&](auto z) {
         using T = decltype(z);
         if constexpr (!std::is_same_v<T, bool>) {
             T* p = t.data_ptr<T>();
             gen.draw_below(range, n, [p, low](std::int64_t i, std::uint64_t v) {
-                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
+                p[i] = convert_element<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
             });
         }
     });
@@ -222,6 +239,8 @@ namespace detail {
 template <class Probability>
 Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, generator& gen, Probability probability) {
     check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    if (is_storage_dtype(type))  // 0 and 1 are exact in every dtype
+        return raw::to(bernoulli_draws(op, sizes, compute_dtype(type), gen, probability), type);
     Tensor t = empty(sizes, type);
     const std::int64_t n = t.numel();
     visit_dtype(type, [&](auto z) {
@@ -244,6 +263,10 @@ GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen) {
     detail::check(p.defined(), "bernoulli: the tensor is undefined");
     detail::check(is_floating_point(p.type()), "bernoulli: expected a floating-point probability tensor, got ", p.type());
     const detail::observed_op op;
+    if (is_storage_dtype(p.type())) {
+        Tensor out = detail::raw::to(bernoulli(detail::raw::to(p, compute_dtype(p.type())), gen), p.type());
+        return op.random_done(std::move(out), "bernoulli", {p}, {}, gen);
+    }
     const Tensor probs = detail::raw::contiguous(p);
     Tensor out;
     detail::visit_dtype(p.type(), [&](auto z) {

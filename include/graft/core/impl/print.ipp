@@ -14,7 +14,7 @@ namespace graft {
 namespace detail {
 
 GRAFT_INLINE print_value read_print_value(const Tensor& t) {
-    if (t.type() == dtype::int64) {
+    if (t.type() == dtype::int64 || t.type() == dtype::int32) {
         const std::int64_t i = t.item<std::int64_t>();
         return {static_cast<double>(i), i};
     }
@@ -50,7 +50,7 @@ GRAFT_INLINE std::string element_formatter::format(const print_value& v) const {
 GRAFT_INLINE std::string element_formatter::format_raw(const print_value& e) const {
     char buf[64];
     if (type_ == dtype::bool_) return e.real != 0.0 ? "True" : "False";
-    if (type_ == dtype::int64) {
+    if (type_ == dtype::int64 || type_ == dtype::int32) {
         std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(e.integer));
         return buf;
     }
@@ -145,7 +145,9 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
         for (std::size_t i = 0; i < t.sizes().size(); ++i) os << (i ? ", " : "") << t.sizes()[i];
         os << (t.sizes().size() == 1 ? ",)" : ")");
     }
-    if (t.type() == dtype::float64) os << ", dtype=float64";
+    // As PyTorch: the dtype is shown unless it is the default float or int64 (or bool).
+    if (t.type() != dtype::float32 && t.type() != dtype::int64 && t.type() != dtype::bool_)
+        os << ", dtype=" << name(t.type());
     return os << ")";
 }
 

@@ -86,9 +86,9 @@ GRAFT_INLINE int_list byte_strides(const Tensor& t) {
 
 GRAFT_INLINE void copy_elements(const Tensor& dst, const Tensor& src) {
     const int_list ds = byte_strides(dst), ss = byte_strides(src);
-    visit_dtype(dst.type(), [&](auto d) {
+    visit_storage_dtype(dst.type(), [&](auto d) {
         using D = decltype(d);
-        visit_dtype(src.type(), [&](auto s) {
+        visit_storage_dtype(src.type(), [&](auto s) {
             using S = decltype(s);
             for_each_row<2>(dst.sizes(), {&ds, &ss},
                             {static_cast<char*>(dst.raw_data()), static_cast<char*>(src.raw_data())},
@@ -450,9 +450,9 @@ GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value) {
     const detail::observed_op obs_;
     obs_.write(self, value);
     const int_list s = detail::byte_strides(self);
-    detail::visit_dtype(self.type(), [&](auto z) {
+    detail::visit_storage_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
-        const T v = value.to<T>();
+        const T v = detail::scalar_to_element<T>(value);
         detail::for_each_row<1>(self.sizes(), {&s}, {static_cast<char*>(self.raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
                                     for (std::int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], &v, sizeof(T));

@@ -42,8 +42,8 @@ struct format_dtype {
 inline constexpr format_dtype format_dtypes[] = {
     {"BOOL", 8, 0, dtype::bool_},  {"F4", 4, 1, {}},         {"F6_E2M3", 6, 2, {}},       {"F6_E3M2", 6, 3, {}},
     {"U8", 8, 4, {}},              {"I8", 8, 5, {}},         {"F8_E5M2", 8, 6, {}},       {"F8_E4M3", 8, 7, {}},
-    {"F8_E8M0", 8, 8, {}},         {"I16", 16, 9, {}},       {"U16", 16, 10, {}},         {"F16", 16, 11, {}},
-    {"BF16", 16, 12, {}},          {"I32", 32, 13, {}},      {"U32", 32, 14, {}},         {"F32", 32, 15, dtype::float32},
+    {"F8_E8M0", 8, 8, {}},         {"I16", 16, 9, {}},       {"U16", 16, 10, {}},         {"F16", 16, 11, dtype::float16},
+    {"BF16", 16, 12, dtype::bfloat16}, {"I32", 32, 13, dtype::int32},      {"U32", 32, 14, {}},         {"F32", 32, 15, dtype::float32},
     {"C64", 64, 16, {}},           {"F64", 64, 17, dtype::float64}, {"I64", 64, 18, dtype::int64}, {"U64", 64, 19, {}},
 };
 
@@ -649,7 +649,7 @@ template <class Read>
     const format_dtype& d = *find_format_dtype(info.dtype);
     if (!d.graft)
         fail(concat(where, ": tensor ", show(name), " has dtype ", info.dtype,
-                    ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+                    ", which graft does not have (graft loads F16, BF16, F32, F64, I32, I64 and BOOL)"));
     Tensor t = empty(info.shape, *d.graft);
     const std::size_t nbytes = static_cast<std::size_t>(info.end - info.begin);
     auto* dst = static_cast<std::byte*>(t.raw_data());
@@ -807,7 +807,7 @@ GRAFT_INLINE tensor_map safe_open::load_all() const {
             if (!detail::find_format_dtype(info.dtype)->graft)
                 graft::detail::fail(graft::detail::concat(where_, ": tensor ", detail::show(name), " has dtype ",
                                                           info.dtype,
-                                                          ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+                                                          ", which graft does not have (graft loads F16, BF16, F32, F64, I32, I64 and BOOL)"));
         tensor_map out;
         for (const auto& [name, info] : tensors_) out.emplace(name, get_tensor(name));
         return out;

@@ -163,7 +163,8 @@ GRAFT_DETAIL_IR_KIND_RUN(unsqueeze, {
 GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const ivalue> in) {
     graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
     const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
-    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64, dtype::int32, dtype::float16,
+                    dtype::bfloat16})
         if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
     graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
 }
@@ -172,7 +173,8 @@ namespace random_detail {
 /// A dtype attribute by graft's dtype name.
 [[nodiscard]] GRAFT_INLINE dtype dtype_attr(std::string_view op, const attribute_map& a) {
     const std::string& name = detail::attr_of<std::string>(op, a, "dtype");
-    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64, dtype::int32, dtype::float16,
+                    dtype::bfloat16})
         if (graft::name(t) == name) return t;
     graft::detail::fail(graft::detail::concat(op, ": unknown dtype '", name, "'"));
 }
@@ -396,7 +398,7 @@ GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
     const Tensor b = flat_values(base);
     Tensor out = empty(idx.sizes(), base.type());
     const auto index = idx.to_vector<std::int64_t>();
-    graft::detail::visit_dtype(base.type(), [&](auto z) {
+    graft::detail::visit_storage_dtype(base.type(), [&](auto z) {
         using T = decltype(z);
         const T* p = b.data_ptr<T>();
         T* o = out.data_ptr<T>();
@@ -406,6 +408,8 @@ GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
 }
 
 GRAFT_INLINE Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    if (is_storage_dtype(base.type()))  // accumulates in the compute dtype, rounded once per element
+        return put_values(base.to(compute_dtype(base.type())), idx, src, accumulate).to(base.type());
     Tensor out = graft::detail::raw::clone(base.detach());
     const Tensor s = graft::detail::raw::contiguous(
         graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));

@@ -264,7 +264,8 @@ GRAFT_INLINE attribute parser::parse_tensor() {
     }
     if (static_cast<std::int64_t>(toks.size()) != numel)
         error("tensor constant has ", toks.size(), " values for ", numel, " elements");
-    Tensor t = empty(sizes, *ty.tensor.scalar_type);
+    const dtype stored = *ty.tensor.scalar_type;
+    Tensor t = empty(sizes, compute_dtype(stored));  // storage dtypes: parsed wide, then converted
     graft::detail::visit_dtype(t.type(), [&](auto z) {
         using T = decltype(z);
         T* p = t.data_ptr<T>();
@@ -278,10 +279,20 @@ GRAFT_INLINE attribute parser::parse_tensor() {
                 p[k] = static_cast<T>(parse_float_token(toks[k]));
             } else {
                 p[k] = static_cast<T>(parse_int_token(toks[k]));
+                if (stored == dtype::int32 && (p[k] < -2147483648LL || p[k] > 2147483647LL))
+                    error("value '", toks[k], "' does not fit an Int (int32) tensor");
             }
         }
     });
-    return t;
+    if (stored == dtype::float16 || stored == dtype::bfloat16) {
+        // A value the 16-bit type cannot hold exactly is malformed text (printing writes exact values).
+        const Tensor narrow = t.to(stored);
+        const auto wide = t.to_vector<float>(), back = narrow.to_vector<float>();
+        for (std::size_t k = 0; k < wide.size(); ++k)
+            if (!(wide[k] == back[k] || (wide[k] != wide[k] && back[k] != back[k])))
+                error("value '", toks[k], "' is not exactly a ", graft::name(stored), " value");
+    }
+    return is_storage_dtype(stored) ? t.to(stored) : t;
 }
 
 GRAFT_INLINE void parser::parse_body(Block& b, std::string_view terminator) {

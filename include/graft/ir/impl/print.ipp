@@ -69,9 +69,12 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
                 tt.sizes.emplace();
                 for (auto s : t.sizes()) tt.sizes->push_back(s);
                 os << "tensor(" << Type::tensor_type(tt) << ", [";
-                graft::detail::visit_dtype(t.type(), [&](auto z) {
+                // Storage dtypes print their values in the compute dtype (exact: float16 and
+                // bfloat16 values are float32 values, int32 values int64 ones).
+                const Tensor values = is_storage_dtype(t.type()) ? t.to(compute_dtype(t.type())) : t;
+                graft::detail::visit_dtype(values.type(), [&](auto z) {
                     using T = decltype(z);
-                    const T* p = t.data_ptr<T>();
+                    const T* p = values.data_ptr<T>();
                     for (std::int64_t i = 0; i < t.numel(); ++i) {
                         if (cut && i == head) {
                             os << (i ? ", ..." : "...");

@@ -48,6 +48,9 @@ GRAFT_INLINE const char* dtype_type_name(dtype t) {
         case dtype::float64: return "Double";
         case dtype::int64: return "Long";
         case dtype::bool_: return "Bool";
+        case dtype::int32: return "Int";
+        case dtype::float16: return "Half";
+        case dtype::bfloat16: return "BFloat16";
     }
     return "?";
 }
@@ -57,6 +60,9 @@ GRAFT_INLINE std::optional<dtype> dtype_from_type_name(std::string_view s) {
     if (s == "Double") return dtype::float64;
     if (s == "Long") return dtype::int64;
     if (s == "Bool") return dtype::bool_;
+    if (s == "Int") return dtype::int32;
+    if (s == "Half") return dtype::float16;
+    if (s == "BFloat16") return dtype::bfloat16;
     return std::nullopt;
 }
 

@@ -1269,8 +1269,9 @@ GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::op
     detail::check_floating(op, "weight", weight);
     graft::detail::check(weight.dim() == 2, op, ": 'weight' must be 2-D, got sizes ", weight.sizes());
     detail::check_defined(op, "input", input);
-    graft::detail::check(input.type() == dtype::int64, op,
-                         ": Expected tensor for argument 'indices' to have scalar type Long, but got ", input.type());
+    graft::detail::check(input.type() == dtype::int64 || input.type() == dtype::int32, op,
+                         ": Expected tensor for argument 'indices' to have one of the following scalar types: Long, "
+                         "Int; but got ", input.type());
     const std::int64_t num = weight.size(0);
     if (padding_idx) {
         graft::detail::check(*padding_idx >= -num && *padding_idx < num, op,

@@ -16,8 +16,18 @@ GRAFT_INLINE void check_defined(const char* op, const Tensor& t) {
 
 GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type) { return full({}, s, type); }
 
+GRAFT_INLINE Tensor widen_operand(const Tensor& t, dtype type) {
+    return raw::to(raw::to(t, type), compute_dtype(type));
+}
+
+GRAFT_INLINE Tensor narrow_result(const Tensor& out, dtype type) {
+    return out.defined() && out.type() == compute_dtype(type) ? raw::to(out, type) : out;
+}
+
 GRAFT_INLINE Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
     using kernels::binary_op;
+    if (is_storage_dtype(type))
+        return raw::to(run_binary(op, widen_operand(a, type), widen_operand(b, type), compute_dtype(type)), type);
     const std::string_view name = op_name(op);
     if (type == dtype::bool_)
         check(op != binary_op::sub, "sub: subtraction, the `-` operator, with two bool tensors is not supported; "
@@ -68,8 +78,8 @@ GRAFT_INLINE Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tens
     check_defined_for(op, a);
     check_defined_for(op, b);
     const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (is_floating_point(type) && a.type() == type && b.type() == type && a.sizes() == b.sizes() &&
-        a.is_contiguous() && b.is_contiguous()) {
+    if ((type == dtype::float32 || type == dtype::float64) && a.type() == type && b.type() == type &&
+        a.sizes() == b.sizes() && a.is_contiguous() && b.is_contiguous()) {
         if (type == dtype::float32) return binary_fast<float>(op, a, b.data_ptr<float>(), 1, false);
         return binary_fast<double>(op, a, b.data_ptr<double>(), 1, false);
     }
@@ -96,6 +106,8 @@ GRAFT_INLINE Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, c
 GRAFT_INLINE Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
     check_defined("comparison", a);
     check_defined("comparison", b);
+    if (is_storage_dtype(type))
+        return run_compare(op, widen_operand(a, type), widen_operand(b, type), compute_dtype(type));
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
     return map_broadcast(a, b, type, dtype::bool_, shape,
                          [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
@@ -177,6 +189,9 @@ GRAFT_INLINE Tensor where_unobserved(const Tensor& cond, const Tensor& a, const 
     detail::check(cond.type() == dtype::bool_, "where: expected condition to be a bool tensor, but got a tensor "
                   "with dtype ", cond.type());
     const dtype type = detail::result_type_of(a, b);
+    if (is_storage_dtype(type))  // selects values: exact through the compute dtype
+        return detail::raw::to(
+            where_unobserved(cond, detail::widen_operand(a, type), detail::widen_operand(b, type)), type);
     const int_list shape = broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
     const Tensor c = detail::raw::expand(cond, shape), x = detail::raw::expand(detail::raw::to(a, type), shape),
                  y = detail::raw::expand(detail::raw::to(b, type), shape);
@@ -238,6 +253,7 @@ GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     using kernels::unary_op;
     const std::string_view name = op_name(op);
     if (!a.defined()) fail(concat(name, ": got an undefined tensor"));
+    if (is_storage_dtype(a.type())) return narrow_result(run_unary(op, raw::to(a, compute_dtype(a.type()))), a.type());
     const bool integer_ok = op == unary_op::neg || op == unary_op::abs || op == unary_op::relu;
     if (integer_ok && !is_floating_point(a.type())) {
         check(a.type() != dtype::bool_, name, ": not supported for bool tensors",

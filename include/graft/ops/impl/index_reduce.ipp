@@ -18,6 +18,8 @@ namespace detail {
                                                bool keepdim, bool want_max) {
     check(t.defined(), op, ": got an undefined tensor");
     check(t.type() != dtype::bool_, op, ": not implemented for 'Bool'");
+    if (is_storage_dtype(t.type()))  // widening keeps every order and tie
+        return arg_extremum(op, raw::to(t, compute_dtype(t.type())), dim, keepdim, want_max);
     int_list dims;
     if (dim) {
         const std::int64_t d = wrap_dim(op, *dim, t.dim());
@@ -68,6 +70,8 @@ namespace detail {
     check(t.defined(), op, ": got an undefined tensor");
     check(is_floating_point(t.type()), op, ": std and var only support floating point dtypes, got ", t.type());
     check(std::isfinite(correction), op, ": the correction must be a finite number, got ", correction);
+    if (is_storage_dtype(t.type()))  // float32 throughout, rounded once
+        return raw::to(variance(op, raw::to(t, dtype::float32), dims, correction, keepdim), t.type());
     (void)reduced_mask(op, t, dims);  // dims checked under this op's name
     const Tensor centered = ops::sub(t, ops::mean(t, dims, true));
     const Tensor squares = ops::sum(ops::mul(centered, centered), dims, keepdim);
@@ -81,6 +85,14 @@ namespace detail {
 GRAFT_INLINE void check_index_tensor(const char* op, const Tensor& index) {
     check(index.defined(), op, ": got an undefined index tensor");
     check(index.type() == dtype::int64, op, ": expected an int64 index tensor, got ", index.type());
+}
+
+/// index_select's and embedding's index: int64, or int32 (widened), as PyTorch accepts both.
+[[nodiscard]] GRAFT_INLINE Tensor int64_index(const char* op, const Tensor& index) {
+    check(index.defined(), op, ": got an undefined index tensor");
+    check(index.type() == dtype::int64 || index.type() == dtype::int32, op,
+          ": expected an int64 or int32 index tensor, got ", index.type());
+    return index.type() == dtype::int32 ? raw::to(index, dtype::int64) : index;
 }
 
 /// sizes with 0-dim read as [1] (PyTorch compares ranks of gather/scatter this way).
@@ -210,6 +222,10 @@ GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim, boo
 GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim) {
     const graft::detail::observed_op obs;
     graft::detail::check(t.defined(), "logsumexp: got an undefined tensor");
+    if (is_storage_dtype(t.type()) && is_floating_point(t.type()))  // float32 throughout, rounded once
+        return obs.done(graft::detail::raw::to(logsumexp(graft::detail::raw::to(t, dtype::float32), dims, keepdim),
+                                               t.type()),
+                        "logsumexp", {t}, {{"dims", graft::detail::to_vector(dims)}, {"keepdim", keepdim}});
     const Tensor x = is_floating_point(t.type()) ? t : graft::detail::raw::to(t, default_float_dtype);
     (void)graft::detail::reduced_mask("logsumexp", x, dims);  // checks the dims
     Tensor out;
@@ -249,7 +265,7 @@ GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& inde
     const Tensor src = graft::detail::raw::contiguous(t);
     const Tensor idx = graft::detail::raw::contiguous(index);
     const auto tst = graft::detail::row_major_strides(tsz), ost = graft::detail::row_major_strides(isz);
-    graft::detail::visit_dtype(t.type(), [&](auto z) {
+    graft::detail::visit_storage_dtype(t.type(), [&](auto z) {  // copies elements only
         using T = decltype(z);
         const T* p = src.data_ptr<T>();
         T* o = out.data_ptr<T>();
@@ -270,14 +286,22 @@ GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor&
     const int_list tsz = graft::detail::sizes_at_least_1d(t), isz = graft::detail::sizes_at_least_1d(index),
                    ssz = graft::detail::sizes_at_least_1d(src);
     graft::detail::check_scatter_gather("scatter_add", tsz, d, isz, &ssz);
+    if (is_storage_dtype(t.type())) {  // sums in the compute dtype, rounded once per element
+        const dtype c = compute_dtype(t.type());
+        return obs.done(graft::detail::raw::to(scatter_add(graft::detail::raw::to(t, c), dim, index,
+                                                           graft::detail::raw::to(src, c)),
+                                               t.type()),
+                        "scatter_add", {t, index, src}, {{"dim", dim}});
+    }
     Tensor out = graft::detail::raw::clone(t);
     graft::detail::scatter_add_into("scatter_add", out, tsz, d, index, isz, src, ssz);
     return obs.done(out, "scatter_add", {t, index, src}, {{"dim", dim}});
 }
 
-GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index) {
+GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index_in) {
     const graft::detail::observed_op obs;
     graft::detail::check(t.defined(), "index_select: got an undefined tensor");
+    const Tensor index = graft::detail::int64_index("index_select", index_in);
     graft::detail::check_index_select_index("index_select", index);
     const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select", dim, t.dim()));
     if (t.dim() == 0) {
@@ -301,13 +325,18 @@ GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor
             for (std::int64_t k = 0; k < m; ++k)
                 std::memcpy(o + static_cast<std::size_t>(a * m + k) * row,
                             in + static_cast<std::size_t>(a * n + pos[static_cast<std::size_t>(k)]) * row, row);
-    return obs.done(out, "index_select", {t, index}, {{"dim", dim}});
+    return obs.done(out, "index_select", {t, index_in}, {{"dim", dim}});
 }
 
 GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim, const Tensor& index) {
     const graft::detail::observed_op obs;
     graft::detail::check(g.defined(), "gather_backward: the gradient is undefined");
     graft::detail::check_index_tensor("gather_backward", index);
+    if (is_storage_dtype(g.type()))  // sums in the compute dtype, rounded once per element
+        return obs.done(graft::detail::raw::to(gather_backward(graft::detail::raw::to(g, compute_dtype(g.type())),
+                                                               sizes, dim, index),
+                                               g.type()),
+                        "gather_backward", {g, index}, {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
     graft::detail::check(g.type() != dtype::bool_, "gather_backward: not implemented for 'Bool'");
     graft::detail::check(g.sizes() == index.sizes(), "gather_backward: the gradient's sizes ", g.sizes(),
                          " are not the index's ", index.sizes());
@@ -320,9 +349,16 @@ GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std:
 }
 
 GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
-                                          const Tensor& index) {
+                                          const Tensor& index_in) {
     const graft::detail::observed_op obs;
     graft::detail::check(g.defined(), "index_select_backward: the gradient is undefined");
+    const Tensor index = graft::detail::int64_index("index_select_backward", index_in);
+    if (is_storage_dtype(g.type()))  // sums in the compute dtype, rounded once per element
+        return obs.done(graft::detail::raw::to(index_select_backward(graft::detail::raw::to(g, compute_dtype(g.type())),
+                                                                     sizes, dim, index),
+                                               g.type()),
+                        "index_select_backward", {g, index_in},
+                        {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
     graft::detail::check_index_select_index("index_select_backward", index);
     Tensor out = zeros(sizes, g.type());
     const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select_backward", dim, out.dim()));
@@ -355,7 +391,7 @@ GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes
                 }
         }
     });
-    return obs.done(out, "index_select_backward", {g, index},
+    return obs.done(out, "index_select_backward", {g, index_in},
                     {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
 }
 

@@ -16,7 +16,10 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
                   a.dim(), "-D and ", b.dim(), "-D tensors");
     detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
                   " and ", b.type());
-    detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
+    detail::check(is_floating_point(a.type()), "matmul: expected floating-point operands, but got ", a.type());
+    if (is_storage_dtype(a.type()))  // float16, bfloat16: float32 products and sums, rounded once
+        return detail::raw::to(matmul_impl(detail::raw::to(a, dtype::float32), detail::raw::to(b, dtype::float32)),
+                               a.type());
     if (a.dim() == 2 && b.dim() == 2) {
         // The common case, without batch views: the kernel reads both operands in place.
         const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);

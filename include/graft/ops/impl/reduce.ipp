@@ -46,6 +46,11 @@ GRAFT_INLINE reduction_layout layout_for_reduction(const char* op, const Tensor&
 GRAFT_INLINE Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims,
                            bool keepdim) {
     check(t.defined(), op_name, ": got an undefined tensor");
+    if (is_storage_dtype(t.type())) {
+        // Accumulated in the compute dtype, rounded once; an int32 sum is int64, as PyTorch's.
+        Tensor r = reduce(op_name, op, raw::to(t, compute_dtype(t.type())), dims, keepdim);
+        return op == kernels::reduce_op::sum && t.type() == dtype::int32 ? r : narrow_result(r, t.type());
+    }
     if (dims.empty() && !keepdim && is_floating_point(t.type()) && t.is_contiguous() &&
         (t.numel() > 0 || op == kernels::reduce_op::sum)) {
         Tensor out = empty({}, t.type());

@@ -7,7 +7,9 @@ namespace detail {
 
 GRAFT_INLINE Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
     check(t.defined(), op, ": got an undefined tensor");
-    check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
+    check(is_floating_point(t.type()), op, ": expected a floating-point tensor, but got ", t.type());
+    if (is_storage_dtype(t.type()))  // computed in float32, rounded once
+        return raw::to(run_softmax(op, raw::to(t, compute_dtype(t.type())), dim, log), t.type());
     const std::int64_t d = wrap_dim(op, dim, t.dim());
     if (t.dim() == 0) return raw::view(run_softmax(op, raw::view(t, {1}), 0, log), {});
     const Tensor moved = raw::contiguous(raw::transpose(t, d, -1));
