@@ -272,7 +272,7 @@ TEST_CASE("Module: load_state_dict lists missing, unexpected, size and dtype pro
     for (const auto& [n, t] : before) {
         if (n == "fc1.bias") continue;                                                // missing
         if (n == "fc2.weight") bad.emplace_back(n, zeros({3, 4}));                   // wrong shape
-        else if (n == "scale") bad.emplace_back(n, zeros({4}, dtype::float64));      // wrong dtype
+        else if (n == "scale") bad.emplace_back(n, zeros({4}, dtype::int64));        // wrong dtype category
         else bad.emplace_back(n, zeros_like(t));
     }
     bad.emplace_back("fc3.weight", zeros({1}));  // unexpected
@@ -284,6 +284,18 @@ TEST_CASE("Module: load_state_dict lists missing, unexpected, size and dtype pro
                  "dtype mismatch for scale"});
     const auto after = net.state_dict();
     for (std::size_t i = 0; i < after.size(); ++i) CHECK(fvec(after[i].second) == values[i]);
+
+    // Within a category the values convert, as PyTorch's copy_: float16 and float64 into the
+    // float32 parameters (0.1 in float16 is 0.0999755859375, exact in float32).
+    {
+        nn::named_tensor_list converted;
+        for (const auto& [n, t] : before)
+            converted.emplace_back(n, full(t.sizes(), 0.1, n == "scale" ? dtype::float64 : dtype::float16));
+        net.load_state_dict(converted);
+        CHECK(net.scale->type() == dtype::float32);
+        CHECK(fvec(*net.scale) == std::vector<float>(4, 0.1f));
+        CHECK(fvec(*net.fc1->weight)[0] == 0.0999755859375f);
+    }
 
     // strict = false: missing and unexpected keys are reported, the rest is loaded.
     nn::named_tensor_list partial{{"scale", full({4}, 2.0f)}, {"extra", zeros({1})}};

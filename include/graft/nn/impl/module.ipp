@@ -330,7 +330,11 @@ GRAFT_INLINE load_state_dict_result Module::load_state_dict(const named_tensor_l
             mismatches.push_back(graft::detail::concat("size mismatch for ", name, ": copying a param with shape ",
                                                        src.sizes(), " from checkpoint, the shape in current model is ",
                                                        slot->sizes(), "."));
-        } else if (src.type() != slot->type()) {
+        } else if (src.type() != slot->type() &&
+                   (is_floating_point(src.type()) != is_floating_point(slot->type()) ||
+                    src.type() == dtype::bool_ || slot->type() == dtype::bool_)) {
+            // Within a category the copy converts (a float16 checkpoint into a float32 model,
+            // as PyTorch's copy_); across categories it would truncate or invent values.
             mismatches.push_back(graft::detail::concat("dtype mismatch for ", name, ": copying a param of dtype ",
                                                        src.type(), " from checkpoint, the dtype in current model is ",
                                                        slot->type(), " (convert with to() first)."));
