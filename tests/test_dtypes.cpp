@@ -442,3 +442,35 @@ TEST_CASE("dtypes: jit::script and capture::aot on float16 and bfloat16 give eag
         CHECK(equal(g_aot[1], g_eager[1]));
     }
 }
+
+TEST_CASE("dtypes: a PyTorch checkpoint stored in float16 and bfloat16 loads into a float32 model", "[dtypes][io][nn]") {
+    // tests/fixtures/gen_half_checkpoint.py: torch's Sequential(Linear(4, 3), Tanh, Linear(3, 2))
+    // with its first layer stored as F16 and its second as BF16, and torch's output of the
+    // float32 model after load_state_dict (which converts).
+    const std::string dir = std::string(GRAFT_SOURCE_DIR) + "/tests/fixtures/";
+    const io::tensor_map stored = io::load_file(dir + "half_checkpoint.safetensors");
+    CHECK(stored.at("0.weight").type() == dtype::float16);
+    CHECK(stored.at("2.weight").type() == dtype::bfloat16);
+    auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::Tanh>(),
+                                                  std::make_shared<nn::Linear>(3, 2));
+    nn::load_state_dict(*model, dir + "half_checkpoint.safetensors");
+    for (const auto& [n, t] : model->state_dict()) {
+        INFO(n);
+        CHECK(t.type() == dtype::float32);
+        CHECK(equal(t, stored.at(n).to(dtype::float32)));  // float32 holds every 16-bit value
+    }
+    std::ifstream file(dir + "half_checkpoint.txt");
+    REQUIRE(file.good());
+    std::string line;
+    std::vector<double> want;
+    while (std::getline(file, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream in(line);
+        double v = 0;
+        while (in >> v) want.push_back(v);
+    }
+    const Tensor x = arange(0, 8, 1, dtype::float32).reshape({2, 4}) * 0.25 - 1.0;
+    const auto got = model->forward(x).to(dtype::float64).to_vector<double>();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) CHECK(std::fabs(got[k] - want[k]) <= 1e-6 * (1 + std::fabs(want[k])));
+}
