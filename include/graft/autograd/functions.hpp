@@ -287,7 +287,8 @@ GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
 namespace autograd::detail {
 /// Binary cross entropy per element (ops::binary_cross_entropy) with PyTorch's backward,
-/// BinaryCrossEntropyBackward0: input g * (x - t) / max(x (1 - x), 1e-12) (bounded where the
+/// BinaryCrossEntropyBackward0: input g * (x - t) / max(x (1 - x), eps), eps = float(1e-12) as
+/// PyTorch's (9.99999996e-13, also in float64; bounded where the
 /// log's derivative is not), target -g * logit(x). nn::functional::binary_cross_entropy adds
 /// the weight and the reduction; graph capture records one binary_cross_entropy op.
 GRAFT_INLINE Tensor binary_cross_entropy_elements(const Tensor& input, const Tensor& target);

@@ -127,7 +127,8 @@ enum class reduction { none, mean, sum, batchmean };
 
 /// input / max(||input||_p, eps), the p-norm taken along `dim` (torch.nn.functional.normalize).
 /// p > 0 (finite) or infinity; the norm's gradient is PyTorch's, 0 for a zero vector (and for
-/// zero elements when p < 1), and 0 wherever the norm is below eps (clamp_min). p <= 0 (which
+/// zero elements when p < 1, NaN there when a NaN reaches the norm), and 0 wherever the norm is
+/// below eps (clamp_min). p <= 0 (which
 /// PyTorch computes as a count or a negative power) and eps < 0 are errors.
 [[nodiscard]] GRAFT_INLINE Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1,
                                             double eps = 1e-12);
@@ -218,7 +219,8 @@ struct conv_padding {
 /// [C, H, W]; stride defaults to kernel_size; implicit padding is -inf and must be at most half
 /// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
 /// input or the left padding. NaN propagates; the gradient goes to the first maximal element of
-/// each window in scan order, as PyTorch.
+/// each window in scan order (to its last NaN if it has one; a window of -inf: its first input
+/// element), as PyTorch's kernel.
 [[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
                                              int_pair padding = 0, int_pair dilation = 1, bool ceil_mode = false);
 
@@ -241,8 +243,9 @@ struct adaptive_size {
 
 /// The mean of each adaptive window (torch.nn.functional.adaptive_avg_pool2d): input
 /// [N, C, H, W] or [C, H, W]; output row i averages input rows floor(i H / oh) up to
-/// ceil((i + 1) H / oh) (windows may overlap), columns alike. Computed as constant pooling
-/// matrices multiplied on each side.
+/// ceil((i + 1) H / oh) (windows may overlap), columns alike. As PyTorch's kernel: each window's
+/// own elements summed, divided by its height, then its width (an infinite element reaches
+/// only its windows).
 [[nodiscard]] GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size output_size);
 /// The maximum of each adaptive window (torch.nn.functional.adaptive_max_pool2d; windows as
 /// adaptive_avg_pool2d's), taken over the columns of each window, then over its rows. The
@@ -277,8 +280,9 @@ struct scale_list {
 /// align_corners as PyTorch, default false) and "area" (adaptive average pooling); the others
 /// ("bicubic", "trilinear", 5-D inputs, antialias) are errors. As PyTorch 1.13, a given
 /// scale_factor is also the scale the source indices use, unless recompute_scale_factor is
-/// true (then in / out). Linear modes multiply constant weight matrices on each side; nearest
-/// modes select rows and columns; all are differentiable to any order.
+/// true (then in / out). Linear modes weigh each output's two neighbours per dimension, the
+/// width first, as PyTorch's kernel; nearest modes select rows and columns; all are
+/// differentiable to any order.
 [[nodiscard]] GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size = {}, scale_list scale_factor = {},
                                               std::string_view mode = "nearest",
                                               std::optional<bool> align_corners = std::nullopt,

@@ -279,7 +279,10 @@ GRAFT_INLINE Tensor autograd::detail::binary_cross_entropy_elements(const Tensor
     node->save(target);
     node->backward = [](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
         const Tensor x = n.saved(0), t = n.saved(1);
-        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] * (x - t) / maximum((1.0 - x) * x, 1e-12) : Tensor{});
+        // PyTorch's bound is the float 1e-12 (9.99999996e-13) in every dtype: float64 gradients
+        // where x (1 - x) is below it (x at or near 0 or 1) are torch's to the last bit only so.
+        constexpr double eps = static_cast<double>(1e-12f);
+        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] * (x - t) / maximum((1.0 - x) * x, eps) : Tensor{});
         grad_inputs.push_back(n.needs_input_grad(1) ? -g[0] * log(x / (1.0 - x)) : Tensor{});
     };
     set_history(out, std::move(node));

@@ -368,7 +368,10 @@ namespace detail {
 
 /// ||x||_p along dim d (kept), with PyTorch's gradient (linalg_vector_norm's backward): 0 for a
 /// zero vector (and for zero elements when p < 1), where the plain composite would give
-/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values.
+/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values. A zero
+/// element's term is a * 0, not a constant 0: its gradient is 0 times the incoming one, NaN when
+/// that is NaN or infinite (a row [inf, 0, 0]: norm inf, x / norm NaN), as PyTorch's
+/// x |x|^(p-2) * (g / norm^(p-1)) gives; a constant would cut the NaN off.
 inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
     if (p == 1.0) return graft::sum(abs(x), {d}, true);
     if (std::isinf(p)) return amax(abs(x), {d}, true);
@@ -378,7 +381,7 @@ inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
     } else {
         const Tensor a = abs(x);
         const Tensor zero = a == 0.0;
-        s = graft::sum(where(zero, 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
+        s = graft::sum(where(zero, a * 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
     }
     const Tensor zero = s == 0.0;
     const Tensor safe = where(zero, 1.0, s);
@@ -823,25 +826,40 @@ GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, option
     const Tensor x = detail::batched4(op, input, unbatched);
     const int_pair s = stride.value.value_or(kernel_size);
     const auto g = detail::check_pool(op, x, kernel_size, s, padding, dilation, ceil_mode);
-    Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, dilation);
-    if (padding.h > 0 || padding.w > 0 || g.eh > 0 || g.ew > 0) {
-        // Taps outside the input are -inf (PyTorch pads max pooling with -inf).
-        const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
-        std::vector<bool> m(static_cast<std::size_t>(kk * l));
-        for (std::int64_t ki = 0; ki < kernel_size.h; ++ki)
-            for (std::int64_t kj = 0; kj < kernel_size.w; ++kj)
-                for (std::int64_t oy = 0; oy < g.oh; ++oy)
-                    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-                        const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
-                        const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
-                        m[static_cast<std::size_t>((ki * kernel_size.w + kj) * l + oy * g.ow + ox)] =
-                            iy >= 0 && iy < h && ix >= 0 && ix < w;
-                    }
-        const Tensor mask = from_vector(m, {kk, l});  // a constant of the sizes (captured as one)
-        v = where(mask, v, scalar(-std::numeric_limits<double>::infinity()));
-    }
-    auto [values, indices] = graft::max(v, 2);
-    const Tensor out = values.reshape({x.size(0), x.size(1), g.oh, g.ow});
+    // The windows as [N, C, kh * kw, oh * ow], gathered from the flattened input. A tap outside
+    // the input (padding, ceil_mode) reads the window's first element inside it, which is where
+    // PyTorch's kernel starts (index of the first inside element, value -inf): a copy never
+    // changes the maximum, and where it wins a tie (a window of -inf) its gradient goes to that
+    // element, as PyTorch's, not into the padding.
+    const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+    std::vector<std::int64_t> taps(static_cast<std::size_t>(kk * l)), tap_ids(taps.size());
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            const auto inside = [&](std::int64_t ki, std::int64_t kj) {
+                const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
+                const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
+                return iy >= 0 && iy < h && ix >= 0 && ix < w ? iy * w + ix : std::int64_t{-1};
+            };
+            std::int64_t first = -1;
+            for (std::int64_t t = 0; t < kk && first < 0; ++t) first = inside(t / kernel_size.w, t % kernel_size.w);
+            graft::detail::check(first >= 0, op, ": internal error: a window with no input element");
+            for (std::int64_t t = 0; t < kk; ++t) {
+                const std::int64_t at = inside(t / kernel_size.w, t % kernel_size.w);
+                taps[static_cast<std::size_t>(t * l + oy * g.ow + ox)] = at >= 0 ? at : first;
+                tap_ids[static_cast<std::size_t>(t * l + oy * g.ow + ox)] = at >= 0 ? t : -1;
+            }
+        }
+    const Tensor v = x.reshape({x.size(0), x.size(1), h * w})
+                         .index_select(2, from_vector(taps))  // a constant of the sizes (captured as one)
+                         .reshape({x.size(0), x.size(1), kk, l});
+    // The first maximal tap in scan order, except that PyTorch's kernel keeps the last NaN of a
+    // window inside the input (it takes a NaN whenever it meets one): the largest tap number
+    // among the NaN taps (tap_ids: the tap's number, -1 outside the input). The output is the
+    // tap gathered at that index, so the gradient goes there.
+    const auto [values, first_max] = graft::max(v, 2, true);
+    const Tensor last_nan = amax(where(v != v, from_vector(tap_ids, {kk, l}), std::int64_t{-1}), {2}, true);
+    const Tensor pick = where(values != values, last_nan, first_max);
+    const Tensor out = gather(v, 2, pick).reshape({x.size(0), x.size(1), g.oh, g.ow});
     return unbatched ? out.squeeze(0) : out;
 }
 
@@ -897,15 +915,11 @@ inline int_pair adaptive_out(const char* op, const Tensor& x, adaptive_size s) {
     return {oh, ow};
 }
 
-/// [out, in]: row i averages window i (a constant of the sizes, captured as one).
-inline Tensor adaptive_avg_matrix(std::int64_t in, std::int64_t out, dtype type) {
-    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
-    for (std::int64_t i = 0; i < out; ++i) {
-        const std::int64_t s = adaptive_start(i, in, out), e = adaptive_end(i, in, out);
-        for (std::int64_t j = s; j < e; ++j)
-            m[static_cast<std::size_t>(i * in + j)] = 1.0 / static_cast<double>(e - s);
-    }
-    return from_vector(m, {out, in}).to(type);
+/// The longest adaptive window of `out` over `in` elements.
+inline std::int64_t adaptive_longest(std::int64_t in, std::int64_t out) {
+    std::int64_t k = 0;
+    for (std::int64_t i = 0; i < out; ++i) k = std::max(k, adaptive_end(i, in, out) - adaptive_start(i, in, out));
+    return k;
 }
 
 /// The maximum over adaptive windows of dimension d of x: the windows' elements selected into
@@ -935,10 +949,43 @@ GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size outpu
     bool unbatched = false;
     const Tensor x = detail::batched4(op, input, unbatched);
     const int_pair o = detail::adaptive_out(op, x, output_size);
-    Tensor out = x;
-    if (o.h != x.size(2)) out = matmul(detail::adaptive_avg_matrix(x.size(2), o.h, x.type()), out);
-    if (o.w != x.size(3)) out = matmul(out, detail::adaptive_avg_matrix(x.size(3), o.w, x.type()).transpose(0, 1));
-    if (o.h == x.size(2) && o.w == x.size(3)) out = x * 1.0;  // a new tensor, as PyTorch's
+    const std::int64_t h = x.size(2), w = x.size(3);
+    if (o.h == h && o.w == w) {
+        const Tensor out = x * 1.0;  // a new tensor, as PyTorch's
+        return unbatched ? out.squeeze(0) : out;
+    }
+    // PyTorch's kernel: the sum of each window's elements, divided by its height, then by its
+    // width. The windows' elements are gathered into [N, C, kh * kw, oh * ow] (row-major in the
+    // window, each padded to the longest with zeros). Only a window's own elements enter its
+    // sum: a matrix product with 0 weights would turn an infinite element into NaN (0 * inf) in
+    // every other window of its row or column.
+    const std::int64_t kh = detail::adaptive_longest(h, o.h), kw = detail::adaptive_longest(w, o.w);
+    const std::int64_t kk = kh * kw, l = o.h * o.w;
+    std::vector<std::int64_t> taps(static_cast<std::size_t>(kk * l));
+    std::vector<bool> inside(static_cast<std::size_t>(kk * l));
+    std::vector<double> heights(static_cast<std::size_t>(l)), widths(static_cast<std::size_t>(l));
+    for (std::int64_t oy = 0; oy < o.h; ++oy) {
+        const std::int64_t hs = detail::adaptive_start(oy, h, o.h), he = detail::adaptive_end(oy, h, o.h);
+        for (std::int64_t ox = 0; ox < o.w; ++ox) {
+            const std::int64_t ws = detail::adaptive_start(ox, w, o.w), we = detail::adaptive_end(ox, w, o.w);
+            const std::int64_t j = oy * o.w + ox;
+            heights[static_cast<std::size_t>(j)] = static_cast<double>(he - hs);
+            widths[static_cast<std::size_t>(j)] = static_cast<double>(we - ws);
+            for (std::int64_t a = 0; a < kh; ++a)
+                for (std::int64_t b = 0; b < kw; ++b) {
+                    const bool in = hs + a < he && ws + b < we;
+                    const auto at = static_cast<std::size_t>((a * kw + b) * l + j);
+                    taps[at] = in ? (hs + a) * w + ws + b : hs * w + ws;
+                    inside[at] = in;
+                }
+        }
+    }
+    const Tensor v = x.reshape({x.size(0), x.size(1), h * w})
+                         .index_select(2, from_vector(taps))  // constants of the sizes (captured as such)
+                         .reshape({x.size(0), x.size(1), kk, l});
+    const Tensor sums = graft::sum(where(from_vector(inside, {kk, l}), v, 0.0), {2}, false);
+    const Tensor out = (sums / from_vector(heights).to(x.type()) / from_vector(widths).to(x.type()))
+                           .reshape({x.size(0), x.size(1), o.h, o.w});
     return unbatched ? out.squeeze(0) : out;
 }
 
@@ -978,10 +1025,16 @@ inline std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t o
     return idx;
 }
 
-/// [out, in]: the linear interpolation weights of a resize (PyTorch's source index rule).
-inline Tensor linear_matrix(std::int64_t in, std::int64_t out, std::optional<double> scale, bool align_corners,
-                            dtype type) {
-    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
+/// The two source indices of each output index of a linear resize and their weights (PyTorch's
+/// source index rule): out[i] = x[i0[i]] * w0[i] + x[i1[i]] * w1[i], i1 = i0 at the last index.
+struct linear_taps {
+    std::vector<std::int64_t> i0, i1;
+    std::vector<double> w0, w1;
+};
+
+inline linear_taps linear_weights(std::int64_t in, std::int64_t out, std::optional<double> scale,
+                                  bool align_corners) {
+    linear_taps t;
     const double s = align_corners ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
                                    : resize_scale(in, out, scale);
     for (std::int64_t i = 0; i < out; ++i) {
@@ -990,10 +1043,12 @@ inline Tensor linear_matrix(std::int64_t in, std::int64_t out, std::optional<dou
         const auto i0 = std::min(static_cast<std::int64_t>(src), in - 1);
         const std::int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
         const double l1 = std::clamp(src - static_cast<double>(i0), 0.0, 1.0);
-        m[static_cast<std::size_t>(i * in + i0)] += 1.0 - l1;
-        m[static_cast<std::size_t>(i * in + i1)] += l1;
+        t.i0.push_back(i0);
+        t.i1.push_back(i1);
+        t.w0.push_back(1.0 - l1);
+        t.w1.push_back(l1);
     }
-    return from_vector(m, {out, in}).to(type);
+    return t;
 }
 
 }  // namespace detail
@@ -1057,7 +1112,9 @@ GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size, scale_list 
         return dims == 1 ? y.squeeze(2) : y;
     }
     Tensor y = input;
-    for (std::int64_t d = 0; d < dims; ++d) {
+    // The last dimension first: PyTorch's kernel interpolates along the width inside the height,
+    // (x[h0, w0] w0 + x[h0, w1] w1) h0 + (x[h1, w0] w0 + x[h1, w1] w1) h1.
+    for (std::int64_t d = dims - 1; d >= 0; --d) {
         const auto i = static_cast<std::size_t>(d);
         const std::int64_t dim = 2 + d, in = input.size(dim);
         if (nearest || exact) {
@@ -1066,8 +1123,14 @@ GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size, scale_list 
             for (std::int64_t j = 0; identity && j < in; ++j) identity = idx[static_cast<std::size_t>(j)] == j;
             if (!identity) y = y.index_select(dim, from_vector(idx));
         } else {
-            const Tensor m = detail::linear_matrix(in, out[i], scales[i], align_corners.value_or(false), input.type());
-            y = dim == input.dim() - 1 ? matmul(y, m.transpose(0, 1)) : matmul(m, y);
+            // Each output reads its two neighbours only (index_select), as PyTorch's kernel: a
+            // matrix product with the other weights 0 would spread an infinite input as
+            // 0 * inf = NaN over the whole row or column.
+            const detail::linear_taps t = detail::linear_weights(in, out[i], scales[i], align_corners.value_or(false));
+            int_list wsizes(static_cast<std::size_t>(input.dim() - dim), 1);
+            wsizes[0] = out[i];
+            const auto weight = [&](const std::vector<double>& v) { return from_vector(v, wsizes).to(input.type()); };
+            y = y.index_select(dim, from_vector(t.i0)) * weight(t.w0) + y.index_select(dim, from_vector(t.i1)) * weight(t.w1);
         }
     }
     return y.is_same(input) ? input * 1.0 : y;
