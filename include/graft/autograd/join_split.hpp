@@ -5,6 +5,15 @@
 // defaults, negative dims and errors follow PyTorch. Graph capture records cat as one `cat`
 // node and the others as the views and cat they are made of (narrow, select, unsqueeze,
 // reshape), as PyTorch's decompositions do, so every graph layer runs and differentiates them.
+//
+// In the eager autograd graph the views of one split, split_with_sizes, chunk or unbind call
+// share one backward node, as in PyTorch: SplitBackward0 (split with an int, chunk),
+// SplitWithSizesBackward0 (split with a list, split_with_sizes, chunk of an empty dimension)
+// or UnbindBackward0, whose output i (output_nr) is view i. Its backward receives all the
+// views' gradients (a missing one counts as zeros) and joins them (cat, or stack for unbind).
+// Because that node cannot be rebased for one view, such a view (or a view of it) must not be
+// modified in place, nor used after its base was, while autograd records (grad mode on and
+// something requires grad): a graft::error says so; under no_grad it is allowed.
 #include <cstdint>
 #include <vector>
 
@@ -32,19 +41,21 @@ namespace graft {
 /// last piece is smaller when the size does not divide. `split(t, {2, 3})` takes the sizes
 /// of the pieces instead (torch.split with a list; they must add up to the size along dim).
 /// A braced single number, `split(t, {2})`, is the int form: write `int_list{2}` for a list.
+/// The views share one SplitBackward0 (int) or SplitWithSizesBackward0 (list) node.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim = 0);
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes,
                                                      std::int64_t dim = 0);
-/// torch.split_with_sizes: split with the sizes of the pieces.
+/// torch.split_with_sizes: split with the sizes of the pieces (one SplitWithSizesBackward0).
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes,
                                                                 std::int64_t dim = 0);
 
 /// At most `chunks` views along `dim` (torch.chunk), each of ceil(size / chunks) elements
 /// but the last: fewer chunks when that many are not needed (a size of 5 in 4 chunks gives
-/// 3 pieces of 2, 2 and 1), `chunks` empty pieces for a size of 0.
+/// 3 pieces of 2, 2 and 1), `chunks` empty pieces for a size of 0. The views share one
+/// SplitBackward0 node (SplitWithSizesBackward0 for a size of 0, as PyTorch).
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std::int64_t dim = 0);
 
-/// The views t.select(dim, i) for every i (torch.unbind).
+/// The views t.select(dim, i) for every i (torch.unbind), sharing one UnbindBackward0 node.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim = 0);
 
 /// The dimensions start_dim..end_dim merged into one (torch.flatten): a view when the

@@ -13,8 +13,10 @@ namespace graft::autograd::detail {
 
 /// How a view was created; views made in no_grad mode must not be modified in
 /// place with grad mode enabled (their history cannot be rebased), nor may outputs of a
-/// custom Function that are views (rebasing would bypass the Function's backward).
-enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function };
+/// custom Function that are views (rebasing would bypass the Function's backward), nor the
+/// views that split, chunk and unbind return together (multi_output_node: they share one
+/// backward node, which cannot be rebased for one of them).
+enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function, multi_output_node };
 
 /// Set on views made by the public view ops (view, transpose, narrow, select, ...).
 struct view_meta {

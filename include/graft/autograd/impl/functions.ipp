@@ -44,6 +44,20 @@ GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self,
             "give wrong gradients, so graft forbids it: clone the Function's output (or return a clone from "
             "forward) before modifying it, or its base, in place."));
     }
+    if (vm.creation == creation_meta::multi_output_node) {
+        // PyTorch's CreationMeta::MULTI_OUTPUT_NODE: the views of one split/chunk/unbind share one
+        // backward node, which cannot be rebased (CopySlices) for one of them.
+        const char* modified = indirect ? "its base or another view of its base has been" : "is being";
+        const std::string what =
+            m && m->grad_fn ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                    " is a view and ", modified, " modified inplace.")
+                            : graft::detail::concat("A view ", modified, " modified inplace with grad mode enabled.");
+        graft::detail::fail(graft::detail::concat(
+            op ? op : "", op ? ": " : "", what, " It is one of multiple views that one call of split, "
+            "split_with_sizes, chunk or unbind returned together; they share one backward node, which cannot be "
+            "rebased for one of them, so graft (as PyTorch) forbids modifying them in place while autograd "
+            "records. Replace the in-place op by an out-of-place one, or clone() the view first."));
+    }
     const std::string prefix = m && m->grad_fn
                                    ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
                                                            " is a view of a view which was created in")

@@ -25,6 +25,42 @@ namespace detail {
 
 }  // namespace detail
 
+namespace autograd::detail {
+
+/// Makes the views `pieces` of t along d (made with grad mode off, so without nodes of their
+/// own) outputs 0..n-1 of one node `name`, as PyTorch's multi-output view nodes: its backward
+/// joins the views' gradients (cat, or stack for unbind), zeros standing in for missing ones.
+/// With grad mode on the views are marked multi_output_node, which refuses in-place writes to
+/// them while autograd records (functions.ipp, handle_view_on_rebase).
+GRAFT_INLINE std::vector<Tensor> record_multi_view(const char* name, const Tensor& t, std::int64_t d,
+                                                   std::vector<Tensor> pieces, bool stacked) {
+    if (!is_grad_enabled()) return pieces;  // track_view marked them no_grad_mode, as PyTorch
+    for (const Tensor& p : pieces)
+        if (view_meta* vm = tracked_view(p)) vm->creation = creation_meta::multi_output_node;
+    auto node = make_node(name, t);
+    if (!node || pieces.empty()) return pieces;
+    std::vector<int_list> sizes;
+    sizes.reserve(pieces.size());
+    for (const Tensor& p : pieces) sizes.push_back(p.sizes());
+    node->backward = [d, stacked, in = t.sizes(), type = t.type(), sizes = std::move(sizes)](
+                         function_node&, const tensor_list& g, tensor_list& grad_inputs) {
+        // Nothing to join for an empty input (cat would also skip 1-D empty pieces).
+        if (graft::detail::numel_of(in) == 0) {
+            grad_inputs.push_back(zeros(in, type));
+            return;
+        }
+        std::vector<Tensor> parts;
+        parts.reserve(sizes.size());
+        for (std::size_t i = 0; i < sizes.size(); ++i)
+            parts.push_back(i < g.size() && g[i].defined() ? g[i] : zeros(sizes[i], type));
+        grad_inputs.push_back(stacked ? graft::stack(parts, d) : graft::cat(parts, d));
+    };
+    for (const Tensor& p : pieces) set_history(p, node);
+    return pieces;
+}
+
+}  // namespace autograd::detail
+
 GRAFT_INLINE Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     Tensor out = ops::cat(tensors, dim);
     if (!autograd::is_grad_enabled()) return out;
@@ -110,7 +146,12 @@ GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size,
     const std::int64_t n = t.size(d);
     graft::detail::check(split_size != 0 || n == 0,
                          "split: split_size can only be 0 if dimension size is 0, but got dimension size of ", n);
-    return detail::split_pieces(t, d, t.sym_size(d), split_size);
+    std::vector<Tensor> out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        out = detail::split_pieces(t, d, t.sym_size(d), split_size);
+    }
+    return autograd::detail::record_multi_view("SplitBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
@@ -129,12 +170,15 @@ GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_lis
                          " (input tensor's size at dimension ", d, "), but got split_sizes=", split_sizes);
     std::vector<Tensor> out;
     out.reserve(split_sizes.size());
-    std::int64_t start = 0;
-    for (auto s : split_sizes) {
-        out.push_back(t.narrow(d, start, s));
-        start += s;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        std::int64_t start = 0;
+        for (auto s : split_sizes) {
+            out.push_back(t.narrow(d, start, s));
+            start += s;
+        }
     }
-    return out;
+    return autograd::detail::record_multi_view("SplitWithSizesBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
@@ -148,8 +192,13 @@ GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std
     const std::int64_t d = graft::detail::wrap_dim("chunk", dim, t.dim());
     const SymInt n = t.sym_size(d);
     if (n.value() == 0) return split_with_sizes(t, int_list(static_cast<std::size_t>(chunks), 0), d);
-    // ceil(n / chunks) without overflow: (n - 1) / chunks + 1.
-    return detail::split_pieces(t, d, n, (n - 1) / chunks + 1);
+    std::vector<Tensor> out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        // ceil(n / chunks) without overflow: (n - 1) / chunks + 1.
+        out = detail::split_pieces(t, d, n, (n - 1) / chunks + 1);
+    }
+    return autograd::detail::record_multi_view("SplitBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim) {
@@ -158,8 +207,11 @@ GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim) {
     const std::int64_t d = graft::detail::wrap_dim("unbind", dim, t.dim());
     std::vector<Tensor> out;
     out.reserve(static_cast<std::size_t>(t.size(d)));
-    for (std::int64_t i = 0; i < t.size(d); ++i) out.push_back(t.select(d, i));
-    return out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        for (std::int64_t i = 0; i < t.size(d); ++i) out.push_back(t.select(d, i));
+    }
+    return autograd::detail::record_multi_view("UnbindBackward0", t, d, std::move(out), true);
 }
 
 GRAFT_INLINE Tensor flatten(const Tensor& t, std::int64_t start_dim, std::int64_t end_dim) {
