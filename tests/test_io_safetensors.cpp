@@ -253,18 +253,18 @@ TEST_CASE("io: files, safe_open and dtypes graft does not have", "[io]") {
     CHECK_THROWS_WITH(f.get_tensor("c"), Contains("io::safe_open(\"") && Contains("no tensor named \"c\""));
     CHECK_THROWS_WITH((void)f.info("c"), Contains("no tensor named \"c\""));
 
-    // A BF16 tensor: listed, its neighbours load, loading it (or everything) names it.
-    const std::string bf16 = file_of(R"({"h":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},)"
+    // A U16 tensor (a dtype graft does not have): listed, its neighbours load, loading it (or everything) names it.
+    const std::string u16 = file_of(R"({"h":{"dtype":"U16","shape":[2],"data_offsets":[0,4]},)"
                                      R"("x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                                      std::string("\x80\x3f\x00\x40\x00\x00\x80\x3f", 8));
-    const auto bf16_path = dir.path / "bf16.safetensors";
-    write_file(bf16_path, bf16);
-    const io::safe_open g(bf16_path);
-    CHECK(g.info("h").dtype == "BF16");
+    const auto u16_path = dir.path / "u16.safetensors";
+    write_file(u16_path, u16);
+    const io::safe_open g(u16_path);
+    CHECK(g.info("h").dtype == "U16");
     CHECK(g.get_tensor("x").item<float>() == 1.0f);
-    CHECK_THROWS_WITH(g.get_tensor("h"), Contains("tensor \"h\" has dtype BF16, which graft does not have"));
-    CHECK_THROWS_WITH(io::load_file(bf16_path), Contains("io::load_file(\"") && Contains("\"h\" has dtype BF16"));
-    CHECK_THROWS_WITH(io::load(bf16), Contains("\"h\" has dtype BF16"));
+    CHECK_THROWS_WITH(g.get_tensor("h"), Contains("tensor \"h\" has dtype U16, which graft does not have"));
+    CHECK_THROWS_WITH(io::load_file(u16_path), Contains("io::load_file(\"") && Contains("\"h\" has dtype U16"));
+    CHECK_THROWS_WITH(io::load(u16), Contains("\"h\" has dtype U16"));
 
     // Files that are not there or not files.
     CHECK_THROWS_WITH(io::load_file(dir.path / "missing.safetensors"), Contains("missing.safetensors"));

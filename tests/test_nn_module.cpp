@@ -294,7 +294,7 @@ TEST_CASE("Module: load_state_dict lists missing, unexpected, size and dtype pro
         net.load_state_dict(converted);
         CHECK(net.scale->type() == dtype::float32);
         CHECK(fvec(*net.scale) == std::vector<float>(4, 0.1f));
-        CHECK(fvec(*net.fc1->weight)[0] == 0.0999755859375f);
+        CHECK(fvec(net.fc1->weight)[0] == 0.0999755859375f);
     }
 
     // strict = false: missing and unexpected keys are reported, the rest is loaded.

@@ -86,7 +86,7 @@ TEST_CASE("matmul: 2-D, vector and batched shapes against a double loop", "[ops]
     REQUIRE(matmul(zeros({0, 4}), zeros({4, 2})).sizes() == int_list{0, 2});
     REQUIRE_THROWS_WITH(matmul(ones({2, 3}), ones({2, 3})), Contains("cannot be multiplied") && Contains("2x3"));
     REQUIRE_THROWS_WITH(matmul(ones({2, 2}), ones({2, 2}, dtype::float64)), Contains("same dtype"));
-    REQUIRE_THROWS_WITH(matmul(ones({2, 2}, dtype::int64), ones({2, 2}, dtype::int64)), Contains("float32"));
+    REQUIRE_THROWS_WITH(matmul(ones({2, 2}, dtype::int64), ones({2, 2}, dtype::int64)), Contains("floating-point"));
     REQUIRE_THROWS_WITH(matmul(scalar_tensor(1.0), ones({2})), Contains("at least 1 dimension"));
     REQUIRE_THROWS_WITH(matmul(ones({2, 2, 3}), ones({3, 3, 2})), Contains("not broadcastable"));
 }
@@ -115,7 +115,7 @@ TEST_CASE("softmax and log_softmax along a dim", "[ops][softmax]") {
     REQUIRE(log_softmax(tensor({-inf, 0.0}), 0).to_vector<double>()[0] == -inf);
     REQUIRE(softmax(scalar_tensor(3.0), 0).item<double>() == 1.0);
     REQUIRE(softmax(zeros({2, 0}), 1).sizes() == int_list{2, 0});
-    REQUIRE_THROWS_WITH(softmax(tensor({1, 2}), 0), Contains("float32 or float64"));
+    REQUIRE_THROWS_WITH(softmax(tensor({1, 2}), 0), Contains("floating-point"));
     REQUIRE_THROWS_WITH(softmax(x, 2), Contains("dimension out of range"));
 }
 
