@@ -145,6 +145,8 @@ inline constexpr const char* version_string = "0.1.0";
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <string>
+#include <utility>
 #include <string_view>
 #include <type_traits>
 
@@ -207,11 +209,113 @@ GRAFT_INLINE void fail(const std::string& message) { throw error(message); }
 // ---- end graft/core/impl/error.ipp
 #endif
 // ---- end graft/core/error.hpp
+// ---- begin graft/core/half.hpp
+// The 16-bit floating-point element types: graft::half (IEEE binary16, torch.float16) and
+// graft::bfloat16 (the top half of a float32, torch.bfloat16). They are storage types:
+// graft converts them to and from float32 (round to nearest, ties to even, as PyTorch does)
+// and computes in float32. Conversions from other types go through float32, as PyTorch's do
+// (a float64 is rounded to float32 first).
+#include <bit>
+#include <cstdint>
+
+namespace graft {
+namespace detail {
+
+/// binary16 bits of `f`, rounded to nearest even; overflow gives +-inf, NaN stays a quiet NaN.
+[[nodiscard]] constexpr std::uint16_t float_to_half_bits(float f) noexcept {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t abs = x & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x1FFu));  // NaN
+    if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds to >= 65520: inf
+    if (abs < 0x38800000u) {
+        // A half subnormal (or zero): the value in units of 2^-24, rounded to nearest even.
+        if (abs < 0x33000000u) return sign;  // below half of the smallest subnormal: +-0
+        const std::uint32_t exponent = abs >> 23;
+        const std::uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;
+        const std::uint32_t shift = 126u - exponent;  // 14..24
+        std::uint32_t q = mantissa >> shift;
+        const std::uint32_t rest = mantissa & ((1u << shift) - 1u), half_way = 1u << (shift - 1u);
+        if (rest > half_way || (rest == half_way && (q & 1u))) ++q;
+        return static_cast<std::uint16_t>(sign | q);
+    }
+    // Normal: rebias the exponent (127 -> 15) and round the 13 dropped mantissa bits.
+    std::uint32_t r = abs - 0x38000000u;
+    const std::uint32_t rest = r & 0x1FFFu;
+    r >>= 13;
+    if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) ++r;  // a carry may reach the exponent: still right
+    return static_cast<std::uint16_t>(sign | r);
+}
+
+/// The float32 value of binary16 bits (exact).
+[[nodiscard]] constexpr float half_bits_to_float(std::uint16_t h) noexcept {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    if (exponent == 0x1Fu) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+    if (exponent == 0) {
+        if (mantissa == 0) return std::bit_cast<float>(sign);
+        // Subnormal: mantissa * 2^-24, exact in float32.
+        const float v = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/// bfloat16 bits of `f`, rounded to nearest even; NaN stays a quiet NaN.
+[[nodiscard]] constexpr std::uint16_t float_to_bfloat16_bits(float f) noexcept {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+    const std::uint32_t rounding = 0x7FFFu + ((x >> 16) & 1u);
+    return static_cast<std::uint16_t>((x + rounding) >> 16);
+}
+
+/// The float32 value of bfloat16 bits (exact).
+[[nodiscard]] constexpr float bfloat16_bits_to_float(std::uint16_t b) noexcept {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+}  // namespace detail
+
+/// An IEEE binary16 value (torch.float16, torch.half): a storage type read as float32.
+struct half {
+    std::uint16_t bits = 0;
+
+    constexpr half() noexcept = default;
+    /// Rounds `v` to the nearest binary16 (ties to even), as PyTorch.
+    constexpr explicit half(float v) noexcept : bits(detail::float_to_half_bits(v)) {}
+    constexpr explicit operator float() const noexcept { return detail::half_bits_to_float(bits); }
+    [[nodiscard]] static constexpr half from_bits(std::uint16_t b) noexcept {
+        half h;
+        h.bits = b;
+        return h;
+    }
+};
+
+/// A bfloat16 value (torch.bfloat16): float32's sign, exponent and top 7 mantissa bits.
+struct bfloat16 {
+    std::uint16_t bits = 0;
+
+    constexpr bfloat16() noexcept = default;
+    /// Rounds `v` to the nearest bfloat16 (ties to even), as PyTorch.
+    constexpr explicit bfloat16(float v) noexcept : bits(detail::float_to_bfloat16_bits(v)) {}
+    constexpr explicit operator float() const noexcept { return detail::bfloat16_bits_to_float(bits); }
+    [[nodiscard]] static constexpr bfloat16 from_bits(std::uint16_t b) noexcept {
+        bfloat16 h;
+        h.bits = b;
+        return h;
+    }
+};
+
+}  // namespace graft
+// ---- end graft/core/half.hpp
 
 namespace graft {
 
-/// The element type of a tensor. `bool_` is stored as one byte per element.
-enum class dtype : std::uint8_t { bool_, int64, float32, float64 };
+/// The element type of a tensor. `bool_` is stored as one byte per element. int32, float16
+/// and bfloat16 are storage dtypes: tensors hold them exactly (creation, conversion, views,
+/// printing, safetensors), and ops compute on them in int64 / float32 and round the result
+/// back to them, as PyTorch's CPU kernels do (docs/tensor.md#dtypes).
+enum class dtype : std::uint8_t { bool_, int64, float32, float64, int32, float16, bfloat16 };
 
 [[nodiscard]] constexpr std::string_view name(dtype t) noexcept {
     switch (t) {
@@ -219,6 +323,9 @@ enum class dtype : std::uint8_t { bool_, int64, float32, float64 };
         case dtype::int64: return "int64";
         case dtype::float32: return "float32";
         case dtype::float64: return "float64";
+        case dtype::int32: return "int32";
+        case dtype::float16: return "float16";
+        case dtype::bfloat16: return "bfloat16";
     }
     return "?";
 }
@@ -231,21 +338,57 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, dtype t);
         case dtype::int64: return 8;
         case dtype::float32: return 4;
         case dtype::float64: return 8;
+        case dtype::int32: return 4;
+        case dtype::float16: return 2;
+        case dtype::bfloat16: return 2;
     }
     return 0;
 }
 
 [[nodiscard]] constexpr bool is_floating_point(dtype t) noexcept {
-    return t == dtype::float32 || t == dtype::float64;
+    return t == dtype::float32 || t == dtype::float64 || t == dtype::float16 || t == dtype::bfloat16;
 }
 
 /// The default dtype of floating-point factories and of Python-float-like scalars.
 inline constexpr dtype default_float_dtype = dtype::float32;
 
-/// The smallest dtype both `a` and `b` convert to without losing category
-/// (bool < int64 < float32 < float64), as torch.promote_types.
+namespace detail {
+/// Rank in the promotion lattice bool < int32 < int64 < float16, bfloat16 < float32 < float64.
+[[nodiscard]] constexpr int promotion_rank(dtype t) noexcept {
+    switch (t) {
+        case dtype::bool_: return 0;
+        case dtype::int32: return 1;
+        case dtype::int64: return 2;
+        case dtype::float16: return 3;
+        case dtype::bfloat16: return 3;
+        case dtype::float32: return 4;
+        case dtype::float64: return 5;
+    }
+    return 0;
+}
+}  // namespace detail
+
+/// The smallest dtype both `a` and `b` convert to without losing category, as
+/// torch.promote_types: bool < int32 < int64 < float16, bfloat16 < float32 < float64, and
+/// float16 with bfloat16 gives float32.
 [[nodiscard]] constexpr dtype promote_types(dtype a, dtype b) noexcept {
-    return static_cast<std::uint8_t>(a) > static_cast<std::uint8_t>(b) ? a : b;
+    if (a == b) return a;
+    if ((a == dtype::float16 && b == dtype::bfloat16) || (a == dtype::bfloat16 && b == dtype::float16))
+        return dtype::float32;
+    return detail::promotion_rank(a) >= detail::promotion_rank(b) ? a : b;
+}
+
+/// Is `t` a storage dtype (int32, float16, bfloat16): ops compute on it in compute_dtype(t)?
+[[nodiscard]] constexpr bool is_storage_dtype(dtype t) noexcept {
+    return t == dtype::int32 || t == dtype::float16 || t == dtype::bfloat16;
+}
+
+/// The dtype graft computes in for tensors of dtype `t`: float32 for float16 and bfloat16,
+/// int64 for int32, `t` itself otherwise.
+[[nodiscard]] constexpr dtype compute_dtype(dtype t) noexcept {
+    if (t == dtype::float16 || t == dtype::bfloat16) return dtype::float32;
+    if (t == dtype::int32) return dtype::int64;
+    return t;
 }
 
 /// Maps a C++ element type to its dtype.
@@ -255,17 +398,23 @@ template <> struct dtype_of<bool> { static constexpr dtype value = dtype::bool_;
 template <> struct dtype_of<std::int64_t> { static constexpr dtype value = dtype::int64; };
 template <> struct dtype_of<float> { static constexpr dtype value = dtype::float32; };
 template <> struct dtype_of<double> { static constexpr dtype value = dtype::float64; };
+template <> struct dtype_of<std::int32_t> { static constexpr dtype value = dtype::int32; };
+template <> struct dtype_of<half> { static constexpr dtype value = dtype::float16; };
+template <> struct dtype_of<bfloat16> { static constexpr dtype value = dtype::bfloat16; };
 template <class T>
 inline constexpr dtype dtype_of_v = dtype_of<T>::value;
 
 /// Element types graft stores.
 template <class T>
-concept element = std::is_same_v<T, bool> || std::is_same_v<T, std::int64_t> ||
-                  std::is_same_v<T, float> || std::is_same_v<T, double>;
+concept element = std::is_same_v<T, bool> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                  std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, half> ||
+                  std::is_same_v<T, bfloat16>;
 
 namespace detail {
 
-/// Calls `f(T{})` with the C++ type of `t`.
+/// Calls `f(T{})` with the C++ type of `t`, for the dtypes graft's kernels compute in (bool,
+/// int64, float32, float64). A storage dtype here is a kernel that has not converted its
+/// operands to compute_dtype first: a clear error, never a misread.
 template <class F>
 decltype(auto) visit_dtype(dtype t, F&& f) {
     switch (t) {
@@ -273,8 +422,26 @@ decltype(auto) visit_dtype(dtype t, F&& f) {
         case dtype::int64: return f(std::int64_t{});
         case dtype::float32: return f(float{});
         case dtype::float64: return f(double{});
+        case dtype::int32:
+        case dtype::float16:
+        case dtype::bfloat16:
+            throw error(std::string("graft: this operation has no kernel for ") + std::string(name(t)) +
+                        " tensors (a storage dtype); convert with .to(dtype::" +
+                        (t == dtype::int32 ? "int64" : "float32") + ") first");
     }
     throw error("graft: invalid dtype value");
+}
+
+/// visit_dtype over every dtype, storage dtypes included: for code that moves, converts or
+/// prints elements without computing on them.
+template <class F>
+decltype(auto) visit_storage_dtype(dtype t, F&& f) {
+    switch (t) {
+        case dtype::int32: return f(std::int32_t{});
+        case dtype::float16: return f(half{});
+        case dtype::bfloat16: return f(bfloat16{});
+        default: return visit_dtype(t, std::forward<F>(f));
+    }
 }
 
 }  // namespace detail
@@ -2055,12 +2222,38 @@ namespace detail {
 /// Byte strides of `t`, for for_each_row.
 [[nodiscard]] GRAFT_INLINE int_list byte_strides(const Tensor& t);
 
+template <class T>
+inline constexpr bool is_half_type_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// One element converted as PyTorch converts it: float16/bfloat16 through float32 (a float64
+/// is rounded to float32 first, then to 16 bits), floating to int32 truncated with
+/// INT32_MIN for NaN and out-of-range values (x86's result), int64 to int32 wrapping.
 template <class To, class From>
 [[nodiscard]] constexpr To convert_element(From v) noexcept {
-    if constexpr (std::is_same_v<To, bool>) return v != From{};
-    else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
+    if constexpr (std::is_same_v<To, From>) return v;
+    else if constexpr (is_half_type_v<From>) return convert_element<To>(static_cast<float>(v));
+    else if constexpr (is_half_type_v<To>) return To(static_cast<float>(v));
+    else if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else if constexpr (std::is_same_v<To, std::int32_t> && std::is_floating_point_v<From>) {
+        const double d = static_cast<double>(v);
+        return d > -2147483649.0 && d < 2147483648.0 ? static_cast<std::int32_t>(d)
+                                                      : std::int32_t{-2147483647 - 1};
+    } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
         return static_cast<To>(float_to_int64(static_cast<double>(v)));  // NaN, inf: defined (scalar.hpp)
     else return static_cast<To>(v);
+}
+
+/// A C++ number as an element of type T: the compute types as scalar::to, the storage types
+/// converted from the number's own kind (convert_element).
+template <class T>
+[[nodiscard]] constexpr T scalar_to_element(const scalar& s) noexcept {
+    if constexpr (is_half_type_v<T> || std::is_same_v<T, std::int32_t>) {
+        if (s.kind() == dtype::float64) return convert_element<T>(s.to_double());
+        if (s.kind() == dtype::bool_) return convert_element<T>(s.to_int64() != 0);
+        return convert_element<T>(s.to_int64());
+    } else {
+        return s.to<T>();
+    }
 }
 
 /// dst[i] = convert(src[i]) elementwise; src is broadcast to dst's shape already.
@@ -2123,7 +2316,7 @@ inline std::vector<T> Tensor::to_vector() const {
         detail::fail(detail::concat("to_vector: out of memory for ", numel(), " elements (sizes ", sizes(), ")"));
     }
     const int_list s = detail::byte_strides(*this);
-    detail::visit_dtype(type(), [&](auto z) {
+    detail::visit_storage_dtype(type(), [&](auto z) {
         using S = decltype(z);
         detail::for_each_row<1>(sizes(), {&s}, {static_cast<char*>(raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
@@ -2234,9 +2427,9 @@ GRAFT_INLINE int_list byte_strides(const Tensor& t) {
 
 GRAFT_INLINE void copy_elements(const Tensor& dst, const Tensor& src) {
     const int_list ds = byte_strides(dst), ss = byte_strides(src);
-    visit_dtype(dst.type(), [&](auto d) {
+    visit_storage_dtype(dst.type(), [&](auto d) {
         using D = decltype(d);
-        visit_dtype(src.type(), [&](auto s) {
+        visit_storage_dtype(src.type(), [&](auto s) {
             using S = decltype(s);
             for_each_row<2>(dst.sizes(), {&ds, &ss},
                             {static_cast<char*>(dst.raw_data()), static_cast<char*>(src.raw_data())},
@@ -2598,9 +2791,9 @@ GRAFT_INLINE Tensor fill_(const Tensor& self, const scalar& value) {
     const detail::observed_op obs_;
     obs_.write(self, value);
     const int_list s = detail::byte_strides(self);
-    detail::visit_dtype(self.type(), [&](auto z) {
+    detail::visit_storage_dtype(self.type(), [&](auto z) {
         using T = decltype(z);
-        const T v = value.to<T>();
+        const T v = detail::scalar_to_element<T>(value);
         detail::for_each_row<1>(self.sizes(), {&s}, {static_cast<char*>(self.raw_data())},
                                 [&](std::array<char*, 1> p, std::array<std::int64_t, 1> st, std::int64_t n) {
                                     for (std::int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], &v, sizeof(T));
@@ -2931,6 +3124,7 @@ GRAFT_INLINE Tensor full(const int_list& sizes, const scalar& value, dtype type)
 
 GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar& step, dtype type) {
     const detail::observed_op factory;  // its contents are known: a constant when captured
+    if (is_storage_dtype(type)) return detail::raw::to(arange(start, end, step, compute_dtype(type)), type);
     const double s = start.to_double(), e = end.to_double(), d = step.to_double();
     detail::check(d != 0.0, "arange: step must be nonzero");
     detail::check(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", start, " -> ", end);
@@ -2968,7 +3162,9 @@ GRAFT_INLINE Tensor arange(const scalar& start, const scalar& end, const scalar&
 GRAFT_INLINE Tensor linspace(double start, double end, std::int64_t steps, dtype type) {
     const detail::observed_op factory;  // its contents are known: a constant when captured
     detail::check(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-    detail::check(is_floating_point(type) || type == dtype::int64, "linspace: unsupported dtype ", type);
+    detail::check(is_floating_point(type) || type == dtype::int64 || type == dtype::int32,
+                  "linspace: unsupported dtype ", type);
+    if (is_storage_dtype(type)) return detail::raw::to(linspace(start, end, steps, compute_dtype(type)), type);
     Tensor t = empty({steps}, type);
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
     const std::int64_t half = steps / 2;
@@ -3013,6 +3209,20 @@ GRAFT_INLINE std::uint64_t generator::below(std::uint64_t n) {
 namespace detail {
 GRAFT_INLINE Tensor random_tensor(const char* op, const int_list& sizes, dtype type, generator& gen, bool uniform) {
     check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    if (is_storage_dtype(type)) {
+        // Drawn in float32 and rounded; a uniform draw that rounds up to 1 takes the largest
+        // value below 1 instead, so that rand stays in [0, 1).
+        Tensor t = raw::to(random_tensor(op, sizes, compute_dtype(type), gen, uniform), type);
+        if (uniform) {
+            const Tensor below_one = full({}, 1.0, type);
+            const std::uint16_t largest = type == dtype::float16 ? 0x3BFF : 0x3F7F;
+            auto* p = static_cast<std::uint16_t*>(t.raw_data());
+            const auto one = *static_cast<const std::uint16_t*>(below_one.raw_data());
+            for (std::int64_t i = 0; i < t.numel(); ++i)
+                if (p[i] == one) p[i] = largest;
+        }
+        return t;
+    }
     Tensor t = empty(sizes, type);
     const std::int64_t n = t.numel();
     visit_dtype(type, [&](auto z) {
@@ -3074,12 +3284,12 @@ inline Tensor randint_tensor(const char* op, std::int64_t low, std::int64_t high
     Tensor t = empty(sizes, type);
     const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
     const std::int64_t n = t.numel();
-    visit_dtype(type, [&](auto z) {
+    visit_storage_dtype(type, [&](auto z) {
         using T = decltype(z);
         if constexpr (!std::is_same_v<T, bool>) {
             T* p = t.data_ptr<T>();
             gen.draw_below(range, n, [p, low](std::int64_t i, std::uint64_t v) {
-                p[i] = static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
+                p[i] = convert_element<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + v));
             });
         }
     });
@@ -3132,6 +3342,8 @@ namespace detail {
 template <class Probability>
 Tensor bernoulli_draws(const char* op, const int_list& sizes, dtype type, generator& gen, Probability probability) {
     check(is_floating_point(type), op, ": expected a floating-point dtype, got ", type);
+    if (is_storage_dtype(type))  // 0 and 1 are exact in every dtype
+        return raw::to(bernoulli_draws(op, sizes, compute_dtype(type), gen, probability), type);
     Tensor t = empty(sizes, type);
     const std::int64_t n = t.numel();
     visit_dtype(type, [&](auto z) {
@@ -3154,6 +3366,10 @@ GRAFT_INLINE Tensor bernoulli(const Tensor& p, generator& gen) {
     detail::check(p.defined(), "bernoulli: the tensor is undefined");
     detail::check(is_floating_point(p.type()), "bernoulli: expected a floating-point probability tensor, got ", p.type());
     const detail::observed_op op;
+    if (is_storage_dtype(p.type())) {
+        Tensor out = detail::raw::to(bernoulli(detail::raw::to(p, compute_dtype(p.type())), gen), p.type());
+        return op.random_done(std::move(out), "bernoulli", {p}, {}, gen);
+    }
     const Tensor probs = detail::raw::contiguous(p);
     Tensor out;
     detail::visit_dtype(p.type(), [&](auto z) {
@@ -3323,7 +3539,7 @@ namespace graft {
 namespace detail {
 
 GRAFT_INLINE print_value read_print_value(const Tensor& t) {
-    if (t.type() == dtype::int64) {
+    if (t.type() == dtype::int64 || t.type() == dtype::int32) {
         const std::int64_t i = t.item<std::int64_t>();
         return {static_cast<double>(i), i};
     }
@@ -3359,7 +3575,7 @@ GRAFT_INLINE std::string element_formatter::format(const print_value& v) const {
 GRAFT_INLINE std::string element_formatter::format_raw(const print_value& e) const {
     char buf[64];
     if (type_ == dtype::bool_) return e.real != 0.0 ? "True" : "False";
-    if (type_ == dtype::int64) {
+    if (type_ == dtype::int64 || type_ == dtype::int32) {
         std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(e.integer));
         return buf;
     }
@@ -3454,7 +3670,9 @@ GRAFT_INLINE std::ostream& operator<<(std::ostream& os, const Tensor& t) {
         for (std::size_t i = 0; i < t.sizes().size(); ++i) os << (i ? ", " : "") << t.sizes()[i];
         os << (t.sizes().size() == 1 ? ",)" : ")");
     }
-    if (t.type() == dtype::float64) os << ", dtype=float64";
+    // As PyTorch: the dtype is shown unless it is the default float or int64 (or bool).
+    if (t.type() != dtype::float32 && t.type() != dtype::int64 && t.type() != dtype::bool_)
+        os << ", dtype=" << name(t.type());
     return os << ")";
 }
 
@@ -7788,7 +8006,11 @@ namespace detail {
 struct promotion_state {
     int dim_result = -1, zero_result = -1, wrapped_result = -1;
 
-    static int promote(int a, int b) { return a < 0 ? b : (b < 0 ? a : (a > b ? a : b)); }
+    static int promote(int a, int b) {
+        if (a < 0) return b;
+        if (b < 0) return a;
+        return static_cast<int>(promote_types(static_cast<dtype>(a), static_cast<dtype>(b)));
+    }
     void add(const Tensor& t) {
         int& slot = t.dim() > 0 ? dim_result : zero_result;
         slot = promote(slot, static_cast<int>(t.type()));
@@ -7819,6 +8041,15 @@ template <class... Args>
 }
 
 GRAFT_INLINE void check_defined(const char* op, const Tensor& t);
+
+/// An operand of a computation whose dtype is the storage dtype `type` (float16, bfloat16,
+/// int32): converted to `type` first (as PyTorch converts every operand to the result dtype),
+/// then widened exactly to compute_dtype(type), which the kernels compute in.
+[[nodiscard]] GRAFT_INLINE Tensor widen_operand(const Tensor& t, dtype type);
+/// An op's result computed from widened operands, rounded back to the storage dtype `type`
+/// when it came out in compute_dtype(type) (results of another dtype, such as bool or an
+/// integer sum, are PyTorch's as they are).
+[[nodiscard]] GRAFT_INLINE Tensor narrow_result(const Tensor& out, dtype type);
 
 /// A C++ number as a 0-dim tensor of the computation's dtype.
 [[nodiscard]] GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type);
@@ -8039,8 +8270,18 @@ GRAFT_INLINE void check_defined(const char* op, const Tensor& t) {
 
 GRAFT_INLINE Tensor as_tensor(const scalar& s, dtype type) { return full({}, s, type); }
 
+GRAFT_INLINE Tensor widen_operand(const Tensor& t, dtype type) {
+    return raw::to(raw::to(t, type), compute_dtype(type));
+}
+
+GRAFT_INLINE Tensor narrow_result(const Tensor& out, dtype type) {
+    return out.defined() && out.type() == compute_dtype(type) ? raw::to(out, type) : out;
+}
+
 GRAFT_INLINE Tensor run_binary(kernels::binary_op op, const Tensor& a, const Tensor& b, dtype type) {
     using kernels::binary_op;
+    if (is_storage_dtype(type))
+        return raw::to(run_binary(op, widen_operand(a, type), widen_operand(b, type), compute_dtype(type)), type);
     const std::string_view name = op_name(op);
     if (type == dtype::bool_)
         check(op != binary_op::sub, "sub: subtraction, the `-` operator, with two bool tensors is not supported; "
@@ -8091,8 +8332,8 @@ GRAFT_INLINE Tensor binary_tt(kernels::binary_op op, const Tensor& a, const Tens
     check_defined_for(op, a);
     check_defined_for(op, b);
     const dtype type = arithmetic_type(op, result_type_of(a, b));
-    if (is_floating_point(type) && a.type() == type && b.type() == type && a.sizes() == b.sizes() &&
-        a.is_contiguous() && b.is_contiguous()) {
+    if ((type == dtype::float32 || type == dtype::float64) && a.type() == type && b.type() == type &&
+        a.sizes() == b.sizes() && a.is_contiguous() && b.is_contiguous()) {
         if (type == dtype::float32) return binary_fast<float>(op, a, b.data_ptr<float>(), 1, false);
         return binary_fast<double>(op, a, b.data_ptr<double>(), 1, false);
     }
@@ -8119,6 +8360,8 @@ GRAFT_INLINE Tensor binary_with_scalar(kernels::binary_op op, const Tensor& t, c
 GRAFT_INLINE Tensor run_compare(kernels::compare_op op, const Tensor& a, const Tensor& b, dtype type) {
     check_defined("comparison", a);
     check_defined("comparison", b);
+    if (is_storage_dtype(type))
+        return run_compare(op, widen_operand(a, type), widen_operand(b, type), compute_dtype(type));
     const int_list shape = broadcast_shapes(a.sizes(), b.sizes());
     return map_broadcast(a, b, type, dtype::bool_, shape,
                          [&](auto z, std::array<char*, 3> p, std::array<std::int64_t, 3> st, std::int64_t n) {
@@ -8200,6 +8443,9 @@ GRAFT_INLINE Tensor where_unobserved(const Tensor& cond, const Tensor& a, const 
     detail::check(cond.type() == dtype::bool_, "where: expected condition to be a bool tensor, but got a tensor "
                   "with dtype ", cond.type());
     const dtype type = detail::result_type_of(a, b);
+    if (is_storage_dtype(type))  // selects values: exact through the compute dtype
+        return detail::raw::to(
+            where_unobserved(cond, detail::widen_operand(a, type), detail::widen_operand(b, type)), type);
     const int_list shape = broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
     const Tensor c = detail::raw::expand(cond, shape), x = detail::raw::expand(detail::raw::to(a, type), shape),
                  y = detail::raw::expand(detail::raw::to(b, type), shape);
@@ -8261,6 +8507,7 @@ GRAFT_INLINE Tensor run_unary(kernels::unary_op op, const Tensor& a) {
     using kernels::unary_op;
     const std::string_view name = op_name(op);
     if (!a.defined()) fail(concat(name, ": got an undefined tensor"));
+    if (is_storage_dtype(a.type())) return narrow_result(run_unary(op, raw::to(a, compute_dtype(a.type()))), a.type());
     const bool integer_ok = op == unary_op::neg || op == unary_op::abs || op == unary_op::relu;
     if (integer_ok && !is_floating_point(a.type())) {
         check(a.type() != dtype::bool_, name, ": not supported for bool tensors",
@@ -8934,6 +9181,11 @@ GRAFT_INLINE reduction_layout layout_for_reduction(const char* op, const Tensor&
 GRAFT_INLINE Tensor reduce(const char* op_name, kernels::reduce_op op, const Tensor& t, const int_list& dims,
                            bool keepdim) {
     check(t.defined(), op_name, ": got an undefined tensor");
+    if (is_storage_dtype(t.type())) {
+        // Accumulated in the compute dtype, rounded once; an int32 sum is int64, as PyTorch's.
+        Tensor r = reduce(op_name, op, raw::to(t, compute_dtype(t.type())), dims, keepdim);
+        return op == kernels::reduce_op::sum && t.type() == dtype::int32 ? r : narrow_result(r, t.type());
+    }
     if (dims.empty() && !keepdim && is_floating_point(t.type()) && t.is_contiguous() &&
         (t.numel() > 0 || op == kernels::reduce_op::sum)) {
         Tensor out = empty({}, t.type());
@@ -9115,6 +9367,8 @@ namespace detail {
                                                bool keepdim, bool want_max) {
     check(t.defined(), op, ": got an undefined tensor");
     check(t.type() != dtype::bool_, op, ": not implemented for 'Bool'");
+    if (is_storage_dtype(t.type()))  // widening keeps every order and tie
+        return arg_extremum(op, raw::to(t, compute_dtype(t.type())), dim, keepdim, want_max);
     int_list dims;
     if (dim) {
         const std::int64_t d = wrap_dim(op, *dim, t.dim());
@@ -9165,6 +9419,8 @@ namespace detail {
     check(t.defined(), op, ": got an undefined tensor");
     check(is_floating_point(t.type()), op, ": std and var only support floating point dtypes, got ", t.type());
     check(std::isfinite(correction), op, ": the correction must be a finite number, got ", correction);
+    if (is_storage_dtype(t.type()))  // float32 throughout, rounded once
+        return raw::to(variance(op, raw::to(t, dtype::float32), dims, correction, keepdim), t.type());
     (void)reduced_mask(op, t, dims);  // dims checked under this op's name
     const Tensor centered = ops::sub(t, ops::mean(t, dims, true));
     const Tensor squares = ops::sum(ops::mul(centered, centered), dims, keepdim);
@@ -9178,6 +9434,14 @@ namespace detail {
 GRAFT_INLINE void check_index_tensor(const char* op, const Tensor& index) {
     check(index.defined(), op, ": got an undefined index tensor");
     check(index.type() == dtype::int64, op, ": expected an int64 index tensor, got ", index.type());
+}
+
+/// index_select's and embedding's index: int64, or int32 (widened), as PyTorch accepts both.
+[[nodiscard]] GRAFT_INLINE Tensor int64_index(const char* op, const Tensor& index) {
+    check(index.defined(), op, ": got an undefined index tensor");
+    check(index.type() == dtype::int64 || index.type() == dtype::int32, op,
+          ": expected an int64 or int32 index tensor, got ", index.type());
+    return index.type() == dtype::int32 ? raw::to(index, dtype::int64) : index;
 }
 
 /// sizes with 0-dim read as [1] (PyTorch compares ranks of gather/scatter this way).
@@ -9307,6 +9571,10 @@ GRAFT_INLINE Tensor argmin(const Tensor& t, std::optional<std::int64_t> dim, boo
 GRAFT_INLINE Tensor logsumexp(const Tensor& t, const int_list& dims, bool keepdim) {
     const graft::detail::observed_op obs;
     graft::detail::check(t.defined(), "logsumexp: got an undefined tensor");
+    if (is_storage_dtype(t.type()) && is_floating_point(t.type()))  // float32 throughout, rounded once
+        return obs.done(graft::detail::raw::to(logsumexp(graft::detail::raw::to(t, dtype::float32), dims, keepdim),
+                                               t.type()),
+                        "logsumexp", {t}, {{"dims", graft::detail::to_vector(dims)}, {"keepdim", keepdim}});
     const Tensor x = is_floating_point(t.type()) ? t : graft::detail::raw::to(t, default_float_dtype);
     (void)graft::detail::reduced_mask("logsumexp", x, dims);  // checks the dims
     Tensor out;
@@ -9346,7 +9614,7 @@ GRAFT_INLINE Tensor gather(const Tensor& t, std::int64_t dim, const Tensor& inde
     const Tensor src = graft::detail::raw::contiguous(t);
     const Tensor idx = graft::detail::raw::contiguous(index);
     const auto tst = graft::detail::row_major_strides(tsz), ost = graft::detail::row_major_strides(isz);
-    graft::detail::visit_dtype(t.type(), [&](auto z) {
+    graft::detail::visit_storage_dtype(t.type(), [&](auto z) {  // copies elements only
         using T = decltype(z);
         const T* p = src.data_ptr<T>();
         T* o = out.data_ptr<T>();
@@ -9367,14 +9635,22 @@ GRAFT_INLINE Tensor scatter_add(const Tensor& t, std::int64_t dim, const Tensor&
     const int_list tsz = graft::detail::sizes_at_least_1d(t), isz = graft::detail::sizes_at_least_1d(index),
                    ssz = graft::detail::sizes_at_least_1d(src);
     graft::detail::check_scatter_gather("scatter_add", tsz, d, isz, &ssz);
+    if (is_storage_dtype(t.type())) {  // sums in the compute dtype, rounded once per element
+        const dtype c = compute_dtype(t.type());
+        return obs.done(graft::detail::raw::to(scatter_add(graft::detail::raw::to(t, c), dim, index,
+                                                           graft::detail::raw::to(src, c)),
+                                               t.type()),
+                        "scatter_add", {t, index, src}, {{"dim", dim}});
+    }
     Tensor out = graft::detail::raw::clone(t);
     graft::detail::scatter_add_into("scatter_add", out, tsz, d, index, isz, src, ssz);
     return obs.done(out, "scatter_add", {t, index, src}, {{"dim", dim}});
 }
 
-GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index) {
+GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor& index_in) {
     const graft::detail::observed_op obs;
     graft::detail::check(t.defined(), "index_select: got an undefined tensor");
+    const Tensor index = graft::detail::int64_index("index_select", index_in);
     graft::detail::check_index_select_index("index_select", index);
     const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select", dim, t.dim()));
     if (t.dim() == 0) {
@@ -9398,13 +9674,18 @@ GRAFT_INLINE Tensor index_select(const Tensor& t, std::int64_t dim, const Tensor
             for (std::int64_t k = 0; k < m; ++k)
                 std::memcpy(o + static_cast<std::size_t>(a * m + k) * row,
                             in + static_cast<std::size_t>(a * n + pos[static_cast<std::size_t>(k)]) * row, row);
-    return obs.done(out, "index_select", {t, index}, {{"dim", dim}});
+    return obs.done(out, "index_select", {t, index_in}, {{"dim", dim}});
 }
 
 GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std::int64_t dim, const Tensor& index) {
     const graft::detail::observed_op obs;
     graft::detail::check(g.defined(), "gather_backward: the gradient is undefined");
     graft::detail::check_index_tensor("gather_backward", index);
+    if (is_storage_dtype(g.type()))  // sums in the compute dtype, rounded once per element
+        return obs.done(graft::detail::raw::to(gather_backward(graft::detail::raw::to(g, compute_dtype(g.type())),
+                                                               sizes, dim, index),
+                                               g.type()),
+                        "gather_backward", {g, index}, {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
     graft::detail::check(g.type() != dtype::bool_, "gather_backward: not implemented for 'Bool'");
     graft::detail::check(g.sizes() == index.sizes(), "gather_backward: the gradient's sizes ", g.sizes(),
                          " are not the index's ", index.sizes());
@@ -9417,9 +9698,16 @@ GRAFT_INLINE Tensor gather_backward(const Tensor& g, const int_list& sizes, std:
 }
 
 GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes, std::int64_t dim,
-                                          const Tensor& index) {
+                                          const Tensor& index_in) {
     const graft::detail::observed_op obs;
     graft::detail::check(g.defined(), "index_select_backward: the gradient is undefined");
+    const Tensor index = graft::detail::int64_index("index_select_backward", index_in);
+    if (is_storage_dtype(g.type()))  // sums in the compute dtype, rounded once per element
+        return obs.done(graft::detail::raw::to(index_select_backward(graft::detail::raw::to(g, compute_dtype(g.type())),
+                                                                     sizes, dim, index),
+                                               g.type()),
+                        "index_select_backward", {g, index_in},
+                        {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
     graft::detail::check_index_select_index("index_select_backward", index);
     Tensor out = zeros(sizes, g.type());
     const auto d = static_cast<std::size_t>(graft::detail::wrap_dim("index_select_backward", dim, out.dim()));
@@ -9452,7 +9740,7 @@ GRAFT_INLINE Tensor index_select_backward(const Tensor& g, const int_list& sizes
                 }
         }
     });
-    return obs.done(out, "index_select_backward", {g, index},
+    return obs.done(out, "index_select_backward", {g, index_in},
                     {{"sizes", graft::detail::to_vector(sizes)}, {"dim", dim}});
 }
 
@@ -9494,7 +9782,10 @@ GRAFT_INLINE Tensor matmul_impl(const Tensor& a, const Tensor& b) {
                   a.dim(), "-D and ", b.dim(), "-D tensors");
     detail::check(a.type() == b.type(), "matmul: expected both operands to have the same dtype, but got ", a.type(),
                   " and ", b.type());
-    detail::check(is_floating_point(a.type()), "matmul: expected float32 or float64 operands, but got ", a.type());
+    detail::check(is_floating_point(a.type()), "matmul: expected floating-point operands, but got ", a.type());
+    if (is_storage_dtype(a.type()))  // float16, bfloat16: float32 products and sums, rounded once
+        return detail::raw::to(matmul_impl(detail::raw::to(a, dtype::float32), detail::raw::to(b, dtype::float32)),
+                               a.type());
     if (a.dim() == 2 && b.dim() == 2) {
         // The common case, without batch views: the kernel reads both operands in place.
         const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
@@ -10046,7 +10337,9 @@ namespace detail {
 
 GRAFT_INLINE Tensor run_softmax(const char* op, const Tensor& t, std::int64_t dim, bool log) {
     check(t.defined(), op, ": got an undefined tensor");
-    check(is_floating_point(t.type()), op, ": expected a float32 or float64 tensor, but got ", t.type());
+    check(is_floating_point(t.type()), op, ": expected a floating-point tensor, but got ", t.type());
+    if (is_storage_dtype(t.type()))  // computed in float32, rounded once
+        return raw::to(run_softmax(op, raw::to(t, compute_dtype(t.type())), dim, log), t.type());
     const std::int64_t d = wrap_dim(op, dim, t.dim());
     if (t.dim() == 0) return raw::view(run_softmax(op, raw::view(t, {1}), 0, log), {});
     const Tensor moved = raw::contiguous(raw::transpose(t, d, -1));
@@ -10734,8 +11027,10 @@ namespace graft::autograd::detail {
 
 /// How a view was created; views made in no_grad mode must not be modified in
 /// place with grad mode enabled (their history cannot be rebased), nor may outputs of a
-/// custom Function that are views (rebasing would bypass the Function's backward).
-enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function };
+/// custom Function that are views (rebasing would bypass the Function's backward), nor the
+/// views that split, chunk and unbind return together (multi_output_node: they share one
+/// backward node, which cannot be rebased for one of them).
+enum class creation_meta : std::uint8_t { default_mode, no_grad_mode, in_custom_function, multi_output_node };
 
 /// Set on views made by the public view ops (view, transpose, narrow, select, ...).
 struct view_meta {
@@ -12288,7 +12583,8 @@ GRAFT_INLINE Tensor normal_cdf(const Tensor& a);
 
 namespace autograd::detail {
 /// Binary cross entropy per element (ops::binary_cross_entropy) with PyTorch's backward,
-/// BinaryCrossEntropyBackward0: input g * (x - t) / max(x (1 - x), 1e-12) (bounded where the
+/// BinaryCrossEntropyBackward0: input g * (x - t) / max(x (1 - x), eps), eps = float(1e-12) as
+/// PyTorch's (9.99999996e-13, also in float64; bounded where the
 /// log's derivative is not), target -g * logit(x). nn::functional::binary_cross_entropy adds
 /// the weight and the reduction; graph capture records one binary_cross_entropy op.
 GRAFT_INLINE Tensor binary_cross_entropy_elements(const Tensor& input, const Tensor& target);
@@ -12365,6 +12661,20 @@ GRAFT_INLINE void handle_view_on_rebase(const view_meta& vm, const Tensor& self,
             "forward), and rebasing the view's history onto its base would bypass the Function's backward and "
             "give wrong gradients, so graft forbids it: clone the Function's output (or return a clone from "
             "forward) before modifying it, or its base, in place."));
+    }
+    if (vm.creation == creation_meta::multi_output_node) {
+        // PyTorch's CreationMeta::MULTI_OUTPUT_NODE: the views of one split/chunk/unbind share one
+        // backward node, which cannot be rebased (CopySlices) for one of them.
+        const char* modified = indirect ? "its base or another view of its base has been" : "is being";
+        const std::string what =
+            m && m->grad_fn ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
+                                                    " is a view and ", modified, " modified inplace.")
+                            : graft::detail::concat("A view ", modified, " modified inplace with grad mode enabled.");
+        graft::detail::fail(graft::detail::concat(
+            op ? op : "", op ? ": " : "", what, " It is one of multiple views that one call of split, "
+            "split_with_sizes, chunk or unbind returned together; they share one backward node, which cannot be "
+            "rebased for one of them, so graft (as PyTorch) forbids modifying them in place while autograd "
+            "records. Replace the in-place op by an out-of-place one, or clone() the view first."));
     }
     const std::string prefix = m && m->grad_fn
                                    ? graft::detail::concat("Output ", m->output_nr, " of ", m->grad_fn->name(),
@@ -12601,7 +12911,10 @@ GRAFT_INLINE Tensor autograd::detail::binary_cross_entropy_elements(const Tensor
     node->save(target);
     node->backward = [](function_node& n, const tensor_list& g, tensor_list& grad_inputs) {
         const Tensor x = n.saved(0), t = n.saved(1);
-        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] * (x - t) / maximum((1.0 - x) * x, 1e-12) : Tensor{});
+        // PyTorch's bound is the float 1e-12 (9.99999996e-13) in every dtype: float64 gradients
+        // where x (1 - x) is below it (x at or near 0 or 1) are torch's to the last bit only so.
+        constexpr double eps = static_cast<double>(1e-12f);
+        grad_inputs.push_back(n.needs_input_grad(0) ? g[0] * (x - t) / maximum((1.0 - x) * x, eps) : Tensor{});
         grad_inputs.push_back(n.needs_input_grad(1) ? -g[0] * log(x / (1.0 - x)) : Tensor{});
     };
     set_history(out, std::move(node));
@@ -12809,6 +13122,15 @@ GRAFT_INLINE Tensor clamp_max(const Tensor& x, const scalar& max) {
 // defaults, negative dims and errors follow PyTorch. Graph capture records cat as one `cat`
 // node and the others as the views and cat they are made of (narrow, select, unsqueeze,
 // reshape), as PyTorch's decompositions do, so every graph layer runs and differentiates them.
+//
+// In the eager autograd graph the views of one split, split_with_sizes, chunk or unbind call
+// share one backward node, as in PyTorch: SplitBackward0 (split with an int, chunk),
+// SplitWithSizesBackward0 (split with a list, split_with_sizes, chunk of an empty dimension)
+// or UnbindBackward0, whose output i (output_nr) is view i. Its backward receives all the
+// views' gradients (a missing one counts as zeros) and joins them (cat, or stack for unbind).
+// Because that node cannot be rebased for one view, such a view (or a view of it) must not be
+// modified in place, nor used after its base was, while autograd records (grad mode on and
+// something requires grad): a graft::error says so; under no_grad it is allowed.
 #include <cstdint>
 #include <vector>
 
@@ -12834,19 +13156,21 @@ namespace graft {
 /// last piece is smaller when the size does not divide. `split(t, {2, 3})` takes the sizes
 /// of the pieces instead (torch.split with a list; they must add up to the size along dim).
 /// A braced single number, `split(t, {2})`, is the int form: write `int_list{2}` for a list.
+/// The views share one SplitBackward0 (int) or SplitWithSizesBackward0 (list) node.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size, std::int64_t dim = 0);
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes,
                                                      std::int64_t dim = 0);
-/// torch.split_with_sizes: split with the sizes of the pieces.
+/// torch.split_with_sizes: split with the sizes of the pieces (one SplitWithSizesBackward0).
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes,
                                                                 std::int64_t dim = 0);
 
 /// At most `chunks` views along `dim` (torch.chunk), each of ceil(size / chunks) elements
 /// but the last: fewer chunks when that many are not needed (a size of 5 in 4 chunks gives
-/// 3 pieces of 2, 2 and 1), `chunks` empty pieces for a size of 0.
+/// 3 pieces of 2, 2 and 1), `chunks` empty pieces for a size of 0. The views share one
+/// SplitBackward0 node (SplitWithSizesBackward0 for a size of 0, as PyTorch).
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std::int64_t dim = 0);
 
-/// The views t.select(dim, i) for every i (torch.unbind).
+/// The views t.select(dim, i) for every i (torch.unbind), sharing one UnbindBackward0 node.
 [[nodiscard]] GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim = 0);
 
 /// The dimensions start_dim..end_dim merged into one (torch.flatten): a view when the
@@ -12881,6 +13205,42 @@ namespace detail {
 }
 
 }  // namespace detail
+
+namespace autograd::detail {
+
+/// Makes the views `pieces` of t along d (made with grad mode off, so without nodes of their
+/// own) outputs 0..n-1 of one node `name`, as PyTorch's multi-output view nodes: its backward
+/// joins the views' gradients (cat, or stack for unbind), zeros standing in for missing ones.
+/// With grad mode on the views are marked multi_output_node, which refuses in-place writes to
+/// them while autograd records (functions.ipp, handle_view_on_rebase).
+GRAFT_INLINE std::vector<Tensor> record_multi_view(const char* name, const Tensor& t, std::int64_t d,
+                                                   std::vector<Tensor> pieces, bool stacked) {
+    if (!is_grad_enabled()) return pieces;  // track_view marked them no_grad_mode, as PyTorch
+    for (const Tensor& p : pieces)
+        if (view_meta* vm = tracked_view(p)) vm->creation = creation_meta::multi_output_node;
+    auto node = make_node(name, t);
+    if (!node || pieces.empty()) return pieces;
+    std::vector<int_list> sizes;
+    sizes.reserve(pieces.size());
+    for (const Tensor& p : pieces) sizes.push_back(p.sizes());
+    node->backward = [d, stacked, in = t.sizes(), type = t.type(), sizes = std::move(sizes)](
+                         function_node&, const tensor_list& g, tensor_list& grad_inputs) {
+        // Nothing to join for an empty input (cat would also skip 1-D empty pieces).
+        if (graft::detail::numel_of(in) == 0) {
+            grad_inputs.push_back(zeros(in, type));
+            return;
+        }
+        std::vector<Tensor> parts;
+        parts.reserve(sizes.size());
+        for (std::size_t i = 0; i < sizes.size(); ++i)
+            parts.push_back(i < g.size() && g[i].defined() ? g[i] : zeros(sizes[i], type));
+        grad_inputs.push_back(stacked ? graft::stack(parts, d) : graft::cat(parts, d));
+    };
+    for (const Tensor& p : pieces) set_history(p, node);
+    return pieces;
+}
+
+}  // namespace autograd::detail
 
 GRAFT_INLINE Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     Tensor out = ops::cat(tensors, dim);
@@ -12967,7 +13327,12 @@ GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, std::int64_t split_size,
     const std::int64_t n = t.size(d);
     graft::detail::check(split_size != 0 || n == 0,
                          "split: split_size can only be 0 if dimension size is 0, but got dimension size of ", n);
-    return detail::split_pieces(t, d, t.sym_size(d), split_size);
+    std::vector<Tensor> out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        out = detail::split_pieces(t, d, t.sym_size(d), split_size);
+    }
+    return autograd::detail::record_multi_view("SplitBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
@@ -12986,12 +13351,15 @@ GRAFT_INLINE std::vector<Tensor> split_with_sizes(const Tensor& t, const int_lis
                          " (input tensor's size at dimension ", d, "), but got split_sizes=", split_sizes);
     std::vector<Tensor> out;
     out.reserve(split_sizes.size());
-    std::int64_t start = 0;
-    for (auto s : split_sizes) {
-        out.push_back(t.narrow(d, start, s));
-        start += s;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        std::int64_t start = 0;
+        for (auto s : split_sizes) {
+            out.push_back(t.narrow(d, start, s));
+            start += s;
+        }
     }
-    return out;
+    return autograd::detail::record_multi_view("SplitWithSizesBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> split(const Tensor& t, const int_list& split_sizes, std::int64_t dim) {
@@ -13005,8 +13373,13 @@ GRAFT_INLINE std::vector<Tensor> chunk(const Tensor& t, std::int64_t chunks, std
     const std::int64_t d = graft::detail::wrap_dim("chunk", dim, t.dim());
     const SymInt n = t.sym_size(d);
     if (n.value() == 0) return split_with_sizes(t, int_list(static_cast<std::size_t>(chunks), 0), d);
-    // ceil(n / chunks) without overflow: (n - 1) / chunks + 1.
-    return detail::split_pieces(t, d, n, (n - 1) / chunks + 1);
+    std::vector<Tensor> out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        // ceil(n / chunks) without overflow: (n - 1) / chunks + 1.
+        out = detail::split_pieces(t, d, n, (n - 1) / chunks + 1);
+    }
+    return autograd::detail::record_multi_view("SplitBackward0", t, d, std::move(out), false);
 }
 
 GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim) {
@@ -13015,8 +13388,11 @@ GRAFT_INLINE std::vector<Tensor> unbind(const Tensor& t, std::int64_t dim) {
     const std::int64_t d = graft::detail::wrap_dim("unbind", dim, t.dim());
     std::vector<Tensor> out;
     out.reserve(static_cast<std::size_t>(t.size(d)));
-    for (std::int64_t i = 0; i < t.size(d); ++i) out.push_back(t.select(d, i));
-    return out;
+    {
+        const autograd::no_grad guard;  // the views share the one node made below
+        for (std::int64_t i = 0; i < t.size(d); ++i) out.push_back(t.select(d, i));
+    }
+    return autograd::detail::record_multi_view("UnbindBackward0", t, d, std::move(out), true);
 }
 
 GRAFT_INLINE Tensor flatten(const Tensor& t, std::int64_t start_dim, std::int64_t end_dim) {
@@ -19089,7 +19465,7 @@ template <class G, class... Args>
     graft::detail::promotion_state s;
     (add_promotion(s, args), ...);
     const dtype t = s.result();
-    graft::detail::check(is_floating_point(t), "expr::evaluate(", expr_name<G>(),
+    graft::detail::check(t == dtype::float32 || t == dtype::float64, "expr::evaluate(", expr_name<G>(),
                          "): the arguments promote to ", name(t),
                          "; the fused evaluator computes in float32 or float64 (convert an argument with .to())");
     return t;
@@ -19407,7 +19783,7 @@ template <class... Args>
             }
         }(),
         ...);
-    return ok && any && is_floating_point(t);
+    return ok && any && (t == dtype::float32 || t == dtype::float64);
 }
 
 template <class G, std::size_t M, class... Args>
@@ -20402,7 +20778,8 @@ GRAFT_DETAIL_IR_KIND_RUN(unsqueeze, {
 GRAFT_INLINE std::vector<ivalue> to::run(const attribute_map& a, std::span<const ivalue> in) {
     graft::detail::check(in.size() == 1, "to: expected 1 input, got ", in.size());
     const std::string& name = detail::attr_of<std::string>("to", a, "dtype");
-    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64, dtype::int32, dtype::float16,
+                    dtype::bfloat16})
         if (graft::name(t) == name) return {detail::tensor_arg("to", in, 0).to(t)};
     graft::detail::fail(graft::detail::concat("to: unknown dtype '", name, "'"));
 }
@@ -20411,7 +20788,8 @@ namespace random_detail {
 /// A dtype attribute by graft's dtype name.
 [[nodiscard]] GRAFT_INLINE dtype dtype_attr(std::string_view op, const attribute_map& a) {
     const std::string& name = detail::attr_of<std::string>(op, a, "dtype");
-    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64})
+    for (dtype t : {dtype::bool_, dtype::int64, dtype::float32, dtype::float64, dtype::int32, dtype::float16,
+                    dtype::bfloat16})
         if (graft::name(t) == name) return t;
     graft::detail::fail(graft::detail::concat(op, ": unknown dtype '", name, "'"));
 }
@@ -20635,7 +21013,7 @@ GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
     const Tensor b = flat_values(base);
     Tensor out = empty(idx.sizes(), base.type());
     const auto index = idx.to_vector<std::int64_t>();
-    graft::detail::visit_dtype(base.type(), [&](auto z) {
+    graft::detail::visit_storage_dtype(base.type(), [&](auto z) {
         using T = decltype(z);
         const T* p = b.data_ptr<T>();
         T* o = out.data_ptr<T>();
@@ -20645,6 +21023,8 @@ GRAFT_INLINE Tensor take_values(const Tensor& base, const Tensor& idx) {
 }
 
 GRAFT_INLINE Tensor put_values(const Tensor& base, const Tensor& idx, const Tensor& src, bool accumulate) {
+    if (is_storage_dtype(base.type()))  // accumulates in the compute dtype, rounded once per element
+        return put_values(base.to(compute_dtype(base.type())), idx, src, accumulate).to(base.type());
     Tensor out = graft::detail::raw::clone(base.detach());
     const Tensor s = graft::detail::raw::contiguous(
         graft::detail::raw::to(graft::detail::raw::broadcast_to(src.detach(), idx.sizes()), base.type()));
@@ -20846,6 +21226,9 @@ GRAFT_INLINE const char* dtype_type_name(dtype t) {
         case dtype::float64: return "Double";
         case dtype::int64: return "Long";
         case dtype::bool_: return "Bool";
+        case dtype::int32: return "Int";
+        case dtype::float16: return "Half";
+        case dtype::bfloat16: return "BFloat16";
     }
     return "?";
 }
@@ -20855,6 +21238,9 @@ GRAFT_INLINE std::optional<dtype> dtype_from_type_name(std::string_view s) {
     if (s == "Double") return dtype::float64;
     if (s == "Long") return dtype::int64;
     if (s == "Bool") return dtype::bool_;
+    if (s == "Int") return dtype::int32;
+    if (s == "Half") return dtype::float16;
+    if (s == "BFloat16") return dtype::bfloat16;
     return std::nullopt;
 }
 
@@ -21986,7 +22372,8 @@ GRAFT_INLINE attribute parser::parse_tensor() {
     }
     if (static_cast<std::int64_t>(toks.size()) != numel)
         error("tensor constant has ", toks.size(), " values for ", numel, " elements");
-    Tensor t = empty(sizes, *ty.tensor.scalar_type);
+    const dtype stored = *ty.tensor.scalar_type;
+    Tensor t = empty(sizes, compute_dtype(stored));  // storage dtypes: parsed wide, then converted
     graft::detail::visit_dtype(t.type(), [&](auto z) {
         using T = decltype(z);
         T* p = t.data_ptr<T>();
@@ -22000,10 +22387,20 @@ GRAFT_INLINE attribute parser::parse_tensor() {
                 p[k] = static_cast<T>(parse_float_token(toks[k]));
             } else {
                 p[k] = static_cast<T>(parse_int_token(toks[k]));
+                if (stored == dtype::int32 && (p[k] < -2147483648LL || p[k] > 2147483647LL))
+                    error("value '", toks[k], "' does not fit an Int (int32) tensor");
             }
         }
     });
-    return t;
+    if (stored == dtype::float16 || stored == dtype::bfloat16) {
+        // A value the 16-bit type cannot hold exactly is malformed text (printing writes exact values).
+        const Tensor narrow = t.to(stored);
+        const auto wide = t.to_vector<float>(), back = narrow.to_vector<float>();
+        for (std::size_t k = 0; k < wide.size(); ++k)
+            if (!(wide[k] == back[k] || (wide[k] != wide[k] && back[k] != back[k])))
+                error("value '", toks[k], "' is not exactly a ", graft::name(stored), " value");
+    }
+    return is_storage_dtype(stored) ? t.to(stored) : t;
 }
 
 GRAFT_INLINE void parser::parse_body(Block& b, std::string_view terminator) {
@@ -22215,9 +22612,12 @@ GRAFT_INLINE void print_attribute(std::ostream& os, const attribute& a) {
                 tt.sizes.emplace();
                 for (auto s : t.sizes()) tt.sizes->push_back(s);
                 os << "tensor(" << Type::tensor_type(tt) << ", [";
-                graft::detail::visit_dtype(t.type(), [&](auto z) {
+                // Storage dtypes print their values in the compute dtype (exact: float16 and
+                // bfloat16 values are float32 values, int32 values int64 ones).
+                const Tensor values = is_storage_dtype(t.type()) ? t.to(compute_dtype(t.type())) : t;
+                graft::detail::visit_dtype(values.type(), [&](auto z) {
                     using T = decltype(z);
-                    const T* p = t.data_ptr<T>();
+                    const T* p = values.data_ptr<T>();
                     for (std::int64_t i = 0; i < t.numel(); ++i) {
                         if (cut && i == head) {
                             os << (i ? ", ..." : "...");
@@ -31411,7 +31811,7 @@ GRAFT_INLINE void save_file(const named_tensors& tensors, const std::filesystem:
 
 /// The tensors of a safetensors file held in memory (safetensors.torch.load): new, contiguous
 /// tensors that own their data. Every check of docs/io.md#what-is-checked is applied first;
-/// any failure, or a tensor whose dtype graft does not have (F16, BF16, I32, ...), throws
+/// any failure, or a tensor whose dtype graft does not have (U8, I16, F8_E4M3, ...), throws
 /// graft::error naming the tensor and the problem.
 [[nodiscard]] GRAFT_INLINE tensor_map load(std::span<const std::byte> bytes);
 /// load() over a string's bytes, for files read into a std::string.
@@ -31516,8 +31916,8 @@ struct format_dtype {
 inline constexpr format_dtype format_dtypes[] = {
     {"BOOL", 8, 0, dtype::bool_},  {"F4", 4, 1, {}},         {"F6_E2M3", 6, 2, {}},       {"F6_E3M2", 6, 3, {}},
     {"U8", 8, 4, {}},              {"I8", 8, 5, {}},         {"F8_E5M2", 8, 6, {}},       {"F8_E4M3", 8, 7, {}},
-    {"F8_E8M0", 8, 8, {}},         {"I16", 16, 9, {}},       {"U16", 16, 10, {}},         {"F16", 16, 11, {}},
-    {"BF16", 16, 12, {}},          {"I32", 32, 13, {}},      {"U32", 32, 14, {}},         {"F32", 32, 15, dtype::float32},
+    {"F8_E8M0", 8, 8, {}},         {"I16", 16, 9, {}},       {"U16", 16, 10, {}},         {"F16", 16, 11, dtype::float16},
+    {"BF16", 16, 12, dtype::bfloat16}, {"I32", 32, 13, dtype::int32},      {"U32", 32, 14, {}},         {"F32", 32, 15, dtype::float32},
     {"C64", 64, 16, {}},           {"F64", 64, 17, dtype::float64}, {"I64", 64, 18, dtype::int64}, {"U64", 64, 19, {}},
 };
 
@@ -32123,7 +32523,7 @@ template <class Read>
     const format_dtype& d = *find_format_dtype(info.dtype);
     if (!d.graft)
         fail(concat(where, ": tensor ", show(name), " has dtype ", info.dtype,
-                    ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+                    ", which graft does not have (graft loads F16, BF16, F32, F64, I32, I64 and BOOL)"));
     Tensor t = empty(info.shape, *d.graft);
     const std::size_t nbytes = static_cast<std::size_t>(info.end - info.begin);
     auto* dst = static_cast<std::byte*>(t.raw_data());
@@ -32281,7 +32681,7 @@ GRAFT_INLINE tensor_map safe_open::load_all() const {
             if (!detail::find_format_dtype(info.dtype)->graft)
                 graft::detail::fail(graft::detail::concat(where_, ": tensor ", detail::show(name), " has dtype ",
                                                           info.dtype,
-                                                          ", which graft does not have (graft loads F32, F64, I64 and BOOL)"));
+                                                          ", which graft does not have (graft loads F16, BF16, F32, F64, I32, I64 and BOOL)"));
         tensor_map out;
         for (const auto& [name, info] : tensors_) out.emplace(name, get_tensor(name));
         return out;
@@ -32431,7 +32831,8 @@ enum class reduction { none, mean, sum, batchmean };
 
 /// input / max(||input||_p, eps), the p-norm taken along `dim` (torch.nn.functional.normalize).
 /// p > 0 (finite) or infinity; the norm's gradient is PyTorch's, 0 for a zero vector (and for
-/// zero elements when p < 1), and 0 wherever the norm is below eps (clamp_min). p <= 0 (which
+/// zero elements when p < 1, NaN there when a NaN reaches the norm), and 0 wherever the norm is
+/// below eps (clamp_min). p <= 0 (which
 /// PyTorch computes as a count or a negative power) and eps < 0 are errors.
 [[nodiscard]] GRAFT_INLINE Tensor normalize(const Tensor& input, double p = 2.0, std::int64_t dim = 1,
                                             double eps = 1e-12);
@@ -32522,7 +32923,8 @@ struct conv_padding {
 /// [C, H, W]; stride defaults to kernel_size; implicit padding is -inf and must be at most half
 /// the kernel; ceil_mode rounds the output size up, keeping only windows that start inside the
 /// input or the left padding. NaN propagates; the gradient goes to the first maximal element of
-/// each window in scan order, as PyTorch.
+/// each window in scan order (to its last NaN if it has one; a window of -inf: its first input
+/// element), as PyTorch's kernel.
 [[nodiscard]] GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, optional_int_pair stride = {},
                                              int_pair padding = 0, int_pair dilation = 1, bool ceil_mode = false);
 
@@ -32545,8 +32947,9 @@ struct adaptive_size {
 
 /// The mean of each adaptive window (torch.nn.functional.adaptive_avg_pool2d): input
 /// [N, C, H, W] or [C, H, W]; output row i averages input rows floor(i H / oh) up to
-/// ceil((i + 1) H / oh) (windows may overlap), columns alike. Computed as constant pooling
-/// matrices multiplied on each side.
+/// ceil((i + 1) H / oh) (windows may overlap), columns alike. As PyTorch's kernel: each window's
+/// own elements summed, divided by its height, then its width (an infinite element reaches
+/// only its windows).
 [[nodiscard]] GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size output_size);
 /// The maximum of each adaptive window (torch.nn.functional.adaptive_max_pool2d; windows as
 /// adaptive_avg_pool2d's), taken over the columns of each window, then over its rows. The
@@ -32581,8 +32984,9 @@ struct scale_list {
 /// align_corners as PyTorch, default false) and "area" (adaptive average pooling); the others
 /// ("bicubic", "trilinear", 5-D inputs, antialias) are errors. As PyTorch 1.13, a given
 /// scale_factor is also the scale the source indices use, unless recompute_scale_factor is
-/// true (then in / out). Linear modes multiply constant weight matrices on each side; nearest
-/// modes select rows and columns; all are differentiable to any order.
+/// true (then in / out). Linear modes weigh each output's two neighbours per dimension, the
+/// width first, as PyTorch's kernel; nearest modes select rows and columns; all are
+/// differentiable to any order.
 [[nodiscard]] GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size = {}, scale_list scale_factor = {},
                                               std::string_view mode = "nearest",
                                               std::optional<bool> align_corners = std::nullopt,
@@ -33044,7 +33448,10 @@ namespace detail {
 
 /// ||x||_p along dim d (kept), with PyTorch's gradient (linalg_vector_norm's backward): 0 for a
 /// zero vector (and for zero elements when p < 1), where the plain composite would give
-/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values.
+/// 0 * inf = NaN. The cuts are `where`s that feed the unselected branches safe values. A zero
+/// element's term is a * 0, not a constant 0: its gradient is 0 times the incoming one, NaN when
+/// that is NaN or infinite (a row [inf, 0, 0]: norm inf, x / norm NaN), as PyTorch's
+/// x |x|^(p-2) * (g / norm^(p-1)) gives; a constant would cut the NaN off.
 inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
     if (p == 1.0) return graft::sum(abs(x), {d}, true);
     if (std::isinf(p)) return amax(abs(x), {d}, true);
@@ -33054,7 +33461,7 @@ inline Tensor vector_norm(const Tensor& x, double p, std::int64_t d) {
     } else {
         const Tensor a = abs(x);
         const Tensor zero = a == 0.0;
-        s = graft::sum(where(zero, 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
+        s = graft::sum(where(zero, a * 0.0, pow(where(zero, 1.0, a), p)), {d}, true);
     }
     const Tensor zero = s == 0.0;
     const Tensor safe = where(zero, 1.0, s);
@@ -33499,25 +33906,40 @@ GRAFT_INLINE Tensor max_pool2d(const Tensor& input, int_pair kernel_size, option
     const Tensor x = detail::batched4(op, input, unbatched);
     const int_pair s = stride.value.value_or(kernel_size);
     const auto g = detail::check_pool(op, x, kernel_size, s, padding, dilation, ceil_mode);
-    Tensor v = detail::pool_windows(x, g, kernel_size, s, padding, dilation);
-    if (padding.h > 0 || padding.w > 0 || g.eh > 0 || g.ew > 0) {
-        // Taps outside the input are -inf (PyTorch pads max pooling with -inf).
-        const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
-        std::vector<bool> m(static_cast<std::size_t>(kk * l));
-        for (std::int64_t ki = 0; ki < kernel_size.h; ++ki)
-            for (std::int64_t kj = 0; kj < kernel_size.w; ++kj)
-                for (std::int64_t oy = 0; oy < g.oh; ++oy)
-                    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-                        const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
-                        const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
-                        m[static_cast<std::size_t>((ki * kernel_size.w + kj) * l + oy * g.ow + ox)] =
-                            iy >= 0 && iy < h && ix >= 0 && ix < w;
-                    }
-        const Tensor mask = from_vector(m, {kk, l});  // a constant of the sizes (captured as one)
-        v = where(mask, v, scalar(-std::numeric_limits<double>::infinity()));
-    }
-    auto [values, indices] = graft::max(v, 2);
-    const Tensor out = values.reshape({x.size(0), x.size(1), g.oh, g.ow});
+    // The windows as [N, C, kh * kw, oh * ow], gathered from the flattened input. A tap outside
+    // the input (padding, ceil_mode) reads the window's first element inside it, which is where
+    // PyTorch's kernel starts (index of the first inside element, value -inf): a copy never
+    // changes the maximum, and where it wins a tie (a window of -inf) its gradient goes to that
+    // element, as PyTorch's, not into the padding.
+    const std::int64_t kk = kernel_size.h * kernel_size.w, l = g.oh * g.ow, h = x.size(2), w = x.size(3);
+    std::vector<std::int64_t> taps(static_cast<std::size_t>(kk * l)), tap_ids(taps.size());
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            const auto inside = [&](std::int64_t ki, std::int64_t kj) {
+                const std::int64_t iy = oy * s.h - padding.h + ki * dilation.h;
+                const std::int64_t ix = ox * s.w - padding.w + kj * dilation.w;
+                return iy >= 0 && iy < h && ix >= 0 && ix < w ? iy * w + ix : std::int64_t{-1};
+            };
+            std::int64_t first = -1;
+            for (std::int64_t t = 0; t < kk && first < 0; ++t) first = inside(t / kernel_size.w, t % kernel_size.w);
+            graft::detail::check(first >= 0, op, ": internal error: a window with no input element");
+            for (std::int64_t t = 0; t < kk; ++t) {
+                const std::int64_t at = inside(t / kernel_size.w, t % kernel_size.w);
+                taps[static_cast<std::size_t>(t * l + oy * g.ow + ox)] = at >= 0 ? at : first;
+                tap_ids[static_cast<std::size_t>(t * l + oy * g.ow + ox)] = at >= 0 ? t : -1;
+            }
+        }
+    const Tensor v = x.reshape({x.size(0), x.size(1), h * w})
+                         .index_select(2, from_vector(taps))  // a constant of the sizes (captured as one)
+                         .reshape({x.size(0), x.size(1), kk, l});
+    // The first maximal tap in scan order, except that PyTorch's kernel keeps the last NaN of a
+    // window inside the input (it takes a NaN whenever it meets one): the largest tap number
+    // among the NaN taps (tap_ids: the tap's number, -1 outside the input). The output is the
+    // tap gathered at that index, so the gradient goes there.
+    const auto [values, first_max] = graft::max(v, 2, true);
+    const Tensor last_nan = amax(where(v != v, from_vector(tap_ids, {kk, l}), std::int64_t{-1}), {2}, true);
+    const Tensor pick = where(values != values, last_nan, first_max);
+    const Tensor out = gather(v, 2, pick).reshape({x.size(0), x.size(1), g.oh, g.ow});
     return unbatched ? out.squeeze(0) : out;
 }
 
@@ -33573,15 +33995,11 @@ inline int_pair adaptive_out(const char* op, const Tensor& x, adaptive_size s) {
     return {oh, ow};
 }
 
-/// [out, in]: row i averages window i (a constant of the sizes, captured as one).
-inline Tensor adaptive_avg_matrix(std::int64_t in, std::int64_t out, dtype type) {
-    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
-    for (std::int64_t i = 0; i < out; ++i) {
-        const std::int64_t s = adaptive_start(i, in, out), e = adaptive_end(i, in, out);
-        for (std::int64_t j = s; j < e; ++j)
-            m[static_cast<std::size_t>(i * in + j)] = 1.0 / static_cast<double>(e - s);
-    }
-    return from_vector(m, {out, in}).to(type);
+/// The longest adaptive window of `out` over `in` elements.
+inline std::int64_t adaptive_longest(std::int64_t in, std::int64_t out) {
+    std::int64_t k = 0;
+    for (std::int64_t i = 0; i < out; ++i) k = std::max(k, adaptive_end(i, in, out) - adaptive_start(i, in, out));
+    return k;
 }
 
 /// The maximum over adaptive windows of dimension d of x: the windows' elements selected into
@@ -33611,10 +34029,43 @@ GRAFT_INLINE Tensor adaptive_avg_pool2d(const Tensor& input, adaptive_size outpu
     bool unbatched = false;
     const Tensor x = detail::batched4(op, input, unbatched);
     const int_pair o = detail::adaptive_out(op, x, output_size);
-    Tensor out = x;
-    if (o.h != x.size(2)) out = matmul(detail::adaptive_avg_matrix(x.size(2), o.h, x.type()), out);
-    if (o.w != x.size(3)) out = matmul(out, detail::adaptive_avg_matrix(x.size(3), o.w, x.type()).transpose(0, 1));
-    if (o.h == x.size(2) && o.w == x.size(3)) out = x * 1.0;  // a new tensor, as PyTorch's
+    const std::int64_t h = x.size(2), w = x.size(3);
+    if (o.h == h && o.w == w) {
+        const Tensor out = x * 1.0;  // a new tensor, as PyTorch's
+        return unbatched ? out.squeeze(0) : out;
+    }
+    // PyTorch's kernel: the sum of each window's elements, divided by its height, then by its
+    // width. The windows' elements are gathered into [N, C, kh * kw, oh * ow] (row-major in the
+    // window, each padded to the longest with zeros). Only a window's own elements enter its
+    // sum: a matrix product with 0 weights would turn an infinite element into NaN (0 * inf) in
+    // every other window of its row or column.
+    const std::int64_t kh = detail::adaptive_longest(h, o.h), kw = detail::adaptive_longest(w, o.w);
+    const std::int64_t kk = kh * kw, l = o.h * o.w;
+    std::vector<std::int64_t> taps(static_cast<std::size_t>(kk * l));
+    std::vector<bool> inside(static_cast<std::size_t>(kk * l));
+    std::vector<double> heights(static_cast<std::size_t>(l)), widths(static_cast<std::size_t>(l));
+    for (std::int64_t oy = 0; oy < o.h; ++oy) {
+        const std::int64_t hs = detail::adaptive_start(oy, h, o.h), he = detail::adaptive_end(oy, h, o.h);
+        for (std::int64_t ox = 0; ox < o.w; ++ox) {
+            const std::int64_t ws = detail::adaptive_start(ox, w, o.w), we = detail::adaptive_end(ox, w, o.w);
+            const std::int64_t j = oy * o.w + ox;
+            heights[static_cast<std::size_t>(j)] = static_cast<double>(he - hs);
+            widths[static_cast<std::size_t>(j)] = static_cast<double>(we - ws);
+            for (std::int64_t a = 0; a < kh; ++a)
+                for (std::int64_t b = 0; b < kw; ++b) {
+                    const bool in = hs + a < he && ws + b < we;
+                    const auto at = static_cast<std::size_t>((a * kw + b) * l + j);
+                    taps[at] = in ? (hs + a) * w + ws + b : hs * w + ws;
+                    inside[at] = in;
+                }
+        }
+    }
+    const Tensor v = x.reshape({x.size(0), x.size(1), h * w})
+                         .index_select(2, from_vector(taps))  // constants of the sizes (captured as such)
+                         .reshape({x.size(0), x.size(1), kk, l});
+    const Tensor sums = graft::sum(where(from_vector(inside, {kk, l}), v, 0.0), {2}, false);
+    const Tensor out = (sums / from_vector(heights).to(x.type()) / from_vector(widths).to(x.type()))
+                           .reshape({x.size(0), x.size(1), o.h, o.w});
     return unbatched ? out.squeeze(0) : out;
 }
 
@@ -33654,10 +34105,16 @@ inline std::vector<std::int64_t> nearest_indices(std::int64_t in, std::int64_t o
     return idx;
 }
 
-/// [out, in]: the linear interpolation weights of a resize (PyTorch's source index rule).
-inline Tensor linear_matrix(std::int64_t in, std::int64_t out, std::optional<double> scale, bool align_corners,
-                            dtype type) {
-    std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
+/// The two source indices of each output index of a linear resize and their weights (PyTorch's
+/// source index rule): out[i] = x[i0[i]] * w0[i] + x[i1[i]] * w1[i], i1 = i0 at the last index.
+struct linear_taps {
+    std::vector<std::int64_t> i0, i1;
+    std::vector<double> w0, w1;
+};
+
+inline linear_taps linear_weights(std::int64_t in, std::int64_t out, std::optional<double> scale,
+                                  bool align_corners) {
+    linear_taps t;
     const double s = align_corners ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
                                    : resize_scale(in, out, scale);
     for (std::int64_t i = 0; i < out; ++i) {
@@ -33666,10 +34123,12 @@ inline Tensor linear_matrix(std::int64_t in, std::int64_t out, std::optional<dou
         const auto i0 = std::min(static_cast<std::int64_t>(src), in - 1);
         const std::int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
         const double l1 = std::clamp(src - static_cast<double>(i0), 0.0, 1.0);
-        m[static_cast<std::size_t>(i * in + i0)] += 1.0 - l1;
-        m[static_cast<std::size_t>(i * in + i1)] += l1;
+        t.i0.push_back(i0);
+        t.i1.push_back(i1);
+        t.w0.push_back(1.0 - l1);
+        t.w1.push_back(l1);
     }
-    return from_vector(m, {out, in}).to(type);
+    return t;
 }
 
 }  // namespace detail
@@ -33733,7 +34192,9 @@ GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size, scale_list 
         return dims == 1 ? y.squeeze(2) : y;
     }
     Tensor y = input;
-    for (std::int64_t d = 0; d < dims; ++d) {
+    // The last dimension first: PyTorch's kernel interpolates along the width inside the height,
+    // (x[h0, w0] w0 + x[h0, w1] w1) h0 + (x[h1, w0] w0 + x[h1, w1] w1) h1.
+    for (std::int64_t d = dims - 1; d >= 0; --d) {
         const auto i = static_cast<std::size_t>(d);
         const std::int64_t dim = 2 + d, in = input.size(dim);
         if (nearest || exact) {
@@ -33742,8 +34203,14 @@ GRAFT_INLINE Tensor interpolate(const Tensor& input, size_list size, scale_list 
             for (std::int64_t j = 0; identity && j < in; ++j) identity = idx[static_cast<std::size_t>(j)] == j;
             if (!identity) y = y.index_select(dim, from_vector(idx));
         } else {
-            const Tensor m = detail::linear_matrix(in, out[i], scales[i], align_corners.value_or(false), input.type());
-            y = dim == input.dim() - 1 ? matmul(y, m.transpose(0, 1)) : matmul(m, y);
+            // Each output reads its two neighbours only (index_select), as PyTorch's kernel: a
+            // matrix product with the other weights 0 would spread an infinite input as
+            // 0 * inf = NaN over the whole row or column.
+            const detail::linear_taps t = detail::linear_weights(in, out[i], scales[i], align_corners.value_or(false));
+            int_list wsizes(static_cast<std::size_t>(input.dim() - dim), 1);
+            wsizes[0] = out[i];
+            const auto weight = [&](const std::vector<double>& v) { return from_vector(v, wsizes).to(input.type()); };
+            y = y.index_select(dim, from_vector(t.i0)) * weight(t.w0) + y.index_select(dim, from_vector(t.i1)) * weight(t.w1);
         }
     }
     return y.is_same(input) ? input * 1.0 : y;
@@ -33945,8 +34412,9 @@ GRAFT_INLINE Tensor embedding(const Tensor& input, const Tensor& weight, std::op
     detail::check_floating(op, "weight", weight);
     graft::detail::check(weight.dim() == 2, op, ": 'weight' must be 2-D, got sizes ", weight.sizes());
     detail::check_defined(op, "input", input);
-    graft::detail::check(input.type() == dtype::int64, op,
-                         ": Expected tensor for argument 'indices' to have scalar type Long, but got ", input.type());
+    graft::detail::check(input.type() == dtype::int64 || input.type() == dtype::int32, op,
+                         ": Expected tensor for argument 'indices' to have one of the following scalar types: Long, "
+                         "Int; but got ", input.type());
     const std::int64_t num = weight.size(0);
     if (padding_idx) {
         graft::detail::check(*padding_idx >= -num && *padding_idx < num, op,
@@ -34763,7 +35231,11 @@ GRAFT_INLINE load_state_dict_result Module::load_state_dict(const named_tensor_l
             mismatches.push_back(graft::detail::concat("size mismatch for ", name, ": copying a param with shape ",
                                                        src.sizes(), " from checkpoint, the shape in current model is ",
                                                        slot->sizes(), "."));
-        } else if (src.type() != slot->type()) {
+        } else if (src.type() != slot->type() &&
+                   (is_floating_point(src.type()) != is_floating_point(slot->type()) ||
+                    src.type() == dtype::bool_ || slot->type() == dtype::bool_)) {
+            // Within a category the copy converts (a float16 checkpoint into a float32 model,
+            // as PyTorch's copy_); across categories it would truncate or invent values.
             mismatches.push_back(graft::detail::concat("dtype mismatch for ", name, ": copying a param of dtype ",
                                                        src.type(), " from checkpoint, the dtype in current model is ",
                                                        slot->type(), " (convert with to() first)."));
