@@ -221,7 +221,7 @@ TEST_CASE("io torch: a checkpoint's sub-dicts and values", "[io][torch_save]") {
     const io::named_tensor_list model = ck.at("model").tensors();
     REQUIRE(model.size() == 4);
     CHECK(model[0].first == "0.weight");
-    const io::named_tensor_list flat = io::load_torch(std::filesystem::path(fixtures + "checkpoint.pt"));
+    const io::named_tensor_list flat = io::load_torch(fixtures + "checkpoint.pt");
     REQUIRE(flat.size() == 4);  // the optimizer holds no tensors, epoch is not one
     CHECK(flat[3].first == "model.2.bias");
     const io::torch_value& group = ck.at("optimizer").at("param_groups").elements().at(0);
@@ -357,6 +357,8 @@ TEST_CASE("io torch: a forbidden global is an error naming it, and nothing runs"
                "the global \"torch.FloatStorage\" cannot be called");
     load_fails(archive("\x80\x02" "ccollections\nOrderedDict\n" + ustr("x") + "\x85R."),
                "collections.OrderedDict called with arguments");
+    load_fails(archive("\x80\x02" "ctorch\nByteStorage\n."),
+               "storage class \"torch.ByteStorage\" holds a dtype graft does not have (graft loads torch.FloatStorage");
 }
 
 TEST_CASE("io torch: truncated, corrupt and lying archives are errors", "[io][torch_save]") {

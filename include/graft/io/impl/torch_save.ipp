@@ -573,9 +573,13 @@ private:
 
     pnode* global(const std::string& name) {
         if (name != "collections.OrderedDict" && name != "torch._utils._rebuild_tensor_v2" &&
-            name != "torch._utils._rebuild_parameter" && find_storage_class(name) == nullptr)
+            name != "torch._utils._rebuild_parameter" && find_storage_class(name) == nullptr) {
+            if (name.starts_with("torch.") && name.ends_with("Storage") && name.find('.', 6) == std::string::npos)
+                error("storage class ", show(name), " holds a dtype graft does not have (graft loads torch.FloatStorage, "
+                      "DoubleStorage, HalfStorage, BFloat16Storage, LongStorage, IntStorage and BoolStorage)");
             error("forbidden global ", show(name), " (graft runs no code from a file: it allows only ",
                   allowed_globals_text, ")");
+        }
         pnode* v = make(pnode::kind::global);
         v->s = name;
         return v;
