@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const std::string& name : f.keys()) {
             const io::tensor_info& info = f.info(name);
             if (info.end < info.begin || data_start(input) + info.end > size) report("info: offsets out of the input", name);
-            if (info.dtype != "F32" && info.dtype != "F64" && info.dtype != "I64" && info.dtype != "BOOL")
+            if (info.dtype != "F32" && info.dtype != "F64" && info.dtype != "F16" && info.dtype != "BF16" &&
+                info.dtype != "I64" && info.dtype != "I32" && info.dtype != "BOOL")
                 loadable = false;
         }
         try {
